@@ -1,0 +1,65 @@
+"""The `nsroof` command line. Commands are thin: each lives in nsroof/commands/<name>.py and is
+imported only when invoked, so `nsroof --help` stays fast and no command pays for another's imports."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from nsroof import __version__
+from nsroof.errors import NsroofError
+
+# command name -> "module:click-command attribute"
+COMMANDS: dict[str, str] = {
+    "analyze": "nsroof.commands.analyze:analyze",
+    "machines": "nsroof.commands.machines:machines",
+    "ledger": "nsroof.commands.ledger:ledger",
+    "measure": "nsroof.commands.measure:measure",
+    "profile": "nsroof.commands.profile:profile",
+    "ncu": "nsroof.commands.ncu:ncu",
+    "plot": "nsroof.commands.plot:plot",
+    "report": "nsroof.commands.report:report",
+    "compare": "nsroof.commands.compare:compare",
+    "demo": "nsroof.commands.demo:demo",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name, target in COMMANDS.items() if _module_exists(target))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None or not _module_exists(target):
+            return None
+        module_name, attr = target.split(":")
+        command = getattr(importlib.import_module(module_name), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except NsroofError as exc:
+            click.echo(f"nsroof: error: {exc}", err=True)
+            ctx.exit(2)
+
+
+def _module_exists(target: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(target.split(":")[0]) is not None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="nsroof")
+def cli() -> None:
+    """Hierarchical roofline analysis: which kernels are memory- or compute-bound at DRAM, L2 and L1,
+    how far each runs from its roof, and the most you could gain."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="nsroof")

@@ -1,0 +1,54 @@
+"""Importers: one module per input format, each with one `read(path) -> DataFrame` entry that
+returns the normalized kernel table (see nsroof.importers.kernel_table).
+
+`read(path)` here picks the format by content, not only by extension.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from nsroof.errors import InputError
+
+FORMAT_MODULES: dict[str, str] = {
+    "ncu-csv": "nsroof.importers.ncu_csv",
+    "ncu-rep": "nsroof.importers.ncu_rep",
+    "torch-trace": "nsroof.importers.torch_trace",
+}
+
+
+def sniff(path: str | os.PathLike[str]) -> str:
+    """Return the format name of `path` from its first bytes; raise InputError if it is none of ours."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(p, "no such file", hint="check the path")
+    if p.is_dir():
+        raise InputError(p, "is a directory, not an export", hint="pass an ncu CSV, .ncu-rep or torch trace file")
+    with open(p, "rb") as fh:
+        head = fh.read(4096)
+    if not head:
+        raise InputError(p, "file is empty", line=1, hint="re-export it with `ncu -i REPORT --csv --page raw`")
+    if head[:4] == b"NVR\0" or p.name.endswith(".ncu-rep"):
+        return "ncu-rep"
+    if head[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(p, "rb") as fh:
+                head = fh.read(4096)
+        except OSError as exc:
+            raise InputError(p, f"damaged gzip file ({exc})", hint="re-compress or pass the plain file") from None
+    text = head.lstrip(b"\xef\xbb\xbf").lstrip()
+    if text.startswith(b"{") or text.startswith(b"["):
+        return "torch-trace"
+    return "ncu-csv"
+
+
+def read(path: str | os.PathLike[str]) -> pd.DataFrame:
+    fmt = sniff(path)
+    module = importlib.import_module(FORMAT_MODULES[fmt])
+    df: pd.DataFrame = module.read(path)
+    return df

@@ -1,0 +1,66 @@
+"""The normalized kernel table: what every importer's `read(path)` returns.
+
+One row per kernel launch (or per op call for analytic sources). Identity columns are listed in
+IDENTITY_COLUMNS; every other column whose name contains "__" is a profiler metric under its own
+ncu name (e.g. ``dram__bytes.sum``), converted to SI base units as float64 (bytes, seconds,
+Hz, FLOP, cycles, instructions, sectors ...). String-valued metrics stay strings (object dtype).
+
+``df.attrs["nsroof"]`` carries file-level facts as a plain dict:
+  format         e.g. "ncu-csv:details", "ncu-csv:raw", "ncu-rep", "torch-trace"
+  source         the input file name
+  metric_units   {metric column: SI base unit after conversion, e.g. "byte", "second", "byte/second"}
+  number_style   for CSVs: the number format decided from the file ("en_US", "C", "de_DE", ...)
+  warnings       list of one-line warnings raised while reading (e.g. recovered NVTX rows)
+  hints          list of one-line hints (e.g. the ncu command that exports the missing counters)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+# name -> (pandas dtype, description). Importers fill what the input holds; the rest is NA.
+IDENTITY_COLUMNS: dict[str, tuple[str, str]] = {
+    "source": ("object", "input file name (or 'torch.profiler' for a live profile)"),
+    "kernel_id": ("int64", "launch ID as printed by the profiler (ncu 'ID'); unique within a source"),
+    "process_id": ("Int64", "OS process ID"),
+    "process_name": ("object", "process name"),
+    "host": ("object", "host name"),
+    "device": ("object", "device name, e.g. 'NVIDIA A100-SXM4-40GB' ('' when the export omits it)"),
+    "device_id": ("Int64", "device index"),
+    "cc": ("object", "compute capability, e.g. '8.0' ('' when unknown)"),
+    "kernel_name": ("object", "kernel name exactly as printed"),
+    "function": ("object", "short function name: no return type, template arguments or parameter list"),
+    "grid": ("object", "grid size '(x, y, z)'"),
+    "block": ("object", "block size '(x, y, z)'"),
+    "context": ("Int64", "CUDA context ID"),
+    "stream": ("Int64", "CUDA stream ID"),
+    "nvtx_ranges": ("object", "list of NVTX range names enclosing the launch, outermost first"),
+    "nvtx_path": ("object", "the NVTX range names joined with '/' ('' when none)"),
+}
+
+
+def is_metric_column(name: str) -> bool:
+    return "__" in name and name not in IDENTITY_COLUMNS
+
+
+def metric_columns(df: pd.DataFrame) -> list[str]:
+    return [c for c in df.columns if is_metric_column(str(c))]
+
+
+def empty_identity(n: int) -> dict[str, Any]:
+    """Default identity values for n rows (used by importers to fill what an input lacks)."""
+    out: dict[str, Any] = {}
+    for name, (dtype, _) in IDENTITY_COLUMNS.items():
+        if dtype == "object":
+            out[name] = [[] for _ in range(n)] if name == "nvtx_ranges" else [""] * n
+        else:
+            out[name] = pd.array([pd.NA] * n, dtype=dtype if dtype != "int64" else "Int64")
+    return out
+
+
+def file_facts(df: pd.DataFrame) -> dict[str, Any]:
+    facts = df.attrs.setdefault("nsroof", {})
+    assert isinstance(facts, dict)
+    return facts

@@ -1,0 +1,1 @@
+"""Report: the per-(kernel, level) roofline table, its Parquet file, terminal summary, charts and HTML."""

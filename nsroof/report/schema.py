@@ -1,0 +1,93 @@
+"""The report schema, declared once: one row per (kernel launch, memory level).
+
+Every field carries its unit and meaning in the Parquet field metadata; the README's schema
+table is generated from REPORT_FIELDS (tests keep them in step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+SCHEMA_VERSION = "1"
+LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
+BOUNDS: tuple[str, ...] = ("memory", "compute", "unknown")
+PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "fp16", "tensor")
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: pa.DataType
+    unit: str
+    description: str
+    categorical: bool = False
+
+
+_S, _F, _I, _B = pa.string(), pa.float64(), pa.int64(), pa.bool_()
+
+REPORT_FIELDS: tuple[Field, ...] = (
+    Field("source", _S, "", "input file name, or 'torch.profiler' for a live profile", True),
+    Field("kernel_id", _I, "", "launch ID within the source (first ID of the group when aggregated)"),
+    Field("launches", _I, "count", "launches merged into this row (1 unless --aggregate)"),
+    Field("kernel_name", _S, "", "kernel name as the profiler printed it", True),
+    Field("function", _S, "", "short function name (no return type, templates or parameters)", True),
+    Field("op", _S, "", "framework op that launched the kernel (e.g. aten::mm), when known", True),
+    Field("input_shapes", _S, "", "the op's input shapes, when known"),
+    Field("module", _S, "", "nn.Module qualified name, when known", True),
+    Field("device", _S, "", "device name", True),
+    Field("cc", _S, "", "compute capability", True),
+    Field("host", _S, "", "host name, when known", True),
+    Field("process_id", _I, "", "OS process ID, when known"),
+    Field("grid", _S, "", "grid size (x, y, z)", True),
+    Field("block", _S, "", "block size (x, y, z)", True),
+    Field("stream", _I, "", "CUDA stream ID, when known"),
+    Field("nvtx_path", _S, "", "enclosing NVTX ranges, outermost first, joined with '/'", True),
+    Field("duration_s", _F, "s", "kernel duration (sum over merged launches)"),
+    Field("duration_source", _S, "", "metric or formula that gave duration_s", True),
+    Field("flops", _F, "FLOP", "all floating-point operations: fp64 + fp32 + fp16 + tensor"),
+    Field("flops_fp64", _F, "FLOP", "FP64 operations on CUDA cores (FMA = 2)"),
+    Field("flops_fp32", _F, "FLOP", "FP32 operations on CUDA cores (FMA = 2)"),
+    Field("flops_fp16", _F, "FLOP", "FP16 operations on CUDA cores (HFMA2 = 4, HADD2/HMUL2 = 2)"),
+    Field("flops_tensor", _F, "FLOP", "tensor-core operations (dense + sparse)"),
+    Field("flops_source", _S, "", "metrics or formula that gave the FLOP counts", True),
+    Field("precision", _S, "", "precision carrying most FLOPs: fp64, fp32, fp16, tensor ('' when no FLOPs)", True),
+    Field("peak_flop_per_s", _F, "FLOP/s", "compute roof of that precision"),
+    Field("level", _S, "", "memory level: dram, l2 or l1", True),
+    Field("bytes", _F, "byte", "bytes moved at this level"),
+    Field("bytes_source", _S, "", "metric or formula that gave bytes (e.g. dram__bytes.sum, analytic:gemm)", True),
+    Field("bandwidth_bytes_per_s", _F, "byte/s", "bandwidth roof of this level"),
+    Field("intensity", _F, "FLOP/byte", "arithmetic intensity = flops / bytes"),
+    Field("ridge", _F, "FLOP/byte", "ridge point = peak_flop_per_s / bandwidth_bytes_per_s"),
+    Field("attainable_flop_per_s", _F, "FLOP/s", "min(peak_flop_per_s, intensity * bandwidth_bytes_per_s)"),
+    Field("achieved_flop_per_s", _F, "FLOP/s", "flops / duration_s"),
+    Field("achieved_bytes_per_s", _F, "byte/s", "bytes / duration_s"),
+    Field("bound", _S, "", "memory (intensity < ridge), compute (intensity >= ridge) or unknown", True),
+    Field("time_floor_s", _F, "s", "max(flops / peak_flop_per_s, bytes / bandwidth_bytes_per_s)"),
+    Field("roof_fraction", _F, "1", "achieved / attainable: achieved_flop_per_s / attainable_flop_per_s, "
+          "or achieved_bytes_per_s / bandwidth when the kernel has no FLOPs"),
+    Field("limiting", _S, "", "this kernel's level with the largest time floor ('' when none is known)", True),
+    Field("above_roof", _B, "", "achieved exceeds a roof by more than 5% (a counting or unit error)"),
+    Field("ceiling_source", _S, "", "where the roofs came from: ncu:<metrics>, spec:<machine>, measured:<file>, file:<path>", True),
+    Field("missing", _S, "", "metric names whose absence left a quantity NaN, comma-separated ('' when none)"),
+    # The measured-vs-compulsory join (nsroof analyze --ledger); NaN / '' when no formula matched.
+    Field("ledger_op", _S, "", "ledger formula matched to this kernel, with its shape", True),
+    Field("expected_flops", _F, "FLOP", "FLOPs the ledger formula says the op must do"),
+    Field("min_bytes", _F, "byte", "compulsory DRAM bytes from the ledger formula"),
+    Field("flop_ratio", _F, "1", "flops / expected_flops"),
+    Field("excess_traffic", _F, "1", "DRAM bytes / min_bytes"),
+    Field("ideal_time_s", _F, "s", "max(expected_flops / peak_flop_per_s, min_bytes / DRAM bandwidth)"),
+    Field("headroom", _F, "1", "duration_s / ideal_time_s"),
+)
+
+FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in REPORT_FIELDS}
+COLUMNS: list[str] = [f.name for f in REPORT_FIELDS]
+
+
+def arrow_schema(metadata: dict[bytes, bytes] | None = None) -> pa.Schema:
+    fields = [
+        pa.field(f.name, f.type, nullable=True, metadata={b"unit": f.unit.encode(), b"description": f.description.encode()})
+        for f in REPORT_FIELDS
+    ]
+    return pa.schema(fields, metadata=metadata)
