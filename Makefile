@@ -20,7 +20,7 @@ lint:
 	$(PY) -m mypy nsroof
 
 bench:
-	$(PY) -m nsroof.bench
+	$(PY) benchmarks/run.py
 
 demo:
 	$(PY) -m nsroof demo
