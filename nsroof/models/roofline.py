@@ -1,0 +1,106 @@
+"""Pure roofline maths (Williams, Waterman & Patterson, CACM 2009), vectorised over numpy arrays.
+
+A kernel does W FLOPs and moves Q bytes at a memory level whose roof is B byte/s, under a compute
+roof of P FLOP/s:
+
+    intensity  I = W / Q                        [FLOP/byte]
+    ridge        = P / B                        [FLOP/byte]
+    attainable   = min(P, I * B)                [FLOP/s]
+    time floor   = max(W / P, Q / B)            [s]
+    bound        = memory if I < ridge, compute if I >= ridge
+
+Every function accepts scalars or arrays and propagates NaN: an unknown input gives an unknown
+result, never a guess.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+ArrayLike = npt.ArrayLike
+FloatArray = npt.NDArray[np.float64]
+
+#: achieved above a roof by more than this fraction means a counting or unit error
+ABOVE_ROOF_TOLERANCE = 0.05
+
+
+def _f(x: ArrayLike) -> FloatArray:
+    return np.asarray(x, dtype=np.float64)
+
+
+def intensity(flops: ArrayLike, bytes_: ArrayLike) -> FloatArray:
+    """W / Q. Zero bytes with positive FLOPs is +inf (nothing to wait for at this level);
+    zero over zero is NaN (the kernel did nothing we can place)."""
+    w, q = _f(flops), _f(bytes_)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((q == 0) & (w == 0), np.nan, w / q)
+
+
+def ridge(peak_flop_per_s: ArrayLike, bandwidth_bytes_per_s: ArrayLike) -> FloatArray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _f(peak_flop_per_s) / _f(bandwidth_bytes_per_s)
+
+
+def attainable_flop_per_s(
+    intensity_: ArrayLike, peak_flop_per_s: ArrayLike, bandwidth_bytes_per_s: ArrayLike
+) -> FloatArray:
+    i, p, b = _f(intensity_), _f(peak_flop_per_s), _f(bandwidth_bytes_per_s)
+    with np.errstate(invalid="ignore"):
+        # np.minimum propagates NaN, which is what we want: unknown roof -> unknown attainable
+        return np.minimum(p, i * b)
+
+
+def time_floor_s(
+    flops: ArrayLike, bytes_: ArrayLike, peak_flop_per_s: ArrayLike, bandwidth_bytes_per_s: ArrayLike
+) -> FloatArray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.maximum(_f(flops) / _f(peak_flop_per_s), _f(bytes_) / _f(bandwidth_bytes_per_s))
+
+
+def bound(intensity_: ArrayLike, ridge_: ArrayLike) -> npt.NDArray[np.object_]:
+    """'memory' below the ridge, 'compute' at or above it, 'unknown' when either is NaN."""
+    i, r = _f(intensity_), _f(ridge_)
+    known = ~(np.isnan(i) | np.isnan(r))
+    out = np.full(i.shape, "unknown", dtype=object)
+    out[known & (i < r)] = "memory"
+    out[known & (i >= r)] = "compute"
+    return out
+
+
+def rate(amount: ArrayLike, duration_s: ArrayLike) -> FloatArray:
+    """amount / duration; NaN when the duration is unknown or not positive."""
+    a, d = _f(amount), _f(duration_s)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(d > 0, a / d, np.nan)
+
+
+def roof_fraction(
+    flops: ArrayLike,
+    achieved_flop_per_s: ArrayLike,
+    attainable_flop_per_s_: ArrayLike,
+    achieved_bytes_per_s: ArrayLike,
+    bandwidth_bytes_per_s: ArrayLike,
+) -> FloatArray:
+    """achieved / attainable. A kernel without FLOPs (a copy, a fill) sits on the bandwidth roof
+    alone, so its fraction is achieved bytes/s over the bandwidth."""
+    w = _f(flops)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        by_flops = _f(achieved_flop_per_s) / _f(attainable_flop_per_s_)
+        by_bytes = _f(achieved_bytes_per_s) / _f(bandwidth_bytes_per_s)
+    return np.where(w > 0, by_flops, np.where(w == 0, by_bytes, np.nan))
+
+
+def above_roof(
+    achieved_flop_per_s: ArrayLike,
+    peak_flop_per_s: ArrayLike,
+    achieved_bytes_per_s: ArrayLike,
+    bandwidth_bytes_per_s: ArrayLike,
+    tolerance: float = ABOVE_ROOF_TOLERANCE,
+) -> npt.NDArray[np.bool_]:
+    """True where an achieved rate beats its roof by more than `tolerance` (NaN compares False)."""
+    limit = 1.0 + tolerance
+    with np.errstate(invalid="ignore"):
+        over_flops = _f(achieved_flop_per_s) > limit * _f(peak_flop_per_s)
+        over_bytes = _f(achieved_bytes_per_s) > limit * _f(bandwidth_bytes_per_s)
+    return np.asarray(over_flops | over_bytes, dtype=bool)

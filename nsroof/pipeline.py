@@ -1,0 +1,112 @@
+"""The spine: input file(s) -> kernel table -> quantities -> classified report.
+
+    report = nsroof.analyze(["run.ncu-rep.csv"], machine="a100-40gb")
+    report.frame          # one row per (kernel, level), nsroof.report.schema.COLUMNS
+    report.metadata       # what the Parquet file's metadata will hold
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nsroof.models.machines import Machine
+
+
+@dataclass
+class Report:
+    frame: pd.DataFrame
+    metadata: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+
+    def write(self, path: str | os.PathLike[str]) -> Path:
+        from nsroof.report import parquet
+
+        return parquet.write(self.frame, path, metadata=self.metadata)
+
+
+def resolve_machine(machine: str | os.PathLike[str] | Machine | None) -> Machine | None:
+    if machine is None or isinstance(machine, Machine):
+        return machine
+    from nsroof.models import machines
+
+    return machines.load(os.fspath(machine))
+
+
+def analyze(
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+    *,
+    machine: str | os.PathLike[str] | Machine | None = None,
+    aggregate: bool = False,
+    ledger: str | os.PathLike[str] | None = None,
+) -> Report:
+    """Read each export, derive its roofline quantities and classify every kernel at every level."""
+    from nsroof import importers
+    from nsroof.models.quantities import derive
+    from nsroof.report import build, parquet
+    from nsroof.report.aggregate import aggregate as merge_launches
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    fixed = resolve_machine(machine)
+    resolver = build.default_resolver(fixed)
+    frames: list[pd.DataFrame] = []
+    warnings: list[str] = []
+    hints: list[str] = []
+    formats: dict[str, str] = {}
+    for path in paths:
+        kernels = importers.read(path)
+        facts = kernels.attrs.get("nsroof", {})
+        name = Path(path).name
+        formats[name] = str(facts.get("format", ""))
+        warnings += [f"{name}: {w}" for w in facts.get("warnings", [])]
+        hints += [f"{name}: {h}" for h in facts.get("hints", [])]
+        if "source" not in kernels or kernels["source"].eq("").all():
+            kernels["source"] = name
+        quantities = derive(kernels)
+        if aggregate:
+            kernels, quantities = merge_launches(kernels, quantities)
+        levels = facts.get("levels") or build.LEVELS
+        frames.append(build.build_report(kernels, quantities, levels=levels, resolver=resolver))
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=build.COLUMNS)
+
+    if ledger is not None:
+        from nsroof.report import ledger_join
+
+        frame = ledger_join.apply(frame, ledger_join.load_mapping(ledger))
+
+    used = _machines_used(frame, fixed, resolver)
+    metadata = parquet.build_metadata(
+        inputs=[parquet.input_record(p) | {"format": formats.get(Path(p).name, "")} for p in paths],
+        machines=used,
+        extra={"aggregate": aggregate, "warnings": warnings, "hints": hints,
+               "ledger": os.fspath(ledger) if ledger else None},
+    )
+    return Report(frame=frame, metadata=metadata, warnings=warnings, hints=hints)
+
+
+def _machines_used(frame: pd.DataFrame, fixed: Machine | None, resolver: Any) -> list[Machine]:
+    if fixed is not None:
+        return [fixed]
+    seen: dict[str, Machine] = {}
+    for device in frame["device"].dropna().astype(str).unique():
+        m = resolver(device)
+        if m is not None:
+            seen[m.name] = m
+    return list(seen.values())
+
+
+def default_output(path: str | os.PathLike[str]) -> Path:
+    """report.ncu-rep.csv -> report.nsroof.parquet, next to the input."""
+    p = Path(path)
+    name = p.name
+    for suffix in (".gz", ".csv", ".txt", ".log", ".json", ".ncu-rep", ".pt.trace"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+    return p.with_name(f"{name}.nsroof.parquet")

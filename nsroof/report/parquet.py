@@ -1,0 +1,128 @@
+"""The report file: Parquet with the declared schema and nsroof's metadata, written atomically.
+
+`pandas.read_parquet(path)` loads it as is; `nsroof.load(path)` adds categorical dtypes and reads
+hive-partitioned datasets (directories) lazily through pyarrow.dataset with partition pruning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from nsroof import __version__
+from nsroof.models.machines import Machine
+from nsroof.report.atomic import atomic_path
+from nsroof.report.schema import COLUMNS, REPORT_FIELDS, SCHEMA_VERSION, arrow_schema
+
+METADATA_KEY = b"nsroof"
+
+
+def sha256_of(path: str | os.PathLike[str]) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def input_record(path: str | os.PathLike[str]) -> dict[str, str]:
+    return {"name": Path(path).name, "path": os.fspath(path), "sha256": sha256_of(path)}
+
+
+def build_metadata(
+    *,
+    inputs: Iterable[dict[str, str] | str | os.PathLike[str]] = (),
+    machines: Sequence[Machine] = (),
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    records = [i if isinstance(i, dict) else input_record(i) for i in inputs]
+    meta: dict[str, Any] = {
+        "nsroof_version": __version__,
+        "schema_version": SCHEMA_VERSION,
+        "inputs": records,
+        "ceilings": [m.to_dict() | {"label": m.label} for m in machines],
+        "units": {f.name: f.unit for f in REPORT_FIELDS if f.unit},
+    }
+    if extra:
+        meta.update(extra)
+    return meta
+
+
+def to_table(report: pd.DataFrame, metadata: dict[str, Any]) -> pa.Table:
+    missing = [c for c in COLUMNS if c not in report.columns]
+    if missing:
+        raise ValueError(f"report lacks columns {missing}")
+    frame = report[COLUMNS].copy()
+    for f in REPORT_FIELDS:
+        if isinstance(frame[f.name].dtype, pd.CategoricalDtype):
+            frame[f.name] = frame[f.name].astype(object)
+    schema = arrow_schema({METADATA_KEY: json.dumps(metadata, default=str).encode()})
+    table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+    # keep pandas' own metadata too, so plain read_parquet restores dtypes
+    pandas_meta = table.schema.metadata or {}
+    return table.replace_schema_metadata({**pandas_meta, METADATA_KEY: schema.metadata[METADATA_KEY]})
+
+
+def write(
+    report: pd.DataFrame,
+    path: str | os.PathLike[str],
+    *,
+    inputs: Iterable[dict[str, str] | str | os.PathLike[str]] = (),
+    machine: Machine | None = None,
+    machines: Sequence[Machine] = (),
+    extra_metadata: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Path:
+    """Write `report` to `path` atomically (temporary file, then rename)."""
+    if metadata is None:
+        used = list(machines) or ([machine] if machine is not None else [])
+        metadata = build_metadata(inputs=inputs, machines=used, extra=extra_metadata)
+    table = to_table(report, metadata)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+    return Path(path)
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
+    p = Path(path)
+    if p.is_dir():
+        files = sorted(p.rglob("*.parquet"))
+        if not files:
+            return {}
+        p = files[0]
+    raw = pq.read_schema(p).metadata or {}
+    return json.loads(raw[METADATA_KEY]) if METADATA_KEY in raw else {}
+
+
+def with_categoricals(df: pd.DataFrame) -> pd.DataFrame:
+    for f in REPORT_FIELDS:
+        if f.categorical and f.name in df.columns:
+            df[f.name] = df[f.name].astype("category")
+    return df
+
+
+def load(path: str | os.PathLike[str], filters: Any = None, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """Load a report file or a hive-partitioned dataset directory as a DataFrame with categoricals.
+
+    `filters` is what pyarrow/pandas accept (e.g. [("rank", "=", 0)]); on a dataset it prunes
+    partitions before reading."""
+    p = Path(path)
+    if p.is_dir():
+        import pyarrow.dataset as ds
+
+        dataset = ds.dataset(p, format="parquet", partitioning="hive")
+        expr = pq.filters_to_expression(filters) if filters is not None and not isinstance(filters, pc.Expression) else filters
+        table = dataset.to_table(filter=expr, columns=list(columns) if columns else None)
+        df = table.to_pandas()
+    else:
+        df = pd.read_parquet(p, filters=filters, columns=list(columns) if columns else None)
+    return with_categoricals(df)

@@ -1,0 +1,153 @@
+"""The terminal summary of a report: where the time goes, what bounds it, and what could not be classified."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nsroof.report.schema import LEVELS
+
+
+def human_time(seconds: float) -> str:
+    if not np.isfinite(seconds):
+        return "?"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def _short(text: str, width: int) -> str:
+    text = str(text)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _cell(bound: str, fraction: float) -> str:
+    if bound == "unknown":
+        return "unknown"
+    frac = f" {fraction:.0%}" if np.isfinite(fraction) else ""
+    return f"{bound}{frac}"
+
+
+def per_kernel(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per kernel: identity, duration, and bound/roof fraction per level."""
+    key = ["source", "kernel_id"]
+    first = frame.drop_duplicates(key).set_index(key)
+    out = first[["function", "nvtx_path", "duration_s", "limiting", "launches", "missing"]].copy()
+    for level in frame["level"].astype(str).unique():
+        sub = frame[frame["level"].astype(str) == level].set_index(key)
+        out[f"bound_{level}"] = sub["bound"].astype(str)
+        out[f"fraction_{level}"] = sub["roof_fraction"].astype("float64")
+    return out.reset_index()
+
+
+def bound_shares(frame: pd.DataFrame) -> pd.DataFrame:
+    """Share of total kernel time that is memory-, compute-bound or unknown, per level."""
+    rows = []
+    for level, sub in frame.groupby(frame["level"].astype(str), sort=False, observed=True):
+        d = sub["duration_s"].astype("float64").fillna(0.0)
+        total = d.sum()
+        row: dict[str, Any] = {"level": level}
+        for b in ("memory", "compute", "unknown"):
+            row[b] = float(d[sub["bound"].astype(str) == b].sum() / total) if total > 0 else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["level", "memory", "compute", "unknown"])
+
+
+def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
+    """Text summary of a Report (or a report DataFrame)."""
+    frame: pd.DataFrame = getattr(report, "frame", report)
+    warnings: list[str] = list(getattr(report, "warnings", []))
+    hints: list[str] = list(getattr(report, "hints", []))
+    lines: list[str] = []
+    if frame.empty:
+        return "no kernels"
+    kernels = per_kernel(frame)
+    total = kernels["duration_s"].astype("float64").sum(min_count=1)
+    devices = ", ".join(sorted({d for d in frame["device"].astype(str) if d})) or "unknown device"
+    sources = ", ".join(sorted({s for s in frame["source"].astype(str) if s}))
+    ceilings = ", ".join(sorted({_ceiling_family(c) for c in frame["ceiling_source"].astype(str)}))
+    launches = int(kernels["launches"].fillna(1).sum())
+    lines.append(f"{len(kernels)} kernels ({launches} launches, {human_time(total)}) from {sources} on {devices}")
+    lines.append(f"ceilings: {ceilings}")
+    if output:
+        lines.append(f"report: {output}")
+    levels = [lv for lv in LEVELS if f"bound_{lv}" in kernels] + [
+        c[6:] for c in kernels.columns if c.startswith("bound_") and c[6:] not in LEVELS
+    ]
+
+    lines.append("")
+    lines.append(f"Top {min(top, len(kernels))} kernels by time (bound and fraction of the attainable roof per level)")
+    header = f"  {'function':<34} {'time':>9} {'share':>6}  " + "".join(f"{lv.upper():<15}" for lv in levels) + "limiting"
+    lines.append(header)
+    ranked = kernels.sort_values("duration_s", ascending=False, na_position="last").head(top)
+    for _, k in ranked.iterrows():
+        share = k["duration_s"] / total if total and np.isfinite(k["duration_s"]) else np.nan
+        share_text = f"{share:.1%}" if np.isfinite(share) else "?"
+        cells = "".join(f"{_cell(k[f'bound_{lv}'], k[f'fraction_{lv}']):<15}" for lv in levels)
+        name = _short(k["function"] or k.get("kernel_name", ""), 34)
+        lines.append(f"  {name:<34} {human_time(k['duration_s']):>9} {share_text:>6}  {cells}{k['limiting'] or '-'}")
+
+    lines.append("")
+    lines.append("Share of kernel time by bound")
+    lines.append(f"  {'level':<6} {'memory':>8} {'compute':>8} {'unknown':>8}")
+    for _, row in bound_shares(frame).iterrows():
+        cells = " ".join(f"{row[b]:>8.1%}" if np.isfinite(row[b]) else f"{'?':>8}" for b in ("memory", "compute", "unknown"))
+        lines.append(f"  {row['level']:<6} {cells}")
+
+    gains = _gain_lines(frame, top)
+    if gains:
+        lines.append("")
+        lines.extend(gains)
+
+    unknown = frame[frame["bound"].astype(str) == "unknown"]
+    if len(unknown):
+        lines.append("")
+        n_kernels = unknown.drop_duplicates(["source", "kernel_id"]).shape[0]
+        lines.append(f"Not classified: {n_kernels} kernel(s) at one or more levels; why:")
+        reasons = unknown.groupby(unknown["missing"].astype(str), sort=False, observed=True).agg(
+            rows=("kernel_id", "size"), levels=("level", lambda s: ",".join(sorted(set(map(str, s)))))
+        ).sort_values("rows", ascending=False)
+        for missing, r in reasons.head(5).iterrows():
+            lines.append(f"  - {r['rows']} row(s) at {r['levels']}: missing {missing or 'FLOPs and bytes are both zero'}")
+
+    above = frame[frame["above_roof"].astype(bool)]
+    if len(above):
+        lines.append("")
+        lines.append(f"Above the roof: {len(above)} row(s) achieve more than 105% of a roof — a counting or unit error "
+                     "(check the ceilings' clock and the byte/FLOP metrics):")
+        for _, r in above.head(5).iterrows():
+            lines.append(f"  - {_short(r['function'], 40)} at {r['level']}: {r['achieved_bytes_per_s']:.3g} B/s vs "
+                         f"{r['bandwidth_bytes_per_s']:.3g}, {r['achieved_flop_per_s']:.3g} FLOP/s vs {r['peak_flop_per_s']:.3g}")
+    for w in warnings:
+        lines.append(f"warning: {w}")
+    for h in hints:
+        lines.append(f"hint: {h}")
+    return "\n".join(lines)
+
+
+def _ceiling_family(source: str) -> str:
+    if source.startswith("compute=") or source.startswith("ncu"):
+        parts = [p.split("=", 1)[-1].split("#")[0] if "spec:" in p or "measured:" in p or "file:" in p
+                 else p.split("=", 1)[-1].split(":")[0] for p in source.split(";")]
+        return "+".join(sorted(set(parts)))
+    return source
+
+
+def _gain_lines(frame: pd.DataFrame, top: int) -> list[str]:
+    if "ideal_time_s" not in frame or frame["ideal_time_s"].isna().all():
+        return []
+    try:
+        from nsroof.report.ledger_join import gain_table
+    except ImportError:
+        return []
+    table = gain_table(frame)
+    if table is None or len(table) == 0:
+        return []
+    lines = ["Time that could be gained (duration - ideal time from the ledger)"]
+    for _, r in table.head(top).iterrows():
+        label = r.get("name", r.get("function", ""))
+        lines.append(f"  {_short(label, 50):<50} {human_time(float(r.get('gain_s', np.nan))):>9}")
+    return lines

@@ -1,0 +1,99 @@
+"""Classifying kernels at every level: roofs from the export first, then --machine, then the device table."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nsroof.report.aggregate import aggregate
+from nsroof.report.build import build_report
+from nsroof.report.schema import COLUMNS
+from tests.spine.helpers import A100ISH, kernels, quantities
+
+
+def test_one_row_per_kernel_and_level_in_schema_order() -> None:
+    r = build_report(kernels(2), quantities(2), A100ISH)
+    assert list(r.columns) == COLUMNS
+    assert list(r["level"]) == ["dram", "l2", "l1", "dram", "l2", "l1"]
+    assert list(r["kernel_id"]) == [0, 0, 0, 1, 1, 1]
+
+
+def test_memory_bound_kernel_against_machine_roofs() -> None:
+    q = quantities(1, duration_s=[1e-3], flops_fp32=[2e9], bytes_dram=[4e8], bytes_l2=[8e8])
+    r = build_report(kernels(1), q, A100ISH).set_index("level")
+    dram = r.loc["dram"]
+    # I = 2e9 / 4e8 = 5 FLOP/B; ridge = 19.5e12 / 1.555e12 = 12.54 -> memory-bound
+    assert dram["intensity"] == 5.0 and dram["bound"] == "memory"
+    assert dram["precision"] == "fp32" and dram["peak_flop_per_s"] == 19.5e12
+    # achieved 2e9 / 1e-3 = 2e12 FLOP/s of attainable 5 * 1.555e12 = 7.775e12 -> 0.2572
+    assert math.isclose(dram["roof_fraction"], 2e12 / 7.775e12)
+    assert dram["achieved_bytes_per_s"] == 4e11
+    assert dram["ceiling_source"] == "spec:Test A100"
+    # L2: I = 2e9 / 8e8 = 2.5, ridge = 19.5e12 / 7e12 = 2.79 -> memory; floor 8e8 / 7e12 = 1.143e-4
+    assert r.loc["l2", "bound"] == "memory"
+    # DRAM floor 4e8 / 1.555e12 = 2.572e-4 s beats L2's 1.143e-4 s: DRAM limits
+    assert set(r["limiting"]) == {"dram"}
+    # L1 has neither bytes nor a bandwidth: unknown, and says which metric is missing
+    assert r.loc["l1", "bound"] == "unknown"
+    assert "l1tex__t_bytes.sum" in r.loc["l1", "missing"]
+    assert "bandwidth_bytes_per_s[l1]" in r.loc["l1", "missing"]
+
+
+def test_ncu_ceilings_win_over_the_machine_table() -> None:
+    q = quantities(
+        1, duration_s=[1e-3], flops_fp32=[2e9], bytes_dram=[4e8],
+        peak_flop_per_s_fp32=[10e12], ceiling_source_fp32=["ncu:ffma.peak_sustained*2*sm_clock"],
+        bandwidth_bytes_per_s_dram=[1.0e12], ceiling_source_dram=["ncu:dram.peak_sustained*dram_clock"],
+    )
+    dram = build_report(kernels(1), q, A100ISH).iloc[0]
+    assert dram["peak_flop_per_s"] == 10e12 and dram["bandwidth_bytes_per_s"] == 1.0e12
+    assert dram["ceiling_source"].startswith("compute=ncu:")
+    assert dram["ridge"] == 10.0  # 10e12 / 1e12
+
+
+def test_precision_is_the_one_carrying_most_flops() -> None:
+    q = quantities(2, duration_s=[1e-3, 1e-3], flops_fp32=[1e6, 0.0], flops_tensor=[5e9, 0.0], bytes_dram=[1e6, 1e6])
+    r = build_report(kernels(2), q, A100ISH)
+    first = r[r["kernel_id"] == 0].iloc[0]
+    assert first["precision"] == "tensor" and first["peak_flop_per_s"] == 312e12
+    # a kernel with no FLOPs has no precision but still sits under the fp32 roof, memory-bound at I = 0
+    second = r[r["kernel_id"] == 1].iloc[0]
+    assert second["precision"] == "" and second["bound"] == "memory"
+    assert second["roof_fraction"] == pytest.approx((1e6 / 1e-3) / 1.555e12)
+
+
+def test_unknown_device_without_machine_is_unknown_with_reason() -> None:
+    q = quantities(1, duration_s=[1e-3], flops_fp32=[2e9], bytes_dram=[4e8])
+    r = build_report(kernels(1, device=["Mystery GPU 9000"]), q, resolver=lambda d: None)
+    assert set(r["bound"]) == {"unknown"}
+    assert "not in the machine table" in r.iloc[0]["missing"]
+    assert np.isnan(r.iloc[0]["time_floor_s"])
+
+
+def test_above_roof_is_flagged() -> None:
+    # 2e9 bytes in 1 ms = 2e12 B/s > 1.05 * 1.555e12
+    q = quantities(1, duration_s=[1e-3], flops_fp32=[1e6], bytes_dram=[2e9])
+    r = build_report(kernels(1), q, A100ISH)
+    assert bool(r.iloc[0]["above_roof"]) is True
+
+
+def test_aggregate_sums_totals_and_reclassifies() -> None:
+    k = kernels(3, kernel_name=["void a()", "void a()", "void b()"], function=["a", "a", "b"])
+    q = quantities(3, duration_s=[1e-3, 3e-3, 1e-3], flops_fp32=[1e9, 3e9, 1e9], bytes_dram=[1e8, 3e8, np.nan])
+    ka, qa = aggregate(k, q)
+    assert list(ka["launches"]) == [2, 1]
+    assert list(ka["kernel_id"]) == [0, 2]
+    # 1e9 + 3e9 = 4e9 FLOP in 1e-3 + 3e-3 = 4e-3 s
+    assert qa.loc[0, "flops_fp32"] == 4e9 and qa.loc[0, "duration_s"] == 4e-3
+    assert np.isnan(qa.loc[1, "bytes_dram"])  # never a partial sum
+    r = build_report(ka, qa, A100ISH)
+    assert r[r["level"] == "dram"].iloc[0]["intensity"] == 10.0  # 4e9 / 4e8
+
+
+def test_empty_input_gives_empty_report() -> None:
+    r = build_report(kernels(0), quantities(0), A100ISH)
+    assert len(r) == 0 and list(r.columns) == COLUMNS
+    assert isinstance(r, pd.DataFrame)
