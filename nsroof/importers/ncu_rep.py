@@ -1,0 +1,496 @@
+"""Read Nsight Compute binary reports (.ncu-rep) into the normalized kernel table.
+
+Two routes, both ending in the table that nsroof.importers.ncu_csv.read gives for the raw page:
+
+1. NVIDIA's `ncu_report` module (PyPI `ncu-report`, extra `nsroof[ncu-rep]`; x86-64 Linux wheel).
+   Values come from each metric's typed value (IMetric.kind/value), units from IMetric.unit(), and
+   are scaled to SI base units through nsroof.units, so no number is ever parsed from text.
+2. Without the module but with the `ncu` CLI on PATH: `LC_ALL=C ncu -i REPORT --csv --page raw
+   --print-units base`, parsed by nsroof.importers.ncu_csv.
+
+Before either route the container itself is checked (magic `NVR\\0`, the length-prefixed protobuf
+header and blocks; docs/ncu-formats.md §2.1). `ncu_report` loads a damaged file silently as zero
+kernels, so damage has to be found here and reported as such.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import shutil
+import struct
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nsroof.errors import InputError
+from nsroof.importers.kernel_table import IDENTITY_COLUMNS, empty_identity
+
+MAGIC = b"NVR\0"
+FORMAT = "ncu-rep"
+
+CSV_ROUTE = "export a CSV on a machine with Nsight Compute: `LC_ALL=C ncu -i REPORT.ncu-rep --csv --page raw --print-units base > REPORT.csv` and pass that"
+DAMAGED_HINT = "the report is truncated or corrupted: copy it again from where ncu wrote it, or " + CSV_ROUTE.replace(
+    "export a CSV", "re-export it as CSV"
+)
+
+# Field numbers of ncu's extras/FileFormat/ProfilerReport.proto messages that the check needs.
+_FILE_HEADER_VERSION = 1
+_BLOCK_NUM_SOURCES = 1
+_BLOCK_NUM_RESULTS = 2
+_BLOCK_PAYLOAD_SIZE = 5
+_BLOCK_PROCESS = 6
+_PROCESS_ID = 1
+_PROCESS_HOST = 2
+_PROCESS_NAME = 3
+
+# Metrics whose value is a list of other metric names (section bookkeeping); the raw page omits them.
+_META_METRIC_PREFIXES = ("group:", "breakdown:", "regex:")
+
+# ncu_report IMetric.ValueKind values (stable across the 2021.2+ module)
+_KIND_UNKNOWN = 0
+_KIND_STRING = 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Container check
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    process_id: int | None
+    host: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Container:
+    """What the container check learned: enough to validate the library's view of the file."""
+
+    version: int | None
+    num_blocks: int
+    num_results: int
+    processes: tuple[ProcessInfo, ...]  # one per profile result, in file order
+
+
+class _Damage(Exception):
+    def __init__(self, offset: int, what: str) -> None:
+        super().__init__(what)
+        self.offset = offset
+        self.what = what
+
+
+def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    value = 0
+    for shift in range(0, 70, 7):
+        if pos >= end:
+            raise _Damage(pos, "a protobuf varint runs past the end of its message")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+    raise _Damage(pos, "a protobuf varint is longer than 10 bytes")
+
+
+def _fields(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """Walk the top-level fields of one protobuf message: (field number, wire type, value or
+    payload start, payload end). Raises _Damage when the bytes are not a well-formed message."""
+    pos = start
+    while pos < end:
+        key, pos = _varint(buf, pos, end)
+        number, wire = key >> 3, key & 7
+        if number == 0:
+            raise _Damage(pos, "a protobuf field number is 0")
+        if wire == 0:
+            value, pos = _varint(buf, pos, end)
+            yield number, wire, value, pos
+        elif wire == 2:
+            length, pos = _varint(buf, pos, end)
+            if pos + length > end:
+                raise _Damage(pos, f"a protobuf field claims {length} bytes but only {end - pos} remain")
+            yield number, wire, pos, pos + length
+            pos += length
+        elif wire in (1, 5):
+            width = 8 if wire == 1 else 4
+            if pos + width > end:
+                raise _Damage(pos, "a fixed-width protobuf field runs past the end of its message")
+            yield number, wire, pos, pos + width
+            pos += width
+        else:
+            raise _Damage(pos, f"protobuf wire type {wire} is not valid")
+
+
+def _u32(buf: bytes, pos: int, what: str) -> int:
+    if pos + 4 > len(buf):
+        raise _Damage(pos, f"the file ends inside the length of {what}")
+    value: int = struct.unpack_from("<I", buf, pos)[0]
+    return value
+
+
+def _process_info(buf: bytes, start: int, end: int) -> ProcessInfo:
+    pid: int | None = None
+    host = name = ""
+    for number, wire, a, b in _fields(buf, start, end):
+        if number == _PROCESS_ID and wire == 0:
+            pid = a
+        elif number == _PROCESS_HOST and wire == 2:
+            host = buf[a:b].decode("utf-8", "replace")
+        elif number == _PROCESS_NAME and wire == 2:
+            name = buf[a:b].decode("utf-8", "replace")
+    return ProcessInfo(pid, host, name)
+
+
+def scan_container(data: bytes) -> Container:
+    """Check the framing of a whole report held in memory; raise _Damage at the first fault.
+
+    Layout: MAGIC, u32 n + FileHeader[n], then blocks until the end of the file, each
+    u32 n + BlockHeader[n] + payload[BlockHeader.PayloadSize], the payload being NumSources +
+    NumResults messages, each u32 m + message[m], filling the payload exactly."""
+    if len(data) < len(MAGIC) or data[: len(MAGIC)] != MAGIC:
+        raise _Damage(0, "it does not start with the Nsight Compute report magic NVR\\0")
+    pos = len(MAGIC)
+    header_len = _u32(data, pos, "the file header")
+    pos += 4
+    if pos + header_len > len(data):
+        raise _Damage(pos, f"the file header claims {header_len} bytes but only {len(data) - pos} remain")
+    version: int | None = None
+    for number, wire, value, _ in _fields(data, pos, pos + header_len):
+        if number == _FILE_HEADER_VERSION and wire == 0:
+            version = value
+    pos += header_len
+
+    num_blocks = num_results = 0
+    processes: list[ProcessInfo] = []
+    while pos < len(data):
+        block = num_blocks
+        block_header_len = _u32(data, pos, f"block {block}'s header")
+        pos += 4
+        if pos + block_header_len > len(data):
+            raise _Damage(pos, f"block {block}'s header claims {block_header_len} bytes but only {len(data) - pos} remain")
+        n_sources = n_results = payload = 0
+        process = ProcessInfo(None, "", "")
+        for number, wire, a, b in _fields(data, pos, pos + block_header_len):
+            if wire == 0 and number == _BLOCK_NUM_SOURCES:
+                n_sources = a
+            elif wire == 0 and number == _BLOCK_NUM_RESULTS:
+                n_results = a
+            elif wire == 0 and number == _BLOCK_PAYLOAD_SIZE:
+                payload = a
+            elif wire == 2 and number == _BLOCK_PROCESS:
+                process = _process_info(data, a, b)
+        pos += block_header_len
+        end = pos + payload
+        if end > len(data):
+            raise _Damage(pos, f"block {block}'s payload claims {payload} bytes but only {len(data) - pos} remain")
+        for entry in range(n_sources + n_results):
+            length = _u32(data, pos, f"entry {entry} of block {block}")
+            pos += 4
+            if pos + length > end:
+                raise _Damage(pos, f"entry {entry} of block {block} runs past the end of the block's payload")
+            for _ in _fields(data, pos, pos + length):
+                pass
+            pos += length
+        if pos != end:
+            raise _Damage(pos, f"block {block} has {end - pos} bytes after its {n_sources + n_results} entries")
+        num_blocks += 1
+        num_results += n_results
+        processes.extend([process] * n_results)
+    return Container(version, num_blocks, num_results, tuple(processes))
+
+
+def check_container(path: str | os.PathLike[str]) -> Container:
+    """Read and check the report file; raise InputError for a damaged or empty report."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(p, "no such file", hint="check the path") from None
+    except OSError as exc:
+        raise InputError(p, f"cannot read the report ({exc.strerror or exc})") from None
+    if not data:
+        raise InputError(p, "the report file is empty (0 bytes)", hint=DAMAGED_HINT)
+    try:
+        container = scan_container(data)
+    except _Damage as exc:
+        raise InputError(
+            p, f"damaged .ncu-rep file: {exc.what} (at byte {exc.offset} of {len(data)})", hint=DAMAGED_HINT
+        ) from None
+    if container.num_results == 0:
+        raise InputError(
+            p,
+            f"the report holds no profiled kernels (0 profile results in {container.num_blocks} blocks)",
+            hint="ncu ran but profiled nothing: check its --kernel-name/--nvtx-include/--launch-skip filters "
+            "and that the application launched a kernel",
+        )
+    return container
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading through ncu_report
+# ---------------------------------------------------------------------------------------------
+
+
+def read(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The normalized kernel table of one .ncu-rep report (see nsroof.importers.kernel_table)."""
+    p = Path(path)
+    container = check_container(p)
+    module = _load_ncu_report_module()
+    if module is not None:
+        return _read_with_module(module, p, container)
+    ncu = shutil.which("ncu")
+    if ncu is not None:
+        return _read_with_cli(ncu, p, container)
+    raise InputError(p, _no_reader_cause(), hint=CSV_ROUTE)
+
+
+def _load_ncu_report_module() -> Any | None:
+    try:
+        import ncu_report
+    except (ImportError, OSError):
+        # OSError: the wheel is there but its shared libraries cannot load on this platform
+        return None
+    return ncu_report
+
+
+def _no_reader_cause() -> str:
+    machine, system = platform.machine(), platform.system()
+    if (system, machine) in {("Linux", "x86_64"), ("Linux", "AMD64")}:
+        why = "the `ncu-report` package is not installed (pip install 'nsroof[ncu-rep]')"
+    else:
+        why = (
+            f"the `ncu-report` package has a wheel for x86-64 Linux only, and this is {system} {machine}"
+        )
+    return f"cannot read a .ncu-rep here: {why}, and no `ncu` command is on PATH"
+
+
+def _read_with_module(module: Any, p: Path, container: Container) -> pd.DataFrame:
+    try:
+        context = module.load_report(str(p))
+        actions = [action for rng in _ranges(context) for action in _actions(rng)]
+    except (RuntimeError, ValueError, OSError) as exc:
+        raise InputError(p, f"ncu_report could not load the report ({exc})", hint=DAMAGED_HINT) from None
+    if len(actions) != container.num_results:
+        raise InputError(
+            p,
+            f"damaged .ncu-rep file: ncu_report found {len(actions)} of the {container.num_results} "
+            "profiled kernels the file declares",
+            hint=DAMAGED_HINT,
+        )
+    processes: Sequence[ProcessInfo] = container.processes
+    rows: list[dict[str, Any]] = []
+    metric_values: list[dict[str, Any]] = []
+    metric_units: dict[str, str] = {}
+    for kernel_id, action in enumerate(actions):
+        values, units = _action_metrics(module, action, p, kernel_id)
+        metric_values.append(values)
+        for name, unit in units.items():
+            metric_units.setdefault(name, unit)
+        rows.append(_identity(module, action, kernel_id, processes[kernel_id], values))
+    frame = _assemble(p, rows, metric_values, metric_units)
+    facts = frame.attrs["nsroof"]
+    facts["reader"] = f"ncu_report {_library_version(context)}"
+    facts["report_file_version"] = container.version
+    return frame
+
+
+def _ranges(context: Any) -> Iterator[Any]:
+    for i in range(context.num_ranges()):
+        yield context.range_by_idx(i)
+
+
+def _actions(rng: Any) -> Iterator[Any]:
+    for i in range(rng.num_actions()):
+        yield rng.action_by_idx(i)
+
+
+def _library_version(context: Any) -> str:
+    try:
+        return str(context.get_version())
+    except Exception:  # noqa: BLE001 - only a label; older modules lack get_version
+        return "?"
+
+
+def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int) -> tuple[dict[str, Any], dict[str, str]]:
+    """{metric: SI float or str}, {metric: SI unit} for one kernel, from the typed values."""
+    from nsroof import units as nsunits
+
+    values: dict[str, Any] = {}
+    unit_of: dict[str, str] = {}
+    for name in action.metric_names():
+        name = str(name)
+        if "__" not in name or name.startswith(_META_METRIC_PREFIXES):
+            continue
+        metric = action.metric_by_name(name)
+        if metric is None:
+            continue
+        kind = metric.kind()
+        if kind == _KIND_STRING:
+            text = metric.value() if metric.has_value() else None
+            values[name] = "" if text is None else str(text)
+            continue
+        unit = str(metric.unit())
+        if kind == _KIND_UNKNOWN or not metric.has_value():
+            number = math.nan
+        else:
+            raw = metric.value()
+            if raw is None:
+                number = math.nan
+            elif isinstance(raw, str):  # a kind the module reports as numeric but hands back as text
+                values[name] = raw
+                continue
+            else:
+                number = float(raw)
+        try:
+            si_value, si_unit = nsunits.to_si(number, unit)
+        except InputError:
+            raise InputError(
+                p,
+                f"kernel {kernel_id}, metric {name}: unknown unit {unit!r}",
+                hint="report it with the metric name; nsroof never guesses a scale",
+            ) from None
+        values[name] = si_value
+        unit_of[name] = si_unit
+    return values, unit_of
+
+
+def _number(values: dict[str, Any], name: str) -> float | None:
+    value = values.get(name)
+    if isinstance(value, float) and not math.isnan(value):
+        return value
+    return None
+
+
+def _dims(values: dict[str, Any], prefix: str) -> str:
+    dims = [_number(values, f"{prefix}_{axis}") for axis in "xyz"]
+    if any(d is None for d in dims):
+        return ""
+    return "(" + ", ".join(str(int(d)) for d in dims if d is not None) + ")"
+
+
+def _identity(module: Any, action: Any, kernel_id: int, process: ProcessInfo, values: dict[str, Any]) -> dict[str, Any]:
+    from nsroof.importers import names
+
+    kernel_name = str(action.name(module.IAction.NameBase_DEMANGLED))
+    major = _number(values, "device__attribute_compute_capability_major")
+    minor = _number(values, "device__attribute_compute_capability_minor")
+    device = values.get("device__attribute_display_name")
+    ranges = _nvtx_ranges(action)
+    device_id = _number(values, "launch__device_id")
+    context = _number(values, "launch__context_id")
+    stream = _number(values, "launch__stream_id")
+    return {
+        "kernel_id": kernel_id,
+        "process_id": process.process_id,
+        "process_name": os.path.basename(process.name),
+        "host": process.host,
+        "device": device if isinstance(device, str) else "",
+        "device_id": None if device_id is None else int(device_id),
+        "cc": "" if major is None or minor is None else f"{int(major)}.{int(minor)}",
+        "kernel_name": kernel_name,
+        "function": names.short_name(kernel_name),
+        "grid": _dims(values, "launch__grid_dim"),
+        "block": _dims(values, "launch__block_dim"),
+        "context": None if context is None else int(context),
+        "stream": None if stream is None else int(stream),
+        "nvtx_ranges": ranges,
+        "nvtx_path": "/".join(ranges),
+    }
+
+
+def _nvtx_ranges(action: Any) -> list[str]:
+    """Range names enclosing the launch, outermost first: every domain's push/pop stack (bottom of
+    the stack first, as INvtxDomainInfo.push_pop_ranges() returns it), then start/end ranges."""
+    state = action.nvtx_state()
+    if state is None:
+        return []
+    push_pop: list[str] = []
+    start_end: list[str] = []
+    for domain_id in state.domains():
+        domain = state.domain_by_id(domain_id)
+        push_pop.extend(str(r) for r in domain.push_pop_ranges())
+        start_end.extend(str(r) for r in domain.start_end_ranges())
+    return push_pop + start_end
+
+
+def _assemble(
+    p: Path, rows: list[dict[str, Any]], metric_values: list[dict[str, Any]], metric_units: dict[str, str]
+) -> pd.DataFrame:
+    n = len(rows)
+    columns: dict[str, Any] = empty_identity(n)
+    columns["source"] = [p.name] * n
+    for name, (dtype, _) in IDENTITY_COLUMNS.items():
+        if name == "source":
+            continue
+        values = [row[name] for row in rows]
+        if dtype == "object":
+            columns[name] = values
+        else:
+            columns[name] = pd.array([pd.NA if v is None else v for v in values], dtype="Int64" if dtype == "Int64" else "int64")
+    names_sorted = sorted({name for values in metric_values for name in values})
+    for name in names_sorted:
+        column = [values.get(name, math.nan) for values in metric_values]
+        if any(isinstance(v, str) for v in column):
+            columns[name] = pd.array(
+                ["" if isinstance(v, float) and math.isnan(v) else v for v in column], dtype="object"
+            )
+        else:
+            columns[name] = pd.array(column, dtype="float64")
+    frame = pd.DataFrame(columns)
+    frame.attrs["nsroof"] = {
+        "format": FORMAT,
+        "source": p.name,
+        "metric_units": {name: metric_units[name] for name in names_sorted if name in metric_units},
+        "warnings": [],
+        "hints": [],
+    }
+    return frame
+
+
+# ---------------------------------------------------------------------------------------------
+# Fallback: the ncu CLI
+# ---------------------------------------------------------------------------------------------
+
+
+def ncu_export_command(ncu: str, p: Path) -> list[str]:
+    return [ncu, "-i", str(p), "--csv", "--page", "raw", "--print-units", "base"]
+
+
+def _read_with_cli(ncu: str, p: Path, container: Container) -> pd.DataFrame:
+    from nsroof.importers import ncu_csv
+
+    env = dict(os.environ, LC_ALL="C")  # ncu formats numbers by locale; C gives plain 1234.56
+    command = ncu_export_command(ncu, p)
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, check=False, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InputError(p, f"running `ncu -i` failed ({exc})", hint=CSV_ROUTE) from None
+    if done.returncode != 0:
+        message = " ".join(done.stderr.decode("utf-8", "replace").split())[:300]
+        raise InputError(p, f"`ncu -i` exited with {done.returncode}: {message}", hint=CSV_ROUTE)
+    with tempfile.TemporaryDirectory(prefix="nsroof-ncu-rep-") as tmp:
+        csv_path = Path(tmp) / (p.stem + ".raw.csv")
+        csv_path.write_bytes(done.stdout)
+        frame = ncu_csv.read(csv_path)
+    if len(frame) != container.num_results:
+        raise InputError(
+            p,
+            f"damaged .ncu-rep file: `ncu -i` exported {len(frame)} of the {container.num_results} "
+            "profiled kernels the file declares",
+            hint=DAMAGED_HINT,
+        )
+    frame["source"] = pd.array([p.name] * len(frame), dtype="object")
+    facts = frame.attrs.setdefault("nsroof", {})
+    facts["csv_format"] = facts.get("format", "")
+    facts["format"] = FORMAT
+    facts["source"] = p.name
+    facts["reader"] = " ".join(["LC_ALL=C", *ncu_export_command("ncu", p)])
+    facts["report_file_version"] = container.version
+    return frame

@@ -1,0 +1,447 @@
+"""nsroof.importers.ncu_rep: .ncu-rep reports through ncu_report (or the ncu CLI), checked first.
+
+Damaged / empty reports are rejected before any library is touched, so those tests need neither the
+`ncu-report` package nor a GPU. Tests on real reports use ../shared/fixtures (skipped when absent)
+and compare against the raw-page CSV that ncu 2024.1.1 converted from the same report.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import stat
+import struct
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nsroof.errors import InputError
+from nsroof.importers import ncu_rep
+
+REPO = Path(__file__).resolve().parents[2]
+_SHARED = Path(os.environ.get("NSROOF_SHARED_FIXTURES", REPO.parent / "shared" / "fixtures"))
+REPORT_NAMES = sorted(p.name[: -len(".ncu-rep")] for p in (_SHARED / "rep").glob("*.ncu-rep")) or ["<no shared reports>"]
+
+
+def _has_module() -> bool:
+    return ncu_rep._load_ncu_report_module() is not None
+
+
+needs_module = pytest.mark.skipif(not _has_module(), reason="the ncu-report package is not installed")
+
+
+# ---------------------------------------------------------------------------------------------
+# Synthetic containers: the framing of docs/ncu-formats.md §2.1, built byte by byte
+# ---------------------------------------------------------------------------------------------
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _f_int(number: int, value: int) -> bytes:
+    return _varint(number << 3) + _varint(value)
+
+
+def _f_bytes(number: int, payload: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _framed(message: bytes) -> bytes:
+    return struct.pack("<I", len(message)) + message
+
+
+def _process(pid: int, host: str, name: str) -> bytes:
+    return _f_int(1, pid) + _f_bytes(2, host.encode()) + _f_bytes(3, name.encode())
+
+
+def _block(n_sources: int, results: list[bytes], process: bytes = b"") -> bytes:
+    sources = [_f_bytes(1, b"source text") for _ in range(n_sources)]
+    payload = b"".join(_framed(m) for m in sources + results)
+    header = _f_int(1, n_sources) + _f_int(2, len(results)) + _f_int(5, len(payload)) + _f_bytes(6, process)
+    return _framed(header) + payload
+
+
+def _report(*blocks: bytes, version: int = 7) -> bytes:
+    return b"NVR\0" + _framed(_f_int(1, version)) + b"".join(blocks)
+
+
+def _result(kernel: str) -> bytes:
+    return _f_int(1, 77) + _f_bytes(6, kernel.encode())  # ThreadID, a kernel name field
+
+
+def _synthetic_two_kernels() -> tuple[bytes, list[int]]:
+    """A report with a session block, a source block and two result blocks; also returns the block
+    boundaries (offsets where a cut leaves whole blocks)."""
+    proc = _process(4242, "node7", "/opt/app/bin/train")
+    parts = [
+        _report(),
+        _block(0, [], proc),
+        _block(1, [], proc),
+        _block(0, [_result("k0")], proc),
+        _block(0, [_result("k1")], proc),
+    ]
+    boundaries, offset = [], 0
+    for part in parts:
+        offset += len(part)
+        boundaries.append(offset)
+    return b"".join(parts), boundaries
+
+
+def _write(tmp_path: Path, data: bytes, name: str = "x.ncu-rep") -> Path:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+# ---------------------------------------------------------------------------------------------
+# A sound container
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sound_synthetic_container_counts_results_and_processes(tmp_path: Path) -> None:
+    data, _ = _synthetic_two_kernels()
+    container = ncu_rep.check_container(_write(tmp_path, data))
+    assert container.version == 7
+    assert container.num_blocks == 4
+    assert container.num_results == 2  # one per result block
+    assert container.processes == (ncu_rep.ProcessInfo(4242, "node7", "/opt/app/bin/train"),) * 2
+
+
+def test_every_shared_report_has_a_sound_container(shared_fixtures: Path) -> None:
+    # kernel counts from ../shared/fixtures/MANIFEST.md
+    expected = {"alprielse__2025-04-21-77_06-MT": 3, "amitadate__PS1_100_profile": 6, "lashi__smemTranspose": 5,
+                "nsighttraining__manual_nvtx": 3, "speedyscan__profile": 1, "yzwang__profile": 2}
+    for name, kernels in expected.items():
+        container = ncu_rep.check_container(shared_fixtures / "rep" / f"{name}.ncu-rep")
+        assert container.num_results == kernels, name
+        assert container.version == 7
+
+
+# ---------------------------------------------------------------------------------------------
+# Damaged reports: one clear InputError, never zero kernels
+# ---------------------------------------------------------------------------------------------
+
+
+def _damaged(path: Path) -> str:
+    with pytest.raises(InputError) as info:
+        ncu_rep.read(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(str(path))
+    return message
+
+
+def test_every_cut_of_a_synthetic_report_is_damaged_or_shorter(tmp_path: Path) -> None:
+    data, boundaries = _synthetic_two_kernels()
+    for cut in range(len(data)):
+        p = _write(tmp_path, data[:cut])
+        if cut in boundaries:
+            # a cut between blocks leaves a well-formed, shorter report: nothing to detect, but it
+            # must still hold the results whose blocks survived
+            kept = sum(1 for b in boundaries[3:] if b <= cut)
+            if kept == 0:
+                assert "no profiled kernels" in _damaged(p)
+            else:
+                assert ncu_rep.check_container(p).num_results == kept
+            continue
+        message = _damaged(p)
+        if cut == 0:
+            assert "empty" in message
+        else:
+            assert "damaged .ncu-rep file" in message, (cut, message)
+        assert "ncu -i" in message  # the hint names the way out
+
+
+def test_missing_magic_is_damaged(tmp_path: Path) -> None:
+    data, _ = _synthetic_two_kernels()
+    message = _damaged(_write(tmp_path, b"NVQ\0" + data[4:]))
+    assert "NVR\\0" in message and "at byte 0" in message
+
+
+def test_bare_protobuf_block_without_header_is_damaged(tmp_path: Path) -> None:
+    # the real-world failure of docs/ncu-formats.md §2.1: kernel records present, no NVR\0 header
+    data, boundaries = _synthetic_two_kernels()
+    assert "damaged" in _damaged(_write(tmp_path, data[boundaries[2]:]))
+
+
+def test_oversized_block_length_is_damaged(tmp_path: Path) -> None:
+    data, boundaries = _synthetic_two_kernels()
+    garbled = bytearray(data)
+    garbled[boundaries[0] : boundaries[0] + 4] = struct.pack("<I", 0xFFFFFFF0)
+    assert "block 0's header claims" in _damaged(_write(tmp_path, bytes(garbled)))
+
+
+def test_invalid_wire_type_in_a_header_is_damaged(tmp_path: Path) -> None:
+    data, boundaries = _synthetic_two_kernels()
+    garbled = bytearray(data)
+    garbled[boundaries[0] + 4] = (1 << 3) | 7  # field 1 with wire type 7, which protobuf does not have
+    assert "wire type 7" in _damaged(_write(tmp_path, bytes(garbled)))
+
+
+def test_payload_longer_than_its_entries_is_damaged(tmp_path: Path) -> None:
+    proc = _process(1, "h", "p")
+    payload = _framed(_result("k0")) + b"\0\0\0"  # 3 stray bytes after the only entry
+    header = _f_int(2, 1) + _f_int(5, len(payload)) + _f_bytes(6, proc)
+    data = _report(_framed(header) + payload)
+    assert "3 bytes after its 1 entries" in _damaged(_write(tmp_path, data))
+
+
+def test_empty_file_is_an_error(tmp_path: Path) -> None:
+    assert "empty" in _damaged(_write(tmp_path, b""))
+
+
+# ---------------------------------------------------------------------------------------------
+# A sound report without kernels
+# ---------------------------------------------------------------------------------------------
+
+
+def test_report_without_profiled_kernels_says_so(tmp_path: Path) -> None:
+    proc = _process(9, "h", "/bin/app")
+    data = _report(_block(0, [], proc), _block(2, [], proc))
+    message = _damaged(_write(tmp_path, data))
+    assert "holds no profiled kernels (0 profile results in 2 blocks)" in message
+    assert "damaged" not in message
+
+
+def test_header_only_report_has_no_kernels(tmp_path: Path) -> None:
+    assert "no profiled kernels" in _damaged(_write(tmp_path, _report()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Damaged copies of real reports
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fraction", [0.0001, 0.01, 0.5, 0.999])
+def test_truncated_real_report_is_damaged(shared_fixtures: Path, tmp_path: Path, fraction: float) -> None:
+    data = (shared_fixtures / "rep" / "nsighttraining__manual_nvtx.ncu-rep").read_bytes()
+    cut = max(5, int(len(data) * fraction))
+    from nsroof import importers
+
+    with pytest.raises(InputError, match="damaged .ncu-rep file"):
+        importers.read(_write(tmp_path, data[:cut], "cut.ncu-rep"))
+
+
+def test_garbled_real_report_is_damaged(shared_fixtures: Path, tmp_path: Path) -> None:
+    data = bytearray((shared_fixtures / "rep" / "lashi__index.ncu-rep").read_bytes())
+    data[0:4] = b"\x12\x34\x56\x78"
+    with pytest.raises(InputError, match="does not start with the Nsight Compute report magic"):
+        ncu_rep.read(_write(tmp_path, bytes(data)))
+    data = bytearray((shared_fixtures / "rep" / "lashi__index.ncu-rep").read_bytes())
+    first_block = 8 + struct.unpack_from("<I", data, 4)[0]
+    data[first_block : first_block + 4] = struct.pack("<I", len(data))
+    with pytest.raises(InputError, match="damaged .ncu-rep file: block 0's header claims"):
+        ncu_rep.read(_write(tmp_path, bytes(data)))
+
+
+@needs_module
+def test_library_reads_a_headerless_report_as_empty_which_nsroof_refuses(shared_fixtures: Path, tmp_path: Path) -> None:
+    """Why the container check exists: ncu_report returns zero kernels without raising."""
+    import ncu_report
+
+    data = (shared_fixtures / "rep" / "lashi__index.ncu-rep").read_bytes()
+    first_block = 8 + struct.unpack_from("<I", data, 4)[0]
+    p = _write(tmp_path, data[first_block:])
+    context = ncu_report.load_report(str(p))
+    assert sum(context.range_by_idx(i).num_actions() for i in range(context.num_ranges())) == 0
+    assert "damaged" in _damaged(p)
+
+
+# ---------------------------------------------------------------------------------------------
+# No ncu_report module
+# ---------------------------------------------------------------------------------------------
+
+
+def test_without_module_or_cli_the_error_points_to_the_csv_route(
+    shared_fixtures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ncu_rep, "_load_ncu_report_module", lambda: None)
+    monkeypatch.setattr(ncu_rep.shutil, "which", lambda name: None)
+    monkeypatch.setattr(ncu_rep.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(ncu_rep.platform, "machine", lambda: "x86_64")
+    message = _damaged(shared_fixtures / "rep" / "lashi__index.ncu-rep")
+    assert "`ncu-report` package is not installed" in message
+    assert "no `ncu` command is on PATH" in message
+    assert "--csv --page raw --print-units base" in message
+
+
+def test_on_other_platforms_the_error_says_the_wheel_is_x86_64_linux_only(
+    shared_fixtures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ncu_rep, "_load_ncu_report_module", lambda: None)
+    monkeypatch.setattr(ncu_rep.shutil, "which", lambda name: None)
+    monkeypatch.setattr(ncu_rep.platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(ncu_rep.platform, "machine", lambda: "arm64")
+    message = _damaged(shared_fixtures / "rep" / "lashi__index.ncu-rep")
+    assert "x86-64 Linux only, and this is Darwin arm64" in message
+
+
+def _fake_ncu(tmp_path: Path, csv_file: Path, exit_code: int = 0) -> Path:
+    """An `ncu` stand-in on PATH that logs how it was called and prints a real conversion."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "ncu-call.log"
+    script = bindir / "ncu"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        f"open({str(log)!r}, 'w').write(os.environ.get('LC_ALL', '') + '\\n' + '\\n'.join(sys.argv[1:]))\n"
+        f"sys.stdout.buffer.write(open({str(csv_file)!r}, 'rb').read())\n"
+        f"sys.stderr.write('==ERROR== fake failure\\n' if {exit_code} else '')\n"
+        f"sys.exit({exit_code})\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return log
+
+
+def test_without_module_the_ncu_cli_converts_in_the_c_locale(
+    shared_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("nsroof.importers.ncu_csv")
+    from nsroof.importers import ncu_csv
+
+    name = "nsighttraining__manual_nvtx"
+    converted = shared_fixtures / "converted" / f"{name}.raw_base.csv"
+    log = _fake_ncu(tmp_path, converted)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
+    monkeypatch.setattr(ncu_rep, "_load_ncu_report_module", lambda: None)
+    report = shared_fixtures / "rep" / f"{name}.ncu-rep"
+
+    table = ncu_rep.read(report)
+
+    lc_all, *argv = log.read_text().splitlines()
+    assert lc_all == "C"
+    assert argv == ["-i", str(report), "--csv", "--page", "raw", "--print-units", "base"]
+    expected = ncu_csv.read(converted)
+    assert table.attrs["nsroof"]["format"] == "ncu-rep"
+    assert (table["source"] == f"{name}.ncu-rep").all()
+    pd.testing.assert_frame_equal(table.drop(columns="source"), expected.drop(columns="source"))
+
+
+def test_a_failing_ncu_cli_is_reported_with_its_message(
+    shared_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_ncu(tmp_path, shared_fixtures / "converted" / "lashi__index.raw_base.csv", exit_code=1)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setattr(ncu_rep, "_load_ncu_report_module", lambda: None)
+    message = _damaged(shared_fixtures / "rep" / "lashi__index.ncu-rep")
+    assert "`ncu -i` exited with 1: ==ERROR== fake failure" in message
+
+
+# ---------------------------------------------------------------------------------------------
+# Real reports through ncu_report against their raw_base.csv conversions
+# ---------------------------------------------------------------------------------------------
+
+
+def _csv_units(path: Path) -> dict[str, str]:
+    """Column -> unit string from the raw page's units row (the line after the `"ID",` header)."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = csv.reader(fh)
+        for header in rows:
+            if header and header[0] == "ID":
+                return dict(zip(header, next(rows), strict=True))
+    raise AssertionError(f"no header in {path}")
+
+
+@pytest.fixture(scope="module")
+def tables(request: pytest.FixtureRequest) -> dict[str, tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]]:
+    return {}
+
+
+def _pair(shared: Path, name: str, cache: dict) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
+    if name not in cache:
+        from nsroof.importers import ncu_csv
+
+        converted = shared / "converted" / f"{name}.raw_base.csv"
+        cache[name] = (ncu_rep.read(shared / "rep" / f"{name}.ncu-rep"), ncu_csv.read(converted), _csv_units(converted))
+    return cache[name]
+
+
+@needs_module
+@pytest.mark.parametrize("name", REPORT_NAMES)
+def test_real_report_reads_with_the_identity_of_its_csv_conversion(
+    shared_fixtures: Path, name: str, tables: dict
+) -> None:
+    pytest.importorskip("nsroof.importers.ncu_csv")
+    rep, conv, _ = _pair(shared_fixtures, name, tables)
+    assert rep.attrs["nsroof"]["format"] == "ncu-rep"
+    assert rep.attrs["nsroof"]["source"] == f"{name}.ncu-rep"
+    assert len(rep) > 0
+    assert rep["kernel_id"].tolist() == conv["kernel_id"].tolist() == list(range(len(rep)))
+    for column in ["kernel_name", "function", "device", "cc", "grid", "block", "process_name", "host", "nvtx_path"]:
+        assert rep[column].tolist() == conv[column].tolist(), column
+    for column in ["process_id", "device_id", "context", "stream"]:
+        assert rep[column].astype("Int64").tolist() == conv[column].astype("Int64").tolist(), column
+    assert [list(r) for r in rep["nvtx_ranges"]] == [list(r) for r in conv["nvtx_ranges"]]
+
+
+@needs_module
+@pytest.mark.parametrize("name", REPORT_NAMES)
+def test_real_report_metrics_equal_the_csv_within_its_printed_precision(
+    shared_fixtures: Path, name: str, tables: dict
+) -> None:
+    """Every metric both tables hold: same strings, same NaNs, same SI numbers. The raw page prints
+    numbers with at most 2 decimals in its (base) unit, so a value may differ by 0.005 of that unit:
+    e.g. smsp__…ffma_pred_on.sum.per_cycle_elapsed 632.1648959 in the report, "632.16" in the CSV."""
+    pytest.importorskip("nsroof.importers.ncu_csv")
+    from nsroof import units
+
+    rep, conv, csv_unit = _pair(shared_fixtures, name, tables)
+    shared = sorted(set(rep.columns) & set(conv.columns) - set(ncu_rep.IDENTITY_COLUMNS))
+    assert len(shared) > 50  # even basic-set reports carry hundreds of launch__/device__ metrics
+    for column in shared:
+        a, b = rep[column], conv[column]
+        if a.dtype == object or b.dtype == object:
+            assert a.astype(str).tolist() == b.astype(str).tolist(), column
+            continue
+        assert a.isna().tolist() == b.isna().tolist(), column
+        scale = units.to_si(1.0, csv_unit[column])[0]  # one CSV unit in SI
+        for x, y in zip(a.dropna(), b.dropna(), strict=True):
+            assert math.isclose(x, y, rel_tol=1e-12, abs_tol=0.005 * scale * (1 + 1e-9)), (column, x, y)
+
+
+@needs_module
+def test_nvtx_push_pop_stack_comes_outermost_first(shared_fixtures: Path) -> None:
+    table = ncu_rep.read(shared_fixtures / "rep" / "nsighttraining__manual_nvtx.ncu-rep")
+    assert [list(r) for r in table["nvtx_ranges"]] == [
+        ["run_test", "init_data"], ["run_test", "daxpy"], ["run_test", "check_results"]]
+    assert table["nvtx_path"].tolist() == ["run_test/init_data", "run_test/daxpy", "run_test/check_results"]
+
+
+@needs_module
+def test_typed_values_are_scaled_to_si(shared_fixtures: Path) -> None:
+    table = ncu_rep.read(shared_fixtures / "rep" / "alprielse__silu-2025-04-18-v1.ncu-rep")
+    row = table.iloc[0]
+    # IMetric gpu__time_duration.sum = 143264.0, unit 'ns' -> 143264e-9 s
+    assert row["gpu__time_duration.sum"] == pytest.approx(143264e-9, rel=1e-15)
+    # dram__bytes_write.sum = 240701440.0 'byte' -> unchanged
+    assert row["dram__bytes_write.sum"] == 240701440.0
+    # sm__cycles_elapsed.avg.per_second = 1490935150.0260592 'hz' -> Hz, full double precision kept
+    assert row["sm__cycles_elapsed.avg.per_second"] == pytest.approx(1490935150.0260592, rel=1e-15)
+    # string metrics stay strings; a device with CC 9.0
+    assert row["launch__cluster_scheduling_policy"] == "PolicySpread"
+    assert (row["device"], row["cc"], row["grid"], row["block"]) == ("NVIDIA GH200 480GB", "9.0", "(1056, 1, 1)", "(256, 1, 1)")
+    assert (row["process_name"], row["process_id"], row["stream"]) == ("python3.10", 12584, 7)
+    assert table["gpu__time_duration.sum"].dtype == "float64"
+    units_map = table.attrs["nsroof"]["metric_units"]
+    assert units_map["gpu__time_duration.sum"] == "second"
+    # section bookkeeping metrics (lists of metric names) are not kernel metrics
+    assert not [c for c in table.columns if c.startswith(("group:", "breakdown:", "regex:"))]
+
+
+@needs_module
+def test_missing_values_are_nan_not_zero(shared_fixtures: Path) -> None:
+    # averyclapp's A10G report has nvlink__* metrics with no value ('no data' on the CSV raw page)
+    table = ncu_rep.read(shared_fixtures / "rep" / "averyclapp__profile_output.ncu-rep")
+    nvlink = [c for c in table.columns if c.startswith("nvlink__") and table[c].dtype == "float64"]
+    assert nvlink and table[nvlink].isna().all().all()
