@@ -6,7 +6,9 @@ nsroof/data/machines/*.json; `nsroof measure` writes the same shape with source 
 JSON shape (one object; a packaged file may hold a list of them):
 {
   "name": "H100 SXM",
-  "aliases": ["h100", "h100-sxm", "NVIDIA H100 80GB HBM3"],
+  "aliases": ["h100", "h100-sxm", "h100-80gb-hbm3"],      # names `--machine` accepts (case-insensitive)
+  "device_patterns": ["H100 80GB HBM3", "H100[- ]SXM"],    # regexes matched against the device names ncu/torch print
+  "architecture": "Hopper", "cc": "9.0",
   "source": "spec",                               # spec | measured | file
   "peak_flop_per_s": {"fp64": ..., "fp32": ..., "tf32": ..., "bf16": ..., "fp16": ..., "fp8": ..., "int8": ...},
         # dense; the best rate a matmul of that dtype reaches (tensor cores where they serve it)
@@ -16,19 +18,31 @@ JSON shape (one object; a packaged file may hold a list of them):
   "bandwidth_bytes_per_s": {"dram": ..., "l2": ..., "l1": ...},   # (l3 for CPUs)
   "sources": {"peak_flop_per_s.bf16": "citation", "bandwidth_bytes_per_s.dram": "citation", ...},
   "environment": {...},                           # measured profiles: device, clocks, versions
-  "points": [...]                                 # measured profiles: every measured point
+  "points": [...],                                # measured profiles: every measured point
+  "notes": ["..."]                                # caveats a reader of the table should know
 }
+
+Lookup is data-driven: `lookup_device(name)` tries every packaged profile's `device_patterns`
+(case-insensitive regular expressions, searched in the device name); `load(spec)` accepts a
+packaged name or alias, or a path to a JSON profile.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from nsroof.errors import MachineError
+from nsroof.errors import InputError, MachineError
+
+RATE_TABLES: tuple[str, ...] = ("peak_flop_per_s", "sparse_peak_flop_per_s", "simt_flop_per_s", "bandwidth_bytes_per_s")
+PACKAGE_DATA = "nsroof.data.machines"
 
 
 @dataclass(frozen=True)
@@ -43,6 +57,10 @@ class Machine:
     sources: dict[str, str] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     points: list[dict[str, Any]] = field(default_factory=list)
+    device_patterns: tuple[str, ...] = ()
+    architecture: str = ""
+    cc: str = ""
+    notes: tuple[str, ...] = ()
     path: str = ""  # file it was loaded from, when any
 
     @property
@@ -56,7 +74,8 @@ class Machine:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["aliases"] = list(self.aliases)
+        for key in ("aliases", "device_patterns", "notes"):
+            d[key] = list(getattr(self, key))
         d.pop("path")
         return d
 
@@ -66,12 +85,138 @@ class Machine:
             raise MachineError(f"{path or 'machine profile'}: expected a JSON object with at least 'name'")
         known = {f for f in cls.__dataclass_fields__ if f != "path"}
         kwargs = {k: v for k, v in d.items() if k in known}
-        kwargs["aliases"] = tuple(kwargs.get("aliases", ()))
-        for key in ("peak_flop_per_s", "sparse_peak_flop_per_s", "simt_flop_per_s", "bandwidth_bytes_per_s"):
-            kwargs[key] = {str(k): float(v) for k, v in (kwargs.get(key) or {}).items() if v is not None}
+        for key in ("aliases", "device_patterns", "notes"):
+            value = kwargs.get(key) or ()
+            if isinstance(value, str):
+                value = (value,)
+            kwargs[key] = tuple(str(v) for v in value)
+        for key in RATE_TABLES:
+            table = kwargs.get(key) or {}
+            if not isinstance(table, dict):
+                raise MachineError(f"{path or d['name']}: '{key}' must be an object of name -> number")
+            try:
+                kwargs[key] = {str(k): float(v) for k, v in table.items() if v is not None}
+            except (TypeError, ValueError):
+                raise MachineError(f"{path or d['name']}: '{key}' holds a value that is not a number") from None
+            bad = [k for k, v in kwargs[key].items() if not v > 0 or v != v or v == float("inf")]
+            if bad:
+                raise MachineError(f"{path or d['name']}: '{key}' must hold positive finite numbers, not {bad}")
         return cls(path=path, **kwargs)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         from nsroof.report.atomic import atomic_write_text
 
         atomic_write_text(path, json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
+
+    # ------------------------------------------------------------------ queries
+
+    def ridge_flop_per_byte(self, dtype: str, level: str = "dram", *, table: str = "peak_flop_per_s") -> float:
+        """peak / bandwidth: the intensity above which a kernel of that dtype is compute-bound at that
+        level; NaN when either number is unknown."""
+        peak = getattr(self, table).get(dtype)
+        bandwidth = self.bandwidth_bytes_per_s.get(level)
+        if not peak or not bandwidth:
+            return float("nan")
+        return peak / bandwidth
+
+    def matches(self, device_name: str) -> bool:
+        return any(_compiled(p).search(device_name) for p in self.device_patterns)
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def _normal(name: str) -> str:
+    """Case, spaces, '-' and '_' do not distinguish names: 'H100 SXM' == 'h100-sxm' == 'h100_sxm'."""
+    return re.sub(r"[\s_\-]+", "-", name.strip().casefold())
+
+
+@functools.lru_cache(maxsize=1)
+def _packaged() -> tuple[Machine, ...]:
+    out: list[Machine] = []
+    root = resources.files(PACKAGE_DATA)
+    for entry in sorted(root.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".json"):
+            continue
+        where = f"{PACKAGE_DATA}/{entry.name}"
+        try:
+            data = json.loads(entry.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise InputError(where, f"invalid JSON ({exc.msg})", line=exc.lineno, hint="fix the packaged machine table") from None
+        for item in data if isinstance(data, list) else [data]:
+            out.append(Machine.from_dict(item, path=""))
+    # oldest architecture first (a stable sort keeps each file's own order)
+    return tuple(sorted(out, key=lambda m: float(m.cc or "inf")))
+
+
+def all_machines() -> list[Machine]:
+    """Every packaged datasheet profile, oldest compute capability first."""
+    return list(_packaged())
+
+
+def _by_name() -> dict[str, Machine]:
+    table: dict[str, Machine] = {}
+    for m in _packaged():
+        for key in (m.name, *m.aliases):
+            table.setdefault(_normal(key), m)
+    return table
+
+
+def load(spec: str | os.PathLike[str]) -> Machine:
+    """A packaged machine by name or alias (case-insensitive), or a JSON profile file
+    (written by `nsroof measure` or by hand: one object in the shape documented above)."""
+    text = os.fspath(spec)
+    path = Path(text)
+    if path.is_file():
+        return load_file(path)
+    found = _by_name().get(_normal(text))
+    if found is not None:
+        return found
+    if text.endswith(".json") or os.sep in text:
+        raise InputError(text, "no such machine profile file", hint="check the path, or pass a name from `nsroof machines`")
+    names = sorted({m.name for m in _packaged()} | {a for m in _packaged() for a in m.aliases})
+    close = difflib.get_close_matches(text, names, n=4, cutoff=0.5) or difflib.get_close_matches(
+        _normal(text), [_normal(n) for n in names], n=4, cutoff=0.5
+    )
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    raise MachineError(
+        f"unknown machine '{text}' — {hint}`nsroof machines` lists the packaged ones; "
+        "or pass a JSON profile (`nsroof measure -o FILE.json`)"
+    )
+
+
+def load_file(path: str | os.PathLike[str]) -> Machine:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(p, f"cannot read machine profile ({exc})", hint="pass a JSON file") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(p, f"invalid JSON ({exc.msg})", line=exc.lineno, hint="a machine profile is one JSON object") from None
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]
+    if not isinstance(data, dict):
+        raise InputError(p, "expected one JSON object with 'name' and rate tables", line=1,
+                         hint="see `nsroof machines --json` for the shape")
+    data = dict(data)
+    data.setdefault("source", "file")
+    try:
+        return Machine.from_dict(data, path=os.fspath(p))
+    except MachineError as exc:
+        raise InputError(p, str(exc).removeprefix(f"{p}: "), hint="see `nsroof machines --json` for the shape") from None
+
+
+def lookup_device(device_name: str) -> Machine | None:
+    """The packaged profile whose device_patterns match the name ncu or torch printed
+    ("NVIDIA A100-SXM4-40GB", "GeForce GTX 1650", "Tesla V100-SXM2-16GB", ...); None when none does."""
+    name = " ".join(str(device_name or "").split())
+    if not name:
+        return None
+    for m in _packaged():
+        if m.matches(name):
+            return m
+    return None
