@@ -1,0 +1,325 @@
+"""NVTX ranges in the ``nsroof`` domain: ``annotate(name)``, ``annotate_modules(model)``, ``step()``.
+
+Ranges are push/pop ranges in their own domain, so ``ncu --nvtx-include "nsroof@NAME/"`` can select them
+without interleaving with the default-domain ranges torch's emit_nvtx writes. When no tool is attached the
+``nvtx`` package hands out a dummy domain and a range costs two attribute lookups and a list append.
+
+While a torch.profiler session is recording, every range is also opened as a ``record_function`` of the
+same name, so the profiler's op tree carries the same path (nsroof.profile reads it back as ``nvtx_path``).
+
+Nothing happens at import: the domain is created on the first range.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+DOMAIN = "nsroof"
+BACKWARD_SUFFIX = " (backward)"
+_NODE_KEY = "nsroof_backward_ranges"  # a module's backward range: "<qualified name> (backward)"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Range names created by annotate_modules (forward and backward), so collectors can tell module ranges
+# from user ranges when they rebuild the path of an op.
+MODULE_RANGE_NAMES: set[str] = set()
+
+_local = threading.local()
+_step_lock = threading.Lock()
+_step_count = 0
+_step_listeners: list[Callable[[int], None]] = []
+
+
+class _NoDomain:
+    """Stands in for the nvtx domain when the nvtx package is not installed."""
+
+    def push_range(self, attributes: Any) -> None:
+        return None
+
+    def pop_range(self) -> None:
+        return None
+
+    def mark(self, attributes: Any) -> None:
+        return None
+
+    def get_event_attributes(self, message: str, *args: Any) -> Any:
+        return message
+
+
+@functools.lru_cache(maxsize=1)
+def _domain() -> Any:
+    try:
+        import nvtx
+    except ImportError:
+        return _NoDomain()
+    return nvtx.get_domain(DOMAIN)
+
+
+@functools.lru_cache(maxsize=1)
+def _is_dummy(domain_id: int) -> bool:
+    try:
+        from nvtx._lib import dummy_domain
+    except ImportError:
+        return True
+    return domain_id == id(dummy_domain)
+
+
+@functools.lru_cache(maxsize=8192)
+def _attributes(name: str) -> Any:
+    # Registered strings, created once per name: the fast path the nvtx package recommends.
+    return _domain().get_event_attributes(name, None, None, None)
+
+
+def _stack() -> list[tuple[str, Any]]:
+    st: list[tuple[str, Any]] | None = getattr(_local, "stack", None)
+    if st is None:
+        st = []
+        _local.stack = st
+    return st
+
+
+def _torch_profiler_recording() -> bool:
+    # Only look when torch is already imported: nsroof never imports torch for a range.
+    prof = sys.modules.get("torch.autograd.profiler")
+    return bool(prof is not None and getattr(prof, "_is_profiler_enabled", False))
+
+
+def _push(name: str) -> None:
+    domain = _domain()
+    if not _is_dummy(id(domain)):
+        domain.push_range(_attributes(name))
+    record = None
+    if _torch_profiler_recording():
+        from torch.autograd.profiler import record_function
+
+        record = record_function(name)
+        record.__enter__()
+    _stack().append((name, record))
+
+
+def _pop_top() -> str:
+    st = _stack()
+    name, record = st.pop()
+    if record is not None:
+        record.__exit__(None, None, None)
+    domain = _domain()
+    if not _is_dummy(id(domain)):
+        domain.pop_range()
+    return name
+
+
+def _pop(name: str) -> None:
+    """Close the innermost open range called `name`, closing any range opened inside it first, so the
+    NVTX stack stays balanced even when a hook fires out of order."""
+    st = _stack()
+    for depth in range(len(st) - 1, -1, -1):
+        if st[depth][0] == name:
+            while len(st) > depth:
+                _pop_top()
+            return
+
+
+def current_path() -> list[str]:
+    """Names of the nsroof ranges open on this thread, outermost first."""
+    return [name for name, _ in _stack()]
+
+
+class annotate:  # noqa: N801 - used like a function: `with nsroof.annotate("attn"):`
+    """An NVTX push/pop range in the ``nsroof`` domain; a context manager and a decorator.
+
+    >>> with annotate("forward"):
+    ...     pass
+    >>> @annotate("loss")
+    ... def loss(x): ...
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError("annotate() needs a non-empty range name")
+        if '"' in name:
+            # ncu does not escape quotes inside range names: one breaks the CSV row it exports.
+            raise ValueError(f"range name {name!r} contains '\"', which ncu cannot export; use another character")
+        self.name = name
+
+    def __enter__(self) -> annotate:
+        _push(self.name)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _pop(self.name)
+
+    def __call__(self, func: F) -> F:
+        name = self.name
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            _push(name)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                _pop(name)
+
+        return wrapper  # type: ignore[return-value]
+
+
+def step() -> int:
+    """Mark the end of a training step; returns the number of steps marked so far.
+
+    Emits an NVTX mark ``step N`` in the nsroof domain and tells an active ``nsroof.profile`` session,
+    which counts warm-up and recorded steps from these marks."""
+    global _step_count
+    with _step_lock:
+        _step_count += 1
+        n = _step_count
+    domain = _domain()
+    if not _is_dummy(id(domain)):
+        domain.mark(_domain().get_event_attributes(f"step {n}", None, None, None))
+    for listener in list(_step_listeners):
+        listener(n)
+    return n
+
+
+def add_step_listener(listener: Callable[[int], None]) -> Callable[[], None]:
+    """Call `listener(step_number)` on every step(); returns a function that removes it."""
+    _step_listeners.append(listener)
+
+    def remove() -> None:
+        if listener in _step_listeners:
+            _step_listeners.remove(listener)
+
+    return remove
+
+
+class ModuleRanges:
+    """Handle returned by annotate_modules: `.remove()` (or leaving a `with` block) removes every hook."""
+
+    def __init__(self, handles: list[Any], names: dict[str, str]) -> None:
+        self._handles = handles
+        self.names = names  # qualified module name -> range name
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def __enter__(self) -> ModuleRanges:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+def module_range_names(model: Any, root: str | None = None) -> dict[str, str]:
+    """Qualified module name -> range name: the root is named by its class, children by their path."""
+    root_name = root or type(model).__name__
+    return {qual: (f"{root_name}.{qual}" if qual else root_name) for qual, _ in model.named_modules()}
+
+
+def annotate_modules(model: Any, *, backward: bool = True, root: str | None = None) -> ModuleRanges:
+    """Open a range around every nn.Module's forward (and backward), named by its qualified name.
+
+    Backward ranges use autograd node and tensor hooks rather than full module backward hooks: those wrap
+    outputs in a view and then forbid in-place ops on them (``ReLU(inplace=True)`` would fail). A backward
+    range opens when the module's last forward node is about to run and closes once the gradients of all
+    its inputs exist; ranges still open when a backward pass ends (modules whose inputs need no gradient)
+    are closed then."""
+    names = module_range_names(model, root)
+    handles: list[Any] = []
+    for qual, module in model.named_modules():
+        name = names[qual]
+        MODULE_RANGE_NAMES.add(name)
+        handles.append(module.register_forward_pre_hook(_forward_pre(name, backward)))
+        handles.append(module.register_forward_hook(_forward_post(name, backward), always_call=True))
+        if backward:
+            MODULE_RANGE_NAMES.add(name + BACKWARD_SUFFIX)
+    return ModuleRanges(handles, names)
+
+
+def _tensors_requiring_grad(values: Any) -> list[Any]:
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    flat, _ = tree_flatten(values)
+    return [t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad]
+
+
+def _forward_pre(name: str, backward: bool) -> Callable[..., None]:
+    def hook(module: Any, args: Any) -> None:
+        _push(name)
+        if backward:
+            inputs = _tensors_requiring_grad(args)
+            if inputs:
+                import torch
+
+                bw_name = name + BACKWARD_SUFFIX
+                # Fires once the gradients of all inputs are computed: this module's backward is done.
+                torch.autograd.graph.register_multi_grad_hook(inputs, lambda grads: _pop(bw_name), mode="all")
+
+    return hook
+
+
+def _forward_post(name: str, backward: bool) -> Callable[..., None]:
+    def hook(module: Any, args: Any, output: Any) -> None:
+        _pop(name)
+        if backward:
+            nodes = {id(t.grad_fn): t.grad_fn for t in _tensors_requiring_grad(output) if t.grad_fn is not None}
+            if nodes:
+                _open_backward_on_first(name + BACKWARD_SUFFIX, list(nodes.values()))
+
+    return hook
+
+
+def _open_backward_on_first(bw_name: str, nodes: list[Any]) -> None:
+    # A node pre-hook runs after the tensor hooks of the same step, so the consumer's "backward done"
+    # (a tensor hook) closes before this producer's backward opens: ranges nest like the forward.
+    # Modules that return the same tensor (a container and its last child) share one node: their names
+    # queue on the node's metadata and open outermost first, i.e. in reverse registration order.
+    opened = [False]
+    for node in nodes:
+        queue: list[tuple[str, list[bool]]] | None = node.metadata.get(_NODE_KEY)
+        if queue is None:
+            queue = []
+            node.metadata[_NODE_KEY] = queue
+            node.register_prehook(_node_prehook(queue))
+        queue.append((bw_name, opened))
+
+
+def _node_prehook(queue: list[tuple[str, list[bool]]]) -> Callable[[Any], None]:
+    def prehook(grad_outputs: Any) -> None:
+        for bw_name, opened in reversed(queue):
+            if not opened[0]:
+                opened[0] = True
+                _ensure_backward_cleanup()
+                _push(bw_name)
+        queue.clear()
+
+    return prehook
+
+
+def _ensure_backward_cleanup() -> None:
+    import torch
+
+    task = torch._C._current_graph_task_id()
+    if getattr(_local, "cleanup_task", None) == task:
+        return
+    _local.cleanup_task = task
+    stack = _stack()
+    depth_at_start = sum(1 for n, _ in stack if not n.endswith(BACKWARD_SUFFIX))
+
+    def close_leftovers() -> None:
+        _local.cleanup_task = None
+        while len(stack) > depth_at_start and stack[-1][0].endswith(BACKWARD_SUFFIX):
+            _pop_top()
+
+    torch.autograd.Variable._execution_engine.queue_callback(close_leftovers)
+
+
+def iter_module_ranges(path: list[str]) -> Iterator[str]:
+    """The module ranges in a range path, outermost first."""
+    return (name for name in path if name in MODULE_RANGE_NAMES)
