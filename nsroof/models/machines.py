@@ -220,3 +220,45 @@ def lookup_device(device_name: str) -> Machine | None:
         if m.matches(name):
             return m
     return None
+
+
+def markdown_table(profiles: list[Machine] | None = None) -> str:
+    """The packaged ceilings as a Markdown table (docs/readme/machines.md is this output), dense
+    figures with the 2:4 sparse ones in parentheses, and a numbered source list per machine."""
+
+    def tera(value: float | None, sparse: float | None = None) -> str:
+        if not value:
+            return "—"
+        def fmt(v: float) -> str:
+            return f"{v / 1e12:,.0f}" if v >= 1e15 else f"{v / 1e12:,.4g}"
+
+        return f"{fmt(value)} ({fmt(sparse)})" if sparse else fmt(value)
+
+    def rate(value: float | None) -> str:
+        return "—" if not value else (f"{value / 1e12:,.4g} TB/s" if value >= 1e12 else f"{value / 1e9:,.4g} GB/s")
+
+    rows = [
+        "| machine | match (device name regex) | FP64 | FP32 | TF32 | BF16 | FP16 | FP8 | INT8 | FP4 | SIMT FP64 / FP32 / FP16 | DRAM | L2 | ridge BF16-or-FP16 / DRAM |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for m in profiles if profiles is not None else all_machines():
+        dense, sparse, simt = m.peak_flop_per_s, m.sparse_peak_flop_per_s, m.simt_flop_per_s
+        cells = [tera(dense.get(k), sparse.get(k)) for k in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")]
+        simt_text = " / ".join(tera(simt.get(k)) for k in ("fp64", "fp32", "fp16"))
+        dtype = "bf16" if "bf16" in dense else "fp16"
+        ridge = m.ridge_flop_per_byte(dtype)
+        ridge_text = f"{ridge:,.0f}" if ridge == ridge else "—"
+        # a '|' inside a regex would end the Markdown cell
+        patterns = "<br>".join("`" + p.replace("|", "\\|") + "`" for p in m.device_patterns) or "(by name only)"
+        rows.append(
+            f"| **{m.name}** ({', '.join(m.aliases[:2])}) | {patterns} | " + " | ".join(cells)
+            + f" | {simt_text} | {rate(m.bandwidth_bytes_per_s.get('dram'))} | {rate(m.bandwidth_bytes_per_s.get('l2'))}"
+            + f" | {ridge_text} |"
+        )
+    lines = [*rows, "", "Sources, per machine (each number's own citation is in `sources` of its JSON entry):", ""]
+    for m in profiles if profiles is not None else all_machines():
+        cites = list(dict.fromkeys(m.sources.values()))
+        lines.append(f"- **{m.name}**: " + " | ".join(cites))
+        for note in m.notes:
+            lines.append(f"  - note: {note}")
+    return "\n".join(lines) + "\n"

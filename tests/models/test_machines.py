@@ -269,3 +269,12 @@ def test_bad_profile_files_are_clear_one_line_errors(tmp_path: Path, content: st
 def test_missing_profile_path_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such machine profile file"):
         machines.load(tmp_path / "nope.json")
+
+
+def test_readme_table_is_generated_from_the_data() -> None:
+    doc = Path(__file__).resolve().parents[2] / "docs" / "readme" / "machines.md"
+    if not doc.exists():
+        pytest.skip("docs/readme/machines.md not present")
+    assert machines.markdown_table() in doc.read_text(encoding="utf-8"), (
+        "regenerate the table: python -c 'from nsroof.models.machines import markdown_table; print(markdown_table())'"
+    )
