@@ -1,0 +1,211 @@
+"""Byte-level reading of ncu CSV exports: gzip, BOM, preamble, row-aligned blocks, ragged-row padding.
+
+Streaming keeps peak memory near one block (plus the compact columns the importer keeps), whatever
+the file size. Blocks end on a row boundary: a newline with an even number of quotes before it (a
+quoted field may hold a newline; doubled quotes `""` keep the count even).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from nsroof.errors import InputError
+
+BLOCK_BYTES = 16 << 20
+_HEADER = re.compile(rb'(?m)^"ID",')
+_BOM = b"\xef\xbb\xbf"
+EXPORT_HINT = "export it with `ncu -i REPORT.ncu-rep --csv --page raw --print-units base > export.csv`"
+
+
+@dataclass
+class Preamble:
+    """What came before the header: ncu's own lines and application output."""
+
+    lines: list[str] = field(default_factory=list)
+
+    def messages(self, tag: str) -> list[str]:
+        return [ln.strip() for ln in self.lines if ln.lstrip().startswith(tag)]
+
+
+@dataclass
+class Export:
+    path: Path
+    header: list[str]
+    header_line: int  # 1-based line number of the header
+    preamble: Preamble
+    stream: BinaryIO
+    first: bytes  # bytes after the header line, already read
+
+    def blocks(self, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, bytes]]:
+        """(first line number, bytes) blocks of whole rows, in file order."""
+        line = self.header_line + 1
+        carry = self.first
+        eof = False
+        while not eof or carry:
+            if not eof and len(carry) < block_bytes:
+                more = self.stream.read(block_bytes)
+                if more:
+                    carry += more
+                    continue
+                eof = True
+            if eof:
+                block, carry = carry, b""
+                if block and not block.endswith(b"\n"):
+                    block += b"\n"
+            else:
+                cut = _row_boundary(carry)
+                if cut < 0:  # one row longer than a block: read on
+                    more = self.stream.read(block_bytes)
+                    if not more:
+                        eof = True
+                    carry += more
+                    continue
+                block, carry = carry[: cut + 1], carry[cut + 1 :]
+            if block.strip():
+                yield line, block
+            line += block.count(b"\n")
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+def _row_boundary(buf: bytes) -> int:
+    """Index of the last newline in buf that ends a row (even quote count before it), or -1."""
+    end = len(buf)
+    quotes_total = buf.count(b'"')
+    while True:
+        cut = buf.rfind(b"\n", 0, end)
+        if cut < 0:
+            return -1
+        # count quotes after the cut instead of before it: cheaper for a cut near the end
+        after = buf.count(b'"', cut)
+        if (quotes_total - after) % 2 == 0:
+            return cut
+        end = cut
+
+
+def _open(path: Path) -> BinaryIO:
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
+
+
+def open_export(path: str | os.PathLike[str]) -> Export:
+    """Open an ncu CSV export and find its header; InputError when it is none."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(p, "no such file", hint="check the path")
+    if p.is_dir():
+        raise InputError(p, "is a directory, not an export", hint="pass an ncu CSV export file")
+    stream = _open(p)
+    try:
+        buf = b""
+        found = None
+        while found is None:
+            try:
+                more = stream.read(1 << 20)
+            except (OSError, EOFError) as exc:
+                raise InputError(p, f"damaged gzip file ({exc})", hint="re-compress it or pass the plain file") from None
+            if not more:
+                break
+            buf += more
+            if buf.startswith(_BOM):
+                buf = buf[len(_BOM) :]
+            if b"\0" in buf[: 1 << 16]:
+                raise InputError(p, "binary file, not a CSV export", line=1, hint=EXPORT_HINT)
+            found = _HEADER.search(buf)
+            if found is None and len(buf) > (64 << 20):
+                break
+        if found is None:
+            stream.close()
+            raise _not_an_export(p, buf)
+        start = found.start()
+        eol = buf.find(b"\n", start)
+        while eol < 0:
+            more = stream.read(1 << 20)
+            if not more:
+                eol = len(buf)
+                break
+            buf += more
+            eol = buf.find(b"\n", start)
+        header_bytes = buf[start:eol].rstrip(b"\r")
+        pre_text = _decode(p, buf[:start])
+        header_line = pre_text.count("\n") + 1
+        header = next(csv.reader([_decode(p, header_bytes)]))
+        return Export(
+            path=p,
+            header=header,
+            header_line=header_line,
+            preamble=Preamble(pre_text.splitlines()),
+            stream=stream,
+            first=buf[eol + 1 :],
+        )
+    except BaseException:
+        stream.close()
+        raise
+
+
+def _decode(p: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(p, "not UTF-8 text", line=line, hint=EXPORT_HINT) from None
+
+
+def _not_an_export(p: Path, buf: bytes) -> InputError:
+    text = buf.decode("utf-8", errors="replace")
+    lines = text.splitlines()
+    if not text.strip():
+        return InputError(p, "file is empty", line=1, hint=EXPORT_HINT)
+    errors = [ln.strip() for ln in lines if ln.startswith("==ERROR==")]
+    content = [ln for ln in lines if ln.strip()]
+    if errors and all(ln.startswith("==") for ln in content):
+        first = next(i for i, ln in enumerate(lines, 1) if ln.startswith("==ERROR=="))
+        return InputError(
+            p,
+            f"holds only ncu messages, no CSV: {errors[0]}",
+            line=first,
+            hint="ncu failed before writing results; fix the ncu command it reports, then re-export",
+        )
+    first_line = next((i for i, ln in enumerate(lines, 1) if ln.strip()), 1)
+    head = lines[first_line - 1] if lines else ""
+    if head.startswith('"Device","Kernel","Invocations"') or head.startswith("==") and "nvprof" in text[:2000].lower():
+        return InputError(p, "an nvprof export, not Nsight Compute", line=first_line,
+                          hint="profile with ncu, then " + EXPORT_HINT)
+    return InputError(
+        p,
+        'no Nsight Compute CSV header (a line starting with "ID",) found',
+        line=first_line,
+        hint=EXPORT_HINT,
+    )
+
+
+def pad_ragged(block: bytes, pad: int) -> bytes:
+    """Give metric rows that stop after `Metric Value` (trailing comma) the header's width."""
+    if pad <= 0:
+        return block
+    commas = b"," * pad
+    return block.replace(b",\r\n", b"," + commas + b"\r\n").replace(b",\n", b"," + commas + b"\n")
+
+
+def ragged_width(block: bytes) -> int | None:
+    """Field count of the first row that ends in a trailing comma, or None when there is none."""
+    for m in re.finditer(rb"(?m)^.*,\r?$", block[: 4 << 20]):
+        line = m.group(0).rstrip(b"\r")
+        try:
+            fields = next(csv.reader(io.StringIO(line.decode("utf-8"))))
+        except (StopIteration, csv.Error, UnicodeDecodeError):
+            continue
+        return len(fields)
+    return None

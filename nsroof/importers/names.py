@@ -1,0 +1,78 @@
+"""Short kernel function names from demangled kernel names, the way ncu's `--print-kernel-base
+function` shows them: no return type, no namespaces, no template arguments, no parameter list.
+
+    void at::native::<unnamed>::vectorized_elementwise_kernel<4, at::native::silu_kernel(...)::{lambda(float)#1}, ...>(int, ...)
+        -> vectorized_elementwise_kernel
+    unnamed>::saxpy_kernel(float, const float *, float *, int)     (ncu >= 2025 strips namespaces)
+        -> saxpy_kernel
+    ampere_sgemm_32x32_sliced1x4_tn                                 (cuBLAS: no C++ decoration)
+        -> ampere_sgemm_32x32_sliced1x4_tn
+
+Names reach thousands of characters with nested templates, lambdas and quotes, so this scans once,
+tracking bracket depth, instead of using regular expressions that backtrack.
+"""
+
+from __future__ import annotations
+
+import functools
+
+_OPEN = {"<": ">", "(": ")", "[": "]", "{": "}"}
+_CLOSE = {v: k for k, v in _OPEN.items()}
+# Qualifiers that can precede the function name and are not part of it.
+_LEADING_WORDS = ("void ", "static ", "__global__ ", "extern ", "inline ")
+
+
+def _top_level_segments(name: str) -> tuple[str, str]:
+    """(text before the first top-level '(' with top-level template args removed, rest)."""
+    depth = 0
+    kept: list[str] = []
+    i = 0
+    n = len(name)
+    while i < n:
+        ch = name[i]
+        if ch in "<[{":
+            # `operator<` / `operator<<` are names, not template brackets; rare in kernels, tolerate
+            depth += 1
+        elif ch in ">]}":
+            depth = max(0, depth - 1)
+        elif ch == "(":
+            if depth == 0:
+                prefix = "".join(kept)
+                # `(anonymous namespace)::` is a namespace, not the parameter list
+                if name.startswith("(anonymous namespace)", i):
+                    kept.append("(anonymous namespace)")
+                    i += len("(anonymous namespace)")
+                    continue
+                return prefix, name[i:]
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            kept.append(ch)
+        i += 1
+    return "".join(kept), ""
+
+
+@functools.lru_cache(maxsize=65536)
+def short_name(kernel_name: str) -> str:
+    """The bare function name of a (demangled) kernel name; '' for an empty name."""
+    text = kernel_name.strip()
+    if not text:
+        return ""
+    # Old ncu prints `<unnamed>::`; ncu >= 2025 strips namespaces and leaves a dangling `unnamed>::`,
+    # sometimes inside template arguments whose `<` it kept. Neither `>` closes a bracket.
+    text = text.replace("<unnamed>", "unnamed").replace("unnamed>::", "unnamed::")
+    head, _ = _top_level_segments(text)
+    head = head.strip()
+    # Return type / qualifiers: everything up to the last top-level space belongs to them
+    # (`void`, `static void`, `cutlass::Status`), because a function name has no spaces.
+    for word in _LEADING_WORDS:
+        while head.startswith(word):
+            head = head[len(word):].lstrip()
+    if " " in head:
+        head = head.rsplit(" ", 1)[1]
+    # Namespaces and classes: keep the last `::` component. ncu >= 2025 leaves `unnamed>::`.
+    if "::" in head:
+        head = head.rsplit("::", 1)[1]
+    head = head.strip("*& ")
+    return head or text

@@ -1,0 +1,712 @@
+"""Nsight Compute CSV exports -> the normalized kernel table (nsroof.importers.kernel_table).
+
+    df = read("run.csv")       # details page (any of the three header layouts) or raw page
+
+One row per kernel launch: identity columns from the export, every metric under its ncu name in SI
+base units (float64), string metrics as strings, file facts in df.attrs["nsroof"].
+
+How (../shared/docs/ncu-formats.md §1, §5): the file is streamed in row-aligned blocks (gzip, BOM,
+CRLF and text before the header handled in nsroof.importers._ncutext); ragged metric rows are padded
+to the header width so pyarrow's multi-threaded CSV parser reads each block; rows it still rejects
+(text lines, rows broken by an unescaped quote in an NVTX range name) go through a row-level repair.
+Per block only compact columns are kept: launch IDs, section/label/unit strings and value strings
+for the details page, and the identity of each launch once. Then, for the whole file at once: the
+number style is decided from all value cells (nsroof.importers._ncunumbers), units are converted per
+distinct (metric, unit) pair (nsroof.units), and values are scattered into a kernels x metrics array.
+No per-cell Python on this path.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from nsroof.errors import InputError, UnitError
+from nsroof.importers import _ncunumbers as numbers
+from nsroof.importers import _ncutext as text
+from nsroof.importers import names, nvtx
+from nsroof.importers._nculabels import lookup as lookup_label
+from nsroof.importers.kernel_table import IDENTITY_COLUMNS
+from nsroof.units import UnknownUnitError, scale
+
+FORMAT_DETAILS = "ncu-csv:details"
+FORMAT_RAW = "ncu-csv:raw"
+RAW_EXPORT_COMMAND = "ncu -i REPORT.ncu-rep --csv --page raw --print-units base"
+
+# export column -> kernel-table identity column
+_IDENTITY_MAP = {
+    "ID": "kernel_id",
+    "Process ID": "process_id",
+    "Process Name": "process_name",
+    "Host Name": "host",
+    "Kernel Name": "kernel_name",
+    "Context": "context",
+    "Stream": "stream",
+    "Block Size": "block",
+    "Grid Size": "grid",
+    "Device": "device_id",
+    "CC": "cc",
+}
+_INT_IDENTITY = {"process_id", "context", "stream", "device_id"}
+_DETAILS_COLUMNS = ("Section Name", "Body Item Label", "Metric Name", "Metric Unit", "Metric Value")
+_CLI_SECTION = "Command line profiler metrics"  # --metrics: rows carry metric names, not labels
+_LABEL_NAME = re.compile(r"\(([A-Za-z0-9_]+__[A-Za-z0-9_.]+)\)\s*$")
+
+# Counters whose presence means the roofline can be computed (names from roofline-metrics.md §3-4).
+_BYTES_PATTERN = re.compile(
+    r"^(dram__bytes|dram__sectors|lts__t_bytes|lts__t_sectors|l1tex__t_bytes|l1tex__t_sectors|"
+    r"derived__lts__lts2xbar|derived__l1tex__lsu_writeback|l1tex__lsu_writeback|lts__lts2xbar)"
+)
+_FLOPS_PATTERN = re.compile(r"^((sm|smsp)__sass_thread_inst_executed_op_|sm__ops_path_tensor_|derived__sm)")
+
+
+@dataclass
+class _Layout:
+    header: list[str]
+    page: str  # "details" or "raw"
+    name: str  # "old" (Kernel Time), "new" (Block/Grid/Device/CC), "body-item"
+    push_pop: str | None
+    start_end: str | None
+
+    @property
+    def identity_columns(self) -> list[str]:
+        cols = [c for c in self.header if c in _IDENTITY_MAP]
+        cols += [c for c in (self.push_pop, self.start_end) if c]
+        return cols
+
+
+@dataclass
+class _Collected:
+    """What the blocks leave behind: compact columns only."""
+
+    identity: list[pa.Table] = field(default_factory=list)
+    metric_tables: list[pa.Table] = field(default_factory=list)
+    line_arrays: list[np.ndarray] = field(default_factory=list)
+    bad_rows: list[tuple[int, str]] = field(default_factory=list)
+    text_lines: list[tuple[int, str]] = field(default_factory=list)
+
+
+def read(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read an ncu CSV export (details or raw page) into the normalized kernel table."""
+    export = text.open_export(path)
+    try:
+        layout = _layout(export)
+        if layout.page == "details":
+            frame = _read_details(export, layout)
+        else:
+            frame = _read_raw(export, layout)
+    finally:
+        export.close()
+    return frame
+
+
+# ---------------------------------------------------------------------------------------------
+# layout and blocks
+# ---------------------------------------------------------------------------------------------
+
+
+def _layout(export: text.Export) -> _Layout:
+    header = export.header
+    if len(set(header)) != len(header):
+        dupes = sorted({c for c in header if header.count(c) > 1})
+        raise InputError(export.path, f"header repeats column(s) {dupes}", line=export.header_line,
+                         hint=text.EXPORT_HINT)
+    push_pop = next((c for c in header if nvtx.is_push_pop_column(c)), None)
+    start_end = next((c for c in header if nvtx.is_start_end_column(c)), None)
+    if "Kernel Name" not in header:
+        raise InputError(export.path, 'header has no "Kernel Name" column: not an Nsight Compute export',
+                         line=export.header_line, hint=text.EXPORT_HINT)
+    if "Metric Name" in header and "Metric Value" in header:
+        page = "details"
+        name = "body-item" if "Body Item Label" in header else ("old" if "Kernel Time" in header else "new")
+    else:
+        page = "raw"
+        name = "old" if "Kernel Time" in header else "new"
+    return _Layout(header, page, name, push_pop, start_end)
+
+
+def _read_blocks(export: text.Export, layout: _Layout, include: list[str]) -> tuple[_Collected, list[pa.Table]]:
+    """Parse every block; returns the collector and the tables (only `include` columns)."""
+    collected = _Collected()
+    tables: list[pa.Table] = []
+    ncols = len(layout.header)
+    pad: int | None = None
+    for first_line, block in export.blocks():
+        if pad is None:
+            width = text.ragged_width(block)
+            pad = 0 if width is None else max(0, ncols - width)
+        data = text.pad_ragged(block, pad)
+        rejected: list[str] = []
+
+        def on_invalid(row: Any, _rejected: list[str] = rejected) -> str:
+            _rejected.append(row.text)
+            return "skip"
+
+        try:
+            table = pacsv.read_csv(
+                pa.py_buffer(data),
+                read_options=pacsv.ReadOptions(column_names=layout.header, use_threads=True, block_size=4 << 20),
+                parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid, newlines_in_values=True),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={c: pa.string() for c in layout.header},
+                    include_columns=include,
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+        except pa.ArrowInvalid as exc:
+            raise InputError(export.path, f"unreadable CSV block ({exc})", line=first_line,
+                             hint=text.EXPORT_HINT) from None
+        if rejected:
+            table = _repair(export, layout, include, table, rejected, block, first_line, collected)
+        n_lines = block.count(b"\n")
+        lines = np.arange(first_line, first_line + n_lines, dtype=np.int64)
+        if table.num_rows != n_lines:
+            lines = np.arange(first_line, first_line + table.num_rows, dtype=np.int64)  # approximate
+        tables.append(table)
+        collected.line_arrays.append(lines[: table.num_rows])
+    return collected, tables
+
+
+def _repair(
+    export: text.Export,
+    layout: _Layout,
+    include: list[str],
+    table: pa.Table,
+    rejected: list[str],
+    block: bytes,
+    first_line: int,
+    collected: _Collected,
+) -> pa.Table:
+    """Rows pyarrow rejected: text lines are dropped (with a warning), rows broken by an unescaped
+    quote in an NVTX name are rebuilt, anything else is an InputError naming its line."""
+    header = layout.header
+    ncols = len(header)
+    fixed: list[list[str]] = []
+    for raw in rejected:
+        line = _line_of(block, raw, first_line)
+        stripped = raw.strip()
+        if not stripped:
+            continue
+        if not stripped.startswith('"'):
+            collected.text_lines.append((line, stripped))
+            continue
+        fields = _csv_fields(raw)
+        if fields is not None and len(fields) < ncols and _only_trailing_missing(layout, len(fields)):
+            fixed.append(fields + [""] * (ncols - len(fields)))
+            continue
+        if fields is not None and len(fields) > ncols and not any(f.strip() for f in fields[ncols:]):
+            fixed.append(fields[:ncols])
+            continue
+        recovered = _recover_nvtx_row(layout, raw)
+        if recovered is not None:
+            collected.bad_rows.append((line, raw))
+            fixed.append(recovered)
+            continue
+        got = "?" if fields is None else str(len(fields))
+        cause = (
+            f"row has {got} fields, the header has {ncols}"
+            if fields is not None
+            else "row ends inside a quoted field"
+        )
+        raise InputError(export.path, f"{cause}: the export is truncated or damaged", line=line,
+                         hint="re-export the report; " + text.EXPORT_HINT)
+    if not fixed:
+        return table
+    cols = {c: pa.array([row[header.index(c)] for row in fixed], type=pa.string()) for c in include}
+    extra = pa.table(cols).select(table.column_names)
+    return pa.concat_tables([table, extra])
+
+
+def _line_of(block: bytes, raw: str, first_line: int) -> int:
+    pos = block.find(raw.encode("utf-8")[:200])
+    return first_line + block.count(b"\n", 0, pos) if pos >= 0 else first_line
+
+
+def _csv_fields(raw: str) -> list[str] | None:
+    try:
+        reader = csv.reader(io.StringIO(raw), strict=True)
+        rows = list(reader)
+    except csv.Error:
+        return None
+    if len(rows) != 1:
+        return None
+    return rows[0]
+
+
+def _only_trailing_missing(layout: _Layout, n: int) -> bool:
+    """A short row is fine when what it lacks is only rule columns (details) — never metric values."""
+    if layout.page != "details":
+        return False
+    return n > layout.header.index("Metric Value")
+
+
+def _recover_nvtx_row(layout: _Layout, raw: str) -> list[str] | None:
+    """Rebuild a row whose NVTX push/pop cell holds an unescaped quote (ncu does not escape it).
+
+    Fields before the NVTX column and after it are intact: parse the row from both ends and give the
+    NVTX cell whatever lies between."""
+    if layout.push_pop is None:
+        return None
+    header = layout.header
+    k = header.index(layout.push_pop)
+    n_after = len(header) - k - 1
+    line = raw.rstrip("\r\n")
+    left = re.match(r'^((?:"(?:[^"]|"")*",){%d})' % k, line)
+    if left is None:
+        return None
+    head_fields = next(csv.reader([left.group(1)[:-1]]))
+    right = re.search(r'((?:,"(?:[^"]|"")*"){%d})$' % n_after, line) if n_after else None
+    if n_after and right is None:
+        return None
+    tail_text = right.group(1) if right is not None else ""
+    tail_fields = next(csv.reader([tail_text[1:]])) if tail_text else []
+    if len(tail_fields) != n_after:
+        return None
+    middle = line[len(left.group(1)) : len(line) - len(tail_text)]
+    if not (middle.startswith('"') and middle.endswith('"')):
+        return None
+    cell = middle[1:-1].replace('""', '"')
+    return head_fields + [cell] + tail_fields
+
+
+# ---------------------------------------------------------------------------------------------
+# identity
+# ---------------------------------------------------------------------------------------------
+
+
+def _ids(export: text.Export, column: pa.ChunkedArray | pa.Array, lines: np.ndarray) -> np.ndarray:
+    cleaned = pc.replace_substring_regex(numbers._as_strings(column), r"[,.\s]", "")
+    ok = pc.match_substring_regex(cleaned, r"^\d+$")
+    okn = np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool)
+    if not okn.all():
+        bad = int(np.flatnonzero(~okn)[0])
+        raise InputError(export.path, f"launch ID {column[bad].as_py()!r} is not a number", line=int(lines[bad]),
+                         hint="the row is damaged or not part of an ncu export; " + text.EXPORT_HINT)
+    return np.asarray(pc.cast(cleaned, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _first_per_id(table: pa.Table, ids: np.ndarray) -> tuple[np.ndarray, pa.Table]:
+    uniq, first = np.unique(ids, return_index=True)
+    order = np.argsort(first, kind="stable")
+    return uniq[order], table.take(pa.array(first[order]))
+
+
+def _identity_frame(export: text.Export, layout: _Layout, ids: np.ndarray, table: pa.Table,
+                    warnings: list[str]) -> pd.DataFrame:
+    """One row per launch, kernel-table identity columns, in ID order."""
+    order = np.argsort(ids, kind="stable")
+    ids = ids[order]
+    table = table.take(pa.array(order))
+    n = len(ids)
+    cols: dict[str, Any] = {"source": [export.path.name] * n, "kernel_id": ids.astype(np.int64)}
+    for src, dst in _IDENTITY_MAP.items():
+        if dst == "kernel_id":
+            continue
+        if src not in table.column_names:
+            continue
+        values = table.column(src)
+        if dst in _INT_IDENTITY:
+            cleaned = pc.replace_substring_regex(values, r"[,.\s]", "")
+            ok = pc.match_substring_regex(cleaned, r"^-?\d+$")
+            as_int = pc.cast(pc.if_else(ok, cleaned, pa.scalar(None, pa.string())), pa.int64())
+            cols[dst] = pd.array(as_int.to_pylist(), dtype="Int64")
+        elif dst == "cc":
+            cols[dst] = [v.replace(",", ".") for v in values.to_pylist()]
+        else:
+            cols[dst] = values.to_pylist()
+    if "kernel_name" in cols:
+        cols["function"] = [names.short_name(k) for k in cols["kernel_name"]]
+    push = table.column(layout.push_pop).to_pylist() if layout.push_pop else [""] * n
+    start = table.column(layout.start_end).to_pylist() if layout.start_end else [""] * n
+    ranges = [list(nvtx.ranges(a, b)) for a, b in zip(push, start)]
+    cols["nvtx_ranges"] = ranges
+    cols["nvtx_path"] = [nvtx.path(r) for r in ranges]
+    out: dict[str, Any] = {}
+    for name, (dtype, _) in IDENTITY_COLUMNS.items():
+        if name in cols:
+            out[name] = cols[name]
+        elif dtype == "object":
+            out[name] = [""] * n
+        else:
+            out[name] = pd.array([pd.NA] * n, dtype="Int64")
+    frame = pd.DataFrame(out)
+    frame["kernel_id"] = frame["kernel_id"].astype("int64")
+    return frame
+
+
+# ---------------------------------------------------------------------------------------------
+# details page
+# ---------------------------------------------------------------------------------------------
+
+
+def _read_details(export: text.Export, layout: _Layout) -> pd.DataFrame:
+    header = layout.header
+    detail_cols = [c for c in _DETAILS_COLUMNS if c in header]
+    include = layout.identity_columns + [c for c in detail_cols if c not in layout.identity_columns]
+    collected, tables = _read_blocks(export, layout, include)
+    if not tables or sum(t.num_rows for t in tables) == 0:
+        raise InputError(export.path, "header but no data rows", line=export.header_line + 1,
+                         hint="ncu profiled no kernel; check its filters, then " + text.EXPORT_HINT)
+
+    id_parts: list[np.ndarray] = []
+    ident_ids: list[np.ndarray] = []
+    ident_tables: list[pa.Table] = []
+    metric_parts: list[pa.Table] = []
+    line_parts: list[np.ndarray] = []
+    ident_cols = layout.identity_columns
+    for table, lines in zip(tables, collected.line_arrays):
+        ids = _ids(export, table.column("ID"), lines)
+        u, first = _first_per_id(table.select(ident_cols), ids)
+        ident_ids.append(u)
+        ident_tables.append(first)
+        keep = pc.not_equal(table.column("Metric Name"), "")
+        keep_np = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
+        metric_parts.append(table.select(detail_cols).filter(keep))
+        id_parts.append(ids[keep_np])
+        line_parts.append(lines[keep_np])
+    del tables
+
+    all_ident_ids = np.concatenate(ident_ids)
+    ident_table = pa.concat_tables(ident_tables)
+    uids, first = np.unique(all_ident_ids, return_index=True)
+    ident_table = ident_table.take(pa.array(first))
+    warnings: list[str] = []
+    hints: list[str] = []
+    identity = _identity_frame(export, layout, uids, ident_table, warnings)
+    kernel_ids = identity["kernel_id"].to_numpy()
+
+    metrics = pa.concat_tables(metric_parts) if metric_parts else None
+    row_ids = np.concatenate(id_parts) if id_parts else np.zeros(0, np.int64)
+    row_lines = np.concatenate(line_parts) if line_parts else np.zeros(0, np.int64)
+    columns: dict[str, Any] = {}
+    units: dict[str, str] = {}
+    style = numbers.StyleDecision("C", "no numbers")
+    if metrics is not None and metrics.num_rows:
+        kidx = np.searchsorted(kernel_ids, row_ids)
+        columns, units, style = _pivot_details(export, layout, metrics, kidx, row_lines, len(kernel_ids), warnings)
+    frame = _assemble(identity, columns)
+    _fill_launch_identity(frame)
+    _finish(export, layout, frame, units, style, collected, warnings, hints, FORMAT_DETAILS)
+    return frame
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    enc = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.combine_chunks()
+    return (
+        np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64),
+        [str(v) for v in enc.dictionary.to_pylist()],
+    )
+
+
+def _pivot_details(
+    export: text.Export,
+    layout: _Layout,
+    metrics: pa.Table,
+    kidx: np.ndarray,
+    row_lines: np.ndarray,
+    n_kernels: int,
+    warnings: list[str],
+) -> tuple[dict[str, Any], dict[str, str], numbers.StyleDecision]:
+    sec, sec_names = _codes(metrics.column("Section Name"))
+    if "Body Item Label" in metrics.column_names:
+        body, body_names = _codes(metrics.column("Body Item Label"))
+    else:
+        body, body_names = np.zeros(metrics.num_rows, np.int64), [""]
+    met, met_names = _codes(metrics.column("Metric Name"))
+    unit, unit_names = _codes(metrics.column("Metric Unit"))
+    key = ((sec * len(body_names) + body) * len(met_names) + met) * len(unit_names) + unit
+    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+
+    # per distinct (section, body, metric/label, unit): column name, factor, priority
+    combo_col = np.empty(len(uniq), np.int64)
+    combo_factor = np.empty(len(uniq), np.float64)
+    combo_explicit = np.empty(len(uniq), bool)
+    col_names: list[str] = []
+    col_units: list[str] = []
+    col_index: dict[tuple[str, str], int] = {}
+    for i, k in enumerate(uniq.tolist()):
+        k, u = divmod(k, len(unit_names))
+        k, m = divmod(k, len(met_names))
+        s, b = divmod(k, len(body_names))
+        section, body_label, label, unit_name = sec_names[s], body_names[b], met_names[m], unit_names[u]
+        try:
+            factor, base = scale(unit_name)
+        except UnknownUnitError as exc:
+            raise UnitError(export.path, f"unknown unit {exc.unit!r} of {label!r}", line=int(row_lines[first[i]]),
+                            hint="nsroof knows ncu's units (byte…Tbyte, ns/nsecond…second, hz…Ghz, "
+                                 "cycle/nsecond, inst, sector, %, …); re-export with --print-units base") from None
+        name, explicit = _column_name(section, body_label, label, base)
+        j = col_index.get((name, base))
+        if j is None:
+            j = len(col_names)
+            col_index[(name, base)] = j
+            col_names.append(name)
+            col_units.append(base)
+        combo_col[i] = j
+        combo_factor[i] = factor
+        combo_explicit[i] = explicit
+    col_names = _disambiguate(col_names, col_units)
+
+    cleaned = numbers.clean(metrics.column("Metric Value"))
+    style = numbers.decide_style(cleaned)
+    if style.conflict is not None:
+        a, b = style.conflict
+        raise InputError(
+            export.path,
+            f"numbers mix styles: {cleaned[a].as_py()!r} (line {int(row_lines[a])}) is en_US/C but "
+            f"{cleaned[b].as_py()!r} is de_DE",
+            line=int(row_lines[b]),
+            hint="re-export with LC_ALL=C so every number has one format",
+        )
+    parsed = numbers.parse(cleaned, style.style)
+    return (
+        _scatter(parsed, inverse, combo_col, combo_factor, combo_explicit, kidx, n_kernels, col_names),
+        dict(zip(col_names, col_units)),
+        style,
+    )
+
+
+def _column_name(section: str, body: str, label: str, base: str) -> tuple[str, bool]:
+    """(column name, whether the export printed a metric name rather than a label)."""
+    if section == _CLI_SECTION:
+        return label.strip(), True
+    if "__" in label:
+        m = _LABEL_NAME.search(label)  # --print-metric-name label-name: "DRAM Frequency (dram__...)"
+        return (m.group(1) if m else label.strip()), True
+    mapped = lookup_label(section, body, label, base)
+    if mapped is not None:
+        return mapped, False
+    parts = [section] + ([body] if body else []) + [label]
+    return ": ".join(parts), False
+
+
+def _disambiguate(col_names: list[str], col_units: list[str]) -> list[str]:
+    """One label printed in two different units (dimensions) becomes two columns, `name [unit]`."""
+    seen: dict[str, int] = {}
+    for n in col_names:
+        seen[n] = seen.get(n, 0) + 1
+    return [f"{n} [{u or '1'}]" if seen[n] > 1 else n for n, u in zip(col_names, col_units)]
+
+
+def _scatter(
+    parsed: numbers.Parsed,
+    inverse: np.ndarray,
+    combo_col: np.ndarray,
+    combo_factor: np.ndarray,
+    combo_explicit: np.ndarray,
+    kidx: np.ndarray,
+    n_kernels: int,
+    col_names: list[str],
+) -> dict[str, Any]:
+    n_cols = len(col_names)
+    col = combo_col[inverse]
+    has_number = np.bincount(col[parsed.numeric], minlength=n_cols) > 0
+    has_string = np.bincount(col[~parsed.numeric & ~parsed.missing], minlength=n_cols) > 0
+    string_col = has_string & ~has_number
+
+    out = np.full((n_kernels, n_cols), np.nan, dtype=np.float64)
+    rows = np.flatnonzero(parsed.numeric)
+    # label-mapped rows first, explicit metric-name rows last: numpy keeps the last write of a repeated index
+    explicit = combo_explicit[inverse[rows]]
+    rows = np.concatenate([rows[~explicit][::-1], rows[explicit][::-1]])
+    out[kidx[rows], col[rows]] = parsed.values[rows] * combo_factor[inverse[rows]]
+
+    result: dict[str, Any] = {}
+    str_rows = np.flatnonzero(np.isin(col, np.flatnonzero(string_col)) & ~parsed.missing)
+    str_values = parsed.strings.take(pa.array(str_rows)).to_pylist() if str_rows.size else []
+    str_cols: dict[int, np.ndarray] = {}
+    for j in np.flatnonzero(string_col).tolist():
+        str_cols[j] = np.full(n_kernels, "", dtype=object)
+    for r, v in zip(str_rows[::-1].tolist(), str_values[::-1]):  # few rows: string metrics only
+        str_cols[int(col[r])][kidx[r]] = v
+    for j, name in enumerate(col_names):
+        result[name] = str_cols[j] if string_col[j] else out[:, j]
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# raw page
+# ---------------------------------------------------------------------------------------------
+
+
+def _read_raw(export: text.Export, layout: _Layout) -> pd.DataFrame:
+    header = layout.header
+    collected, tables = _read_blocks(export, layout, list(header))
+    table = pa.concat_tables(tables) if tables else None
+    if table is None or table.num_rows == 0:
+        raise InputError(export.path, "header but no data rows", line=export.header_line + 1,
+                         hint="ncu profiled no kernel; check its filters, then " + text.EXPORT_HINT)
+    lines = np.concatenate(collected.line_arrays)
+    identity_cols = layout.identity_columns
+    metric_cols = [c for c in header if c not in identity_cols and c not in ("Kernel Time",)]
+    id_col = table.column("ID")
+    units_row: dict[str, str] = {}
+    if id_col[0].as_py() == "":
+        first = table.slice(0, 1).to_pylist()[0]
+        units_row = {c: first[c] for c in metric_cols}
+        table = table.slice(1)
+        lines = lines[1:]
+    if table.num_rows == 0:
+        raise InputError(export.path, "header and units row but no data rows", line=export.header_line + 2,
+                         hint="ncu profiled no kernel; check its filters, then " + text.EXPORT_HINT)
+    ids = _ids(export, table.column("ID"), lines)
+    if len(np.unique(ids)) != len(ids):
+        # a raw page has one row per launch; repeated IDs mean separate processes or concatenated exports
+        dup = int(ids[np.flatnonzero(np.diff(np.sort(ids)) == 0)[0]])
+        raise InputError(export.path, f"launch ID {dup} appears on two rows of a raw-page export",
+                         line=int(lines[int(np.flatnonzero(ids == dup)[1])]),
+                         hint="export one report per file")
+    warnings: list[str] = []
+    hints: list[str] = []
+    identity = _identity_frame(export, layout, ids, table.select(identity_cols), warnings)
+    order = np.argsort(ids, kind="stable")
+
+    units: dict[str, str] = {}
+    factors: list[float] = []
+    for c in metric_cols:
+        unit_name = units_row.get(c, "")
+        try:
+            factor, base = scale(unit_name)
+        except UnknownUnitError as exc:
+            raise UnitError(export.path, f"unknown unit {exc.unit!r} of {c!r} in the units row",
+                            line=export.header_line + 1,
+                            hint="re-export with --print-units base") from None
+        units[c] = base
+        factors.append(factor)
+
+    n = table.num_rows
+    columns: dict[str, Any] = {}
+    style = numbers.StyleDecision("C", "no numbers")
+    if metric_cols:
+        cells = pa.concat_arrays([numbers._as_strings(table.column(c)) for c in metric_cols])
+        cleaned = numbers.clean(cells)
+        style = numbers.decide_style(cleaned)
+        if style.conflict is not None:
+            a, b = style.conflict
+            raise InputError(
+                export.path,
+                f"numbers mix styles: {cleaned[a].as_py()!r} ({metric_cols[a // n]}) is en_US/C but "
+                f"{cleaned[b].as_py()!r} ({metric_cols[b // n]}) is de_DE",
+                line=int(lines[b % n]),
+                hint="re-export with LC_ALL=C so every number has one format",
+            )
+        parsed = numbers.parse(cleaned, style.style)
+        values = parsed.values.reshape(len(metric_cols), n)
+        numeric = parsed.numeric.reshape(len(metric_cols), n)
+        missing = parsed.missing.reshape(len(metric_cols), n)
+        for j, c in enumerate(metric_cols):
+            if numeric[j].any() or missing[j].all():
+                columns[c] = (values[j] * factors[j])[order]
+            else:
+                strs = np.asarray(cleaned.slice(j * n, n).to_pylist(), dtype=object)
+                strs[missing[j]] = ""
+                columns[c] = strs[order]
+    frame = _assemble(identity, columns)
+    if "device__attribute_display_name" in frame.columns and frame["device"].eq("").all():
+        frame["device"] = frame["device__attribute_display_name"].astype(object).fillna("").astype(str)
+    _fill_launch_identity(frame)
+    _finish(export, layout, frame, {c: units[c] for c in columns}, style, collected, warnings, hints, FORMAT_RAW)
+    return frame
+
+
+# ---------------------------------------------------------------------------------------------
+# shared
+# ---------------------------------------------------------------------------------------------
+
+
+def _assemble(identity: pd.DataFrame, columns: dict[str, Any]) -> pd.DataFrame:
+    clash = [c for c in columns if c in identity.columns]
+    for c in clash:
+        columns[f"{c} (metric)"] = columns.pop(c)
+    metrics = pd.DataFrame(
+        {c: (pd.array(v, dtype="float64") if v.dtype != object else pd.array(v, dtype=object))
+         for c, v in columns.items()},
+        index=identity.index,
+    )
+    return pd.concat([identity, metrics], axis=1) if len(metrics.columns) else identity
+
+
+def _fill_launch_identity(frame: pd.DataFrame) -> None:
+    """grid/block/cc/device from launch__/device__ metrics where the export lacks the columns."""
+    for ident, prefix in (("grid", "launch__grid_dim_"), ("block", "launch__block_dim_")):
+        dims = [f"{prefix}{a}" for a in "xyz"]
+        if frame[ident].eq("").all() and all(d in frame.columns for d in dims):
+            vals = frame[dims].to_numpy(dtype=np.float64)
+            frame[ident] = [
+                "" if np.isnan(r).any() else "(" + ", ".join(str(int(x)) for x in r) + ")" for r in vals
+            ]
+    cc_cols = ["device__attribute_compute_capability_major", "device__attribute_compute_capability_minor"]
+    if frame["cc"].eq("").all() and all(c in frame.columns for c in cc_cols):
+        vals = frame[cc_cols].to_numpy(dtype=np.float64)
+        frame["cc"] = ["" if np.isnan(r).any() else f"{int(r[0])}.{int(r[1])}" for r in vals]
+
+
+def _finish(
+    export: text.Export,
+    layout: _Layout,
+    frame: pd.DataFrame,
+    units: dict[str, str],
+    style: numbers.StyleDecision,
+    collected: _Collected,
+    warnings: list[str],
+    hints: list[str],
+    fmt: str,
+) -> None:
+    for msg in export.preamble.messages("==ERROR==")[:3] + export.preamble.messages("==WARNING==")[:3]:
+        warnings.append(f"ncu said before the results: {msg}")
+    if collected.bad_rows:
+        line, _ = collected.bad_rows[0]
+        warnings.append(
+            f"{len(collected.bad_rows)} row(s) had an unescaped quote in an NVTX range name (first at line {line}); "
+            "recovered them — keep '\"' out of NVTX range names"
+        )
+    if collected.text_lines:
+        line, first = collected.text_lines[0]
+        warnings.append(f"skipped {len(collected.text_lines)} non-CSV line(s) among the rows "
+                        f"(first at line {line}: {first[:80]!r})")
+    if style.evidence.startswith("ambiguous"):
+        warnings.append(f"number style {style.style}: {style.evidence}")
+    _roofline_hints(layout, frame, hints)
+    frame.attrs["nsroof"] = {
+        "format": fmt,
+        "source": export.path.name,
+        "layout": layout.name,
+        "metric_units": units,
+        "number_style": style.style,
+        "number_style_evidence": style.evidence,
+        "warnings": warnings,
+        "hints": hints,
+    }
+
+
+def _roofline_hints(layout: _Layout, frame: pd.DataFrame, hints: list[str]) -> None:
+    cols = [str(c) for c in frame.columns]
+    has_bytes = any(_BYTES_PATTERN.match(c) for c in cols)
+    has_flops = any(_FLOPS_PATTERN.match(c) for c in cols)
+    if has_bytes and has_flops:
+        return
+    lacking = " and ".join(w for w, ok in (("byte", has_bytes), ("FLOP", has_flops)) if not ok)
+    if layout.page == "details":
+        hints.append(
+            f"this details-page export holds no {lacking} counters (the details page shows section labels only); "
+            f"export the raw page of the same report: `{RAW_EXPORT_COMMAND}`"
+        )
+    else:
+        hints.append(
+            f"this export holds no {lacking} counters; profile with `ncu --set roofline` "
+            "(or `--metrics` with the roofline counters), then "
+            f"`{RAW_EXPORT_COMMAND}`"
+        )

@@ -1,0 +1,98 @@
+"""NVTX ranges from ncu's CSV columns (../shared/docs/ncu-formats.md §1.7).
+
+Push/pop column `thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg` (or the
+shorter `thread Domain:Push/Pop_Range`), cell after CSV unquoting:
+
+    21096  "<default domain>:model.forward:none:none:none:none:none:none"  "nsroof:layer0:none:..." 
+
+one quoted token per stack level, bottom (outermost) first, every domain of the thread concatenated.
+Start/end column `Id:Domain:Start/Stop_Range:...`: ` "100:nsroof:step0:none:..." `.
+
+A token is `<domain>:<name>:<6 attribute fields>`; names contain `:` and `,` (emit_nvtx writes
+`aten::addmm, seq = 5, op_id = 72, sizes = ...`), so the domain is split off the left once and the six
+attribute fields off the right. ncu does not escape `"` inside names; `split_tokens` tolerates single
+quotes inside a token (only `"` followed by whitespace-then-`"` or the end closes it).
+
+The flat list a kernel gets is every push/pop range (domains in the order ncu prints them, each bottom
+first), then the start/end ranges: the same order nsroof.importers.ncu_rep uses.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+PUSH_POP_PREFIX = "thread Domain:Push/Pop_Range"
+START_END_PREFIX = "Id:Domain:Start/Stop_Range"
+DEFAULT_DOMAIN = "<default domain>"
+
+# A token: a quote, then anything up to a quote that is followed by whitespace and another token or by
+# the end of the cell. Lazy, so a stray `"` inside a name does not end the token early.
+_TOKEN = re.compile(r'"(.*?)"(?=\s+"|\s*$)', re.DOTALL)
+
+
+@dataclass(frozen=True)
+class NvtxRange:
+    domain: str
+    name: str
+    kind: str  # "push_pop" or "start_end"
+
+
+def is_push_pop_column(name: str) -> bool:
+    return name.startswith(PUSH_POP_PREFIX)
+
+
+def is_start_end_column(name: str) -> bool:
+    return name.startswith(START_END_PREFIX)
+
+
+def split_tokens(cell: str) -> list[str]:
+    """The quoted tokens of one NVTX cell (the leading thread id / trailing spaces dropped)."""
+    text = cell.strip()
+    if not text:
+        return []
+    first = text.find('"')
+    if first < 0:
+        return []
+    return _TOKEN.findall(text[first:])
+
+
+def _name_of(rest: str) -> str:
+    # drop the six attribute fields PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg
+    parts = rest.rsplit(":", 6)
+    return parts[0] if len(parts) == 7 else rest
+
+
+def parse_push_pop(cell: str) -> list[NvtxRange]:
+    out: list[NvtxRange] = []
+    for token in split_tokens(cell):
+        domain, sep, rest = token.partition(":")
+        if not sep:
+            continue
+        out.append(NvtxRange(domain, _name_of(rest), "push_pop"))
+    return out
+
+
+def parse_start_end(cell: str) -> list[NvtxRange]:
+    out: list[NvtxRange] = []
+    for token in split_tokens(cell):
+        range_id, sep, rest = token.partition(":")
+        if not sep:
+            continue
+        domain, sep, rest = rest.partition(":")
+        if not sep:
+            continue
+        out.append(NvtxRange(domain, _name_of(rest), "start_end"))
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def ranges(push_pop_cell: str, start_end_cell: str) -> tuple[str, ...]:
+    """Range names enclosing a launch, outermost first: push/pop stacks, then start/end ranges."""
+    found = parse_push_pop(push_pop_cell) + parse_start_end(start_end_cell)
+    return tuple(r.name for r in found)
+
+
+def path(names: tuple[str, ...] | list[str]) -> str:
+    return "/".join(names)

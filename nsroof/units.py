@@ -1,0 +1,115 @@
+"""Nsight Compute unit strings -> (factor to SI base, base unit).
+
+ncu prints units per row and per version: `nsecond`/`ns`, `usecond`/`us`, `Kbyte`, `Gbyte/s`,
+`cycle/nsecond` (= GHz), `Ghz`, `inst/cycle`, `%`, `""` for plain counters ... Prefixes are decimal
+(K = 1e3: "All byte-based metrics use a factor of 1000 when scaling units to follow SI standards",
+ncu 2019.1 release notes; ../shared/docs/ncu-formats.md §1.5).
+
+A unit is `numerator[/denominator]`; each side is an optional SI prefix plus a known word. The result
+is the factor that turns a value printed in that unit into the base unit, and the base unit's name
+(`byte`, `second`, `hz`, `byte/second`, `inst/cycle`, ...). Percent stays percent (factor 1): ncu's
+`%` metrics are `pct_of_peak` ratios, and downstream code reads them as percentages.
+
+An unknown word raises UnknownUnitError — never a silent factor of 1.0.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+# word -> (factor to the base word, base word). Time words carry their own prefix.
+_WORDS: dict[str, tuple[float, str]] = {
+    "": (1.0, ""),
+    "%": (1.0, "%"),
+    "byte": (1.0, "byte"),
+    "bytes": (1.0, "byte"),
+    "B": (1.0, "byte"),
+    "second": (1.0, "second"),
+    "s": (1.0, "second"),
+    "nsecond": (1e-9, "second"),
+    "ns": (1e-9, "second"),
+    "usecond": (1e-6, "second"),
+    "us": (1e-6, "second"),
+    "msecond": (1e-3, "second"),
+    "ms": (1e-3, "second"),
+    "hz": (1.0, "hz"),
+    "Hz": (1.0, "hz"),
+    "cycle": (1.0, "cycle"),
+    "cycles": (1.0, "cycle"),
+    "inst": (1.0, "inst"),
+    "sector": (1.0, "sector"),
+    "sectors": (1.0, "sector"),
+    "request": (1.0, "request"),
+    "requests": (1.0, "request"),
+    "warp": (1.0, "warp"),
+    "block": (1.0, "block"),
+    "thread": (1.0, "thread"),
+    "register": (1.0, "register"),
+    "pass": (1.0, "pass"),
+    "SM": (1.0, "SM"),
+    "TPC": (1.0, "TPC"),
+    "cluster": (1.0, "cluster"),
+    "sample": (1.0, "sample"),
+    "wavefront": (1.0, "wavefront"),
+    "transaction": (1.0, "transaction"),
+    "flop": (1.0, "flop"),
+    "op": (1.0, "op"),
+}
+
+_PREFIXES: dict[str, float] = {
+    "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+    # Small prefixes only make sense on time-like words; ncu prints those spelled out (nsecond).
+}
+
+
+class UnknownUnitError(ValueError):
+    """A unit string (or part of one) nsroof does not know."""
+
+    def __init__(self, unit: str, part: str) -> None:
+        self.unit = unit
+        self.part = part
+        super().__init__(f"unknown unit {unit!r}" + (f" (part {part!r})" if part != unit else ""))
+
+
+class Scale(NamedTuple):
+    factor: float  # multiply a printed value by this to get the base unit
+    base: str  # the base unit after conversion
+
+
+def _word(unit: str, part: str) -> tuple[float, str]:
+    part = part.strip()
+    if part in _WORDS:
+        return _WORDS[part]
+    if len(part) > 1 and part[0] in _PREFIXES and part[1:] in _WORDS and _WORDS[part[1:]][1] not in ("", "%", "second"):
+        factor, base = _WORDS[part[1:]]
+        return _PREFIXES[part[0]] * factor, base
+    raise UnknownUnitError(unit, part)
+
+
+@functools.lru_cache(maxsize=4096)
+def scale(unit: str) -> Scale:
+    """The factor and base unit of an ncu unit string; raises UnknownUnitError."""
+    text = unit.strip()
+    if "/" in text:
+        num, _, den = text.partition("/")
+        if "/" in den:
+            raise UnknownUnitError(unit, den)
+        nf, nb = _word(unit, num)
+        df, db = _word(unit, den)
+        factor = nf / df
+        if db == "second" and nb in ("cycle", ""):
+            base = "hz" if nb == "cycle" else "1/second"
+        else:
+            base = f"{nb}/{db}"
+        return Scale(factor, base)
+    factor, base = _word(unit, text)
+    return Scale(factor, base)
+
+
+def known(unit: str) -> bool:
+    try:
+        scale(unit)
+    except UnknownUnitError:
+        return False
+    return True
