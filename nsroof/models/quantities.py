@@ -13,5 +13,307 @@ with columns
     ceiling_source_<same suffixes>          ("ncu:<formula>" or "")
     missing_duration, missing_flops, missing_dram, missing_l2, missing_l1   (comma-separated metric names)
 
-(implementation lands with the importer work)
+and, beyond the contract:
+    flops_source_<precision>   the formula behind each precision's count ('' when NaN)
+    flops_partial (bool)       `flops` sums the precisions that could be computed; True when at least
+                               one precision is NaN (its counters are named in missing_flops)
+    flops_tensor_sparse        tensor FLOPs run with 2:4 sparsity (NaN when the export does not split them)
+    tensor_metric              the sm__ops_path_tensor_* metric carrying most of the kernel's tensor
+                               FLOPs; its peak is the tensor ceiling ('' when none)
+
+Every quantity comes from the first formula of nsroof.models.metric_formulas whose inputs the
+kernel has (per row: one kernel may fall through to a later formula than its neighbour). A counter
+present and 0 gives 0; an absent counter (or n/a) makes its formula not apply; when no formula
+applies, the quantity is NaN and missing_<quantity> names the inputs of the preferred formula that
+the kernel lacks. Ceilings of memory levels are taken only from the same byte definition as the
+kernel's bytes (L2 lts__t vs lts2xbar, L1 l1tex__t vs LSU writeback), never mixed.
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from nsroof.models import metric_formulas as mf
+from nsroof.models.metric_formulas import DURATION, LEVELS, PRECISIONS, TENSOR_FLOP_PER_INST, Formula
+
+_FLOAT = "float64"
+_STR = "str"
+
+
+@dataclass
+class _Resolved:
+    value: np.ndarray  # float64
+    source: np.ndarray  # object: provenance string or ""
+    missing: np.ndarray  # object: comma-separated metric names or ""
+    definition: np.ndarray  # object: byte definition of the formula used, or ""
+    estimated: np.ndarray  # bool
+
+
+class _Kernels:
+    """Column access on the kernel table as float arrays (absent or non-numeric → NaN)."""
+
+    def __init__(self, kernels: pd.DataFrame) -> None:
+        self.frame = kernels
+        self.n = len(kernels)
+        self.columns = [str(c) for c in kernels.columns]
+        self._present = set(self.columns)
+        self._cache: dict[str, np.ndarray] = {}
+        cc = kernels["cc"] if "cc" in kernels.columns else pd.Series([""] * self.n, index=kernels.index)
+        self.cc = np.array([mf.normalize_cc(c) for c in cc.astype(object).where(cc.notna(), "")], dtype=object)
+        self.cc_num = np.array([float(c) if c else np.nan for c in self.cc], dtype=_FLOAT)
+        self.duration_s = np.full(self.n, np.nan)
+        self.tensor_flop_per_inst = np.array(
+            [mf.TENSOR_FLOP_PER_INST_BY_CC.get(c, np.nan) for c in self.cc], dtype=_FLOAT)
+
+    def has(self, name: str) -> bool:
+        return name in self._present
+
+    def col(self, name: str) -> np.ndarray:
+        if name == DURATION:
+            return self.duration_s
+        if name == TENSOR_FLOP_PER_INST:
+            return self.tensor_flop_per_inst
+        if name not in self._cache:
+            if name in self._present:
+                values = pd.to_numeric(self.frame[name], errors="coerce")
+                self._cache[name] = values.to_numpy(dtype=_FLOAT, na_value=np.nan)
+            else:
+                self._cache[name] = np.full(self.n, np.nan)
+        return self._cache[name]
+
+
+def _scale(k: _Kernels, f: Formula, acc: np.ndarray) -> np.ndarray:
+    for t in f.times:
+        acc = acc * k.col(t)
+    for d in f.divide_by:
+        den = k.col(d)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            acc = np.where(den != 0, acc / den, np.nan)
+    return acc
+
+
+def _evaluate_linear(k: _Kernels, f: Formula) -> np.ndarray:
+    acc = np.zeros(k.n)
+    for coefficient, metric in f.terms:
+        acc = acc + coefficient * k.col(metric)  # NaN propagates: every term is required
+    return _scale(k, f, acc)
+
+
+@dataclass
+class _TensorOps:
+    total: np.ndarray
+    sparse: np.ndarray
+    dominant: np.ndarray  # object: base metric name or ""
+
+
+def _evaluate_tensor_ops(k: _Kernels, f: Formula) -> _TensorOps:
+    paths = mf.select_tensor_metrics(k.columns, f.tensor_suffix)
+    if not paths:
+        nan = np.full(k.n, np.nan)
+        return _TensorOps(nan, nan.copy(), np.full(k.n, "", dtype=object))
+    matrix = np.column_stack([k.col(p.base + f.tensor_suffix) for p in paths])
+    factor = _scale(k, f, np.ones(k.n))
+    any_value = ~np.isnan(matrix).all(axis=1)
+    # An n/a path is one the chip does not have: it carries no work, so the sum skips it; the
+    # total is NaN only when no path has a value.
+    total = np.where(any_value, np.nansum(matrix, axis=1), np.nan) * factor
+    sparse_cols = [i for i, p in enumerate(paths) if p.sparsity == "sparse"]
+    if sparse_cols:
+        sub = matrix[:, sparse_cols]
+        sparse = np.where(~np.isnan(sub).all(axis=1), np.nansum(sub, axis=1), np.nan) * factor
+    else:
+        sparse = np.full(k.n, np.nan)
+    filled = np.where(np.isnan(matrix), -np.inf, matrix)
+    best = filled.argmax(axis=1)
+    has_work = filled.max(axis=1) > 0
+    names = np.array([p.base for p in paths], dtype=object)
+    dominant = np.where(has_work, names[best], "")
+    return _TensorOps(total, sparse, dominant.astype(object))
+
+
+def _missing_names(k: _Kernels, f: Formula, rows: np.ndarray) -> np.ndarray:
+    """Comma-separated inputs of `f` that each row lacks (for rows where the quantity is NaN)."""
+    out = np.full(k.n, "", dtype=object)
+    if not rows.any():
+        return out
+    if f.kind in ("tensor_ops", "tensor_peak"):
+        out[rows] = ", ".join(f.metrics)
+        return out
+    parts: list[np.ndarray] = []
+    for metric in f.metrics:
+        lacks = np.isnan(k.col(metric)) & rows
+        parts.append(np.where(lacks, metric, ""))
+    if f.cc_max is not None:
+        parts.append(np.where(rows & ~(k.cc_num <= f.cc_max), f"cc<= {f.cc_max:g}", ""))
+    for i in np.flatnonzero(rows):
+        out[i] = ", ".join(p[i] for p in parts if p[i])
+    return out
+
+
+def _resolve(k: _Kernels, quantity: str, *, match_definition: np.ndarray | None = None,
+             tensor: dict[str, _TensorOps] | None = None) -> _Resolved:
+    """Try the formulas of `quantity` in order, per row."""
+    value = np.full(k.n, np.nan)
+    source = np.full(k.n, "", dtype=object)
+    definition = np.full(k.n, "", dtype=object)
+    estimated = np.zeros(k.n, dtype=bool)
+    formulas = mf.formulas_for(quantity)
+    for f in formulas:
+        open_rows = np.isnan(value)
+        if not open_rows.any():
+            break
+        if f.kind == "tensor_ops":
+            ops = _evaluate_tensor_ops(k, f)
+            v = ops.total
+            if tensor is not None:
+                tensor[f.tensor_suffix + "|" + "×".join(f.times)] = ops
+        elif f.kind == "tensor_estimate":
+            count = _evaluate_linear(k, Formula(f.quantity, f.terms))
+            # a zero count is exactly zero FLOPs whatever the per-instruction factor
+            v = np.where(count == 0, 0.0, count * k.tensor_flop_per_inst)
+        else:
+            v = _evaluate_linear(k, f)
+        take = open_rows & ~np.isnan(v)
+        if f.cc_max is not None:
+            take &= k.cc_num <= f.cc_max
+        if match_definition is not None and f.definition:
+            take &= (match_definition == "") | (match_definition == f.definition)
+        value[take] = v[take]
+        source[take] = f.provenance
+        definition[take] = f.definition
+        if f.estimated:
+            estimated[take] = v[take] != 0
+    missing = _missing_names(k, formulas[0], np.isnan(value))
+    return _Resolved(value, source, missing, definition, estimated)
+
+
+def _tensor_resolution(k: _Kernels) -> tuple[_Resolved, np.ndarray, np.ndarray]:
+    """Tensor FLOPs, plus per row the sparse share and the dominant metric of the formula used."""
+    per_formula: dict[str, _TensorOps] = {}
+    res = _resolve(k, "flops_tensor", tensor=per_formula)
+    sparse = np.full(k.n, np.nan)
+    dominant = np.full(k.n, "", dtype=object)
+    for f in mf.formulas_for("flops_tensor"):
+        if f.kind != "tensor_ops":
+            continue
+        ops = per_formula.get(f.tensor_suffix + "|" + "×".join(f.times))
+        if ops is None:
+            continue
+        used = res.source == f.provenance
+        sparse[used] = ops.sparse[used]
+        dominant[used] = ops.dominant[used]
+    return res, sparse, dominant
+
+
+def _tensor_peak(k: _Kernels, dominant: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Peak of the kernel's dominant tensor path × SM clock; NaN where that path's peak mixes dense and
+    sparse rates (an unsplit aggregate, e.g. GH100 src_fp16: its peak is the 2:4 sparse rate)."""
+    (f,) = mf.formulas_for("peak_flop_per_s_tensor")
+    value = np.full(k.n, np.nan)
+    source = np.full(k.n, "", dtype=object)
+    clock = _scale(k, f, np.ones(k.n))
+    for base in sorted({d for d in dominant if d}):
+        path = mf.tensor_path(base)
+        if path is None or path.sparsity == "unsplit":
+            continue
+        rows = dominant == base
+        peak_metric = f"{base}.sum.peak_sustained"
+        v = k.col(peak_metric) * clock
+        take = rows & ~np.isnan(v)
+        value[take] = v[take]
+        source[take] = "ncu:" + " × ".join((peak_metric, *f.times))
+    return value, source
+
+
+def _join_rows(columns: list[np.ndarray], sep: str) -> np.ndarray:
+    n = len(columns[0]) if columns else 0
+    out = np.full(n, "", dtype=object)
+    for i in range(n):
+        seen: list[str] = []
+        for c in columns:
+            for token in (str(c[i]).split(", ") if sep == ", " else [str(c[i])]):
+                if token and token not in seen:
+                    seen.append(token)
+        out[i] = sep.join(seen)
+    return out
+
+
+def derive(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Per-kernel roofline quantities with provenance; see the module docstring for the columns."""
+    k = _Kernels(kernels)
+    cols: dict[str, object] = {}
+
+    duration = _resolve(k, "duration_s")
+    k.duration_s = duration.value
+    cols["duration_s"] = duration.value
+    cols["duration_source"] = duration.source
+
+    flops: dict[str, _Resolved] = {p: _resolve(k, f"flops_{p}") for p in ("fp64", "fp32", "fp16")}
+    tensor, tensor_sparse, tensor_dominant = _tensor_resolution(k)
+    flops["tensor"] = tensor
+    matrix = np.column_stack([flops[p].value for p in PRECISIONS]) if k.n else np.zeros((0, len(PRECISIONS)))
+    known = ~np.isnan(matrix)
+    for p in PRECISIONS:
+        cols[f"flops_{p}"] = flops[p].value
+    cols["flops"] = np.where(known.any(axis=1), np.nansum(np.where(known, matrix, 0.0), axis=1), np.nan)
+    cols["flops_source"] = _join_rows(
+        [np.where(flops[p].source != "", f"{p}: " + flops[p].source.astype(str), "") for p in PRECISIONS], "; ")
+    cols["flops_estimated"] = np.logical_or.reduce([flops[p].estimated for p in PRECISIONS])
+
+    byte_defs: dict[str, np.ndarray] = {}
+    for level in LEVELS:
+        res = _resolve(k, f"bytes_{level}")
+        byte_defs[level] = res.definition
+        cols[f"bytes_{level}"] = res.value
+        cols[f"bytes_source_{level}"] = res.source
+
+    for p in ("fp64", "fp32", "fp16"):
+        peak = _resolve(k, f"peak_flop_per_s_{p}")
+        cols[f"peak_flop_per_s_{p}"] = peak.value
+        cols[f"ceiling_source_{p}"] = peak.source
+    cols["peak_flop_per_s_tensor"], cols["ceiling_source_tensor"] = _tensor_peak(k, tensor_dominant)
+    for level in LEVELS:
+        bw = _resolve(k, f"bandwidth_bytes_per_s_{level}", match_definition=byte_defs[level])
+        cols[f"bandwidth_bytes_per_s_{level}"] = bw.value
+        cols[f"ceiling_source_{level}"] = bw.source
+
+    cols["missing_duration"] = duration.missing
+    cols["missing_flops"] = _join_rows([flops[p].missing for p in PRECISIONS], ", ")
+    for level in LEVELS:
+        cols[f"missing_{level}"] = _resolve_missing_bytes(k, level, cols)
+
+    for p in PRECISIONS:
+        cols[f"flops_source_{p}"] = flops[p].source
+    cols["flops_partial"] = known.any(axis=1) & ~known.all(axis=1)
+    cols["flops_tensor_sparse"] = tensor_sparse
+    cols["tensor_metric"] = tensor_dominant
+    return _frame(cols, kernels.index)
+
+
+def _resolve_missing_bytes(k: _Kernels, level: str, cols: dict[str, object]) -> np.ndarray:
+    value = np.asarray(cols[f"bytes_{level}"], dtype=_FLOAT)
+    return _missing_names(k, mf.formulas_for(f"bytes_{level}")[0], np.isnan(value))
+
+
+_BOOL_COLUMNS = ("flops_estimated", "flops_partial")
+
+
+def _frame(cols: dict[str, object], index: pd.Index) -> pd.DataFrame:
+    data: dict[str, pd.Series] = {}
+    for name, values in cols.items():
+        arr = np.asarray(values)
+        if name in _BOOL_COLUMNS:
+            data[name] = pd.Series(arr.astype(bool), index=index, dtype="bool")
+        elif arr.dtype.kind == "f":
+            data[name] = pd.Series(arr, index=index, dtype=_FLOAT)
+        else:
+            data[name] = pd.Series(arr.astype(object), index=index, dtype=_STR)
+    return pd.DataFrame(data, index=index)
+
+
+def output_columns() -> list[str]:
+    """Every column derive() returns, in order."""
+    return list(derive(pd.DataFrame({"cc": pd.Series([], dtype=object)})).columns)

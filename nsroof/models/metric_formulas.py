@@ -1,0 +1,549 @@
+"""The single table of counter formulas: how each roofline quantity is rebuilt from ncu metrics.
+
+Every entry of FORMULAS is data: the quantity it yields, the metrics it needs, how they combine
+(a linear combination times/over other metrics), flags, and the source of the formula. For each
+quantity, entries are tried in table order, per kernel: the first whose inputs are all present
+wins and its `expression` is recorded as provenance. nsroof.models.quantities evaluates the table;
+`required_metrics()` turns it into the `--metrics` list `nsroof ncu` passes; `render_markdown()`
+documents it (docs/readme/formulas.md, kept in step by a test).
+
+Metric values are in SI base units as the importers deliver them: bytes, seconds, counts, and
+`.per_second` rates in 1/second (byte/second for bytes); `.per_cycle_elapsed` and
+`.peak_sustained` values are per cycle of the unit named in the metric.
+
+Sources (full citations in ../shared/docs/roofline-metrics.md):
+  [S1] Nsight Compute 2025.3.1 sections SpeedOfLight_RooflineChart / Hierarchical{Single,Double,Half,
+       Tensor}RooflineChart: peak = X.sum.peak_sustained × unit__cycles_elapsed.avg.per_second,
+       achieved = X.sum.per_cycle_elapsed × cycles/second, FP32 = fadd + fmul + 2 × ffma,
+       FP16 = 2 × hadd + 2 × hmul + 4 × hfma, tensor = sm__ops_path_tensor_*.
+  [S2] NERSC roofline method (Yang, Kurth, Williams 2020): time = sm__cycles_elapsed.avg /
+       sm__cycles_elapsed.avg.per_second; bytes = dram__bytes.sum, lts__t_bytes.sum, l1tex__t_bytes.sum;
+       tensor = 512 × sm__inst_executed_pipe_tensor.sum on V100 (HMMA.884).
+  [S3] Sector size: L2/DRAM/L1TEX sectors are 32 bytes (libnvperf metric descriptions).
+  [S4] ncu sections ~2022–2025: L1 = l1tex__lsu_writeback_active_mem_lg[ds] × 128 B/cycle,
+       L2 = lts__lts2xbar_cycles_active × 32 B/cycle (derived__lts__lts2xbar_bytes).
+  [S5] ncu 2026.x on sm_120 renames dram__bytes_read/write to dram__bytes_op_read/write
+       (real export csv/olajide__saxpy.csv).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from nsroof.errors import NsroofError
+
+# Pseudo-input: the kernel's duration as derived by the duration formulas (not an ncu metric).
+DURATION = "duration_s"
+# Pseudo-input of the tensor estimate: the per-architecture FLOPs per tensor-pipe instruction.
+TENSOR_FLOP_PER_INST = "flop_per_tensor_inst[cc]"
+
+TENSOR_PREFIX = "sm__ops_path_tensor_"
+
+PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "fp16", "tensor")
+LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One way to compute one quantity.
+
+    value = (Σ coefficient × metric) × Π times ÷ Π divide_by, evaluated only where every input is a
+    number (a counter present and 0 contributes 0; an absent one makes the formula not apply).
+    kind "tensor_ops" sums the sm__ops_path_tensor_* metrics the export holds (see
+    select_tensor_metrics); kind "tensor_peak" takes the peak of the kernel's dominant tensor metric.
+    """
+
+    quantity: str
+    terms: tuple[tuple[float, str], ...] = ()
+    times: tuple[str, ...] = ()
+    divide_by: tuple[str, ...] = ()
+    kind: str = "linear"
+    # which definition of "bytes at this level" (pairs bytes with the bandwidth of the same definition)
+    definition: str = ""
+    estimated: bool = False
+    cc_max: float | None = None  # applies only to kernels whose compute capability is <= this
+    tensor_suffix: str = ""  # kind tensor_ops: the metric suffix summed (".sum", ".sum.per_cycle_elapsed")
+    source: str = ""
+    # metric sets of required_metrics() that collect this formula's inputs
+    collect: tuple[str, ...] = ()
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The ncu metrics this formula reads (pseudo-inputs excluded), in order, without repeats."""
+        names = [m for _, m in self.terms] + list(self.times) + list(self.divide_by)
+        if self.kind == "tensor_ops":
+            names.insert(0, f"{TENSOR_PREFIX}*{self.tensor_suffix}")
+        if self.kind == "tensor_peak":
+            names.insert(0, f"{TENSOR_PREFIX}<dominant>.sum.peak_sustained")
+        out: list[str] = []
+        for n in names:
+            if n not in (DURATION, TENSOR_FLOP_PER_INST) and n not in out:
+                out.append(n)
+        return tuple(out)
+
+    @property
+    def expression(self) -> str:
+        """Provenance text, e.g. 'dram__bytes_read.sum + dram__bytes_write.sum'."""
+        if self.kind == "tensor_ops":
+            core = f"Σ {TENSOR_PREFIX}*{self.tensor_suffix}"
+        elif self.kind == "tensor_peak":
+            core = f"{TENSOR_PREFIX}<dominant>.sum.peak_sustained"
+        else:
+            parts = [m if c == 1 else f"{c:g} × {m}" for c, m in self.terms]
+            core = " + ".join(parts)
+            if len(parts) > 1 and (self.times or self.divide_by):
+                core = f"({core})"
+        for t in self.times:
+            core += f" × {t}"
+        for d in self.divide_by:
+            core += f" / {d}"
+        return core
+
+    @property
+    def provenance(self) -> str:
+        """What the report records: ceilings read from the export are prefixed 'ncu:'."""
+        if self.quantity.startswith(("peak_flop_per_s_", "bandwidth_bytes_per_s_")):
+            return f"ncu:{self.expression}"
+        return self.expression
+
+
+# ---------------------------------------------------------------------------------------------
+# Building blocks (the table below is written with these so that each entry stays one line).
+
+_FLOP_OPS: dict[str, tuple[tuple[float, str], ...]] = {
+    # ncu's convention [S1]: FMA = 2; packed half HFMA2 = 4, HADD2/HMUL2 = 2.
+    "fp64": ((1, "dadd"), (1, "dmul"), (2, "dfma")),
+    "fp32": ((1, "fadd"), (1, "fmul"), (2, "ffma")),
+    "fp16": ((2, "hadd"), (2, "hmul"), (4, "hfma")),
+}
+# ncu's derived__smsp__…_x2/_x4 metrics = the per-cycle count already multiplied by the FLOP factor.
+_DERIVED_SUFFIX: dict[str, str] = {"dadd": "", "dmul": "", "dfma": "_x2", "fadd": "", "fmul": "", "ffma": "_x2",
+                                   "hadd": "_x2", "hmul": "_x2", "hfma": "_x4"}
+_PEAK_OP: dict[str, tuple[str, int]] = {"fp64": ("dfma", 2), "fp32": ("ffma", 2), "fp16": ("hfma", 4)}
+
+
+def _sass(unit: str, op: str, suffix: str = "") -> str:
+    return f"{unit}__sass_thread_inst_executed_op_{op}_pred_on.sum{suffix}"
+
+
+def _derived_smsp(op: str) -> str:
+    return f"derived__smsp__sass_thread_inst_executed_op_{op}_pred_on{_DERIVED_SUFFIX[op]}"
+
+
+def _flop_formulas(p: str) -> list[Formula]:
+    ops = _FLOP_OPS[p]
+    q = f"flops_{p}"
+    # nsroof ncu collects the sm__ totals; fp16 is not part of the minimal set
+    collect = ("roofline",) if p == "fp16" else ("roofline", "minimal")
+    totals = [Formula(q, tuple((c, _sass(u, op)) for c, op in ops), source="[S1] [S2]",
+                      collect=collect if u == "sm" else ())
+              for u in ("sm", "smsp")]
+    per_cycle = tuple((c, _sass("smsp", op, ".per_cycle_elapsed")) for c, op in ops)
+    # derived__smsp__…_x2 already holds the factor: coefficient 1 for those terms
+    derived = tuple((1.0, _derived_smsp(op)) if _DERIVED_SUFFIX[op] else (c, _sass("smsp", op, ".per_cycle_elapsed"))
+                    for c, op in ops)
+    sm_per_cycle = tuple((c, _sass("sm", op, ".per_cycle_elapsed")) for c, op in ops)
+    rates = [
+        Formula(q, per_cycle, times=("smsp__cycles_elapsed.avg",), source="[S1] achieved work × elapsed cycles"),
+        Formula(q, per_cycle, times=("smsp__cycles_elapsed.avg.per_second", DURATION), source="[S1] achieved FLOP/s × duration"),
+        Formula(q, derived, times=("smsp__cycles_elapsed.avg",), source="[S1] derived__smsp__… variant"),
+        Formula(q, derived, times=("smsp__cycles_elapsed.avg.per_second", DURATION), source="[S1] derived__smsp__… variant"),
+        Formula(q, sm_per_cycle, times=("sm__cycles_elapsed.avg",), source="[S1] (sm__ unit)"),
+    ]
+    return totals + rates
+
+
+def _flop_peak_formulas(p: str) -> list[Formula]:
+    op, factor = _PEAK_OP[p]
+    q = f"peak_flop_per_s_{p}"
+    clock = "sm__cycles_elapsed.avg.per_second"
+    out = [
+        Formula(q, ((factor, _sass("sm", op, ".peak_sustained")),), times=(clock,), source="[S1]",
+                collect=("roofline",)),
+        Formula(q, ((1, f"derived__sm__sass_thread_inst_executed_op_{op}_pred_on_x{factor}"),), times=(clock,),
+                source="[S1] derived__sm__… = peak_sustained × factor"),
+    ]
+    if p == "fp16":
+        # ncu ≤ 2023 exported derived__sm__…hfma_pred_on_x2 (HFMA counted 2); × 2 restores ncu's current 4.
+        out.append(Formula(q, ((2, "derived__sm__sass_thread_inst_executed_op_hfma_pred_on_x2"),), times=(clock,),
+                           source="older ncu derived metric (HFMA = 2), rescaled to HFMA2 = 4"))
+    return out
+
+
+def _bytes(level: str, definition: str, terms: tuple[tuple[float, str], ...], *, times: tuple[str, ...] = (),
+           source: str, collect: tuple[str, ...] = (), cc_max: float | None = None) -> Formula:
+    return Formula(f"bytes_{level}", terms, times=times, definition=definition, source=source, collect=collect,
+                   cc_max=cc_max)
+
+
+def _bw(level: str, definition: str, terms: tuple[tuple[float, str], ...], clock: str, *, source: str,
+        collect: tuple[str, ...] = (), cc_max: float | None = None) -> Formula:
+    return Formula(f"bandwidth_bytes_per_s_{level}", terms, times=(clock,), definition=definition, source=source,
+                   collect=collect, cc_max=cc_max)
+
+
+_ONE = 1.0
+_R = ("roofline",)
+_RM = ("roofline", "minimal")
+
+# ---------------------------------------------------------------------------------------------
+# THE TABLE. Order within a quantity = precedence.
+
+FORMULAS: tuple[Formula, ...] = (
+    # duration -----------------------------------------------------------------------------
+    Formula("duration_s", ((_ONE, "gpu__time_duration.sum"),), source="ncu Duration", collect=_RM),
+    Formula("duration_s", ((_ONE, "sm__cycles_elapsed.avg"),), divide_by=("sm__cycles_elapsed.avg.per_second",),
+            source="[S2] NERSC time", collect=_R),
+    Formula("duration_s", ((_ONE, "smsp__cycles_elapsed.avg"),), divide_by=("smsp__cycles_elapsed.avg.per_second",),
+            source="[S2] with the smsp__ unit"),
+    # FLOPs on CUDA cores ---------------------------------------------------------------------
+    *_flop_formulas("fp64"),
+    *_flop_formulas("fp32"),
+    *_flop_formulas("fp16"),
+    # FLOPs on tensor cores -------------------------------------------------------------------
+    Formula("flops_tensor", kind="tensor_ops", tensor_suffix=".sum", source="[S1] tensor section", collect=_R),
+    Formula("flops_tensor", kind="tensor_ops", tensor_suffix=".sum.per_cycle_elapsed",
+            times=("sm__cycles_elapsed.avg",), source="[S1] achieved ops/cycle × elapsed cycles"),
+    Formula("flops_tensor", kind="tensor_ops", tensor_suffix=".sum.per_cycle_elapsed",
+            times=("sm__cycles_elapsed.avg.per_second", DURATION), source="[S1] achieved ops/s × duration"),
+    Formula("flops_tensor", ((_ONE, "sm__inst_executed_pipe_tensor.sum"),), times=(TENSOR_FLOP_PER_INST,),
+            kind="tensor_estimate", estimated=True, source="[S2] one instruction shape per architecture (estimate)"),
+    Formula("flops_tensor", ((_ONE, "smsp__inst_executed_pipe_tensor.sum"),), times=(TENSOR_FLOP_PER_INST,),
+            kind="tensor_estimate", estimated=True, source="[S2] one instruction shape per architecture (estimate)"),
+    # DRAM bytes --------------------------------------------------------------------------------
+    _bytes("dram", "dram", ((_ONE, "dram__bytes.sum"),), source="[S2]", collect=_RM),
+    _bytes("dram", "dram", ((_ONE, "dram__bytes_read.sum"), (_ONE, "dram__bytes_write.sum")), source="libnvperf split"),
+    _bytes("dram", "dram", ((_ONE, "dram__bytes_op_read.sum"), (_ONE, "dram__bytes_op_write.sum")), source="[S5]"),
+    _bytes("dram", "dram", ((_ONE, "dram__bytes.sum.per_second"),), times=(DURATION,), source="[S1] achieved × duration"),
+    _bytes("dram", "dram", ((_ONE, "dram__bytes_read.sum.per_second"), (_ONE, "dram__bytes_write.sum.per_second")),
+           times=(DURATION,), source="libnvperf split × duration"),
+    _bytes("dram", "dram", ((32, "dram__sectors_read.sum"), (32, "dram__sectors_write.sum")), source="[S3]"),
+    _bytes("dram", "dram", ((32, "dram__sectors.sum"),), source="[S3]"),
+    # L2 bytes ------------------------------------------------------------------------------------
+    _bytes("l2", "lts__t", ((_ONE, "lts__t_bytes.sum"),), source="[S2]", collect=_R),
+    _bytes("l2", "lts__t", ((_ONE, "lts__t_bytes.sum.per_second"),), times=(DURATION,), source="ncu ≤2021 roofline × duration"),
+    _bytes("l2", "lts2xbar", ((32, "lts__lts2xbar_cycles_active.sum"),), source="[S4]"),
+    _bytes("l2", "lts2xbar", ((_ONE, "derived__lts__lts2xbar_bytes.sum.per_second"),), times=(DURATION,),
+           source="[S1] [S4] achieved × duration"),
+    _bytes("l2", "lts2xbar", ((32, "lts__lts2xbar_cycles_active.sum.per_second"),), times=(DURATION,), source="[S4]"),
+    _bytes("l2", "lts__t", ((32, "lts__t_sectors.sum"),), source="[S3]"),
+    _bytes("l2", "lts__t", ((32, "lts__t_sectors.sum.per_second"),), times=(DURATION,), source="[S3]"),
+    # L1 bytes ------------------------------------------------------------------------------------
+    _bytes("l1", "l1tex__t", ((_ONE, "l1tex__t_bytes.sum"),), source="[S2]", collect=_R),
+    _bytes("l1", "l1tex__t", ((_ONE, "l1tex__t_bytes.sum.per_second"),), times=(DURATION,), source="ncu ≤2021 roofline × duration"),
+    _bytes("l1", "lsu_lgds", ((128, "l1tex__lsu_writeback_active_mem_lgds.sum"),), source="[S4] CC ≥ 9.0"),
+    _bytes("l1", "lsu_lgds", ((_ONE, "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second"),),
+           times=(DURATION,), source="[S1] [S4] achieved × duration"),
+    _bytes("l1", "lsu_lg", ((128, "l1tex__lsu_writeback_active_mem_lg.sum"),), source="[S4] CC 7.5–8.9"),
+    _bytes("l1", "lsu_lg", ((_ONE, "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.per_second"),),
+           times=(DURATION,), source="[S1] [S4] achieved × duration"),
+    _bytes("l1", "l1tex__t", ((32, "l1tex__t_sectors.sum"),), source="[S3]"),
+    _bytes("l1", "lsu", ((128, "l1tex__lsu_writeback_active.sum"),), source="[S4] CC ≤ 7.2", cc_max=7.2),
+    # compute ceilings from the export ---------------------------------------------------------
+    *_flop_peak_formulas("fp64"),
+    *_flop_peak_formulas("fp32"),
+    *_flop_peak_formulas("fp16"),
+    Formula("peak_flop_per_s_tensor", kind="tensor_peak", times=("sm__cycles_elapsed.avg.per_second",),
+            source="[S1] tensor section, metric of the kernel's dominant tensor path", collect=_R),
+    # bandwidth ceilings from the export: same definition as the bytes they divide -------------
+    _bw("dram", "dram", ((_ONE, "dram__bytes.sum.peak_sustained"),), "dram__cycles_elapsed.avg.per_second",
+        source="[S1]", collect=_R),
+    _bw("l2", "lts__t", ((_ONE, "lts__t_bytes.sum.peak_sustained"),), "lts__cycles_elapsed.avg.per_second",
+        source="ncu 2020.1 hierarchical section", collect=_R),
+    _bw("l2", "lts2xbar", ((_ONE, "derived__lts__lts2xbar_bytes.sum.peak_sustained"),),
+        "lts__cycles_elapsed.avg.per_second", source="[S1] [S4]"),
+    _bw("l2", "lts2xbar", ((32, "lts__lts2xbar_cycles_active.sum.peak_sustained"),),
+        "lts__cycles_elapsed.avg.per_second", source="[S1] [S4]"),
+    _bw("l2", "lts__t", ((32, "lts__t_sectors.sum.peak_sustained"),), "lts__cycles_elapsed.avg.per_second",
+        source="[S3]"),
+    _bw("l1", "l1tex__t", ((_ONE, "l1tex__t_bytes.sum.peak_sustained"),), "l1tex__cycles_elapsed.avg.per_second",
+        source="ncu 2020.1 hierarchical section", collect=_R),
+    _bw("l1", "lsu_lgds", ((_ONE, "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained"),),
+        "l1tex__cycles_elapsed.avg.per_second", source="[S1] [S4]"),
+    _bw("l1", "lsu_lgds", ((128, "l1tex__lsu_writeback_active_mem_lgds.sum.peak_sustained"),),
+        "l1tex__cycles_elapsed.avg.per_second", source="[S1] [S4]"),
+    _bw("l1", "lsu_lg", ((_ONE, "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.peak_sustained"),),
+        "l1tex__cycles_elapsed.avg.per_second", source="[S1] [S4]"),
+    _bw("l1", "lsu_lg", ((128, "l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained"),),
+        "l1tex__cycles_elapsed.avg.per_second", source="[S1] [S4]"),
+    _bw("l1", "l1tex__t", ((32, "l1tex__t_sectors.sum.peak_sustained"),), "l1tex__cycles_elapsed.avg.per_second",
+        source="[S3]"),
+    _bw("l1", "lsu", ((128, "l1tex__lsu_writeback_active.sum.peak_sustained"),),
+        "l1tex__cycles_elapsed.avg.per_second", source="[S4] CC ≤ 7.2", cc_max=7.2),
+)
+
+QUANTITIES: tuple[str, ...] = tuple(dict.fromkeys(f.quantity for f in FORMULAS))
+
+
+def formulas_for(quantity: str) -> tuple[Formula, ...]:
+    """The formulas for `quantity`, in order of precedence."""
+    out = tuple(f for f in FORMULAS if f.quantity == quantity)
+    if not out:
+        raise KeyError(f"no formula for quantity {quantity!r}; known: {', '.join(QUANTITIES)}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensor cores: which sm__ops_path_tensor_* metrics exist per GPU family (ncu 2025.3.1 tensor
+# section [S1]; roofline-metrics.md §3.2). `{a,b}` expands; a trailing "+sp" adds the
+# _sparsity_off and _sparsity_on variants.
+
+TENSOR_FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
+    "TU10x": {"cc": ("7.5",),
+              "aggregate": ("src_fp16_dst_fp16", "src_fp16_bf16_tf32_dst_fp32", "src_{int8,int4,int1}"),
+              "per_class": ()},
+    "GA100/GA10x/GA10y": {"cc": ("8.0", "8.6", "8.7"),
+                          "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,int8,int4}+sp",
+                                        "src_fp64", "src_int1"),
+                          "per_class": ()},
+    "AD10x": {"cc": ("8.9",),
+              "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,int8,int4,fp8}+sp",
+                            "src_fp64", "src_int1"),
+              "per_class": ()},
+    "GH100": {"cc": ("9.0",),
+              "aggregate": ("src_{fp16,bf16_dst_fp32,tf32_dst_fp32,fp64,int8,int1}", "src_fp8+sp"),
+              "per_class": ("op_hgmma_src_{fp16,bf16_dst_fp32,tf32_dst_fp32}+sp",
+                            "op_hmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
+                            "op_{igmma,imma}_src_int8+sp", "op_{bgmma,bmma}_src_int1")},
+    "GB100/GB10b": {"cc": ("10.0", "11.0"),
+                    "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,fp64,int8,fp4_dst_fp32,"
+                                  "fp4_fp6_fp8_dst_fp16,fp4_fp6_fp8_dst_fp32}",),
+                    "per_class": ("op_utchmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
+                                  "op_utcqmma_src_fp4_fp6_fp8_dst_{fp16,fp32}+sp", "op_utcomma_src_fp4_dst_fp32+sp",
+                                  "op_utcimma_src_int8+sp",
+                                  "op_hmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
+                                  "op_imma_src_int8+sp")},
+    "GB11x": {"cc": ("10.3",),
+              "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,fp64,int8,fp4_dst_fp32,"
+                            "fp4_fp6_dst_fp16,fp4_fp6_dst_fp32}",),
+              "per_class": ("op_utcqmma_src_fp8_dst_fp16+sp", "op_utcqmma_src_fp8_dst_fp32_sparsity_off",
+                            "op_utcqmma_src_fp4_fp6_dst_{fp16,fp32}+sp", "op_utcomma_src_fp4_dst_fp32+sp",
+                            "op_utchmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
+                            "op_hmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
+                            "op_imma_src_int8+sp")},
+    "GB20x/GB20b": {"cc": ("12.0", "12.1"),
+                    "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,fp64,int8}",
+                                  "src_{fp8_dst_fp16,fp8_dst_fp32,fp4_dst_fp32,fp4_fp6_dst_fp16,fp4_fp6_dst_fp32}+sp"),
+                    "per_class": ("op_hmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
+                                  "op_imma_src_int8+sp")},
+}
+
+# FLOPs per sm__inst_executed_pipe_tensor instruction, valid for ONE instruction shape only (an
+# estimate; NVIDIA: "too many variants of the MMA instruction"). 7.x: HMMA.884 = 2·8·8·4 = 512
+# (NERSC's factor on V100 [S2]); 7.5: HMMA.1688 = 2·16·8·8 = 2048; 8.x: HMMA.16816 = 2·16·8·16 = 4096
+# (the factor of a public A100 script, roofline-metrics.md §3.2). Hopper and later issue wgmma/tcgen05,
+# whose work per instruction is not fixed: no estimate.
+TENSOR_FLOP_PER_INST_BY_CC: dict[str, float] = {
+    "7.0": 512.0, "7.2": 512.0, "7.5": 2048.0, "8.0": 4096.0, "8.6": 4096.0, "8.7": 4096.0, "8.9": 4096.0,
+}
+
+# Source types that have no 2:4 sparse variant: an unsplit metric of these types is dense work.
+_NEVER_SPARSE = frozenset({"fp64", "int1"})
+# ncu's DRAM roofs are absent on integrated parts (CC 8.7, 11.0, 12.1): no DRAM metrics there.
+_NO_DRAM_CC = frozenset({"8.7", "11.0", "12.1"})
+
+
+def _expand(pattern: str) -> list[str]:
+    sparse = pattern.endswith("+sp")
+    body = pattern[:-3] if sparse else pattern
+    pieces = re.split(r"(\{[^}]*\})", body)
+    choices = [p[1:-1].split(",") if p.startswith("{") else [p] for p in pieces]
+    names = ["".join(c) for c in itertools.product(*choices)]
+    if sparse:
+        names = [f"{n}_sparsity_{s}" for n in names for s in ("off", "on")]
+    return names
+
+
+def tensor_family(cc: str | None) -> str | None:
+    """The tensor-section family of a compute capability ('8.0' → 'GA100/GA10x/GA10y'), None if none."""
+    norm = normalize_cc(cc)
+    for family, spec in TENSOR_FAMILIES.items():
+        if norm in spec["cc"]:
+            return family
+    return None
+
+
+def tensor_metric_names(cc: str | None) -> list[str]:
+    """Base names (without .sum) of every sm__ops_path_tensor_* metric of the family of `cc`."""
+    family = tensor_family(cc)
+    if family is None:
+        return []
+    spec = TENSOR_FAMILIES[family]
+    return [TENSOR_PREFIX + n for pat in (*spec["aggregate"], *spec["per_class"]) for n in _expand(pat)]
+
+
+@dataclass(frozen=True)
+class TensorPath:
+    """What one sm__ops_path_tensor_<X> metric counts, read from its name."""
+
+    base: str  # full metric base name, e.g. sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off
+    source_type: str  # e.g. fp16, bf16, fp4_fp6_fp8
+    per_class: bool  # op_<instruction>_… (True) or the family-wide aggregate (False)
+    sparsity: str  # "dense", "sparse", or "unsplit" (an aggregate over dense and sparse work)
+
+
+_TENSOR_NAME = re.compile(r"^sm__ops_path_tensor_(?:(op_[a-z0-9]+)_)?src_(.+?)(?:_dst_[a-z0-9]+)?(_sparsity_(?:on|off))?$")
+
+
+def tensor_path(base: str) -> TensorPath | None:
+    m = _TENSOR_NAME.match(base)
+    if not m:
+        return None
+    op, src, sp = m.groups()
+    if sp == "_sparsity_on":
+        sparsity = "sparse"
+    elif sp == "_sparsity_off" or src in _NEVER_SPARSE:
+        sparsity = "dense"
+    else:
+        sparsity = "unsplit"
+    return TensorPath(base=base, source_type=src, per_class=op is not None, sparsity=sparsity)
+
+
+def select_tensor_metrics(columns: Iterable[str], suffix: str = ".sum") -> list[TensorPath]:
+    """The tensor metrics to sum, without double counting [S1, §3.2].
+
+    A family exports the same work twice: per instruction class (op_hgmma_…, op_hmma_…) and as an
+    aggregate per source type. Per source type, take the per-class metrics when the export has
+    any (they are split dense/sparse), else the aggregate — never both.
+    """
+    paths = []
+    for c in columns:
+        if c.startswith(TENSOR_PREFIX) and c.endswith(suffix):
+            p = tensor_path(c[: -len(suffix)])
+            if p is not None:
+                paths.append(p)
+    with_class = {p.source_type for p in paths if p.per_class}
+    return [p for p in paths if p.per_class or p.source_type not in with_class]
+
+
+def normalize_cc(cc: str | float | None) -> str:
+    """'8.0', '80', 'sm_80', 8 → '8.0'; '' when unknown."""
+    if cc is None:
+        return ""
+    s = str(cc).strip().lower().removeprefix("sm_").removeprefix("sm").rstrip("af")
+    if not s or s in ("nan", "<na>", "none"):
+        return ""
+    if re.fullmatch(r"\d+\.\d+", s):
+        major, minor = s.split(".")
+        return f"{int(major)}.{int(minor)}"
+    if re.fullmatch(r"\d+", s):
+        if len(s) == 1:
+            return f"{s}.0"
+        return f"{int(s[:-1])}.{s[-1]}"
+    return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# The metric list nsroof ncu collects.
+
+METRIC_SETS: tuple[str, ...] = ("roofline", "minimal")
+
+
+def required_metrics(cc: str | None = None, metric_set: str = "roofline") -> list[str]:
+    """The exact `--metrics` list for `ncu`: the inputs of the preferred formula of every quantity
+    (and, for `roofline`, of every ceiling), from the table above.
+
+    `minimal` = duration + DRAM bytes + FP32/FP64 FLOPs. `roofline` adds FP16, tensor (the
+    sm__ops_path_tensor_* metrics of the GPU family of `cc`; without a known family, the tensor-pipe
+    instruction count), L2 and L1 bytes, and the peak metrics and clocks the ceilings need.
+    """
+    if metric_set not in METRIC_SETS:
+        raise NsroofError(f"unknown metric set {metric_set!r}; choose one of: {', '.join(METRIC_SETS)}")
+    norm = normalize_cc(cc)
+    out: list[str] = []
+    for f in FORMULAS:
+        if metric_set not in f.collect:
+            continue
+        if norm in _NO_DRAM_CC and (f.quantity.endswith("_dram")):
+            continue
+        if f.kind in ("tensor_ops", "tensor_peak"):
+            names = tensor_metric_names(cc)
+            suffix = ".sum" if f.kind == "tensor_ops" else ".sum.peak_sustained"
+            if names:
+                out += [n + suffix for n in names]
+            elif f.kind == "tensor_ops" and (norm == "" or float(norm) >= 7.0):
+                out.append("sm__inst_executed_pipe_tensor.sum")
+            out += list(f.times)
+            continue
+        out += list(f.metrics)
+    return list(dict.fromkeys(m for m in out if m != DURATION))
+
+
+# ---------------------------------------------------------------------------------------------
+# Documentation, generated from the table (docs/readme/formulas.md holds this between markers).
+
+BEGIN_MARK = "<!-- BEGIN GENERATED: python -m nsroof.models.metric_formulas -->"
+END_MARK = "<!-- END GENERATED -->"
+
+_QUANTITY_TITLES: dict[str, str] = {
+    "duration_s": "Duration (s)",
+    "flops_fp64": "FP64 FLOPs (CUDA cores)",
+    "flops_fp32": "FP32 FLOPs (CUDA cores)",
+    "flops_fp16": "FP16 FLOPs (CUDA cores)",
+    "flops_tensor": "Tensor-core FLOPs",
+    "bytes_dram": "DRAM bytes",
+    "bytes_l2": "L2 bytes",
+    "bytes_l1": "L1 bytes",
+    "peak_flop_per_s_fp64": "FP64 peak (FLOP/s)",
+    "peak_flop_per_s_fp32": "FP32 peak (FLOP/s)",
+    "peak_flop_per_s_fp16": "FP16 peak (FLOP/s)",
+    "peak_flop_per_s_tensor": "Tensor peak (FLOP/s)",
+    "bandwidth_bytes_per_s_dram": "DRAM bandwidth (byte/s)",
+    "bandwidth_bytes_per_s_l2": "L2 bandwidth (byte/s)",
+    "bandwidth_bytes_per_s_l1": "L1 bandwidth (byte/s)",
+}
+
+
+def render_markdown() -> str:
+    """The formula table as Markdown, one section per quantity, formulas in precedence order."""
+    lines = [BEGIN_MARK, ""]
+    for q in QUANTITIES:
+        lines += [f"### {_QUANTITY_TITLES.get(q, q)} — `{q}`", "", "| # | formula (recorded as provenance) | notes | source |",
+                  "|---|---|---|---|"]
+        for i, f in enumerate(formulas_for(q), 1):
+            notes = []
+            if f.definition and not q.startswith("bytes_dram") and q != "bandwidth_bytes_per_s_dram":
+                notes.append(f"definition `{f.definition}`")
+            if f.estimated:
+                notes.append("**estimated**")
+            if f.cc_max is not None:
+                notes.append(f"CC ≤ {f.cc_max:g}")
+            if f.collect:
+                notes.append("collected by `nsroof ncu` (" + ", ".join(f.collect) + ")")
+            lines.append(f"| {i} | `{f.provenance}` | {'; '.join(notes)} | {f.source} |")
+        lines.append("")
+    lines += ["### Tensor metrics per GPU family (`sm__ops_path_tensor_` + …)", "",
+              "| family | CC | aggregate | per instruction class |", "|---|---|---|---|"]
+    for fam, spec in TENSOR_FAMILIES.items():
+        agg = ", ".join(f"`{p}`" for p in spec["aggregate"])
+        per = ", ".join(f"`{p}`" for p in spec["per_class"]) or "—"
+        lines.append(f"| {fam} | {', '.join(spec['cc'])} | {agg} | {per} |")
+    lines += ["", "### FLOPs per tensor-pipe instruction (estimate only)", "", "| CC | FLOP/instruction |", "|---|---|"]
+    lines += [f"| {cc} | {v:g} |" for cc, v in TENSOR_FLOP_PER_INST_BY_CC.items()]
+    lines += ["", END_MARK]
+    return "\n".join(lines) + "\n"
+
+
+def splice_markdown(document: str) -> str:
+    """`document` with the generated block replaced by the current render_markdown()."""
+    start, end = document.find(BEGIN_MARK), document.find(END_MARK)
+    if start < 0 or end < 0:
+        raise ValueError("document lacks the generated-block markers")
+    rest = document[end + len(END_MARK):].removeprefix("\n")
+    return document[:start] + render_markdown() + rest
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+    if target is None:
+        sys.stdout.write(render_markdown())
+    else:
+        from nsroof.report.atomic import atomic_write_text
+
+        atomic_write_text(target, splice_markdown(target.read_text(encoding="utf-8")))
