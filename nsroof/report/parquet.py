@@ -119,10 +119,15 @@ def load(path: str | os.PathLike[str], filters: Any = None, columns: Sequence[st
     if p.is_dir():
         import pyarrow.dataset as ds
 
-        dataset = ds.dataset(p, format="parquet", partitioning="hive")
+        from nsroof.multi import partitioning
+
+        # explicit partition types: a dataset whose ranks are all unknown still reads (rank: null int64)
+        dataset = ds.dataset(p, format="parquet", partitioning=partitioning(p))
         expr = pq.filters_to_expression(filters) if filters is not None and not isinstance(filters, pc.Expression) else filters
         table = dataset.to_table(filter=expr, columns=list(columns) if columns else None)
         df = table.to_pandas()
+        if "rank" in df.columns:
+            df["rank"] = df["rank"].astype("Int64")
     else:
         df = pd.read_parquet(p, filters=filters, columns=list(columns) if columns else None)
     return with_categoricals(df)
