@@ -52,6 +52,9 @@ _WORDS: dict[str, tuple[float, str]] = {
     "cluster": (1.0, "cluster"),
     "sample": (1.0, "sample"),
     "wavefront": (1.0, "wavefront"),
+    # IMetric.unit() of smsp__*branch* metrics in .ncu-rep reports (the CSV units row prints "" or "warp")
+    "branch": (1.0, "branch"),
+    "branches": (1.0, "branch"),
     "transaction": (1.0, "transaction"),
     "flop": (1.0, "flop"),
     "op": (1.0, "op"),
