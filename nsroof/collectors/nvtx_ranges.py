@@ -4,8 +4,9 @@ Ranges are push/pop ranges in their own domain, so ``ncu --nvtx-include "nsroof@
 without interleaving with the default-domain ranges torch's emit_nvtx writes. When no tool is attached the
 ``nvtx`` package hands out a dummy domain and a range costs two attribute lookups and a list append.
 
-While a torch.profiler session is recording, every range is also opened as a ``record_function`` of the
-same name, so the profiler's op tree carries the same path (nsroof.profile reads it back as ``nvtx_path``).
+While a torch.profiler session is recording, every range (but module backward ranges) is also opened as a
+``record_function`` of the same name, so the profiler's op tree carries the same path (nsroof.profile reads
+it back as ``nvtx_path``; it maps backward ops to their forward op's path through autograd sequence numbers).
 
 Nothing happens at import: the domain is created on the first range.
 """
@@ -88,12 +89,12 @@ def _torch_profiler_recording() -> bool:
     return bool(prof is not None and getattr(prof, "_is_profiler_enabled", False))
 
 
-def _push(name: str) -> None:
+def _push(name: str, record_in_profiler: bool = True) -> None:
     domain = _domain()
     if not _is_dummy(id(domain)):
         domain.push_range(_attributes(name))
     record = None
-    if _torch_profiler_recording():
+    if record_in_profiler and _torch_profiler_recording():
         from torch.autograd.profiler import record_function
 
         record = record_function(name)
@@ -241,6 +242,47 @@ def annotate_modules(model: Any, *, backward: bool = True, root: str | None = No
     return ModuleRanges(handles, names)
 
 
+class _GlobalNames:
+    """Qualified names for modules seen by the global hooks: a module first seen without a known parent is
+    a root named by its class; its children are named by their path below it (as FlopCounterMode does)."""
+
+    def __init__(self) -> None:
+        import weakref
+
+        self.names: Any = weakref.WeakKeyDictionary()
+
+    def of(self, module: Any) -> str:
+        name = self.names.get(module)
+        if name is None:
+            name = type(module).__name__
+            for qual, child in module.named_modules():
+                if child not in self.names:
+                    self.names[child] = f"{name}.{qual}" if qual else name
+            name = self.names[module]
+        return str(name)
+
+
+def annotate_all_modules(*, backward: bool = True) -> ModuleRanges:
+    """annotate_modules for every nn.Module of the process, through torch's global module hooks: what
+    nsroof.profile uses when it cannot know the model."""
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+    names = _GlobalNames()
+
+    def pre(module: Any, args: Any) -> None:
+        name = names.of(module)
+        MODULE_RANGE_NAMES.add(name)
+        if backward:
+            MODULE_RANGE_NAMES.add(name + BACKWARD_SUFFIX)
+        _forward_pre(name, backward)(module, args)
+
+    def post(module: Any, args: Any, output: Any) -> None:
+        _forward_post(names.of(module), backward)(module, args, output)
+
+    handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True)]
+    return ModuleRanges(handles, {})
+
+
 def _tensors_requiring_grad(values: Any) -> list[Any]:
     import torch
     from torch.utils._pytree import tree_flatten
@@ -296,7 +338,9 @@ def _node_prehook(queue: list[tuple[str, list[bool]]]) -> Callable[[Any], None]:
             if not opened[0]:
                 opened[0] = True
                 _ensure_backward_cleanup()
-                _push(bw_name)
+                # NVTX only: a backward range spans several autograd nodes and would not nest inside the
+                # profiler's op tree; nsroof.profile attributes backward ops through sequence numbers.
+                _push(bw_name, record_in_profiler=False)
         queue.clear()
 
     return prehook

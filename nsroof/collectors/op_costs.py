@@ -288,7 +288,7 @@ def _pointwise(kind: str) -> Reader:
     flops_per_element, note = POINTWISE_FLOPS[kind]
 
     def read(s: list[Shape], t: list[str], c: list[Any]) -> Any:
-        tensors = [(shape, i) for i, shape in enumerate(s) if shape and _dtype(t, i) is not None]
+        tensors = [(shape, i) for i, shape in enumerate(s) if _dtype(t, i) is not None]
         _need(bool(tensors), "no tensor input shapes recorded")
         out_shape: list[int] = []
         for shape, _ in tensors:
@@ -299,6 +299,27 @@ def _pointwise(kind: str) -> Reader:
         dtype = _need_dtype(t, tensors[0][1])
         return _ledger("pointwise", n=n, read_elements=reads, flops_per_element=float(flops_per_element),
                        dtype=dtype, op=f"{kind}: {note}")
+
+    return read
+
+
+def _reduction(kind: str) -> Reader:
+    def read(s: list[Shape], t: list[str], c: list[Any]) -> Any:
+        # sum/mean(input, dim=None, keepdim=False, dtype=None): one add per input element (+1 divide per
+        # output for mean)
+        _need(len(s) >= 1 and _dtype(t, 0) is not None, "reduction needs the input shape")
+        shape = s[0]
+        dims = _arg(c, 1)
+        if isinstance(dims, int):
+            dims = [dims]
+        if not dims or not shape:
+            out = 1
+        else:
+            reduced = {d % len(shape) for d in dims}
+            out = numel([n for i, n in enumerate(shape) if i not in reduced])
+        n = max(numel(shape), 1)
+        per_output = 1.0 if kind == "mean" else 0.0
+        return _ledger("reduction", n=n, outputs=out, dtype=_need_dtype(t, 0), divide_per_output=per_output, op=kind)
 
     return read
 
@@ -351,6 +372,8 @@ READERS: dict[str, Reader] = {
     "_log_softmax_backward_data": _softmax_backward(True),
     "embedding": _embedding,
     "embedding_dense_backward": _embedding_backward,
+    "sum": _reduction("sum"),
+    "mean": _reduction("mean"),
     **{kind: _pointwise(kind) for kind in POINTWISE_FLOPS},
 }
 
@@ -365,7 +388,8 @@ def op_cost(op: str, shapes: Sequence[Any] | None, dtypes: Sequence[Any] | None,
     if not has_formula(op):
         return unknown(f"no formula for {op}")
     shape_list = [list(x) if isinstance(x, list | tuple) else [] for x in (shapes or [])]
-    if not any(shape_list):
+    # A 0-dim tensor has shape [] too: it is told from a missing shape by its recorded dtype.
+    if not any(shape_list) and not any(str(d) in TORCH_DTYPES for d in (dtypes or [])):
         return unknown(f"no input shapes recorded for {op} (profile with record_shapes=True)")
     try:
         operator = READERS[base_name(op)](shape_list, [str(d) for d in (dtypes or [])], list(concrete or []))

@@ -59,6 +59,23 @@ def pointwise(n: int, read_elements: int, flops_per_element: float, dtype: str =
     return Operator("pointwise", shape, dt, Cost(items), Roof("simt", roof_dtype))
 
 
+@register("reduction", source=SRC_TORCH)
+def reduction(n: int, outputs: int, dtype: str = "fp32", divide_per_output: float = 0.0, op: str = "sum") -> Operator:
+    """Reduce n input elements to `outputs` values: one add per input element (n − outputs exactly; n
+    on the ledger), plus `divide_per_output` FLOPs per output (1 for a mean)."""
+    _positive("reduction", n=n, outputs=outputs)
+    dt = canonical_dtype(dtype)
+    b = dtype_bytes(dt)
+    items = (
+        Term("read input", bytes=nbytes(n, dt), note=f"n·{b:g} B"),
+        Term("write output", bytes=nbytes(outputs, dt), note=f"outputs·{b:g} B"),
+        Term(f"{op}: accumulate", flops=1.0 * n, note="1 add per input element"),
+        Term("per-output scale", flops=divide_per_output * outputs, note=f"{divide_per_output:g} per output"),
+    )
+    roof_dtype = "fp64" if dt == "fp64" else "fp32"
+    return Operator("reduction", {"n": n, "outputs": outputs, "op": op}, dt, Cost(items), Roof("simt", roof_dtype))
+
+
 @register("attention-backward", source=SRC_TORCH)
 def attention_backward(batch_heads: int, sq: int, skv: int, d: int, dtype: str = "fp16", causal: bool = False) -> Operator:
     """Fused (flash-style) attention backward: recompute S = QK^T, then dV = P^T·dO, dP = dO·V^T,
