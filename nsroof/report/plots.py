@@ -530,7 +530,8 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
                markersize=7, label=f"kernel at {LEVEL_NAMES[lv]}")
         for lv in LEVELS if (pts["level"] == lv).any()
     ]
-    handles.append(Line2D([], [], color="#888888", linewidth=0.7, label="same kernel across levels"))
+    if segments:
+        handles.append(Line2D([], [], color="#888888", linewidth=0.7, label="same kernel across levels"))
     if len(hot):
         handles.append(Line2D([], [], marker="o", linestyle="", markerfacecolor="none",
                               markeredgecolor=ABOVE_ROOF_COLOR, markeredgewidth=1.6, markersize=9,

@@ -1,0 +1,397 @@
+"""One self-contained HTML page for a report: run summary, roofline charts as inline SVG, and a sortable,
+filterable table of kernels grouped by NVTX path.
+
+Nothing on the page is fetched: CSS and the small sorting/filtering script are inline, charts are SVG
+text. Every string from the report is HTML-escaped (kernel names carry <, > and &). The page is a pure
+function of the report and its metadata: same input, same bytes.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nsroof.report import plots
+from nsroof.report.schema import BOUNDS, LEVELS
+
+LEDGER_COLUMNS: tuple[str, ...] = ("ledger_op", "expected_flops", "min_bytes", "flop_ratio", "excess_traffic",
+                                   "ideal_time_s", "headroom")
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _num(value: Any) -> float:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+    return f
+
+
+# ------------------------------------------------------------------------------------------ data
+
+
+def kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per kernel (longest first) with its per-level verdicts pivoted into columns:
+    bound_<level>, intensity_<level>, ridge_<level>, roof_fraction_<level>, time_floor_s_<level>; plus
+    time_floor_s and bound at the limiting level, floor_ratio = duration_s / time_floor_s, and the ledger
+    columns (first non-null over the kernel's rows)."""
+    k = plots.kernels(df)
+    key = plots.kernel_key(df)
+    rows = df.assign(_key=key.to_numpy())
+    first = rows.drop_duplicates("_key").set_index("_key")
+    out = k.set_index("key")
+    for col in ("launches", "limiting", "above_roof", "op", "module", "missing", "cc", "flops"):
+        if col in first.columns:
+            out[col] = first[col].reindex(out.index)
+    out["above_roof"] = rows.groupby("_key")["above_roof"].agg(lambda s: bool(s.fillna(False).astype(bool).any())) \
+        .reindex(out.index).fillna(False).astype(bool)
+    out["missing"] = rows.groupby("_key")["missing"].agg(
+        lambda s: ", ".join(dict.fromkeys(t.strip() for v in s.astype(str) for t in v.split(",")
+                                          if t.strip() and t.strip() not in ("nan", "<NA>")))).reindex(out.index)
+    for level in LEVELS:
+        at = rows[rows["level"].astype(str) == level].drop_duplicates("_key").set_index("_key")
+        for col in ("bound", "intensity", "ridge", "roof_fraction", "time_floor_s", "achieved_flop_per_s"):
+            out[f"{col}_{level}"] = at[col].reindex(out.index) if col in at.columns else np.nan
+        out[f"bound_{level}"] = out[f"bound_{level}"].astype(object).where(out[f"bound_{level}"].notna(), "")
+    floors = out[[f"time_floor_s_{lv}" for lv in LEVELS]].astype("float64")
+    out["time_floor_s"] = floors.max(axis=1, skipna=True)
+    limiting = out["limiting"].astype(str) if "limiting" in out else pd.Series("", index=out.index)
+    out["bound"] = [
+        out.at[i, f"bound_{lv}"] if lv in LEVELS else "unknown" for i, lv in zip(out.index, limiting, strict=True)
+    ]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["floor_ratio"] = out["duration_s"].astype("float64") / out["time_floor_s"]
+    for col in LEDGER_COLUMNS:
+        if col in rows.columns:
+            series = rows[col]
+            if col == "ledger_op":
+                series = series.astype(object).where(series.astype(str).str.len() > 0)
+            out[col] = series.groupby(rows["_key"]).first().reindex(out.index)
+        else:
+            out[col] = np.nan
+    return out.reset_index()
+
+
+def ledger_ran(df: pd.DataFrame) -> bool:
+    """The measured-vs-compulsory join filled at least one kernel (ledger columns non-null)."""
+    if "ledger_op" in df.columns and (df["ledger_op"].astype(str).replace({"nan": "", "<NA>": ""}) != "").any():
+        return True
+    return any(c in df.columns and df[c].astype("float64").notna().any() for c in LEDGER_COLUMNS[1:])
+
+
+def bound_shares(df: pd.DataFrame) -> pd.DataFrame:
+    """Per level, the share of the run's time (Σ duration_s of all kernels) spent memory-, compute-bound
+    or unknown at that level. Rows: levels present; columns: BOUNDS."""
+    k = plots.kernels(df)
+    total_s = float(np.nansum(k["duration_s"].to_numpy(float)))
+    key = plots.kernel_key(df)
+    rows = df.assign(_key=key.to_numpy()).drop_duplicates(["_key", "level"])
+    out = {}
+    for level in [lv for lv in LEVELS if (rows["level"].astype(str) == lv).any()]:
+        at = rows[rows["level"].astype(str) == level]
+        by = at.groupby(at["bound"].astype(str))["duration_s"].sum(min_count=1)
+        out[level] = {b: (float(by.get(b, 0.0)) / total_s if total_s > 0 else np.nan) for b in BOUNDS}
+    return pd.DataFrame.from_dict(out, orient="index", columns=list(BOUNDS))
+
+
+# ---------------------------------------------------------------------------------------- render
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1400px;
+padding:12px 24px;color:#1b1b1b}
+h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:12.5px}th,td{padding:3px 7px;border-bottom:1px solid #eee;text-align:left;
+vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.summary th{background:#f5f5f5}
+#kernels thead th{position:sticky;top:0;background:#f0f0f0;cursor:pointer;user-select:none;white-space:nowrap}
+#kernels thead th[aria-sort=ascending]::after{content:" \\25B2"}#kernels thead th[aria-sort=descending]::after{content:" \\25BC"}
+tr.group th{background:#e8eef7;text-align:left;font-weight:600;cursor:default}
+.memory{color:#1f5fa8}.compute{color:#a0522d}.unknown{color:#888}.warn{color:#d62728;font-weight:600}
+.k{min-width:160px;max-width:420px;overflow-wrap:anywhere}.muted{color:#777}code{font-size:12px}
+.controls{margin:8px 0;display:flex;gap:12px;align-items:center}
+figure{margin:10px 0}figure svg{width:100%;height:auto}figcaption{color:#555;font-size:12px}
+figure.main{max-width:1050px}.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:8px}
+"""
+
+# Sorting sorts rows inside each NVTX group; filtering hides rows and empty groups.
+_JS = """
+(function(){
+var table=document.getElementById('kernels');if(!table)return;
+var heads=table.tHead.rows[0].cells,groups=table.tBodies;
+function val(row,i){var c=row.cells[i],v=c.getAttribute('data-v');if(v===null)v=c.textContent;
+ var f=parseFloat(v);return isNaN(f)||!/^[-+0-9.eE]+$/.test(v)?{s:v.toLowerCase()}:{n:f};}
+function cmp(a,b){if(a.n!==undefined&&b.n!==undefined)return a.n-b.n;
+ if(a.n!==undefined)return -1;if(b.n!==undefined)return 1;return a.s<b.s?-1:a.s>b.s?1:0;}
+Array.prototype.forEach.call(heads,function(th,i){th.addEventListener('click',function(){
+ var dir=th.getAttribute('aria-sort')==='ascending'?-1:1;
+ Array.prototype.forEach.call(heads,function(h){h.removeAttribute('aria-sort');});
+ th.setAttribute('aria-sort',dir>0?'ascending':'descending');
+ Array.prototype.forEach.call(groups,function(tb){
+  var rows=Array.prototype.slice.call(tb.querySelectorAll('tr.kernel'));
+  rows.sort(function(a,b){return dir*cmp(val(a,i),val(b,i));});
+  rows.forEach(function(r){tb.appendChild(r);});});});});
+var text=document.getElementById('filter'),bound=document.getElementById('bound');
+function apply(){var q=text.value.toLowerCase(),b=bound.value,shown=0;
+ Array.prototype.forEach.call(groups,function(tb){var n=0;
+  tb.querySelectorAll('tr.kernel').forEach(function(r){
+   var ok=(!q||r.getAttribute('data-text').indexOf(q)>=0)&&(!b||r.getAttribute('data-bound')===b);
+   r.hidden=!ok;if(ok)n++;});
+  tb.hidden=n===0;var c=tb.querySelector('.count');if(c)c.textContent=n;shown+=n;});
+ document.getElementById('shown').textContent=shown;}
+text.addEventListener('input',apply);bound.addEventListener('change',apply);
+// a link may carry the filter (report.html#q=gemm&bound=memory)
+var h=new URLSearchParams(location.hash.slice(1));
+if(h.has('q'))text.value=h.get('q');if(h.has('bound'))bound.value=h.get('bound');apply();
+// ...and a sort: #sort=duration&dir=desc
+if(h.has('sort'))Array.prototype.forEach.call(heads,function(th){if(th.textContent===h.get('sort')){
+ th.click();if(h.get('dir')==='desc')th.click();}});
+})();
+"""
+
+
+def _svg_inline(svg: str, prefix: str) -> str:
+    """matplotlib's SVG minus the XML prolog, doctype and RDF metadata block, with every id (and every
+    in-document reference to one) prefixed, so several charts on one page never share an id."""
+    svg = re.sub(r"^\s*<\?xml[^>]*\?>\s*", "", svg)
+    svg = re.sub(r"<!DOCTYPE[^>]*>\s*", "", svg)
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S)
+    svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', svg)
+    svg = re.sub(r'((?:xlink:)?href="#|url\(#)([^")]+)', lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", svg)
+    return svg.strip()
+
+
+def charts(df: pd.DataFrame, *, top: int = 10) -> list[tuple[str, str]]:
+    """(caption, inline SVG) for the hierarchical chart and one chart per level present. Each chart
+    gets its own SVG id salt, so ids never collide on the page."""
+    out = []
+    present = [lv for lv in LEVELS if (df["level"].astype(str) == lv).any()]
+    for level in ("all", *present):
+        fig = plots.plot(df, level=level, top=top)
+        caption = ("All levels: each kernel's DRAM, L2 and L1 points share one FLOP/s and are joined"
+                   if level == "all" else f"{plots.LEVEL_NAMES[level]} only")
+        out.append((caption, _svg_inline(plots.to_svg(fig, salt=f"nsroof-{level}"), f"chart-{level}")))
+    return out
+
+
+def render(df: pd.DataFrame, *, metadata: dict[str, Any] | None = None, title: str = "nsroof report",
+           top: int = 10, with_charts: bool = True) -> str:
+    """The whole page as one string."""
+    metadata = metadata or {}
+    missing_cols = plots.check_columns(df)
+    if missing_cols:
+        from nsroof.errors import NsroofError
+
+        raise NsroofError(f"the report lacks columns {', '.join(missing_cols)}: write it with nsroof analyze")
+    k = kernel_rows(df)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        _run_section(df, k, metadata),
+        _ceilings_section(df, metadata),
+        _bounds_section(df),
+    ]
+    if with_charts:
+        parts.append("<h2>Roofline charts</h2>")
+        drawn = charts(df, top=top)
+        for i, (caption, svg) in enumerate(drawn):
+            if i == 1:
+                parts.append('<div class="grid">')
+            parts.append(f'<figure class="{"main" if i == 0 else "level"}">{svg}'
+                         f"<figcaption>{_e(caption)}</figcaption></figure>")
+        if len(drawn) > 1:
+            parts.append("</div>")
+    parts.append(_table_section(df, k))
+    parts.append(f"<script>{_JS}</script></body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write(df: pd.DataFrame, path: str | os.PathLike[str], **kwargs: Any) -> Path:
+    """render() into `path`, atomically."""
+    from nsroof.report.atomic import atomic_write_text
+
+    atomic_write_text(path, render(df, **kwargs))
+    return Path(path)
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "summary") -> str:
+    head = "".join(f"<th>{h}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(rows_cell for rows_cell in r) + "</tr>" for r in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _td(text: str, *, numeric: bool = False, title: str | None = None, cls: str = "") -> str:
+    classes = " ".join(c for c in ("n" if numeric else "", cls) if c)
+    attrs = (f' class="{classes}"' if classes else "") + (f' title="{_e(title)}"' if title else "")
+    return f"<td{attrs}>{_e(text)}</td>"
+
+
+def _pct(share: float) -> str:
+    return "—" if not np.isfinite(share) else f"{share * 100:.1f}%"
+
+
+def _run_section(df: pd.DataFrame, k: pd.DataFrame, metadata: dict[str, Any]) -> str:
+    total_s = float(np.nansum(k["duration_s"].to_numpy(float)))
+    above = int(k["above_roof"].sum())
+    lines = [
+        "<h2>Run</h2><p>",
+        f"{len(k)} kernel{'s' if len(k) != 1 else ''}, total kernel time {_e(plots.si(total_s, 's'))} "
+        f"(Σ duration_s), {len(df)} report rows (kernel × level).",
+    ]
+    version = metadata.get("nsroof_version")
+    if version:
+        lines.append(f" Written by nsroof {_e(version)}, schema {_e(metadata.get('schema_version', '?'))}.")
+    lines.append("</p>")
+    if above:
+        lines.append(f'<p class="warn">{above} kernel{"s" if above != 1 else ""} run above a roof by more than 5%: '
+                     "a counting or unit error in the export or a wrong ceiling (see the ⚠ column).</p>")
+    inputs = metadata.get("inputs") or []
+    if inputs:
+        rows = [[_td(i.get("name", "")), _td(str(i.get("sha256", ""))[:16], title=i.get("sha256", ""))]
+                for i in inputs if isinstance(i, dict)]
+        lines.append("<h3>Inputs</h3>" + _table(["file", "sha256 (first 16)"], rows))
+    dev = k.assign(device=k["device"].astype(str), cc=k.get("cc", pd.Series("", index=k.index)).astype(str))
+    agg = dev.groupby(["device", "cc"], sort=True).agg(kernels=("key", "count"),
+                                                       time_s=("duration_s", lambda s: float(np.nansum(s))))
+    rows = [[_td(r.device or "(unknown device)"), _td(r.cc), _td(str(int(r.kernels)), numeric=True),
+             _td(_pct(r.time_s / total_s if total_s > 0 else np.nan), numeric=True)]
+            for r in agg.reset_index().itertuples()]
+    lines.append("<h3>Devices</h3>" + _table(["device", "cc", "kernels", "share of time"], rows))
+    return "".join(lines)
+
+
+def _ceilings_section(df: pd.DataFrame, metadata: dict[str, Any]) -> str:
+    roofs = plots.roof_lines(df)
+    rows = []
+    for r in roofs.itertuples():
+        unit = "FLOP/s" if r.kind == "compute" else "B/s"
+        value = plots.si(r.value_max, unit) if r.value_min == r.value_max else plots.si_range(
+            r.value_min, r.value_max, unit)
+        rows.append([_td(r.device), _td(r.kind), _td(plots.LEVEL_NAMES.get(r.name, r.name)),
+                     _td(value, numeric=True, title=f"{r.value_min!r} … {r.value_max!r}"), _td(r.source, cls="k"),
+                     _td(str(r.n_kernels), numeric=True)])
+    text = ("<h2>Ceilings</h2><p>The roofs every kernel was classified against, from the report's "
+            "<code>peak_flop_per_s</code>, <code>bandwidth_bytes_per_s</code> and <code>ceiling_source</code> "
+            "columns (a range where the export gave per-kernel roofs at the profiled clock).</p>")
+    text += _table(["device", "roof", "precision / level", "value", "source", "kernels"], rows) if rows else \
+        "<p class='muted'>No ceilings in this report: every verdict is unknown (pass --machine to nsroof analyze).</p>"
+    used = {s for src in df["ceiling_source"].astype(str) for s in plots.split_ceiling_source(src)}
+    cites = []
+    for m in metadata.get("ceilings") or []:
+        if not isinstance(m, dict) or m.get("label") not in used:
+            continue
+        for what, source in sorted((m.get("sources") or {}).items()):
+            cites.append([_td(m.get("label", "")), _td(what), _td(source, cls="k")])
+    if cites:
+        text += "<h3>Sources of the machine figures</h3>" + _table(["ceiling", "figure", "source"], cites)
+    return text
+
+
+def _bounds_section(df: pd.DataFrame) -> str:
+    shares = bound_shares(df)
+    rows = [[_td(plots.LEVEL_NAMES.get(str(lv), str(lv)))] + [_td(_pct(shares.at[lv, b]), numeric=True, cls=b)
+                                                                for b in BOUNDS]
+            for lv in shares.index]
+    return ("<h2>Share of time per bound</h2><p>Σ duration_s of the kernels with each verdict at each level, "
+            "over the run's total kernel time.</p>" + _table(["level", *BOUNDS], rows))
+
+
+def _table_section(df: pd.DataFrame, k: pd.DataFrame) -> str:
+    ledger = ledger_ran(df)
+    cols: list[tuple[str, str]] = [
+        ("#", "rank by duration, longest first"),
+        ("kernel", "short function name (hover: the kernel name as the profiler printed it)"),
+        ("source", "input file"), ("id", "kernel_id"), ("launches", "launches merged into this row"),
+        ("duration", "duration_s"), ("share", "duration_s / Σ duration_s of the run"),
+        ("precision", "precision carrying most FLOPs"),
+        *[(f"{plots.LEVEL_NAMES[lv]}", f"bound at {plots.LEVEL_NAMES[lv]} (hover: intensity, ridge, roof fraction)")
+          for lv in LEVELS],
+        ("limiting", "level with the largest time floor"),
+        ("time floor", "max over levels of max(flops / peak_flop_per_s, bytes / bandwidth_bytes_per_s)"),
+        ("× floor", "duration_s / time floor: how far above its roofline floor the kernel ran"),
+        ("headroom", "duration_s / ideal_time_s from the ledger join (— when no ledger formula matched)"),
+    ]
+    if ledger:
+        cols += [("excess traffic", "DRAM bytes / compulsory bytes (ledger)"), ("ledger op", "ledger formula matched")]
+    cols += [("⚠", "achieved exceeds a roof by more than 5%"), ("missing", "metrics whose absence left values NaN")]
+
+    groups: dict[str, list[str]] = {}
+    group_time: dict[str, float] = {}
+    total_s = float(np.nansum(k["duration_s"].to_numpy(float)))
+    for r in k.itertuples():
+        path = str(r.nvtx_path) if isinstance(r.nvtx_path, str) else ""
+        groups.setdefault(path, []).append(_kernel_row(r, ledger))
+        group_time[path] = group_time.get(path, 0.0) + (0.0 if not np.isfinite(r.duration_s) else r.duration_s)
+    order = sorted(groups, key=lambda p: (-group_time[p], p))
+    head = "".join(f'<th title="{_e(t)}">{_e(c)}</th>' for c, t in cols)
+    bodies = []
+    for path in order:
+        share = group_time[path] / total_s if total_s > 0 else np.nan
+        label = _e(path) if path else '<span class="muted">(no NVTX range)</span>'
+        bodies.append(
+            f'<tbody><tr class="group"><th colspan="{len(cols)}">{label} — <span class="count">'
+            f"{len(groups[path])}</span> kernel(s), {_e(_pct(share))} of time</th></tr>"
+            + "".join(groups[path]) + "</tbody>")
+    controls = (
+        '<div class="controls"><label>Filter <input id="filter" type="search" placeholder="name, source, NVTX…">'
+        '</label><label>Bound at the limiting level <select id="bound"><option value="">any</option>'
+        + "".join(f'<option value="{b}">{b}</option>' for b in BOUNDS)
+        + f'</select></label><span><span id="shown">{len(k)}</span> of {len(k)} kernels shown</span></div>')
+    return ("<h2>Kernels</h2><p>Grouped by NVTX path (longest group first); click a column to sort within the "
+            "groups.</p>" + controls + f'<table id="kernels"><thead><tr>{head}</tr></thead>' + "".join(bodies)
+            + "</table>")
+
+
+def _ntd(value: float, text: str, title: str | None = None) -> str:
+    v = repr(float(value)) if np.isfinite(value) else ""
+    t = f' title="{_e(title)}"' if title else ""
+    return f'<td class="n" data-v="{_e(v)}"{t}>{_e(text)}</td>'
+
+
+def _kernel_row(r: Any, ledger: bool) -> str:
+    name = r.function if isinstance(r.function, str) and r.function else r.kernel_name
+    cells = [
+        _ntd(float(r.rank), str(r.rank)),
+        f'<td class="k" title="{_e(r.kernel_name)}">{_e(name)}</td>',
+        _td(str(r.source)),
+        _ntd(_num(r.kernel_id), str(r.kernel_id)),
+        _ntd(_num(r.launches), "" if pd.isna(r.launches) else str(r.launches)),
+        _ntd(_num(r.duration_s), plots.si(_num(r.duration_s), "s")),
+        _ntd(_num(r.time_share), _pct(_num(r.time_share))),
+        _td(str(r.precision) if isinstance(r.precision, str) else ""),
+    ]
+    for lv in LEVELS:
+        b = getattr(r, f"bound_{lv}") or ""
+        tip = (f"intensity {plots.si(_num(getattr(r, f'intensity_{lv}')), 'FLOP/B')}, "
+               f"ridge {plots.si(_num(getattr(r, f'ridge_{lv}')), 'FLOP/B')}, "
+               f"roof fraction {_pct(_num(getattr(r, f'roof_fraction_{lv}')))}")
+        cells.append(f'<td class="{_e(b)}" title="{_e(tip)}">{_e(b)}</td>')
+    limiting = str(r.limiting) if isinstance(r.limiting, str) else ""
+    cells += [
+        _td(plots.LEVEL_NAMES.get(limiting, limiting)),
+        _ntd(_num(r.time_floor_s), plots.si(_num(r.time_floor_s), "s")),
+        _ntd(_num(r.floor_ratio), "—" if not np.isfinite(_num(r.floor_ratio)) else f"{r.floor_ratio:.2f}×"),
+        _ntd(_num(r.headroom), "—" if not np.isfinite(_num(r.headroom)) else f"{r.headroom:.2f}×"),
+    ]
+    if ledger:
+        cells.append(_ntd(_num(r.excess_traffic),
+                          "—" if not np.isfinite(_num(r.excess_traffic)) else f"{r.excess_traffic:.2f}×"))
+        cells.append(_td(str(r.ledger_op) if isinstance(r.ledger_op, str) else ""))
+    cells.append(_td("⚠" if r.above_roof else "", cls="warn" if r.above_roof else ""))
+    cells.append(_td(str(r.missing) if isinstance(r.missing, str) else "", cls="k muted"))
+    text = " ".join(str(x) for x in (name, r.kernel_name, r.source, r.nvtx_path, r.kernel_id)).lower()
+    bound = str(r.bound) if isinstance(r.bound, str) and r.bound else "unknown"
+    return f'<tr class="kernel" data-bound="{_e(bound)}" data-text="{_e(text)}">' + "".join(cells) + "</tr>"

@@ -1,0 +1,76 @@
+"""The HTML report in a real browser: headless Chromium (Debian's `chromium` package) loads the page,
+runs its script, and the DOM it dumps has one row per kernel, drawn charts, and working filters and
+sorting. Skipped where chromium is not installed; the screenshot lands in test-artifacts/."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nsroof.report import html
+from tests.report.page_parse import Page
+from tests.report.report_frames import five_kernels
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
+
+# --no-sandbox: containers run as root, where Chromium's sandbox refuses to start
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+         "--disable-extensions", "--disable-background-networking"]
+
+
+@pytest.fixture(scope="module")
+def page_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("html") / "report.html"
+    html.write(five_kernels(), path)
+    return path
+
+
+def _dom(url: str) -> Page:
+    assert CHROMIUM is not None
+    out = subprocess.run([CHROMIUM, *FLAGS, "--dump-dom", url], capture_output=True, text=True, timeout=90)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return Page(out.stdout)
+
+
+def _shown(p: Page) -> list[str]:
+    i = p.headers.index("kernel")
+    return [r["cells"][i] for r in p.rows if "hidden" not in r["attrs"]]  # type: ignore[index,operator]
+
+
+def test_the_browser_draws_one_row_per_kernel_and_the_charts(page_path: Path) -> None:
+    dom = _dom(page_path.as_uri())
+    assert len(dom.rows) == 5
+    assert _shown(dom) == ["gemm", "copy", "mystery", "softmax<float>", "bogus"]
+    assert dom.tags["svg"] == 4 and dom.tags["path"] > 20
+    assert len(dom.ids) == len(set(dom.ids))
+
+
+def test_filters_run_in_the_browser(page_path: Path) -> None:
+    # the script reads the filter from the URL fragment and hides the rest (rows and empty groups)
+    assert _shown(_dom(page_path.as_uri() + "#q=layer2")) == ["mystery", "softmax<float>"]
+    assert _shown(_dom(page_path.as_uri() + "#q=model&bound=memory")) == ["copy", "softmax<float>"]
+
+
+def test_sorting_runs_in_the_browser(page_path: Path) -> None:
+    # sorted by kernel name inside each NVTX group: [gemm, copy] -> [copy, gemm]; [mystery, softmax] stays
+    assert _shown(_dom(page_path.as_uri() + "#sort=kernel")) == ["copy", "gemm", "mystery", "softmax<float>", "bogus"]
+    desc = _shown(_dom(page_path.as_uri() + "#sort=share&dir=desc"))
+    assert desc == ["gemm", "copy", "mystery", "softmax<float>", "bogus"]
+
+
+def test_screenshot(page_path: Path) -> None:
+    assert CHROMIUM is not None
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report.png"
+    shot.unlink(missing_ok=True)
+    out = subprocess.run([CHROMIUM, *FLAGS, "--window-size=1300,2400", f"--screenshot={shot}", page_path.as_uri()],
+                         capture_output=True, text=True, timeout=90)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
