@@ -1,0 +1,379 @@
+"""`nsroof ledger OP [--PARAM VALUE ...]`: what an operator has to do (FLOPs, compulsory bytes), term by
+term, and where that puts it against a machine's roofs. The shape options are the formula's own
+parameters (`nsroof ledger` alone lists them), so the CLI never repeats the registry."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from nsroof.models.ledger import Analysis, Formula, Operator
+    from nsroof.models.machines import Machine
+
+SWEEP_NS: tuple[int, ...] = (512, 2048, 8192, 32768, 131072)  # seeds/attention_traffic_model.py
+SWEEP_BATCHES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # seeds/roofline.py decode
+SWEEP_OPS = ("decode", "attention", "attention-traffic")
+
+
+# --------------------------------------------------------------------------- number formatting
+
+
+def count(value: float) -> str:
+    """Exact integers with separators (the seeds print them that way); others to 4 significant digits."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if math.isinf(value):
+        return "inf"
+    if float(value).is_integer() and abs(value) < 1e18:
+        return f"{int(value):,}"
+    return f"{value:,.4g}" if abs(value) >= 1e4 else f"{value:.4g}"
+
+
+def ratio(value: float) -> str:
+    """Intensities and ridges: two decimals (315.08, 0.9988 -> 1.00), like the seeds' tables."""
+    if value is None or math.isnan(value):
+        return "n/a"
+    if math.isinf(value):
+        return "inf"
+    return f"{value:,.2f}" if abs(value) >= 0.01 else f"{value:.3g}"
+
+
+def si(value: float, unit: str) -> str:
+    if value is None or math.isnan(value):
+        return "n/a"
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.4g} {prefix}{unit}"
+    return f"{value:.4g} {unit}"
+
+
+def duration(seconds: float) -> str:
+    if seconds is None or math.isnan(seconds):
+        return "n/a"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3f} {unit}"
+    return f"{seconds / 1e-9:.3f} ns"
+
+
+# --------------------------------------------------------------------------- shape options
+
+
+def parse_shape(formula: Formula, tokens: Sequence[str]) -> dict[str, Any]:
+    """`--m 4096 --dtype fp16 --causal --no-fused --block-m=64` -> {m: '4096', ...}, uncoerced
+    (Formula.bind checks and converts)."""
+    from nsroof.models.ledger import LedgerError
+
+    params = {p.name: p for p in formula.params}
+    accepted = ", ".join(f"--{n.replace('_', '-')}" for n in params)
+    shape: dict[str, Any] = {}
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if not token.startswith("--") or token == "--":
+            raise LedgerError(f"{formula.name}: unexpected argument {token!r}; options: {accepted}")
+        name, eq, inline = token[2:].partition("=")
+        key = name.replace("-", "_")
+        if key not in params and key.startswith("no_") and key[3:] in params and params[key[3:]].type is bool:
+            shape[key[3:]] = False
+            i += 1
+            continue
+        if key not in params:
+            raise LedgerError(f"{formula.name}: unknown option --{name}; options: {accepted}")
+        if eq:
+            shape[key] = inline
+            i += 1
+        elif params[key].type is bool and (i + 1 >= len(tokens) or tokens[i + 1].startswith("--")):
+            shape[key] = True
+            i += 1
+        elif i + 1 < len(tokens):
+            shape[key] = tokens[i + 1]
+            i += 2
+        else:
+            raise LedgerError(f"{formula.name}: --{name} needs a value")
+    return shape
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def analysis_json(a: Analysis) -> dict[str, Any]:
+    from nsroof.models.ledger.core import jsonable
+
+    out = a.to_dict()
+    op = a.op
+    if "worst" in op.variants:
+        worst = op.variants["worst"]
+        out["bytes_worst"] = jsonable(worst.bytes)
+        out["intensity_worst"] = jsonable(worst.intensity)
+        out["memory_time_worst_s"] = jsonable(a.variants["worst"].memory_time_s)
+    if op.formula == "attention-traffic":
+        for name, cost in (("naive", op.variants["naive"]), ("tiled", op.cost)):
+            t = a.variants["naive"] if name == "naive" else a.timing
+            out[name] = {
+                "elements": jsonable(cost.elements),
+                "bytes": jsonable(cost.bytes),
+                "items": {term.name: jsonable(term.elements) for term in cost.terms if term.elements is not None},
+                "memory_time_s": jsonable(t.memory_time_s),
+            }
+        out["ratio"] = jsonable(op.facts["ratio_naive_over_tiled"])
+        out["crossover_block_m"] = jsonable(op.facts["crossover_block_m"])
+    return out
+
+
+# --------------------------------------------------------------------------- text
+
+
+def render(a: Analysis, source: str) -> str:
+    op, t = a.op, a.timing
+    lines = [f"{op.label} on {a.machine_name}", f"formula source: {source}", ""]
+    lines.append(f"{'term':<34}{'FLOP':>20}{'bytes':>20}  note")
+    for term in op.cost.terms:
+        lines.append(f"{term.name:<34}{count(term.flops):>20}{count(term.bytes):>20}  {term.note}")
+    lines.append("-" * 76)
+    lines.append(f"{'TOTAL':<34}{count(op.flops):>20}{count(op.bytes):>20}")
+    for note in op.cost.notes:
+        lines.append(f"  ({note})")
+    lines.append("")
+    if op.formula == "attention-traffic":
+        lines += _traffic_lines(a)
+    lines.append(f"intensity       {ratio(t.intensity)} FLOP/byte")
+    lines.append(f"roof            {op.roof.key} = {a.peak.key}: {si(a.peak.value, 'FLOP/s')}")
+    lines.append(f"                source: {a.peak.source or 'not in this machine profile'}")
+    lines.append(f"bandwidth       {a.level}: {si(a.bandwidth.value, 'B/s')}")
+    same = a.bandwidth.source and a.bandwidth.source == a.peak.source
+    lines.append(f"                source: {'(as above)' if same else a.bandwidth.source or 'not in this machine profile'}")
+    lines.append(f"ridge           {ratio(a.ridge)} FLOP/byte")
+    lines.append(f"memory time     {duration(t.memory_time_s)}")
+    lines.append(f"compute time    {duration(t.compute_time_s)}")
+    lines.append(f"SOL time (max)  {duration(t.sol_time_s)}  -> {t.bound}-bound"
+                 + (" (within 10% of the ridge)" if a.regime == "at ridge" else ""))
+    for name, vt in a.variants.items():
+        if op.formula == "attention-traffic":
+            continue
+        lines.append(f"{name + ' case':<16}{count(op.variants[name].bytes)} bytes, I = {ratio(vt.intensity)}: "
+                     f"memory {duration(vt.memory_time_s)}, SOL {duration(vt.sol_time_s)} -> {vt.bound}-bound "
+                     f"({'; '.join(op.variants[name].notes)})")
+    if a.missing:
+        lines.append(f"missing         {', '.join(a.missing)} (times are n/a without them)")
+    if op.formula == "decode":
+        d = a.derived
+        lines += [
+            "",
+            f"decode step     {duration(d['step_s'])}: {count(round(d['tokens_per_s'], 1))} tokens/s, "
+            f"MFU {d['mfu'] * 100:.1f}%",
+            f"batch to leave the memory-bound regime: {count(round(d['batch_to_leave_memory_bound'], 1))} "
+            f"(ridge · {op.dtype} bytes / 2)",
+        ]
+        if d["kv_cache_bytes"]:
+            lines.append(f"KV cache        {count(d['kv_cache_bytes'])} bytes ({si(d['kv_cache_bytes'], 'B')})")
+    if a.other_roofs:
+        lines += ["", "the other roofs, for contrast:"]
+        for r in a.other_roofs:
+            lines.append(f"  {r.key:<26}{si(r.peak_flop_per_s, 'FLOP/s'):>16}  ridge {ratio(r.ridge):>8}  "
+                         f"-> {r.bound}-bound under this roof")
+    return "\n".join(lines)
+
+
+def _traffic_lines(a: Analysis) -> list[str]:
+    op = a.op
+    naive, tiled = op.variants["naive"], op.cost
+    f = op.facts
+    tiled_items = {t.name: t.elements for t in tiled.terms if t.elements is not None}
+    lines = [f"HBM elements moved (q blocks {count(f['q_blocks'])}, kv blocks {count(f['kv_blocks'])}):",
+             f"{'item':<12}{'naive':>18}{'tiled':>18}"]
+    for term in naive.terms:
+        if term.elements is None:
+            continue
+        lines.append(f"{term.name:<12}{count(term.elements):>18}{count(tiled_items.get(term.name, 0)):>18}")
+    lines += [
+        f"{'total':<12}{count(naive.elements):>18}{count(tiled.elements):>18}",
+        f"{'bytes':<12}{count(naive.bytes):>18}{count(tiled.bytes):>18}",
+        f"ratio naive/tiled = {f['ratio_naive_over_tiled']:.2f}x",
+        f"asymptotic: naive ~ 4·Sq·Skv + 2·(Sq+Skv)·d = {count(f['naive_asymptotic_elements'])}; "
+        f"tiled ~ 2·ceil(Sq/block_m)·Skv·d = {count(f['tiled_asymptotic_elements'])}",
+    ]
+    if op.shape["sq"] == op.shape["skv"]:
+        lines.append(f"prefill crossover: tiled wins while 2·(N/block_m)·N·d < 4·N·N, i.e. block_m > d/2 = "
+                     f"{count(f['crossover_block_m'])} (block_m = {op.shape['block_m']})")
+    lines += ["(element counts from a model, not measurements)", "",
+              "times below are for the tiled formulation; the naive one's memory time: "
+              + duration(a.variants["naive"].memory_time_s), ""]
+    return lines
+
+
+# --------------------------------------------------------------------------- sweeps
+
+
+def sweep(name: str, shape: dict[str, Any], machine: Machine, level: str) -> tuple[str, Any]:
+    from nsroof.models import ledger
+
+    if name == "decode":
+        rows = []
+        for batch in SWEEP_BATCHES:
+            a = ledger.analyze(ledger.operator("decode", **(shape | {"batch": batch})), machine, level=level)
+            d = a.derived
+            rows.append({"batch": batch, "intensity": d["intensity"], "step_s": d["step_s"],
+                         "tokens_per_s": d["tokens_per_s"], "mfu": d["mfu"], "regime": a.regime, "bound": a.timing.bound})
+        op = ledger.operator("decode", **shape)
+        title = (f"Dense decode, {count(op.shape['params'])} params, {op.dtype} weights, on {machine.name} "
+                 f"(roof {op.roof.key})")
+        text = [title, f"{'batch':>7}{'I (F/B)':>10}{'step ms':>10}{'tok/s':>12}{'MFU':>8}   regime"]
+        for r in rows:
+            text.append(f"{r['batch']:>7}{r['intensity']:>10.1f}{r['step_s'] * 1e3:>10.3f}{r['tokens_per_s']:>12.0f}"
+                        f"{r['mfu'] * 100:>7.1f}%   {r['regime']}")
+        return "\n".join(text), {"machine": machine.name, "op": op.label, "rows": _clean(rows)}
+
+    if name == "attention-traffic":
+        d = int(shape.get("d", 128))
+        base = {"d": d} | {k: v for k, v in shape.items() if k in ("block_m", "block_n", "dtype", "batch_heads")}
+        out: dict[str, Any] = {}
+        text = []
+        for regime, sq_of in (("prefill", lambda n: n), ("decode", lambda n: 1)):
+            rows = []
+            for n in SWEEP_NS:
+                op = ledger.operator("attention-traffic", **(base | {"sq": sq_of(n), "skv": n}))
+                rows.append({"n": n, "naive": op.variants["naive"].elements, "tiled": op.cost.elements,
+                             "ratio": op.facts["ratio_naive_over_tiled"]})
+            out[regime] = _clean(rows)
+            bm = base.get("block_m", 128)
+            text.append(f"{'prefill-like: Sq = Skv = N' if regime == 'prefill' else 'decode-like: Sq = 1, Skv = N'}"
+                        f" (block_m = {bm}, d = {d})")
+            text.append(f"{'N':>8}{'naive':>18}{'tiled':>18}{'ratio':>9}")
+            for r in rows:
+                text.append(f"{r['n']:>8}{count(r['naive']):>18}{count(r['tiled']):>18}{r['ratio']:>8.2f}x")
+            text.append("")
+        return "\n".join(text).rstrip(), out
+
+    if name == "attention":
+        base = {k: v for k, v in shape.items() if k not in ("sq", "skv")}
+        out = {}
+        text = []
+        for regime, sq_of in (("prefill", lambda n: n), ("decode", lambda n: 1)):
+            rows = []
+            for n in SWEEP_NS:
+                a = ledger.analyze(ledger.operator("attention", **(base | {"sq": sq_of(n), "skv": n})), machine, level=level)
+                rows.append({"n": n, "flops": a.timing.flops, "bytes": a.timing.bytes, "intensity": a.timing.intensity,
+                             "sol_time_s": a.timing.sol_time_s, "bound": a.timing.bound})
+            out[regime] = _clean(rows)
+            text.append(f"fused attention, {regime} ({'Sq = Skv = N' if regime == 'prefill' else 'Sq = 1, Skv = N'}), "
+                        f"{machine.name}")
+            text.append(f"{'N':>8}{'FLOP':>22}{'bytes':>18}{'I':>10}{'SOL':>14}  bound")
+            for r in rows:
+                text.append(f"{r['n']:>8}{count(r['flops']):>22}{count(r['bytes']):>18}{r['intensity']:>10.1f}"
+                            f"{duration(r['sol_time_s']):>14}  {r['bound']}")
+            text.append("")
+        return "\n".join(text).rstrip(), out
+
+    raise AssertionError(name)
+
+
+# The seed ledger's operator table (seeds/operator_ledger.py `--sweep`).
+SEED_TABLE: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("gemm 4096^3 fp16", "gemm", {"m": 4096, "n": 4096, "k": 4096, "dtype": "fp16"}),
+    ("gemm 512^3 fp16", "gemm", {"m": 512, "n": 512, "k": 512, "dtype": "fp16"}),
+    ("gemm 128^3 fp16", "gemm", {"m": 128, "n": 128, "k": 128, "dtype": "fp16"}),
+    ("attention 32x4096x4096 d128", "attention", {"batch_heads": 32, "sq": 4096, "skv": 4096, "d": 128}),
+    ("attention 32x1x8192 d128", "attention", {"batch_heads": 32, "sq": 1, "skv": 8192, "d": 128}),
+    ("rmsnorm 8192x4096", "rmsnorm", {"rows": 8192, "hidden": 4096, "weight": "resident"}),
+    ("elementwise chain n=16.8M fused", "elementwise", {"n": 16 * 1024 * 1024}),
+    ("elementwise chain n=16.8M eager", "elementwise", {"n": 16 * 1024 * 1024, "fused": False}),
+    ("qk-norm+rope+quant 4096 tok", "norm-rope-quant", {"tokens": 4096, "q_heads": 32, "kv_heads": 8, "head_dim": 128}),
+)
+
+
+def operator_table(machine: Machine, level: str) -> tuple[str, Any]:
+    from nsroof.models import ledger
+
+    rows = []
+    for label, name, shape in SEED_TABLE:
+        a = ledger.analyze(ledger.operator(name, **shape), machine, level=level)
+        rows.append({"operator": label, "op": a.op.label, "roof": a.op.roof.key, "intensity": a.timing.intensity,
+                     "bound": a.timing.bound, "memory_time_s": a.timing.memory_time_s,
+                     "compute_time_s": a.timing.compute_time_s, "sol_time_s": a.timing.sol_time_s})
+    text = [f"operator table on {machine.name} (each operator under its own roof; {level} bandwidth)",
+            f"{'operator':<34}{'roof':>13}{'AI':>10}{'bound':>9}{'memory':>13}{'compute':>13}{'SOL':>13}"]
+    for r in rows:
+        text.append(f"{r['operator']:<34}{r['roof']:>13}{r['intensity']:>10.2f}{r['bound']:>9}"
+                    f"{duration(r['memory_time_s']):>13}{duration(r['compute_time_s']):>13}{duration(r['sol_time_s']):>13}")
+    return "\n".join(text), {"machine": machine.name, "rows": _clean(rows)}
+
+
+def _clean(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from nsroof.models.ledger.core import jsonable
+
+    return [{k: jsonable(v) for k, v in r.items()} for r in rows]
+
+
+def formula_list() -> str:
+    from nsroof.models import ledger
+
+    lines = ["Formulas (nsroof ledger OP --PARAM VALUE ...):", ""]
+    for f in ledger.formulas():
+        lines.append(f"  {f.name:<20}{f.summary}")
+        lines.append(f"  {'':<20}{f.signature_text()}")
+    lines += ["", f"--sweep: {', '.join(SWEEP_OPS)}, or no OP for the seed operator table."]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- the command
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("op", required=False)
+@click.option("--machine", default="h100", show_default=True,
+              help="Machine ceilings: a name from `nsroof machines` or a JSON profile.")
+@click.option("--level", default="dram", show_default=True, help="Memory level whose bandwidth the bytes are timed at.")
+@click.option("--sweep", "do_sweep", is_flag=True,
+              help="decode: batch 1…512; attention/attention-traffic: N 512…131072; no OP: the operator table.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@click.pass_context
+def ledger(ctx: click.Context, op: str | None, machine: str, level: str, do_sweep: bool, as_json: bool) -> None:
+    """What operator OP has to do: FLOPs and compulsory bytes term by term, intensity, memory /
+    compute / SOL time on a machine, the bound, and the other roofs. Shape options are the formula's
+    parameters, e.g. `nsroof ledger gemm --m 4096 --n 4096 --k 4096 --dtype bf16`; run `nsroof ledger`
+    alone to list every formula with its options."""
+    from nsroof.models import ledger as lg
+    from nsroof.models import machines
+
+    if op is None:
+        if ctx.args:
+            raise lg.LedgerError(f"options {' '.join(ctx.args)} need an OP; run `nsroof ledger` to list them")
+        if not do_sweep:
+            if as_json:
+                click.echo(json.dumps([{"name": f.name, "summary": f.summary, "source": f.source,
+                                        "params": [{"name": p.name, "type": p.type.__name__,
+                                                    "default": None if p.required else p.default} for p in f.params]}
+                                       for f in lg.formulas()], indent=2))
+            else:
+                click.echo(formula_list())
+            return
+        m = machines.load(machine)
+        text, data = operator_table(m, level)
+        click.echo(json.dumps(data, indent=2) if as_json else text)
+        return
+
+    formula = lg.get(op)
+    raw = parse_shape(formula, ctx.args)
+    m = machines.load(machine)
+    if do_sweep:
+        if formula.name not in SWEEP_OPS:
+            raise lg.LedgerError(f"--sweep is available for {', '.join(SWEEP_OPS)} (or with no OP), not {formula.name}")
+        # The sweep supplies the sequence lengths (and the batch, for decode); d defaults to the seeds' 128.
+        sweep_defaults = {"decode": {"batch": 1}, "attention": {"sq": 1, "skv": 1, "d": 128, "batch_heads": 1},
+                          "attention-traffic": {"sq": 1, "skv": 1, "d": 128}}[formula.name]
+        shape = formula.bind(sweep_defaults | raw)
+        text, data = sweep(formula.name, shape, m, level)
+        click.echo(json.dumps(data, indent=2) if as_json else text)
+        return
+    shape = formula.bind(raw)
+    analysis = lg.analyze(formula.fn(**shape), m, level=level)
+    if as_json:
+        click.echo(json.dumps(analysis_json(analysis), indent=2))
+    else:
+        click.echo(render(analysis, formula.source))

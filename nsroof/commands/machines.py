@@ -1,0 +1,144 @@
+"""`nsroof machines [--machine NAME|FILE] [--json]`: the ceilings nsroof classifies against, the ridge
+points they imply per precision and memory level, the decode batch that leaves the memory-bound
+regime, and the source of every number. Dense figures only; the 2:4-sparse headline is named as
+the trap it is."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from nsroof.models.machines import Machine
+
+DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
+
+
+def _tflops(value: float | None) -> str:
+    if not value:
+        return "—"
+    return f"{value / 1e12:,.0f}" if value >= 1e15 else f"{value / 1e12:.4g}"
+
+
+def _bandwidth(value: float | None) -> str:
+    if not value:
+        return "—"
+    return f"{value / 1e12:.4g} TB/s" if value >= 1e12 else f"{value / 1e9:.4g} GB/s"
+
+
+def _fmt(value: float, digits: int = 1) -> str:
+    return "—" if value is None or math.isnan(value) else f"{value:,.{digits}f}"
+
+
+def sparse_traps(m: Machine) -> list[str]:
+    """One line per dtype whose datasheet headline is the 2:4-sparse figure, bf16/fp16 (the usual
+    headline) first."""
+    out = []
+    order = sorted(m.sparse_peak_flop_per_s, key=lambda d: (d not in ("bf16", "fp16"), DTYPES.index(d) if d in DTYPES else 99))
+    for dt in order:
+        sparse = m.sparse_peak_flop_per_s[dt]
+        dense = m.peak_flop_per_s.get(dt)
+        if dense:
+            out.append(f"{dt}: the {_tflops(sparse)} TFLOP/s headline is 2:4 structured sparsity "
+                       f"({sparse / dense:.2g}× dense); nsroof uses the dense {_tflops(dense)} TFLOP/s")
+    return out
+
+
+def machine_json(m: Machine) -> dict[str, Any]:
+    from nsroof.models import ledger
+    from nsroof.models.ledger.core import jsonable
+
+    table = ledger.decode_batch_table(m)
+    d = m.to_dict()
+    d["label"] = m.label
+    d["ridges"] = {roof: {lvl: jsonable(v) for lvl, v in by_level.items()}
+                   for roof, by_level in ledger.ridge_table(m).items()}
+    d["decode_batch_to_leave_memory_bound"] = {
+        "roof": table["roof"], "ridge": jsonable(table["ridge"]),
+        "batch": {k: jsonable(v) for k, v in table["batch"].items()},
+        "formula": "batch = ridge · weight bytes / 2  (I = 2·batch/bytes; seeds/roofline.py.txt)",
+    }
+    d["sparse_trap"] = sparse_traps(m)
+    return d
+
+
+def overview(profiles: list[Machine]) -> str:
+    from nsroof.models import ledger
+
+    head = (f"{'machine':<18}" + "".join(f"{d.upper():>8}" for d in DTYPES[:6]) + f"{'DRAM':>12}{'L2':>12}"
+            + f"{'ridge':>8}   decode batch bf16 / fp16 / fp8 / fp32")
+    lines = ["Dense peaks in TFLOP/s (tensor cores where they serve the dtype); ridge = dense bf16 (else fp16) peak / DRAM",
+             "bandwidth in FLOP/byte; decode batch = ridge · weight bytes / 2, the batch that leaves the memory-bound regime.",
+             "", head, "-" * len(head)]
+    traps: list[str] = []
+    for m in profiles:
+        table = ledger.decode_batch_table(m)
+        batch = " / ".join(_fmt(table["batch"][d], 0) for d in ("bf16", "fp16", "fp8", "fp32"))
+        lines.append(f"{m.name:<18}" + "".join(f"{_tflops(m.peak_flop_per_s.get(d)):>8}" for d in DTYPES[:6])
+                     + f"{_bandwidth(m.bandwidth_bytes_per_s.get('dram')):>12}"
+                     + f"{_bandwidth(m.bandwidth_bytes_per_s.get('l2')):>12}"
+                     + f"{_fmt(table['ridge'], 0):>8}   {batch}")
+        traps += [f"  {m.name} {t}" for t in sparse_traps(m)[:1]]
+    if traps:
+        lines += ["", "The 2:4-sparse trap: datasheet headlines often double the dense rate with structured sparsity,",
+                  "which a dense GEMM never reaches. nsroof keeps them apart and never uses them for dense work:",
+                  *traps]
+    lines += ["", "Each number's source: nsroof machines --machine NAME (or --json)."]
+    return "\n".join(lines)
+
+
+def detail(m: Machine) -> str:
+    from nsroof.models import ledger
+
+    ridges = ledger.ridge_table(m)
+    levels = [lvl for lvl in LEVELS if lvl in m.bandwidth_bytes_per_s] + [
+        lvl for lvl in m.bandwidth_bytes_per_s if lvl not in LEVELS]
+    lines = [f"{m.name} ({m.label}" + (f"; aliases {', '.join(m.aliases)}" if m.aliases else "") + ")"]
+    if m.architecture or m.cc:
+        lines.append(f"architecture {m.architecture or '?'}, compute capability {m.cc or '?'}")
+    lines += ["", "compute roofs and their ridge points (peak / bandwidth, FLOP/byte):",
+              f"  {'roof':<26}{'TFLOP/s':>10}" + "".join(f"{'ridge ' + lvl:>13}" for lvl in levels) + "   source"]
+    for key, by_level in ridges.items():
+        table, dt = key.split(".", 1)
+        value = getattr(m, table)[dt]
+        lines.append(f"  {key:<26}{_tflops(value):>10}" + "".join(f"{_fmt(by_level[lvl]):>13}" for lvl in levels)
+                     + f"   {m.sources.get(key, m.label)}")
+    lines += ["", "bandwidth:"]
+    for lvl in levels:
+        key = f"bandwidth_bytes_per_s.{lvl}"
+        lines.append(f"  {lvl:<6}{_bandwidth(m.bandwidth_bytes_per_s[lvl]):>12}   {m.sources.get(key, m.label)}")
+    missing = [lvl for lvl in LEVELS if lvl not in m.bandwidth_bytes_per_s]
+    if missing:
+        lines.append(f"  {', '.join(missing)}: no published figure; kernels are 'unknown' at that level")
+    traps = sparse_traps(m)
+    if traps:
+        lines += ["", "the 2:4-sparse trap (kept apart, never used for dense work):", *[f"  {t}" for t in traps]]
+    table = ledger.decode_batch_table(m)
+    lines += ["", f"decode: batch needed to leave the memory-bound regime (batch = ridge · weight bytes / 2, "
+                  f"roof {table['roof']}, ridge {_fmt(table['ridge'])}):",
+              "  " + "   ".join(f"{d} {_fmt(v, 0)}" for d, v in table["batch"].items())]
+    for note in m.notes:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.option("--machine", "machine", help="One machine: a name or alias, or a JSON profile file.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of machine objects.")
+def machines(machine: str | None, as_json: bool) -> None:
+    """The machine ceilings nsroof knows: dense peak FLOP/s per precision, bandwidth per memory level,
+    the ridge points they imply, the decode batch that leaves the memory-bound regime, and each
+    number's source."""
+    from nsroof.models import machines as table
+
+    profiles = [table.load(machine)] if machine else table.all_machines()
+    if as_json:
+        click.echo(json.dumps([machine_json(m) for m in profiles], indent=2))
+    elif machine:
+        click.echo(detail(profiles[0]))
+    else:
+        click.echo(overview(profiles))
