@@ -1,0 +1,143 @@
+"""NVTX ranges in the nsroof domain: what gets pushed and popped, in which order, and what stays free."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from nsroof.collectors import nvtx_ranges as nr
+
+
+class RecordingDomain:
+    """Stands in for the nvtx domain as a tool would see it: a log of push/pop/mark calls."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, ...]] = []
+
+    def push_range(self, attributes: Any) -> None:
+        self.log.append(("push", attributes))
+
+    def pop_range(self) -> None:
+        self.log.append(("pop",))
+
+    def mark(self, attributes: Any) -> None:
+        self.log.append(("mark", attributes))
+
+    def get_event_attributes(self, message: str, *args: Any) -> Any:
+        return message
+
+
+@pytest.fixture
+def domain(monkeypatch: pytest.MonkeyPatch) -> RecordingDomain:
+    rec = RecordingDomain()
+    monkeypatch.setattr(nr, "_domain", lambda: rec)
+    monkeypatch.setattr(nr, "_is_dummy", lambda _id: False)
+    monkeypatch.setattr(nr, "_attributes", lambda name: name)
+    return rec
+
+
+def test_context_manager_pushes_and_pops_in_the_nsroof_domain(domain: RecordingDomain) -> None:
+    with nr.annotate("outer"):
+        with nr.annotate("inner"):
+            assert nr.current_path() == ["outer", "inner"]
+    assert domain.log == [("push", "outer"), ("push", "inner"), ("pop",), ("pop",)]
+    assert nr.current_path() == []
+
+
+def test_decorator_opens_a_range_per_call_and_closes_it_on_error(domain: RecordingDomain) -> None:
+    @nr.annotate("loss")
+    def loss(x: int) -> int:
+        if x < 0:
+            raise ValueError("negative")
+        return x * 2
+
+    assert loss(3) == 6
+    with pytest.raises(ValueError):
+        loss(-1)
+    assert domain.log == [("push", "loss"), ("pop",), ("push", "loss"), ("pop",)]
+    assert loss.__name__ == "loss"
+
+
+def test_names_with_quotes_are_refused_because_ncu_cannot_export_them() -> None:
+    with pytest.raises(ValueError, match="ncu"):
+        nr.annotate('say "hi"')
+    with pytest.raises(ValueError):
+        nr.annotate("")
+
+
+def test_step_marks_and_notifies_listeners(domain: RecordingDomain) -> None:
+    seen: list[int] = []
+    remove = nr.add_step_listener(seen.append)
+    try:
+        first = nr.step()
+        second = nr.step()
+    finally:
+        remove()
+    nr.step()
+    assert second == first + 1
+    assert seen == [first, second]
+    assert ("mark", f"step {first}") in domain.log
+
+
+def test_import_has_no_side_effects() -> None:
+    code = ("import sys, nsroof, nsroof.collectors.nvtx_ranges as r; "
+            "print('nvtx' in sys.modules, 'torch' in sys.modules, r._domain.cache_info().currsize)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False", "0"]
+
+
+def test_without_a_tool_the_real_domain_is_a_no_op() -> None:
+    # No NVTX injection library is loaded in tests: the nvtx package hands out its dummy domain.
+    nr._domain.cache_clear()
+    assert nr._is_dummy(id(nr._domain()))
+    with nr.annotate("free"):
+        assert nr.current_path() == ["free"]
+
+
+torch = pytest.importorskip("torch")
+
+
+def _model() -> Any:
+    # The in-place ReLU is the case full module backward hooks cannot handle.
+    return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(inplace=True), torch.nn.Linear(4, 2))
+
+
+def test_module_ranges_nest_in_forward_and_backward(domain: RecordingDomain) -> None:
+    model = _model()
+    handle = nr.annotate_modules(model)
+    model(torch.randn(3, 4)).sum().backward()
+    handle.remove()
+    pushes = [e[1] for e in domain.log if e[0] == "push"]
+    assert pushes == [
+        "Sequential", "Sequential.0", "Sequential.1", "Sequential.2",
+        "Sequential (backward)", "Sequential.2 (backward)", "Sequential.1 (backward)", "Sequential.0 (backward)",
+    ]
+    # Balanced: every push popped, the outer backward range (input needs no grad) closed at the end of backward.
+    assert sum(1 for e in domain.log if e[0] == "pop") == len(pushes)
+    assert nr.current_path() == []
+    # Each forward range is closed before the next sibling opens.
+    assert domain.log[:4] == [("push", "Sequential"), ("push", "Sequential.0"), ("pop",), ("push", "Sequential.1")]
+
+
+def test_removing_the_handle_removes_every_hook(domain: RecordingDomain) -> None:
+    model = _model()
+    with nr.annotate_modules(model):
+        model(torch.randn(2, 4))
+    count = len(domain.log)
+    model(torch.randn(2, 4)).sum().backward()
+    assert len(domain.log) == count
+
+
+def test_ranges_show_up_in_torch_profiler_as_record_functions() -> None:
+    from torch.profiler import profile
+
+    with profile() as prof:
+        with nr.annotate("attention block"):
+            torch.ones(4) + 1
+    names = {e.name for e in prof.events() if e.is_user_annotation}
+    assert "attention block" in names
+    add = next(e for e in prof.events() if e.name == "aten::add")
+    assert add.cpu_parent is not None and add.cpu_parent.name == "attention block"

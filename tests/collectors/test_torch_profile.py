@@ -1,0 +1,207 @@
+"""nsroof.profile on CPU: one row per op call, exact analytic costs, module and range attribution, steps.
+
+The machine is passed explicitly (no measurement in tests): 100 GFLOP/s fp32, 10 GB/s DRAM, ridge 10 FLOP/B.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from nsroof.collectors.op_costs import op_cost
+from nsroof.models.machines import Machine
+from nsroof.report.schema import COLUMNS
+
+torch = pytest.importorskip("torch")
+
+from nsroof.collectors.torch_profile import coverage, profile, render_summary  # noqa: E402
+
+MACHINE = Machine(
+    name="test-cpu", source="file", peak_flop_per_s={"fp32": 1e11, "fp64": 5e10},
+    simt_flop_per_s={"fp32": 1e11, "fp64": 5e10}, bandwidth_bytes_per_s={"dram": 1e10},
+)
+
+# torch.mm of (512×1024)·(1024×256) in fp32
+MM_FLOPS = 2 * 512 * 1024 * 256  # = 268,435,456
+MM_BYTES = 4 * (512 * 1024 + 1024 * 256 + 512 * 256)  # = 4·(524,288 + 262,144 + 131,072) = 3,670,016
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    # Two cores shared with other jobs: OpenMP spinning makes each op milliseconds slower.
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_matmul_gives_exact_costs_one_row_per_call() -> None:
+    a, b = torch.randn(512, 1024), torch.randn(1024, 256)
+    with profile(machine=MACHINE) as prof:
+        torch.mm(a, b)
+        torch.mm(a, b)
+    r = prof.report
+    assert list(r.columns) == COLUMNS
+    mm = r[r["op"] == "aten::mm"]
+    assert len(mm) == 2
+    assert (mm["flops"] == MM_FLOPS).all() and (mm["flops_fp32"] == MM_FLOPS).all()
+    assert (mm["bytes"] == MM_BYTES).all()
+    assert set(mm["bytes_source"]) == {"analytic:gemm"}
+    assert set(mm["flops_source"]) == {"analytic:gemm(m=512, n=256, k=1024, dtype=fp32)"}
+    assert set(mm["source"]) == {"torch.profiler"} and set(mm["level"]) == {"dram"}
+    assert set(mm["input_shapes"]) == {"[[512, 1024], [1024, 256]]"}
+    # intensity = 268,435,456 / 3,670,016 = 73.14 FLOP/B > ridge 1e11 / 1e10 = 10 -> compute-bound
+    assert mm["intensity"].iloc[0] == pytest.approx(MM_FLOPS / MM_BYTES)
+    assert set(mm["bound"]) == {"compute"}
+    # the floor is the compute time: 268,435,456 / 1e11 = 2.684 ms
+    assert mm["time_floor_s"].iloc[0] == pytest.approx(MM_FLOPS / 1e11)
+    assert (mm["duration_s"] > 0).all()
+    assert set(mm["ceiling_source"]) == {"file:test-cpu"}
+    assert (mm["headroom"] == mm["duration_s"] / mm["ideal_time_s"]).all()
+
+
+def test_an_op_with_a_cost_absorbs_its_children_and_time_is_counted_once() -> None:
+    lin = torch.nn.Linear(64, 32)
+    x = torch.randn(8, 64)
+    with profile(machine=MACHINE, modules=False) as prof:
+        lin(x)
+    r = prof.report
+    assert list(r["op"]) == ["aten::linear"]  # aten::t and aten::addmm are folded into it
+    # linear(tokens=8, in=64, out=32, bias): 2·8·64·32 + 8·32 = 33,024 FLOP;
+    # 4·(32·64 + 8·64 + 8·32 + 32) = 4·2,848 = 11,392 bytes
+    assert r["flops"].iloc[0] == 2 * 8 * 64 * 32 + 8 * 32
+    assert r["bytes"].iloc[0] == 4 * (32 * 64 + 8 * 64 + 8 * 32 + 32)
+    assert r["duration_source"].iloc[0] == "torch.profiler:cpu_time_total"
+
+
+def test_ops_without_a_formula_are_nan_and_say_why() -> None:
+    with profile(machine=MACHINE) as prof:
+        torch.randperm(100)
+    r = prof.report
+    row = r[r["op"] == "aten::randperm"].iloc[0]
+    assert math.isnan(row["flops"]) and math.isnan(row["bytes"])
+    assert "no formula for aten::randperm" in row["missing"]
+    assert row["bound"] == "unknown"
+    assert coverage(r) == 0.0
+
+
+def test_rows_carry_module_and_range_paths_forward_and_backward() -> None:
+    import nsroof
+
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    x = torch.randn(8, 16)
+    with profile(machine=MACHINE) as prof:
+        with nsroof.annotate("train step"):
+            model(x).sum().backward()
+    r = prof.report
+    gelu = r[r["op"] == "aten::gelu"].iloc[0]
+    assert gelu["module"] == "Sequential.1"
+    assert gelu["nvtx_path"] == "train step/Sequential/Sequential.1"
+    # gelu(n=256): read 256, write 256 fp32 = 2,048 bytes; 5 FLOP per element = 1,280 FLOP
+    assert (gelu["flops"], gelu["bytes"]) == (5 * 8 * 32, 4 * 2 * 8 * 32)
+    backward = r[r["op"] == "aten::gelu_backward"].iloc[0]
+    assert backward["module"] == "Sequential.1"
+    assert backward["nvtx_path"].endswith("Sequential (backward)/Sequential.1 (backward)")
+    mm_modules = set(r.loc[r["op"] == "aten::mm", "module"])
+    assert mm_modules <= {"Sequential.0", "Sequential.2"} and mm_modules
+
+
+def test_steps_and_warmup_keep_only_the_selected_optimizer_steps() -> None:
+    w = torch.nn.Parameter(torch.randn(8, 8))
+    opt = torch.optim.SGD([w], lr=0.1)
+    with profile(machine=MACHINE, warmup=1, steps=2) as prof:
+        for size in (3, 5, 7, 9):
+            # each step has its own matmul shape, so the kept rows tell which steps were recorded
+            (torch.randn(size, 8) @ w).sum().backward()
+            opt.step()
+            opt.zero_grad()
+    shapes = set(prof.report.loc[prof.report["op"] == "aten::matmul", "input_shapes"])
+    assert shapes == {"[[5, 8], [8, 8]]", "[[7, 8], [8, 8]]"}
+    assert prof.result is not None and prof.result.step_source == "optimizer steps"
+
+
+def test_nsroof_step_marks_take_precedence_over_optimizer_steps() -> None:
+    import nsroof
+
+    with profile(machine=MACHINE, warmup=2, steps=1) as prof:
+        for size in (2, 4, 6):
+            torch.ones(size) * 2
+            nsroof.step()
+    assert set(prof.report.loc[prof.report["op"] == "aten::mul", "input_shapes"]) == {"[[6], []]"}
+    assert prof.result is not None and prof.result.step_source == "nsroof steps"
+
+
+def test_warmup_past_the_last_step_is_a_clear_error() -> None:
+    from nsroof.errors import NsroofError
+
+    with pytest.raises(NsroofError, match="no ops recorded in steps 5"):
+        with profile(machine=MACHINE, warmup=5, steps=1):
+            torch.ones(3) + 1
+
+
+def test_summary_names_top_ops_bounds_and_coverage() -> None:
+    a, b = torch.randn(256, 256), torch.randn(256, 256)
+    with profile(machine=MACHINE) as prof:
+        torch.mm(a, b)
+        torch.randperm(10)
+    text = render_summary(prof.result)
+    assert "aten::mm" in text and "compute" in text
+    assert "Coverage:" in text and "no formula for aten::randperm" in text
+    cov = coverage(prof.report)
+    assert 0 < cov < 1
+
+
+# --------------------------------------------------------------------------- op_costs: golden numbers
+
+
+@pytest.mark.parametrize(
+    ("op", "shapes", "dtypes", "concrete", "flops", "nbytes"),
+    [
+        # addmm(bias[64], [16,32]·[32,64]): 2·16·32·64 + 16·64 = 66,560; 4·(16·32 + 32·64 + 16·64 + 64) = 14,592
+        ("aten::addmm", [[64], [16, 32], [32, 64], [], []], ["float"] * 3 + ["Scalar"] * 2, None,
+         2 * 16 * 32 * 64 + 16 * 64, 4 * (16 * 32 + 32 * 64 + 16 * 64 + 64)),
+        # bmm 4×[8,16]·[16,2] in bf16: 2·4·8·16·2 = 2,048; 2·4·(8·16 + 16·2 + 8·2) = 1,408
+        ("aten::bmm", [[4, 8, 16], [4, 16, 2]], ["c10::BFloat16"] * 2, None, 2 * 4 * 8 * 16 * 2, 2 * 4 * (128 + 32 + 16)),
+        # matmul [2,3,8]·[8,5] folds the batch into m = 6: 2·6·8·5 = 480; 4·(6·8 + 8·5 + 6·5) = 472
+        ("aten::matmul", [[2, 3, 8], [8, 5]], ["float"] * 2, None, 480, 4 * (48 + 40 + 30)),
+        # causal SDPA b=2, h=4, s=16, d=8: scores = 16·17/2 = 136 per head; QK^T+PV 4·8·136·8 = 34,816,
+        # softmax 5·8·136 + 8·16·8 = 6,464 -> 41,280; bytes 4·4·(8·16·8) = 16,384
+        ("aten::scaled_dot_product_attention", [[2, 4, 16, 8]] * 3 + [[]] * 5, ["float"] * 3 + [""] * 5,
+         [None, None, None, None, 0.0, True, None, False], 41280, 16384),
+        # layer_norm rows = 4·16 = 64, hidden 32, affine: FLOPs 8·2048 + 4·64 = 16,640; bytes 4·(2·2048 + 2·32)
+        ("aten::layer_norm", [[4, 16, 32], [], [32], [32], [], []], ["float", "ScalarList", "float", "float", "Scalar", "Scalar"],
+         [None, [32], None, None, 1e-5, True], 8 * 2048 + 4 * 64, 4 * (2 * 2048 + 2 * 32)),
+        # softmax over the last dim of [64, 100]: 5·6,400 = 32,000 FLOP; 4·2·6,400 = 51,200 bytes
+        ("aten::_softmax", [[64, 100], [], []], ["float", "Scalar", "Scalar"], [None, -1, False], 32000, 51200),
+        # embedding 64 tokens of a [100, 32] fp32 table: 0 FLOP; 8·64 + 4·64·32 + 4·64·32 = 16,896 bytes
+        ("aten::embedding", [[100, 32], [4, 16], [], [], []], ["float", "long int", "Scalar", "Scalar", "Scalar"],
+         None, 0, 8 * 64 + 2 * 4 * 64 * 32),
+        # add with a broadcast bias: out [8, 32] (256), reads 256 + 32, writes 256 -> 4·544 bytes, 256 FLOP
+        ("aten::add", [[8, 32], [32], []], ["float", "float", "Scalar"], None, 256, 4 * (256 + 32 + 256)),
+        # in-place add_ on a 0-dim step counter: 1 FLOP, 4·(1 + 1 + 1)
+        ("aten::add_", [[], [], []], ["float", "long int", "Scalar"], None, 1, 4 * 3),
+    ],
+)
+def test_op_costs_golden(op: str, shapes: list, dtypes: list, concrete: list | None, flops: float, nbytes: float) -> None:
+    cost = op_cost(op, shapes, dtypes, concrete)
+    assert cost.missing == ""
+    assert (cost.flops, cost.bytes) == (flops, nbytes)
+
+
+def test_op_costs_without_shapes_or_formula_are_nan_with_a_reason() -> None:
+    no_shapes = op_cost("aten::mm", [], [])
+    assert math.isnan(no_shapes.flops) and "no input shapes recorded" in no_shapes.missing
+    unknown = op_cost("aten::nonzero", [[10]], ["float"])
+    assert math.isnan(unknown.bytes) and unknown.missing == "no formula for aten::nonzero"
+    odd = op_cost("aten::conv2d", [[1, 3, 8, 8], [4, 3, 3, 5], []], ["float"] * 3, [None, None, None, [1, 1], [0, 0], [1, 1], 1])
+    assert math.isnan(odd.flops) and "square kernel" in odd.missing
+
+
+def test_precision_follows_the_dtype_and_the_roof() -> None:
+    assert op_cost("aten::mm", [[8, 8], [8, 8]], ["c10::Half"] * 2).precision == "tensor"
+    assert op_cost("aten::mm", [[8, 8], [8, 8]], ["double"] * 2).precision == "fp64"
+    assert op_cost("aten::gelu", [[8, 8], []], ["c10::BFloat16", ""]).precision == "fp32"
+    assert np.isfinite(op_cost("aten::gelu", [[8, 8], []], ["float", ""]).flops)
