@@ -341,6 +341,8 @@ def ledger(ctx: click.Context, op: str | None, machine: str, level: str, do_swee
     from nsroof.models import ledger as lg
     from nsroof.models import machines
 
+    if op is not None and op.startswith("-"):  # unknown options are let through, so an option can land here
+        raise lg.LedgerError(f"options {' '.join([op, *ctx.args])} need an OP; run `nsroof ledger` to list them")
     if op is None:
         if ctx.args:
             raise lg.LedgerError(f"options {' '.join(ctx.args)} need an OP; run `nsroof ledger` to list them")
