@@ -1,0 +1,55 @@
+"""`cpu_profile()`: this CPU's measured roofline, measured once (quick sweep) and cached on disk.
+
+The cache key is the CPU model, the torch thread count and the torch/nsroof versions, so a different
+machine, thread setting or library never reuses a stale profile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def resolve_cache_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    if explicit is not None:
+        return Path(explicit)
+    env = os.environ.get("NSROOF_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "nsroof"
+
+
+def cache_key() -> str:
+    import torch
+
+    from nsroof import __version__
+    from nsroof.collectors.measure.environment import cpu_model
+
+    text = "|".join([cpu_model(), str(torch.get_num_threads()), torch.__version__, __version__])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def cpu_profile(cache_dir: str | os.PathLike[str] | None = None, *, progress: Any = None) -> Any:
+    """The CPU's measured Machine (source "measured"): read from the cache, or measured now with the
+    quick sweep and saved there atomically. An unreadable cache file is measured again, not trusted."""
+    from nsroof.collectors.measure.runner import measure, to_machine
+    from nsroof.errors import NsroofError
+    from nsroof.models.machines import Machine, load_file
+
+    folder = resolve_cache_dir(cache_dir)
+    path = folder / f"cpu-{cache_key()}.json"
+    if path.is_file():
+        try:
+            machine = load_file(path)
+            if machine.source == "measured" and machine.peak_flop_per_s and machine.bandwidth_bytes_per_s:
+                return machine
+        except (NsroofError, json.JSONDecodeError, OSError):
+            pass
+    measured = to_machine(measure("cpu", quick=True, progress=progress))
+    measured.save(path)
+    return Machine.from_dict(measured.to_dict(), path=os.fspath(path))
+

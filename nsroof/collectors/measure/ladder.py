@@ -1,0 +1,118 @@
+"""The cache ladder: read bandwidth of repeated passes over working sets from 16 KiB to beyond the
+last cache, the plateaus in it, and which memory level each plateau is.
+
+One call reads a working set of W bytes `passes` times: `x[:W].expand(passes, W).sum()` is a single
+reduction whose operand revisits the same W bytes (stride 0 along the pass axis), so small sets are
+timed without a Python-level loop. Every byte of every pass is counted: passes·W bytes per call.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nsroof.collectors.measure.environment import CacheLevel
+from nsroof.collectors.measure.plan import Plan
+from nsroof.collectors.measure.timing import Timer
+
+Progress = Callable[[str], None]
+ELEM_BYTES = 4
+
+
+def passes_for(working_set_bytes: int, bytes_per_call: int) -> int:
+    return max(1, round(bytes_per_call / working_set_bytes))
+
+
+def run_ladder(pool: Any, plan: Plan, timer: Timer, progress: Progress | None = None) -> list[dict[str, Any]]:
+    say = progress or (lambda _msg: None)
+    points: list[dict[str, Any]] = []
+    for ws in plan.ladder_sizes:
+        n = ws // ELEM_BYTES
+        if n > pool.numel():
+            points.append({"kind": "ladder", "working_set_bytes": ws, "status": "skipped",
+                           "reason": "larger than the allocated pool"})
+            continue
+        passes = passes_for(ws, plan.ladder_bytes_per_call)
+        view = pool[:n].expand(passes, n)
+        t = timer.time(lambda _i, v=view: v.sum(), warmup=max(1, plan.warmup), reps=plan.reps)
+        total = passes * n * ELEM_BYTES
+        points.append({"kind": "ladder", "working_set_bytes": n * ELEM_BYTES, "passes": passes,
+                       "status": "measured", "bytes_read": total, "bytes": total, "time_s": t.median_s,
+                       "time_min_s": t.min_s, "time_max_s": t.max_s, "reps": t.reps, "inner": t.inner,
+                       "clock": t.clock, "bytes_per_s": total / t.median_s})
+        say(f"ladder {_fmt_bytes(ws)}: {total / t.median_s / 1e9:,.1f} GB/s")
+    return points
+
+
+@dataclass(frozen=True)
+class Plateau:
+    first_bytes: int
+    last_bytes: int
+    bytes_per_s: float  # median of its points
+    points: int
+
+
+def find_plateaus(working_sets: Sequence[int], bandwidths: Sequence[float], *, drop: float = 0.25) -> list[Plateau]:
+    """Split the ladder where bandwidth falls by more than `drop` below the running plateau's median
+    and stays there at the next point too (one noisy point on a shared machine is not a level)."""
+    pts = sorted((w, b) for w, b in zip(working_sets, bandwidths) if b > 0 and math.isfinite(b))
+    if not pts:
+        return []
+    groups: list[list[tuple[int, float]]] = [[pts[0]]]
+    for i in range(1, len(pts)):
+        level = statistics.median(b for _, b in groups[-1])
+        below = pts[i][1] < (1 - drop) * level
+        nxt_below = i + 1 >= len(pts) or pts[i + 1][1] < (1 - drop) * level
+        if below and nxt_below:
+            groups.append([pts[i]])
+        else:
+            groups[-1].append(pts[i])
+    return [Plateau(g[0][0], g[-1][0], statistics.median(b for _, b in g), len(g)) for g in groups]
+
+
+@dataclass(frozen=True)
+class LevelBandwidth:
+    level: str
+    bytes_per_s: float  # NaN when no working set fits the level's window
+    first_bytes: int | None
+    last_bytes: int | None
+    points: int
+    note: str
+
+
+def level_bandwidths(working_sets: Sequence[int], bandwidths: Sequence[float], caches: Sequence[CacheLevel]) -> list[LevelBandwidth]:
+    """Bandwidth of each cache level: the median over working sets that fit comfortably in it (at most
+    half its capacity) and not in the level before (above that level's capacity). DRAM is the median
+    over working sets of at least 4x the last cache."""
+    pts = sorted((w, b) for w, b in zip(working_sets, bandwidths) if b > 0 and math.isfinite(b))
+    out: list[LevelBandwidth] = []
+    lower = 0
+    for cache in sorted(caches, key=lambda c: c.bytes):
+        window = [(w, b) for w, b in pts if lower < w <= cache.bytes // 2]
+        note = f"working sets in ({_fmt_bytes(lower)}, {_fmt_bytes(cache.bytes // 2)}]: half of {_fmt_bytes(cache.bytes)}"
+        if not window:
+            window = [(w, b) for w, b in pts if lower < w <= cache.bytes]
+            note = f"working sets in ({_fmt_bytes(lower)}, {_fmt_bytes(cache.bytes)}] (none fit in half the level)"
+        out.append(_level(cache.name, window, note))
+        lower = cache.bytes
+    if caches:
+        last = max(c.bytes for c in caches)
+        out.append(_level("dram", [(w, b) for w, b in pts if w >= 4 * last], f"working sets >= 4x {_fmt_bytes(last)}"))
+    return out
+
+
+def _level(name: str, window: list[tuple[int, float]], note: str) -> LevelBandwidth:
+    if not window:
+        return LevelBandwidth(name, math.nan, None, None, 0, "no measured working set in its window: " + note)
+    return LevelBandwidth(name, statistics.median(b for _, b in window), window[0][0], window[-1][0], len(window), note)
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            value = n / size
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} B"

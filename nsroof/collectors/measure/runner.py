@@ -1,0 +1,263 @@
+"""One measurement run: environment, GEMM sweep, streams, cache ladder, then the machine profile.
+
+`measure()` returns a MeasureResult; `to_machine()` turns it into a nsroof.models.machines.Machine with
+source "measured" (every number carries its provenance in `sources`, every point is kept).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from nsroof.collectors.measure import analysis
+from nsroof.collectors.measure.environment import cache_levels, describe_cpu, describe_cuda
+from nsroof.collectors.measure.ladder import find_plateaus, level_bandwidths
+from nsroof.collectors.measure.plan import ALL_DTYPES, DTYPE_BYTES, Plan, make_plan
+from nsroof.errors import NsroofError
+
+Progress = Callable[[str], None]
+
+DEFAULT_CPU_DTYPES: tuple[str, ...] = ("fp32", "fp16", "bf16")
+SAME_LEVEL_TOLERANCE = 0.10  # adjacent levels within 10 % are reported as one rate, not two
+
+
+@dataclass
+class MeasureResult:
+    plan: Plan
+    environment: dict[str, Any]
+    points: list[dict[str, Any]]
+    peak_flop_per_s: dict[str, float]
+    bandwidth_bytes_per_s: dict[str, float]
+    sources: dict[str, str]
+    not_measured: dict[str, str]
+    derived: dict[str, Any] = field(default_factory=dict)
+    duration_s: float = math.nan
+
+
+def resolve_device(device: str | None) -> str:
+    import torch
+
+    if device in (None, "auto"):
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device not in ("cpu", "cuda"):
+        raise NsroofError(f"unknown device '{device}' — use cpu or cuda")
+    if device == "cuda" and not torch.cuda.is_available():
+        build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}, but no device is visible"
+        raise NsroofError(f"--device cuda: torch {torch.__version__} sees no CUDA device ({build}) — "
+                          "run `nsroof measure --device cpu`, or run on a machine with a GPU")
+    return device
+
+
+def default_dtypes(device: str) -> tuple[str, ...]:
+    return ALL_DTYPES if device == "cuda" else DEFAULT_CPU_DTYPES
+
+
+def _free_memory_bytes(device: str) -> int:
+    if device == "cuda":
+        import torch
+
+        free, _total = torch.cuda.mem_get_info()
+        return int(free)
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except ImportError:
+        pages = os.sysconf("SC_AVPHYS_PAGES") if hasattr(os, "sysconf") else 0
+        return int(pages * os.sysconf("SC_PAGE_SIZE")) if pages else 8 * 2**30
+
+
+def build_plan(
+    device: str, *, quick: bool, dtypes: tuple[str, ...] | None = None, environment: dict[str, Any],
+    sections: tuple[str, ...] = ("gemm", "stream", "ladder"),
+) -> Plan:
+    caches = cache_levels(environment)
+    # Without a reported last cache, assume a large one: buffers too big are safe, too small are not.
+    last = max((c.bytes for c in caches), default=256 * 2**20)
+    return make_plan(device, quick=quick, dtypes=tuple(dtypes or default_dtypes(device)), last_cache_bytes=last,
+                     free_memory_bytes=_free_memory_bytes(device), sections=sections)
+
+
+def measure(
+    device: str | None = None, *, quick: bool = False, dtypes: tuple[str, ...] | None = None,
+    threads: int | None = None, sections: tuple[str, ...] = ("gemm", "stream", "ladder"),
+    progress: Progress | None = None, plan: Plan | None = None,
+) -> MeasureResult:
+    """Measure this machine's roofline. `plan` overrides the sweep (tests use small ones)."""
+    import torch
+
+    from nsroof.collectors.measure.gemm import random_tensor, run_gemm_sweep
+    from nsroof.collectors.measure.ladder import run_ladder
+    from nsroof.collectors.measure.stream import run_streams
+    from nsroof.collectors.measure.timing import CpuTimer, CudaTimer, Timer, spin_up
+
+    say = progress or (lambda _msg: None)
+    dev = resolve_device(device if plan is None else plan.device)
+    unknown = sorted(set(dtypes or ()) - set(ALL_DTYPES))
+    if unknown:
+        raise NsroofError(f"unknown dtype {', '.join(unknown)} — choose from {', '.join(ALL_DTYPES)}")
+    if threads is not None:
+        if threads < 1:
+            raise NsroofError(f"--threads {threads}: need at least 1")
+        torch.set_num_threads(threads)
+    t_start = time.perf_counter()
+    env = describe_cuda() if dev == "cuda" else describe_cpu()
+    if plan is None:
+        plan = build_plan(dev, quick=quick, dtypes=dtypes, environment=env, sections=sections)
+    timer: Timer = CudaTimer(plan.min_sample_s) if dev == "cuda" else CpuTimer(plan.min_sample_s)
+    env["timer"] = timer.clock
+    say(f"measuring {env['device_name']} ({dev}, {'quick' if plan.quick else 'full'} sweep)")
+    env["spin_up_s"] = spin_up(dev, plan.spin_up_s)
+
+    points: list[dict[str, Any]] = []
+    not_measured: dict[str, str] = {}
+    for dtype in ALL_DTYPES:
+        if dtype not in plan.dtypes:
+            not_measured[dtype] = (
+                "not in the default CPU set; pass --dtype fp8 to time torch._scaled_mm on the CPU"
+                if dtype == "fp8" and dev == "cpu" and _has_scaled_mm() else "not requested (--dtype)"
+            )
+    if "gemm" in plan.sections:
+        gemm_points, missing = run_gemm_sweep(plan, timer, say)
+        points += gemm_points
+        not_measured.update(missing)
+
+    if "stream" in plan.sections or "ladder" in plan.sections:
+        n_stream = plan.stream_buffer_bytes // 4
+        n_ladder = max(plan.ladder_sizes, default=0) // 4 if "ladder" in plan.sections else 0
+        numel = max(3 * n_stream if "stream" in plan.sections else 0, n_ladder)
+        say(f"allocating {numel * 4 / 2**20:,.0f} MiB of random float32 for the memory sweeps")
+        pool = random_tensor((numel,), torch.float32, dev, seed=7)
+        try:
+            if "stream" in plan.sections:
+                points += run_streams(pool, plan, timer, say)
+            if "ladder" in plan.sections:
+                points += run_ladder(pool, plan, timer, say)
+        finally:
+            del pool
+            if dev == "cuda":
+                torch.cuda.empty_cache()
+
+    result = summarize(plan, env, points, not_measured)
+    result.duration_s = time.perf_counter() - t_start
+    return result
+
+
+def _has_scaled_mm() -> bool:
+    import torch
+
+    return hasattr(torch, "_scaled_mm") and hasattr(torch, "float8_e4m3fn")
+
+
+def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]], not_measured: dict[str, str]) -> MeasureResult:
+    """Peaks, level bandwidths, sources and the derived tables from the raw points (pure)."""
+    timing = f"{'CUDA events' if plan.device == 'cuda' else 'perf_counter'} median of {plan.reps}"
+    peaks: dict[str, float] = {}
+    sources: dict[str, str] = {}
+    for dtype, p in analysis.best_gemm(points).items():
+        peaks[dtype] = p["flop_per_s"]
+        sources[f"peak_flop_per_s.{dtype}"] = (
+            f"measured: best of {sum(1 for q in analysis.measured(points, 'gemm') if q['dtype'] == dtype)} "
+            f"{p['path']} points, {p['label']} M={p['m']} N={p['n']} K={p['k']}, 2·M·N·K / time, {timing}"
+        )
+    for dtype, reason in not_measured.items():
+        sources[f"peak_flop_per_s.{dtype}"] = f"not measured: {reason}"
+
+    bandwidths: dict[str, float] = {}
+    derived: dict[str, Any] = {"notes": list(plan.notes)}
+    ladder = analysis.measured(points, "ladder")
+    if ladder:
+        ws = [p["working_set_bytes"] for p in ladder]
+        bw = [p["bytes_per_s"] for p in ladder]
+        derived["plateaus"] = [dataclasses.asdict(p) for p in find_plateaus(ws, bw)]
+        levels = level_bandwidths(ws, bw, cache_levels(env))
+        derived["ladder_levels"] = [dataclasses.asdict(lv) for lv in levels]
+        for lv in levels:
+            if lv.level == "dram" or not math.isfinite(lv.bytes_per_s):
+                continue
+            bandwidths[lv.level] = lv.bytes_per_s
+            sources[f"bandwidth_bytes_per_s.{lv.level}"] = (
+                f"measured: cache ladder, median read rate of {lv.points} working set(s) {lv.note}; "
+                f"passes of x[:W].expand(passes, W).sum(), {timing}"
+            )
+        cache_rates = [(lv.level, lv.bytes_per_s) for lv in levels if math.isfinite(lv.bytes_per_s)]
+        for (lo, lo_bw), (hi, hi_bw) in zip(cache_rates, cache_rates[1:]):
+            if abs(lo_bw - hi_bw) <= SAME_LEVEL_TOLERANCE * max(lo_bw, hi_bw):
+                derived["notes"].append(
+                    f"{lo} and {hi} read at the same rate here ({lo_bw / 1e9:.1f} vs {hi_bw / 1e9:.1f} GB/s): "
+                    f"the reduction kernel, not the {lo} cache, limits the smaller working sets"
+                )
+    best = analysis.best_stream(points)
+    if best is not None:
+        bandwidths["dram"] = best["bytes_per_s"]
+        sources["bandwidth_bytes_per_s.dram"] = (
+            f"measured: best streaming kernel '{best['kernel']}' ({best['description']}) over "
+            f"{best['buffer_bytes'] / 2**20:,.0f} MiB buffers, bytes read + written / time, {timing}"
+        )
+    elif ladder:
+        dram = next((lv for lv in level_bandwidths(
+            [p["working_set_bytes"] for p in ladder], [p["bytes_per_s"] for p in ladder], cache_levels(env))
+            if lv.level == "dram"), None)
+        if dram is not None and math.isfinite(dram.bytes_per_s):
+            bandwidths["dram"] = dram.bytes_per_s
+            sources["bandwidth_bytes_per_s.dram"] = f"measured: cache ladder, {dram.note}, {timing}"
+
+    derived["ridges_flop_per_byte"] = analysis.ridges(peaks, bandwidths)
+    derived["saturation"] = analysis.saturation(points)
+    derived["reference_workloads"] = analysis.reference_workloads(peaks, bandwidths.get("dram", 0.0))
+    derived["efficiency"] = analysis.efficiency(peaks, bandwidths, _datasheet(env))
+    derived["dtype_bytes"] = {d: DTYPE_BYTES[d] for d in peaks}
+    return MeasureResult(plan=plan, environment=env, points=points, peak_flop_per_s=peaks,
+                         bandwidth_bytes_per_s=bandwidths, sources=sources, not_measured=not_measured, derived=derived)
+
+
+def _datasheet(env: dict[str, Any]) -> Any | None:
+    try:
+        from nsroof.models.machines import lookup_device
+    except ImportError:
+        return None
+    return lookup_device(str(env.get("device_name", "")))
+
+
+def json_safe(value: Any) -> Any:
+    """NaN/inf -> None, tuples -> lists, recursively: the profile stays strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def to_machine(result: MeasureResult) -> Any:
+    from nsroof.models.machines import Machine
+
+    env = dict(result.environment)
+    name = f"{env.get('device_name', result.plan.device)} (measured)"
+    environment = json_safe({
+        **env,
+        "plan": dataclasses.asdict(result.plan),
+        "not_measured": result.not_measured,
+        "derived": result.derived,
+        "duration_s": result.duration_s,
+    })
+    return Machine(name=name, source="measured", peak_flop_per_s=dict(result.peak_flop_per_s),
+                   bandwidth_bytes_per_s=dict(result.bandwidth_bytes_per_s), sources=dict(result.sources),
+                   environment=environment, points=json_safe(result.points))
+
+
+def write_points_csv(points: list[dict[str, Any]], path: str | os.PathLike[str]) -> None:
+    """Every point, one row each (columns: the union of all points' keys), written atomically."""
+    import pandas as pd
+
+    from nsroof.report.atomic import atomic_path
+
+    frame = pd.DataFrame.from_records(json_safe(points))
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False)

@@ -1,0 +1,124 @@
+"""Text summary of a measurement (what `nsroof measure` prints on stdout)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from nsroof.collectors.measure.analysis import measured
+
+
+def _si(value: float | None, unit: str) -> str:
+    if value is None or not math.isfinite(value):
+        return "—"
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:,.1f} {prefix}{unit}"
+    return f"{value:,.1f} {unit}"
+
+
+def _bytes(n: int | float | None) -> str:
+    if n is None:
+        return "—"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            v = n / size
+            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> list[str]:
+    """Plain-text table; columns in `right` (numbers) are right-aligned."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    for r in rows:
+        lines.append("  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    return lines
+
+
+def render(result: Any) -> str:
+    env = result.environment
+    out: list[str] = []
+    if env.get("device") == "cuda":
+        out.append(f"device   {env['device_name']}  CC {env.get('compute_capability')}  {env.get('sm_count')} SMs  "
+                   f"{_bytes(env.get('memory_bytes'))}  driver {env.get('driver_version')}  CUDA {env.get('cuda_runtime')}  "
+                   f"torch {env.get('torch')}")
+    else:
+        out.append(f"device   {env['device_name']}  {env.get('logical_cpus')} logical CPUs, "
+                   f"{env.get('threads_used')} torch threads  torch {env.get('torch')}")
+    caches = ", ".join(f"{k.upper()} {_bytes(v['bytes'])}" for k, v in env.get("caches", {}).items())
+    out.append(f"caches   {caches or 'not reported'}")
+    out.append(f"timing   {env.get('timer')}, median of {result.plan.reps} after {result.plan.warmup} warm-up; "
+               f"{'quick' if result.plan.quick else 'full'} sweep in {result.duration_s:.1f} s")
+    out.append("")
+
+    sat = result.derived.get("saturation", {})
+    rows = []
+    for dtype in ("fp32", "tf32", "fp16", "bf16", "fp8"):
+        if dtype in result.peak_flop_per_s:
+            best = max((p for p in measured(result.points, "gemm") if p["dtype"] == dtype), key=lambda p: p["flop_per_s"])
+            s = sat.get(dtype, {})
+            rows.append([dtype, _si(result.peak_flop_per_s[dtype], "FLOP/s"),
+                         f"{best['label']} {best['m']}x{best['n']}x{best['k']}",
+                         f"{s.get('label', '')} {s.get('m')}x{s.get('n')}x{s.get('k')}" if s else "—"])
+        elif dtype in result.not_measured:
+            rows.append([dtype, "not measured", "", result.not_measured[dtype]])
+    out.append("GEMM peak per dtype (2·M·N·K / time)")
+    out += _table(["dtype", "peak", "best shape MxNxK", "first shape >= 90% of peak"], rows, right=(1,))
+    out.append("")
+
+    streams = measured(result.points, "stream")
+    if streams:
+        out.append("Streaming kernels (DRAM)")
+        rows = [[f"{p['kernel']}: {p['description']}", _bytes(p["buffer_bytes"]), _bytes(p["bytes"]),
+                 _si(p["bytes_per_s"], "B/s")] for p in streams]
+        out += _table(["kernel", "buffer", "bytes moved", "rate"], rows, right=(1, 2, 3))
+        out.append("")
+    ladder = measured(result.points, "ladder")
+    if ladder:
+        plateaus = result.derived.get("plateaus", [])
+        out.append("Cache ladder (read rate of repeated passes over a working set)")
+        row = []
+        for p in ladder:
+            row.append(f"{_bytes(p['working_set_bytes'])} {_si(p['bytes_per_s'], 'B/s')}")
+        for i in range(0, len(row), 4):
+            out.append("  " + " | ".join(row[i : i + 4]))
+        if plateaus:
+            out.append("  plateaus: " + "; ".join(
+                f"{_bytes(p['first_bytes'])}–{_bytes(p['last_bytes'])} ≈ {_si(p['bytes_per_s'], 'B/s')}" for p in plateaus))
+        out.append("")
+
+    out.append("Bandwidth per level: " + ", ".join(
+        f"{lvl} {_si(bw, 'B/s')}" for lvl, bw in result.bandwidth_bytes_per_s.items()))
+    ridges = result.derived.get("ridges_flop_per_byte", {})
+    if ridges:
+        dtypes = list(result.peak_flop_per_s)
+        out.append("Ridge I* = peak / bandwidth (FLOP/byte)")
+        out += _table(["level", *dtypes], [[lvl, *(f"{r[d]:,.1f}" for d in dtypes)] for lvl, r in ridges.items()],
+                      right=tuple(range(1, len(dtypes) + 1)))
+    eff = result.derived.get("efficiency", {})
+    if eff:
+        out.append(f"Against the datasheet ({eff['datasheet']}): " + ", ".join(
+            f"{k.split('.', 1)[1]} {v['fraction']:.0%}" for k, v in eff.items() if isinstance(v, dict)))
+    else:
+        out.append("Against the datasheet: no packaged datasheet profile matches this device")
+    out.append("")
+    work = result.derived.get("reference_workloads", [])
+    if work:
+        out.append("Reference workloads on the DRAM roofline")
+        rows = []
+        for w in work:
+            if "t_star_tokens" in w:
+                t = w["t_star_tokens"]
+                rows.append([w["dtype"], w["workload"], "", "",
+                             f"T* = {t:,.0f} tokens" if t is not None and math.isfinite(t) else "never compute-bound"])
+            else:
+                rows.append([w["dtype"], w["workload"], f"{w['intensity_flop_per_byte']:,.1f}", w["bound"],
+                             _si(w["attainable_flop_per_s"], "FLOP/s")])
+        out += _table(["dtype", "workload", "I (FLOP/B)", "bound", "attainable"], rows, right=(2, 4))
+    notes = result.derived.get("notes", [])
+    if notes:
+        out.append("")
+        out += [f"note: {n}" for n in notes]
+    return "\n".join(out)

@@ -1,0 +1,145 @@
+"""Timers: the median of repeated runs, on the host clock (CPU) or on CUDA events (GPU).
+
+A timed function takes the call index, so rotating operand sets is the caller's choice. Short calls
+are batched (`inner` calls per sample) until one sample lasts at least `min_sample_s`: a single
+microsecond call is otherwise dominated by timer resolution and launch overhead.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+MAX_INNER = 10_000
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_s: float  # per call
+    min_s: float
+    max_s: float
+    reps: int
+    inner: int
+    clock: str
+
+    @property
+    def spread(self) -> float:
+        """(max - min) / median over the samples: how much to trust a difference between two points."""
+        return (self.max_s - self.min_s) / self.median_s if self.median_s > 0 else math.nan
+
+
+class Timer(Protocol):
+    clock: str
+
+    def time(self, fn: Callable[[int], Any], *, warmup: int, reps: int) -> Timing: ...
+
+    def synchronize(self) -> None: ...
+
+
+def inner_count(one_call_s: float, min_sample_s: float) -> int:
+    """Calls per sample so that one sample lasts at least min_sample_s (1 for calls already that long)."""
+    if one_call_s <= 0:
+        return MAX_INNER
+    return max(1, min(MAX_INNER, math.ceil(min_sample_s / one_call_s)))
+
+
+def summarize(samples_s: list[float], *, inner: int, clock: str) -> Timing:
+    return Timing(
+        median_s=statistics.median(samples_s), min_s=min(samples_s), max_s=max(samples_s),
+        reps=len(samples_s), inner=inner, clock=clock,
+    )
+
+
+@dataclass
+class CpuTimer:
+    """time.perf_counter around synchronous CPU work."""
+
+    min_sample_s: float = 2e-3
+    clock: str = "perf_counter"
+
+    def synchronize(self) -> None:
+        return None
+
+    def time(self, fn: Callable[[int], Any], *, warmup: int, reps: int) -> Timing:
+        call = 0
+        for _ in range(warmup):
+            fn(call)
+            call += 1
+        t0 = time.perf_counter()
+        fn(call)
+        call += 1
+        inner = inner_count(time.perf_counter() - t0, self.min_sample_s)
+        samples: list[float] = []
+        for _ in range(max(1, reps)):
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                fn(call)
+                call += 1
+            samples.append((time.perf_counter() - t0) / inner)
+        return summarize(samples, inner=inner, clock=self.clock)
+
+
+@dataclass
+class CudaTimer:
+    """CUDA events recorded on the current stream: device time, not how fast Python enqueues work
+    (launches are asynchronous, so a host clock around them measures the wrong thing)."""
+
+    min_sample_s: float = 1e-3
+    clock: str = "cuda-events"
+
+    def synchronize(self) -> None:
+        import torch
+
+        torch.cuda.synchronize()
+
+    def time(self, fn: Callable[[int], Any], *, warmup: int, reps: int) -> Timing:
+        import torch
+
+        call = 0
+        for _ in range(warmup):
+            fn(call)
+            call += 1
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        fn(call)
+        call += 1
+        end.record()
+        end.synchronize()
+        inner = inner_count(start.elapsed_time(end) * 1e-3, self.min_sample_s)
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(max(1, reps))]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(max(1, reps))]
+        for s, e in zip(starts, ends):
+            s.record()
+            for _ in range(inner):
+                fn(call)
+                call += 1
+            e.record()
+        torch.cuda.synchronize()
+        samples = [s.elapsed_time(e) * 1e-3 / inner for s, e in zip(starts, ends)]
+        return summarize(samples, inner=inner, clock=self.clock)
+
+
+def spin_up(device: str, seconds: float) -> float:
+    """Run matrix products for `seconds` before measuring: clocks ramp up from idle (a GPU idles at a
+    few hundred MHz) and a VM's first touches of memory and threads are slow. Returns the time spent."""
+    import torch
+
+    if seconds <= 0:
+        return 0.0
+    n = 1024 if device == "cpu" else 4096
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    a = torch.rand((n, n), device=device, dtype=dtype)
+    b = torch.rand((n, n), device=device, dtype=dtype)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(4):
+            torch.matmul(a, b)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    return time.perf_counter() - t0

@@ -1,0 +1,49 @@
+"""`nsroof measure`: this device's real roofline (GEMM peaks per dtype, bandwidth per memory level)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+SECTIONS = ("gemm", "stream", "ladder")
+
+
+@click.command()
+@click.option("--quick", is_flag=True, help="Short sweep (under a minute on a 2-core CPU, seconds on a GPU).")
+@click.option("--dtype", "dtypes", multiple=True, type=click.Choice(DTYPES),
+              help="GEMM dtype to sweep; repeat for several (default: all on CUDA, fp32/fp16/bf16 on CPU).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="What to measure: auto takes the GPU when torch sees one.")
+@click.option("--threads", type=int, help="torch CPU threads (default: torch's own choice).")
+@click.option("--only", "sections", multiple=True, type=click.Choice(SECTIONS),
+              help="Run only these parts (repeatable; default: all).")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Write the machine profile (JSON) here; use it with `analyze --machine FILE`.")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), help="Also write every measured point as CSV.")
+def measure(quick: bool, dtypes: tuple[str, ...], device: str, threads: int | None, sections: tuple[str, ...],
+            output: Path | None, csv_path: Path | None) -> None:
+    """Measure peak FLOP/s per precision and bandwidth per memory level (DRAM, caches) on this GPU or
+    CPU, the ridges, and where reference LLM workloads land; save it as a machine profile."""
+    from nsroof.collectors.measure import measure as run, to_machine, write_points_csv
+    from nsroof.collectors.measure.summary import render
+
+    t0 = time.perf_counter()
+
+    def progress(message: str) -> None:
+        click.echo(f"[{time.perf_counter() - t0:6.1f} s] {message}", err=True)
+
+    result = run(device, quick=quick, dtypes=tuple(dtypes) or None, threads=threads,
+                 sections=tuple(sections) or SECTIONS, progress=progress)
+    machine = to_machine(result)
+    if output is not None:
+        machine.save(output)
+    if csv_path is not None:
+        write_points_csv(result.points, csv_path)
+    click.echo(render(result))
+    if output is not None:
+        click.echo(f"\nwrote {output} (use: nsroof analyze --machine {output} …)")
+    if csv_path is not None:
+        click.echo(f"wrote {csv_path} ({len(result.points)} points)")
