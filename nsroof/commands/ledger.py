@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from nsroof.models.ledger import Analysis, Formula, Operator
+    from nsroof.models.ledger import Analysis, Formula
     from nsroof.models.machines import Machine
 
 SWEEP_NS: tuple[int, ...] = (512, 2048, 8192, 32768, 131072)  # seeds/attention_traffic_model.py
@@ -211,66 +211,80 @@ def _traffic_lines(a: Analysis) -> list[str]:
 
 
 def sweep(name: str, shape: dict[str, Any], machine: Machine, level: str) -> tuple[str, Any]:
+    """The seeds' sweeps: decode over batch 1…512; attention(-traffic) over N 512…131072, prefill and decode."""
+    if name == "decode":
+        return _sweep_decode(shape, machine, level)
+    if name == "attention-traffic":
+        return _sweep_traffic(shape)
+    if name == "attention":
+        return _sweep_attention(shape, machine, level)
+    raise AssertionError(name)
+
+
+def _sweep_decode(shape: dict[str, Any], machine: Machine, level: str) -> tuple[str, Any]:
     from nsroof.models import ledger
 
-    if name == "decode":
-        rows = []
-        for batch in SWEEP_BATCHES:
-            a = ledger.analyze(ledger.operator("decode", **(shape | {"batch": batch})), machine, level=level)
-            d = a.derived
-            rows.append({"batch": batch, "intensity": d["intensity"], "step_s": d["step_s"],
-                         "tokens_per_s": d["tokens_per_s"], "mfu": d["mfu"], "regime": a.regime, "bound": a.timing.bound})
-        op = ledger.operator("decode", **shape)
-        title = (f"Dense decode, {count(op.shape['params'])} params, {op.dtype} weights, on {machine.name} "
-                 f"(roof {op.roof.key})")
-        text = [title, f"{'batch':>7}{'I (F/B)':>10}{'step ms':>10}{'tok/s':>12}{'MFU':>8}   regime"]
+    rows: list[dict[str, Any]] = []
+    for batch in SWEEP_BATCHES:
+        a = ledger.analyze(ledger.operator("decode", **(shape | {"batch": batch})), machine, level=level)
+        d = a.derived
+        rows.append({"batch": batch, "intensity": d["intensity"], "step_s": d["step_s"],
+                     "tokens_per_s": d["tokens_per_s"], "mfu": d["mfu"], "regime": a.regime, "bound": a.timing.bound})
+    op = ledger.operator("decode", **shape)
+    title = (f"Dense decode, {count(op.shape['params'])} params, {op.dtype} weights, on {machine.name} "
+             f"(roof {op.roof.key})")
+    text = [title, f"{'batch':>7}{'I (F/B)':>10}{'step ms':>10}{'tok/s':>12}{'MFU':>8}   regime"]
+    for r in rows:
+        text.append(f"{r['batch']:>7}{r['intensity']:>10.1f}{r['step_s'] * 1e3:>10.3f}{r['tokens_per_s']:>12.0f}"
+                    f"{r['mfu'] * 100:>7.1f}%   {r['regime']}")
+    return "\n".join(text), {"machine": machine.name, "op": op.label, "rows": _clean(rows)}
+
+
+def _sweep_traffic(shape: dict[str, Any]) -> tuple[str, Any]:
+    from nsroof.models import ledger
+
+    d = int(shape.get("d", 128))
+    base = {"d": d} | {k: v for k, v in shape.items() if k in ("block_m", "block_n", "dtype", "batch_heads")}
+    out: dict[str, Any] = {}
+    text = []
+    for regime, sq_of in (("prefill", lambda n: n), ("decode", lambda n: 1)):
+        rows: list[dict[str, Any]] = []
+        for n in SWEEP_NS:
+            op = ledger.operator("attention-traffic", **(base | {"sq": sq_of(n), "skv": n}))
+            rows.append({"n": n, "naive": op.variants["naive"].elements, "tiled": op.cost.elements,
+                         "ratio": op.facts["ratio_naive_over_tiled"]})
+        out[regime] = _clean(rows)
+        bm = base.get("block_m", 128)
+        text.append(f"{'prefill-like: Sq = Skv = N' if regime == 'prefill' else 'decode-like: Sq = 1, Skv = N'}"
+                    f" (block_m = {bm}, d = {d})")
+        text.append(f"{'N':>8}{'naive':>18}{'tiled':>18}{'ratio':>9}")
         for r in rows:
-            text.append(f"{r['batch']:>7}{r['intensity']:>10.1f}{r['step_s'] * 1e3:>10.3f}{r['tokens_per_s']:>12.0f}"
-                        f"{r['mfu'] * 100:>7.1f}%   {r['regime']}")
-        return "\n".join(text), {"machine": machine.name, "op": op.label, "rows": _clean(rows)}
+            text.append(f"{r['n']:>8}{count(r['naive']):>18}{count(r['tiled']):>18}{r['ratio']:>8.2f}x")
+        text.append("")
+    return "\n".join(text).rstrip(), out
 
-    if name == "attention-traffic":
-        d = int(shape.get("d", 128))
-        base = {"d": d} | {k: v for k, v in shape.items() if k in ("block_m", "block_n", "dtype", "batch_heads")}
-        out: dict[str, Any] = {}
-        text = []
-        for regime, sq_of in (("prefill", lambda n: n), ("decode", lambda n: 1)):
-            rows = []
-            for n in SWEEP_NS:
-                op = ledger.operator("attention-traffic", **(base | {"sq": sq_of(n), "skv": n}))
-                rows.append({"n": n, "naive": op.variants["naive"].elements, "tiled": op.cost.elements,
-                             "ratio": op.facts["ratio_naive_over_tiled"]})
-            out[regime] = _clean(rows)
-            bm = base.get("block_m", 128)
-            text.append(f"{'prefill-like: Sq = Skv = N' if regime == 'prefill' else 'decode-like: Sq = 1, Skv = N'}"
-                        f" (block_m = {bm}, d = {d})")
-            text.append(f"{'N':>8}{'naive':>18}{'tiled':>18}{'ratio':>9}")
-            for r in rows:
-                text.append(f"{r['n']:>8}{count(r['naive']):>18}{count(r['tiled']):>18}{r['ratio']:>8.2f}x")
-            text.append("")
-        return "\n".join(text).rstrip(), out
 
-    if name == "attention":
-        base = {k: v for k, v in shape.items() if k not in ("sq", "skv")}
-        out = {}
-        text = []
-        for regime, sq_of in (("prefill", lambda n: n), ("decode", lambda n: 1)):
-            rows = []
-            for n in SWEEP_NS:
-                a = ledger.analyze(ledger.operator("attention", **(base | {"sq": sq_of(n), "skv": n})), machine, level=level)
-                rows.append({"n": n, "flops": a.timing.flops, "bytes": a.timing.bytes, "intensity": a.timing.intensity,
-                             "sol_time_s": a.timing.sol_time_s, "bound": a.timing.bound})
-            out[regime] = _clean(rows)
-            text.append(f"fused attention, {regime} ({'Sq = Skv = N' if regime == 'prefill' else 'Sq = 1, Skv = N'}), "
-                        f"{machine.name}")
-            text.append(f"{'N':>8}{'FLOP':>22}{'bytes':>18}{'I':>10}{'SOL':>14}  bound")
-            for r in rows:
-                text.append(f"{r['n']:>8}{count(r['flops']):>22}{count(r['bytes']):>18}{r['intensity']:>10.1f}"
-                            f"{duration(r['sol_time_s']):>14}  {r['bound']}")
-            text.append("")
-        return "\n".join(text).rstrip(), out
+def _sweep_attention(shape: dict[str, Any], machine: Machine, level: str) -> tuple[str, Any]:
+    from nsroof.models import ledger
 
-    raise AssertionError(name)
+    base = {k: v for k, v in shape.items() if k not in ("sq", "skv")}
+    out: dict[str, Any] = {}
+    text = []
+    for regime, sq_of in (("prefill", lambda n: n), ("decode", lambda n: 1)):
+        rows: list[dict[str, Any]] = []
+        for n in SWEEP_NS:
+            a = ledger.analyze(ledger.operator("attention", **(base | {"sq": sq_of(n), "skv": n})), machine, level=level)
+            rows.append({"n": n, "flops": a.timing.flops, "bytes": a.timing.bytes, "intensity": a.timing.intensity,
+                         "sol_time_s": a.timing.sol_time_s, "bound": a.timing.bound})
+        out[regime] = _clean(rows)
+        text.append(f"fused attention, {regime} ({'Sq = Skv = N' if regime == 'prefill' else 'Sq = 1, Skv = N'}), "
+                    f"{machine.name}")
+        text.append(f"{'N':>8}{'FLOP':>22}{'bytes':>18}{'I':>10}{'SOL':>14}  bound")
+        for r in rows:
+            text.append(f"{r['n']:>8}{count(r['flops']):>22}{count(r['bytes']):>18}{r['intensity']:>10.1f}"
+                        f"{duration(r['sol_time_s']):>14}  {r['bound']}")
+        text.append("")
+    return "\n".join(text).rstrip(), out
 
 
 # The seed ledger's operator table (seeds/operator_ledger.py `--sweep`).
@@ -290,7 +304,7 @@ SEED_TABLE: tuple[tuple[str, str, dict[str, Any]], ...] = (
 def operator_table(machine: Machine, level: str) -> tuple[str, Any]:
     from nsroof.models import ledger
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for label, name, shape in SEED_TABLE:
         a = ledger.analyze(ledger.operator(name, **shape), machine, level=level)
         rows.append({"operator": label, "op": a.op.label, "roof": a.op.roof.key, "intensity": a.timing.intensity,

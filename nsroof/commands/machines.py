@@ -103,8 +103,8 @@ def detail(m: Machine) -> str:
     lines += ["", "compute roofs and their ridge points (peak / bandwidth, FLOP/byte):",
               f"  {'roof':<26}{'TFLOP/s':>10}" + "".join(f"{'ridge ' + lvl:>13}" for lvl in levels) + "   source"]
     for key, by_level in ridges.items():
-        table, dt = key.split(".", 1)
-        value = getattr(m, table)[dt]
+        rates, dt = key.split(".", 1)
+        value = getattr(m, rates)[dt]
         lines.append(f"  {key:<26}{_tflops(value):>10}" + "".join(f"{_fmt(by_level[lvl]):>13}" for lvl in levels)
                      + f"   {m.sources.get(key, m.label)}")
     lines += ["", "bandwidth:"]

@@ -503,7 +503,7 @@ def apply(report_df: pd.DataFrame, mapping: Mapping, *, machine: Machine | None 
     if n and any(reasons):
         missing = _text(frame, "missing").to_numpy()
         why = np.array([("ledger: " + r.replace(",", ";")) if r else "" for r in reasons], dtype=object)
-        joined = [", ".join(x for x in (a, b) if x) for a, b in zip(missing, why)]
+        joined = [", ".join(x for x in (a, b) if x) for a, b in zip(missing, why, strict=True)]
         frame["missing"] = pd.Series(joined, index=frame.index, dtype=object)
     matched, total = coverage(frame)
     frame.attrs = dict(frame.attrs) | {"ledger": {"mapping": mapping.path, "matched": matched, "kernels": total}}
