@@ -1,0 +1,87 @@
+"""`nsroof profile -o r.parquet -- python script.py`: the report file holds the exact analytic costs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nsroof.cli import cli
+
+pytest.importorskip("torch")
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data" / "collectors"
+
+MM_FLOPS = 2 * 512 * 1024 * 256  # = 268,435,456
+MM_BYTES = 4 * (512 * 1024 + 1024 * 256 + 512 * 256)  # = 3,670,016
+
+
+def test_profile_a_script_end_to_end_gives_exact_costs(tmp_path: Path) -> None:
+    out = tmp_path / "r.parquet"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nsroof", "profile", "--machine", str(DATA / "test-cpu.json"), "-o", str(out),
+         "--", "python", str(DATA / "tiny_mm.py"), "3"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "aten::mm" in proc.stdout and "Coverage:" in proc.stdout
+
+    from nsroof.report.parquet import load, read_metadata
+
+    report = load(out)
+    mm = report[report["op"].astype(str) == "aten::mm"]
+    assert len(mm) == 3  # one row per call (argv[1] = 3 reached the script)
+    assert (mm["flops"] == MM_FLOPS).all() and (mm["bytes"] == MM_BYTES).all()
+    assert set(mm["bytes_source"].astype(str)) == {"analytic:gemm"}
+    assert set(mm["bound"].astype(str)) == {"compute"}  # 73.1 FLOP/B against a ridge of 10
+    meta = read_metadata(out)
+    assert meta["collector"] == "torch.profiler"
+    assert meta["inputs"][0]["name"] == "tiny_mm.py"
+    assert meta["ceilings"][0]["name"] == "test-cpu"
+
+
+def test_a_missing_script_is_a_one_line_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["profile", "-o", str(tmp_path / "r.parquet"), "--", "python", "nope.py"])
+    assert result.exit_code == 2
+    assert "nsroof: error: nope.py: no such script" in result.output
+    assert not (tmp_path / "r.parquet").exists()
+
+
+def test_a_failing_script_writes_no_report_and_says_why(tmp_path: Path) -> None:
+    script = tmp_path / "boom.py"
+    script.write_text("raise ValueError('bad batch size')\n")
+    result = CliRunner().invoke(cli, ["profile", "--machine", str(DATA / "test-cpu.json"),
+                                      "-o", str(tmp_path / "r.parquet"), "--", str(script)])
+    assert result.exit_code == 2
+    assert "raised ValueError: bad batch size; no report written" in result.output
+    assert not (tmp_path / "r.parquet").exists()
+
+
+def test_script_sees_its_own_argv_and_main(tmp_path: Path) -> None:
+    script = tmp_path / "argv.py"
+    marker = tmp_path / "seen.txt"
+    script.write_text(
+        "import sys, torch\n"
+        "if __name__ == '__main__':\n"
+        f"    open({str(marker)!r}, 'w').write(' '.join(sys.argv))\n"
+        "    torch.ones(4).sum()\n"
+    )
+    result = CliRunner().invoke(cli, ["profile", "--machine", str(DATA / "test-cpu.json"),
+                                      "-o", str(tmp_path / "r.parquet"), "--", "python", str(script), "--lr", "3"])
+    assert result.exit_code == 0, result.output
+    assert marker.read_text() == f"{script} --lr 3"
+    assert (tmp_path / "r.parquet").exists()
+
+
+def test_warmup_beyond_the_run_is_reported(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["profile", "--machine", str(DATA / "test-cpu.json"), "--warmup", "3",
+                                      "--steps", "1", "-o", str(tmp_path / "r.parquet"), "--",
+                                      str(DATA / "tiny_mm.py")])
+    assert result.exit_code == 2
+    assert "no ops recorded in steps 3..3" in result.output
