@@ -217,7 +217,11 @@ def infer_identity(path: Path, *, root: Path | None = None, name_template: str |
         if found is not None:
             rank = found
             evidence.append("rank from the trace's distributedInfo")
-    parts = list(path.relative_to(root).parts if root is not None and _is_under(path, root) else path.parts[-3:])
+    # the folder the user named counts too (analyze_many(["run/rank3"]) -> rank 3)
+    if root is not None and _is_under(path.resolve(), root.resolve()):
+        parts = list(path.resolve().relative_to(root.resolve().parent).parts)
+    else:
+        parts = list(path.parts[-3:])
     if rank is None:
         for part in reversed(parts):
             m = _RANK_TOKEN.search(part)
@@ -650,17 +654,22 @@ def _write_summary(result: DatasetResult) -> str:
             previous = json.loads(fh.read().decode("utf-8"))
     except (OSError, FileNotFoundError, ValueError):
         previous = {}
-    records = {r["source"]: r for r in previous.get("inputs", []) if isinstance(r, dict) and "source" in r}
+    def key(r: dict[str, Any]) -> str:
+        return f"{r.get('source')}|{r.get('rank')}"
+
+    records = {key(r): r for r in previous.get("inputs", []) if isinstance(r, dict) and "source" in r}
     for o in result.outcomes:
         rec = {k: v for k, v in asdict(o).items() if k not in ("top",)}
-        if not o.ok and o.source in records and records[o.source].get("ok"):
-            rec["previous_ok_partitions"] = records[o.source].get("partitions", [])
-        records[o.source] = rec
+        old = records.get(key(rec))
+        if not o.ok and old and old.get("ok"):
+            # a refused or failed re-run leaves the earlier partitions in place: keep their record
+            rec = dict(old, last_error=o.error)
+        records[key(rec)] = rec
     summary = {
         "nsroof_version": __version__,
         "schema_version": SCHEMA_VERSION,
         "partitioning": list(PARTITION_KEYS),
-        "inputs": sorted(records.values(), key=lambda r: r["source"]),
+        "inputs": sorted(records.values(), key=lambda r: (str(r["source"]), str(r.get("rank")))),
         "unmatched": [asdict(f) for f in result.failures if f.input not in {o.input for o in result.outcomes}],
         "last_run": {"executor": result.executor, "jobs": result.jobs, "wall_s": round(result.wall_s, 3),
                      "inputs": len(result.outcomes), "failed": len(result.failures)},

@@ -1,0 +1,290 @@
+"""Many inputs into one hive-partitioned dataset (nsroof.multi): discovery by content, rank/host
+inference, partitions, overwrite protection, failed inputs listed while the others land, the
+local pool and a Dask LocalCluster giving the same rows, and a run over the shared real exports."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nsroof import multi
+from nsroof.report import parquet
+
+A100 = "NVIDIA A100-SXM4-40GB"
+FLOP_OPS = ("fadd", "fmul", "ffma", "dadd", "dmul", "dfma", "hadd", "hmul", "hfma")
+
+
+def raw_csv(kernels: list[tuple[str, int, int, int]], *, host: str = "nodeA", pid: int = 4242, device: str = A100) -> str:
+    """A small ncu raw-page export (header, units row, one row per launch), C locale.
+    kernels: (name, dram bytes, duration ns, FFMA thread instructions)."""
+    cols = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
+            "Grid Size", "Device", "CC", "device__attribute_display_name", "dram__bytes.sum", "gpu__time_duration.sum",
+            "lts__t_bytes.sum", "l1tex__t_bytes.sum", *(f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum" for op in FLOP_OPS)]
+    units = ["", "", "", "", "", "", "", "", "", "", "", "", "byte", "nsecond", "byte", "byte", *(["inst"] * len(FLOP_OPS))]
+    buf = io.StringIO()
+    w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    w.writerow(cols)
+    w.writerow(units)
+    for i, (name, dram, ns, ffma) in enumerate(kernels):
+        flops = [ffma if op == "ffma" else 0 for op in FLOP_OPS]
+        w.writerow([i, pid, "python", host, name, 1, 7, "(256, 1, 1)", "(1024, 1, 1)", 0, "8.0", device, dram, ns,
+                    2 * dram, 4 * dram, *flops])
+    return buf.getvalue()
+
+
+# One memory-bound and one compute-bound kernel on an A100 40GB (spec roofs: FP32 SIMT 19.5e12,
+# DRAM 1.555e12 -> ridge 19.5e12 / 1.555e12 = 12.54 FLOP/byte):
+#   axpy: 2.5e8 FFMA x 2 = 5e8 FLOP over 1e9 DRAM bytes -> intensity 0.5  < 12.54 -> memory
+#   gemm: 5e10 FFMA x 2 = 1e11 FLOP over 1e8 DRAM bytes -> intensity 1000 > 12.54 -> compute
+KERNELS = [("void axpy<float>(float, float const*, float*, int)", 1_000_000_000, 1_000_000, 250_000_000),
+           ("gemm_kernel(float*)", 100_000_000, 6_000_000, 50_000_000_000)]
+
+
+@pytest.fixture()
+def inputs(tmp_path: Path) -> Path:
+    """A run folder as a 2-host, 4-rank job leaves it, plus things that are not exports."""
+    root = tmp_path / "job"
+    for rank, host in enumerate(["nodeA", "nodeA", "nodeB", "nodeB"]):
+        d = root / f"rank{rank}"
+        d.mkdir(parents=True)
+        (d / "profile.csv").write_text(raw_csv(KERNELS, host=host, pid=1000 + rank))
+    (root / "notes").mkdir()
+    (root / "notes" / "README.md").write_text("# how we profiled\nncu --set full -o prof_%q{RANK}\n")
+    (root / "notes" / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
+    (root / "old.parquet").write_bytes(b"PAR1" + bytes(64))
+    (root / ".hidden.csv").write_text(raw_csv(KERNELS))
+    return root
+
+
+def _sorted(df: pd.DataFrame) -> pd.DataFrame:
+    out = df.copy()
+    for c in out.columns:
+        if isinstance(out[c].dtype, pd.CategoricalDtype):
+            out[c] = out[c].astype(object)
+    return out.sort_values(["source", "kernel_id", "level"], kind="stable").reset_index(drop=True)
+
+
+# ---------------------------------------------------------------- discovery (pure)
+
+
+def test_directories_recurse_and_pick_exports_by_content(inputs: Path) -> None:
+    files, failures = multi.expand_inputs([inputs])
+    assert [f.relative_to(inputs).as_posix() for f in files] == [f"rank{r}/profile.csv" for r in range(4)]
+    assert failures == []
+
+
+def test_export_kind_reads_content_not_extension(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text(raw_csv(KERNELS))  # an ncu CSV saved as .txt
+    (tmp_path / "b.log").write_text("==PROF== Connected to process 1\n==ERROR== LaunchFailed\n")
+    (tmp_path / "t.json.gz").write_bytes(gzip.compress(b'{"schemaVersion": 1, "traceEvents": []}'))
+    (tmp_path / "c.json").write_text('{"name": "not a trace"}')
+    (tmp_path / "r.ncu-rep").write_bytes(b"NVR\0" + bytes(16))
+    (tmp_path / "d.csv").write_text("a,b\n1,2\n")
+    kinds = {p.name: multi.export_kind(p) for p in tmp_path.iterdir()}
+    assert kinds == {"a.txt": "ncu-csv", "b.log": "ncu-csv", "t.json.gz": "torch-trace", "c.json": None,
+                     "r.ncu-rep": "ncu-rep", "d.csv": None}
+
+
+def test_globs_explicit_files_and_missing_specs(inputs: Path, tmp_path: Path) -> None:
+    files, failures = multi.expand_inputs([str(inputs / "rank*" / "*.csv"), inputs / "rank0" / "profile.csv",
+                                           inputs / "notes" / "README.md", tmp_path / "absent.csv", str(tmp_path / "*.nope")])
+    # the glob finds 4; the explicit rank0 file is a duplicate; an explicitly named file is always taken
+    assert len(files) == 5 and files[-1].name == "README.md"
+    assert [(Path(f.input).name, f.error) for f in failures] == [
+        ("absent.csv", "no such file or directory"), ("*.nope", "pattern matched no file")]
+
+
+def test_source_keys_disambiguate_same_names(inputs: Path) -> None:
+    files, _ = multi.expand_inputs([inputs])
+    assert multi.source_keys(files) == [f"rank{r}/profile.csv" for r in range(4)]
+    assert multi.source_keys([Path("/x/a.csv"), Path("/y/b.csv")]) == ["a.csv", "b.csv"]
+
+
+# ---------------------------------------------------------------- rank / host inference (pure)
+
+
+@pytest.mark.parametrize(
+    ("template", "name", "host", "rank", "pid"),
+    [
+        ("prof_%h_%q{RANK}", "prof_gpu-node7_3.ncu-rep", "gpu-node7", 3, None),
+        ("%q{OMPI_COMM_WORLD_RANK}.%p", "12.5531.csv", None, 12, 5531),
+        ("run_%q{SLURM_PROCID}_%i", "run_5_0.ncu-rep", None, 5, None),
+        ("x_%q{LOCAL_RANK}_%h", "x_1_hostz.csv", "hostz", None, None),  # a local rank is not the rank
+        ("100%%_%q{PMI_RANK}", "100%_2.csv", None, 2, None),
+    ],
+)
+def test_ncu_output_templates(template: str, name: str, host: str | None, rank: int | None, pid: int | None,
+                              tmp_path: Path) -> None:
+    path = tmp_path / name
+    path.write_text("x")
+    ident = multi.infer_identity(path, name_template=template)
+    assert (ident.host, ident.rank) == (host, rank)
+    if pid is not None:
+        assert multi.template_regex(template).match(name).group("pid") == str(pid)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("rel", "host", "rank"),
+    [
+        ("rank3/profile.csv", None, 3),
+        ("run/trace_rank-12.json", None, 12),
+        ("run/RANK_7_step2.csv", None, 7),
+        ("host=node%2F9/x/rank=1/k.csv", "node/9", 1),
+        ("node42_31337.1700000000123456789.pt.trace.json", "node42", None),  # torch tensorboard_trace_handler
+        ("franky7/profile.csv", None, None),  # 'rank' inside a word is not a rank token
+        ("mybranch12/profile.csv", None, None),
+    ],
+)
+def test_file_name_patterns(rel: str, host: str | None, rank: int | None, tmp_path: Path) -> None:
+    path = tmp_path / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}")
+    ident = multi.infer_identity(path, root=tmp_path)
+    assert (ident.host, ident.rank) == (host, rank)
+
+
+def test_torch_trace_distributed_info_gives_the_rank(tmp_path: Path) -> None:
+    path = tmp_path / "worker.pt.trace.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 5,
+                                                                                          "world_size": 8},
+                                               "traceEvents": []}).encode()))
+    ident = multi.infer_identity(path)
+    assert ident.rank == 5 and "distributedInfo" in ident.evidence[0]
+
+
+def test_partition_paths_are_encoded_and_null_safe() -> None:
+    assert multi.partition_dir("node/1", 0, "a b=c.csv") == "host=node%2F1/rank=0/source=a%20b%3Dc.csv"
+    assert multi.partition_dir(None, None, "x.csv") == (
+        "host=__HIVE_DEFAULT_PARTITION__/rank=__HIVE_DEFAULT_PARTITION__/source=x.csv")
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def test_directory_to_dataset(inputs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    result = multi.analyze_many([inputs], out, jobs=1)
+    assert result.exit_code == 0, result.summary()
+    parts = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet"))
+    assert parts == [
+        "host=nodeA/rank=0/source=rank0%2Fprofile.csv/part-0.parquet",
+        "host=nodeA/rank=1/source=rank1%2Fprofile.csv/part-0.parquet",
+        "host=nodeB/rank=2/source=rank2%2Fprofile.csv/part-0.parquet",
+        "host=nodeB/rank=3/source=rank3%2Fprofile.csv/part-0.parquet",
+    ]
+    df = parquet.load(out)
+    assert len(df) == 4 * 2 * 3  # 4 inputs x 2 kernels x 3 levels
+    assert df["rank"].dtype == "Int64" and sorted(df["rank"].unique()) == [0, 1, 2, 3]
+    dram = df[df["level"] == "dram"]
+    # bounds from the A100 spec roofs (arithmetic above KERNELS)
+    assert set(zip(dram["function"].astype(str), dram["bound"].astype(str))) == {("axpy", "memory"), ("gemm_kernel", "compute")}
+    assert set(dram["ceiling_source"].astype(str)) == {"spec:A100 SXM4 40GB"}
+    # each partition file is a complete single-file report: same columns, same metadata keys
+    one = pd.read_parquet(out / parts[0])
+    from nsroof.report.schema import COLUMNS
+
+    assert list(one.columns) == COLUMNS
+    meta = parquet.read_metadata(out / parts[0])
+    assert meta["dataset"]["rank"] == 0 and meta["inputs"][0]["name"] == "profile.csv"
+    assert {m["name"] for m in meta["ceilings"]} == {"A100 SXM4 40GB"}
+    # partition pruning
+    only = parquet.load(out, filters=[("host", "=", "nodeB"), ("rank", "=", 3)])
+    assert set(only["source"].astype(str)) == {"rank3/profile.csv"} and len(only) == 6
+    # the dataset summary file and text
+    summary = json.loads((out / multi.SUMMARY_FILE).read_text())
+    assert [r["source"] for r in summary["inputs"]] == [f"rank{r}/profile.csv" for r in range(4)]
+    text = result.summary()
+    assert "4 of 4 inputs analyzed" in text and "nodeB" in text and "FAILED" not in text
+
+
+def test_existing_partitions_are_not_overwritten(inputs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    assert multi.analyze_many([inputs / "rank0"], out, jobs=1).exit_code == 0
+    part = next(out.rglob("*.parquet"))
+    before = (part.stat().st_mtime_ns, part.read_bytes())
+    again = multi.analyze_many([inputs / "rank0"], out, jobs=1)
+    assert again.exit_code == 1
+    assert len(again.failures) == 1 and "already exists" in again.failures[0].error and "--overwrite" in again.failures[0].error
+    assert (part.stat().st_mtime_ns, part.read_bytes()) == before
+    # new inputs still land next to the old partition
+    more = multi.analyze_many([inputs / "rank1"], out, jobs=1)
+    assert more.exit_code == 0 and len(list(out.rglob("*.parquet"))) == 2
+    forced = multi.analyze_many([inputs / "rank0"], out, jobs=1, overwrite=True)
+    assert forced.exit_code == 0 and len(list(out.rglob("*.parquet"))) == 2
+    recorded = json.loads((out / multi.SUMMARY_FILE).read_text())
+    # rank from the folder each run named; the refused run kept the earlier record (and says why)
+    assert [(r["source"], r["rank"], r["ok"]) for r in recorded["inputs"]] == [("profile.csv", 0, True), ("profile.csv", 1, True)]
+
+
+def test_a_broken_input_is_listed_while_the_others_land(inputs: Path, tmp_path: Path) -> None:
+    (inputs / "rank9").mkdir()
+    broken = inputs / "rank9" / "profile.csv"
+    broken.write_text("==PROF== Connected to process 77\n==ERROR== The application returned an error code (1).\n")
+    out = tmp_path / "ds"
+    result = multi.analyze_many([inputs], out, jobs=1)
+    assert result.exit_code == 1
+    assert [Path(f.input) for f in result.failures] == [broken]
+    err = result.failures[0].error
+    assert str(broken) in err and "\n" not in err and "Traceback" not in err
+    assert len(list(out.rglob("*.parquet"))) == 4
+    text = result.summary()
+    assert "4 of 5 inputs analyzed" in text and "FAILED (1)" in text and str(broken) in text
+
+
+def test_dask_local_cluster_equals_local_pool(inputs: Path, tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    local = multi.analyze_many([inputs], tmp_path / "local", jobs=2)
+    # threads keep the test fast on a 2-core machine; the process pool above already covers pickling
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        remote = multi.analyze_many([inputs], tmp_path / "dask", executor="dask", scheduler=cluster.scheduler_address)
+    assert local.exit_code == remote.exit_code == 0
+    a, b = _sorted(parquet.load(tmp_path / "local")), _sorted(parquet.load(tmp_path / "dask"))
+    pd.testing.assert_frame_equal(a, b)
+    rel = sorted(p.relative_to(tmp_path / "local").as_posix() for p in (tmp_path / "local").rglob("*.parquet"))
+    assert rel == sorted(p.relative_to(tmp_path / "dask").as_posix() for p in (tmp_path / "dask").rglob("*.parquet"))
+
+
+def test_dask_without_a_scheduler_is_a_clear_error(tmp_path: Path) -> None:
+    from nsroof.errors import NsroofError
+
+    with pytest.raises(NsroofError, match="--scheduler"):
+        multi.analyze_many([tmp_path], tmp_path / "ds", executor="dask")
+
+
+def test_object_store_style_uri(inputs: Path, tmp_path: Path) -> None:
+    # file:// goes through pyarrow.fs exactly as s3:// or gs:// would
+    uri = (tmp_path / "ds").as_uri()
+    (tmp_path / "ds").mkdir()
+    result = multi.analyze_many([inputs / "rank2"], uri, jobs=1)
+    assert result.exit_code == 0, result.summary()
+    assert len(parquet.load(tmp_path / "ds")) == 6
+
+
+def test_shared_real_exports_into_one_dataset(shared_fixtures: Path, tmp_path: Path) -> None:
+    # a mixed folder of real exports: CSVs of several ncu versions and locales, and .ncu-rep files
+    job = tmp_path / "job"
+    job.mkdir()
+    picks = ["csv/averyclapp__metrics.csv", "csv/gardenia__gemm.csv", "csv/llmperfopt__error_only_raw.csv",
+             "csv/olajide__saxpy.csv", "rep/nsighttraining__manual_nvtx.ncu-rep", "rep/bautista__report_name.ncu-rep",
+             "converted/lashi__index.raw_base.csv"]
+    for rel in picks:
+        os.symlink(shared_fixtures / rel, job / Path(rel).name)  # links, not copies
+    out = tmp_path / "ds"
+    result = multi.analyze_many([job], out, jobs=1)
+    failed = {Path(f.input).name for f in result.failures}
+    assert "llmperfopt__error_only_raw.csv" in failed  # holds only ==ERROR== lines
+    assert result.exit_code == 1
+    for f in result.failures:
+        assert f.input in f.error and "\n" not in f.error
+    landed = {o.source for o in result.ok}
+    assert {"averyclapp__metrics.csv", "gardenia__gemm.csv", "lashi__index.raw_base.csv"} <= landed
+    df = parquet.load(out)
+    assert set(df["source"].astype(str)) == landed
+    assert "NVIDIA GeForce RTX 4090" in set(df["device"].astype(str))
