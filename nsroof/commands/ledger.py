@@ -365,13 +365,13 @@ def ledger(ctx: click.Context, op: str | None, machine: str, level: str, do_swee
                 click.echo(json.dumps([{"name": f.name, "summary": f.summary, "source": f.source,
                                         "params": [{"name": p.name, "type": p.type.__name__,
                                                     "default": None if p.required else p.default} for p in f.params]}
-                                       for f in lg.formulas()], indent=2))
+                                       for f in lg.formulas()], indent=2, ensure_ascii=False))
             else:
                 click.echo(formula_list())
             return
         m = machines.load(machine)
         text, data = operator_table(m, level)
-        click.echo(json.dumps(data, indent=2) if as_json else text)
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False) if as_json else text)
         return
 
     formula = lg.get(op)
@@ -385,11 +385,11 @@ def ledger(ctx: click.Context, op: str | None, machine: str, level: str, do_swee
                           "attention-traffic": {"sq": 1, "skv": 1, "d": 128}}[formula.name]
         shape = formula.bind(sweep_defaults | raw)
         text, data = sweep(formula.name, shape, m, level)
-        click.echo(json.dumps(data, indent=2) if as_json else text)
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False) if as_json else text)
         return
     shape = formula.bind(raw)
     analysis = lg.analyze(formula.fn(**shape), m, level=level)
     if as_json:
-        click.echo(json.dumps(analysis_json(analysis), indent=2))
+        click.echo(json.dumps(analysis_json(analysis), indent=2, ensure_ascii=False))
     else:
         click.echo(render(analysis, formula.source))

@@ -137,7 +137,7 @@ def machines(machine: str | None, as_json: bool) -> None:
 
     profiles = [table.load(machine)] if machine else table.all_machines()
     if as_json:
-        click.echo(json.dumps([machine_json(m) for m in profiles], indent=2))
+        click.echo(json.dumps([machine_json(m) for m in profiles], indent=2, ensure_ascii=False))
     elif machine:
         click.echo(detail(profiles[0]))
     else:
