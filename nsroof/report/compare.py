@@ -88,7 +88,7 @@ def compare_kernels(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     """Per kernel: before/after launches, time, bytes and bound at each level, the changes, and
     `status` both | removed (only before) | added (only after); sorted by |time change|."""
     a, b = kernel_table(before), kernel_table(after)
-    joined = a.join(b, how="outer", lsuffix="_before", rsuffix="_after")
+    joined = a.join(b, how="outer", suffixes=("_before", "_after"))
     in_a = joined.index.isin(a.index)
     in_b = joined.index.isin(b.index)
     joined["status"] = np.select([in_a & in_b, in_a], ["both", "removed"], "added")
@@ -149,7 +149,7 @@ def range_table(report: pd.DataFrame) -> pd.DataFrame:
 
 def compare_ranges(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     a, b = range_table(before), range_table(after)
-    joined = a.join(b, how="outer", lsuffix="_before", rsuffix="_after")
+    joined = a.join(b, how="outer", suffixes=("_before", "_after"))
     for col in ("kernels", "launches", "duration_s", "memory_bound_share", *(f"bytes_{lv}" for lv in LEVELS)):
         joined[f"{col}_before"] = pd.to_numeric(joined[f"{col}_before"], errors="coerce")
         joined[f"{col}_after"] = pd.to_numeric(joined[f"{col}_after"], errors="coerce")

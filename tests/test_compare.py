@@ -1,0 +1,177 @@
+"""`nsroof compare`: kernels matched by function + NVTX path, per-range roll-up, time / bytes / bound
+changes, on small generated exports and on two real reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from nsroof.cli import cli
+from nsroof.pipeline import analyze
+from nsroof.report import compare as cmp
+from tests.test_dataset import raw_csv
+
+# A100 40GB spec roofs: FP32 SIMT 19.5e12 FLOP/s, DRAM 1.555e12 B/s -> ridge 12.54 FLOP/byte.
+# (name, DRAM bytes, duration ns, FFMA thread instructions; FLOP = 2 x FFMA)
+BEFORE = [
+    ("void axpy<float>(float, float const*, float*, int)", 1_000_000_000, 1_000_000, 250_000_000),  # I = 0.5: memory
+    ("void axpy<float>(float, float const*, float*, int)", 1_000_000_000, 1_000_000, 250_000_000),  # 2nd launch
+    ("gemm_kernel(float*)", 100_000_000, 6_000_000, 50_000_000_000),  # I = 1e11 / 1e8 = 1000: compute
+    ("softmax_kernel(float*)", 1_000_000_000, 800_000, 250_000_000),  # I = 0.5: memory
+    ("old_copy(float*)", 400_000_000, 300_000, 0),
+]
+AFTER = [
+    ("void axpy<float>(float, float const*, float*, int)", 500_000_000, 500_000, 250_000_000),  # half the bytes
+    ("void axpy<float>(float, float const*, float*, int)", 500_000_000, 500_000, 250_000_000),
+    ("gemm_kernel(float*)", 100_000_000, 3_000_000, 50_000_000_000),  # 2x faster, same traffic
+    ("softmax_kernel(float*)", 10_000_000, 100_000, 250_000_000),  # I = 5e8 / 1e7 = 50 > 12.54: compute now
+    ("fused_epilogue(float*)", 1_000_000, 50_000, 1_000_000),
+]
+# NVTX path of each launch, in order (the generated CSV has no NVTX columns; compare is pure on reports)
+PATHS_BEFORE = ["train/fwd", "train/fwd", "train/fwd", "train/bwd", "train/bwd"]
+PATHS_AFTER = ["train/fwd", "train/fwd", "train/fwd", "train/bwd", "train/bwd"]
+
+
+def report(tmp_path: Path, name: str, kernels: list[tuple[str, int, int, int]], paths: list[str]) -> pd.DataFrame:
+    src = tmp_path / f"{name}.csv"
+    src.write_text(raw_csv(kernels))
+    frame = analyze([src]).frame
+    by_id = dict(enumerate(paths))
+    frame["nvtx_path"] = frame["kernel_id"].map(by_id)
+    return frame
+
+
+@pytest.fixture()
+def pair(tmp_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return report(tmp_path, "before", BEFORE, PATHS_BEFORE), report(tmp_path, "after", AFTER, PATHS_AFTER)
+
+
+def row(table: pd.DataFrame, function: str) -> pd.Series:
+    hit = table[table["function"] == function]
+    assert len(hit) == 1, function
+    return hit.iloc[0]
+
+
+def test_kernels_matched_by_function_and_nvtx_path(pair: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    k = cmp.compare_kernels(*pair)
+    assert dict(zip(k["function"], k["status"])) == {
+        "axpy": "both", "gemm_kernel": "both", "softmax_kernel": "both", "old_copy": "removed", "fused_epilogue": "added"}
+    axpy = row(k, "axpy")
+    # two launches merged on each side: 2 x 1 ms -> 2 x 0.5 ms, 2 x 1e9 B -> 2 x 5e8 B
+    assert (axpy.launches_before, axpy.launches_after) == (2, 2)
+    assert axpy.duration_s_before == pytest.approx(2e-3) and axpy.duration_s_after == pytest.approx(1e-3)
+    assert axpy.delta_s == pytest.approx(-1e-3) and axpy.speedup == pytest.approx(2.0)
+    assert axpy.bytes_dram_before == 2e9 and axpy.delta_bytes_dram == -1e9
+    assert axpy.bytes_l2_before == 4e9  # the generator writes L2 = 2 x DRAM
+    gemm = row(k, "gemm_kernel")
+    assert gemm.delta_s == pytest.approx(-3e-3) and gemm.delta_bytes_dram == 0
+    assert (gemm.bound_dram_before, gemm.bound_dram_after, gemm.bound_dram_changed) == ("compute", "compute", False)
+    # largest |time change| first: gemm (-3 ms), axpy (-1 ms), softmax (-0.7 ms), old_copy (-0.3 ms), fused (+0.05 ms)
+    assert list(k["function"]) == ["gemm_kernel", "axpy", "softmax_kernel", "old_copy", "fused_epilogue"]
+
+
+def test_bound_change_is_reported(pair: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    k = cmp.compare_kernels(*pair)
+    sm = row(k, "softmax_kernel")
+    # before I = 5e8 FLOP / 1e9 B = 0.5 < 12.54 -> memory; after 5e8 / 1e7 = 50 > 12.54 -> compute
+    assert (sm.bound_dram_before, sm.bound_dram_after, sm.bound_dram_changed) == ("memory", "compute", True)
+    added = row(k, "fused_epilogue")
+    assert pd.isna(added.duration_s_before) and added.delta_s == pytest.approx(5e-5)
+    assert not added.bound_dram_changed
+
+
+def test_same_function_under_two_ranges_stays_apart(tmp_path: Path) -> None:
+    kernels = [BEFORE[0], BEFORE[0]]
+    a = report(tmp_path, "a", kernels, ["fwd", "bwd"])
+    b = report(tmp_path, "b", kernels, ["fwd", "fwd"])
+    k = cmp.compare_kernels(a, b).set_index(["function", "nvtx_path"])
+    assert k.loc[("axpy", "fwd"), "launches_before"] == 1 and k.loc[("axpy", "fwd"), "launches_after"] == 2
+    assert k.loc[("axpy", "bwd"), "status"] == "removed"
+
+
+def test_per_nvtx_range_rollup(pair: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    r = cmp.compare_ranges(*pair).set_index("nvtx_range")
+    assert list(r.index) == ["train", "train/bwd", "train/fwd"]
+    # train/fwd: before 1 + 1 + 6 = 8 ms, after 0.5 + 0.5 + 3 = 4 ms
+    assert r.loc["train/fwd", "duration_s_before"] == pytest.approx(8e-3)
+    assert r.loc["train/fwd", "duration_s_after"] == pytest.approx(4e-3)
+    # train = fwd + bwd: before 8 + 0.8 + 0.3 = 9.1 ms, after 4 + 0.1 + 0.05 = 4.15 ms
+    assert r.loc["train", "duration_s_before"] == pytest.approx(9.1e-3)
+    assert r.loc["train", "delta_s"] == pytest.approx(4.15e-3 - 9.1e-3)
+    assert r.loc["train", "depth"] == 1 and r.loc["train/bwd", "depth"] == 2
+    # memory-bound share of train/bwd time: before softmax 0.8 ms + old_copy 0.3 ms (0 FLOP over 4e8 B:
+    # intensity 0, memory-bound) = 1.1 of 1.1 ms; after softmax is compute-bound (0.1 ms) and the
+    # 1 MB fused_epilogue (2e6 FLOP / 1e6 B = 2 < 12.54) memory-bound: 0.05 / 0.15 = 1/3
+    assert r.loc["train/bwd", "memory_bound_share_before"] == pytest.approx(1.0)
+    assert r.loc["train/bwd", "memory_bound_share_after"] == pytest.approx(1 / 3)
+    # bytes per level roll up too: train/fwd DRAM 2e9 + 1e8 -> 1e9 + 1e8
+    assert r.loc["train/fwd", "delta_bytes_dram"] == pytest.approx(-1e9)
+
+
+def test_kernels_without_nvtx_fall_into_one_range(tmp_path: Path) -> None:
+    a = report(tmp_path, "a", BEFORE[:1], [""])
+    assert list(cmp.range_table(a).index.get_level_values("nvtx_range")) == [cmp.NO_RANGE]
+
+
+def test_cli_on_report_files_and_a_dataset(pair: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path) -> None:
+    from nsroof.report import parquet
+
+    a_path, b_path = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    parquet.write(pair[0], a_path)
+    parquet.write(pair[1], b_path)
+    res = CliRunner().invoke(cli, ["compare", str(a_path), str(b_path), "--top", "3", "-o", str(tmp_path / "k.csv")])
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert "3 matched by function + NVTX path, 1 only before, 1 only after" in out
+    assert "GPU time: 9.100 ms -> 4.150 ms (-4.950 ms, speedup 2.19x)" in out  # 9.1 / 4.15 = 2.19
+    assert "bound changed: 1 at dram" in out and "memory->compute" in out
+    assert "... 2 more" in out and "per NVTX range:" in out
+    written = pd.read_csv(tmp_path / "k.csv")
+    assert len(written) == 5 and (tmp_path / "k.ranges.csv").exists()
+    js = CliRunner().invoke(cli, ["compare", str(a_path), str(b_path), "--json"])
+    doc = json.loads(js.output)
+    assert {r["function"] for r in doc["kernels"]} == {"axpy", "gemm_kernel", "softmax_kernel", "old_copy", "fused_epilogue"}
+    # a dataset folder compares like a report
+    from nsroof import multi
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "rank0.csv").write_text(raw_csv(AFTER))
+    multi.analyze_many([tmp_path / "in"], tmp_path / "ds", jobs=1)
+    plain = tmp_path / "plain.parquet"
+    parquet.write(analyze([tmp_path / "in" / "rank0.csv"]).frame, plain)
+    ds = CliRunner().invoke(cli, ["compare", str(plain), str(tmp_path / "ds"), "--no-ranges"])
+    # AFTER holds 5 launches of 4 functions, none under an NVTX range
+    assert ds.exit_code == 0 and "4 matched by function + NVTX path, 0 only before, 0 only after" in ds.output
+
+
+def test_cli_errors_are_one_line(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["compare", str(tmp_path / "absent.parquet"), str(tmp_path / "b.parquet")])
+    assert res.exit_code == 2
+    assert res.stderr.strip().count("\n") == 0 and "absent.parquet" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_two_real_reports(shared_fixtures: Path) -> None:
+    # AveryClapp/ESMM-Research: the --metrics CSV of 9 SGEMM variants vs the later roofline-only
+    # .ncu-rep (converted raw page) of 4 of them, both on an A10G.
+    before = cmp.load_side(shared_fixtures / "csv" / "averyclapp__metrics.csv", machine="a10g")
+    after = cmp.load_side(shared_fixtures / "converted" / "averyclapp__profile_output.raw_base.csv")
+    k = cmp.compare_kernels(before, after)
+    both = set(k.loc[k["status"] == "both", "function"])
+    assert both == {"one_blocktiling", "two_blocktiling", "vectorized_blocktiling", "warptiling"}
+    assert set(k.loc[k["status"] == "removed", "function"]) == {"basic", "gmem_coalesce", "smem_blocking",
+                                                                "ampere_sgemm_128x64_nn"}
+    assert not (k["status"] == "added").any()
+    w = row(k, "warptiling")
+    # gpu__time_duration.sum 223,904 ns in metrics.csv (values as the exports print them)
+    assert w.duration_s_before == pytest.approx(223.90e-6, rel=1e-3)
+    assert w.bound_dram_before == "compute" and w.bound_dram_after == "compute"
+    # the same NVTX-annotated report exported two ways (raw page vs details page) compares as identical
+    raw = cmp.load_side(shared_fixtures / "converted" / "nsighttraining__manual_nvtx.raw_base.csv")
+    det = cmp.load_side(shared_fixtures / "converted" / "nsighttraining__manual_nvtx.details_base.csv")
+    same = cmp.compare_kernels(raw, det)
+    assert set(same["status"]) == {"both"} and (same["delta_s"] == 0).all()
+    assert set(same["nvtx_path"]) == {"run_test/init_data", "run_test/daxpy", "run_test/check_results"}
