@@ -294,3 +294,18 @@ class TestRealExport:
         assert result.exit_code == 0, result.output
         frame = pd.read_parquet(out)
         assert (frame["min_bytes"].dropna() > 0).all() and frame["ledger_op"].astype(str).str.startswith("gemm").any()
+
+    def test_emit_nvtx_markers_exported_by_ncu(self, shared_fixtures: Path, data_dir: Path) -> None:
+        from nsroof.pipeline import analyze
+
+        export = shared_fixtures / "synthetic" / "fixture_ncu2024_raw_nvtx_base.csv"
+        frame = lj.apply(analyze(export).frame, lj.load_mapping(data_dir / "ledger" / "nvtx_markers.yaml"))
+        k0 = frame[(frame["kernel_id"] == 0) & (frame["level"] == "dram")].iloc[0]
+        assert "aten::addmm, seq = 12, op_id = 5, sizes = [[64, 128], [128, 256]]" in k0["nvtx_path"]
+        assert k0["ledger_op"] == "gemm(m=64, n=256, k=128, dtype=fp32)"
+        assert k0["expected_flops"] == 4_194_304  # 2·64·256·128
+        assert k0["min_bytes"] == 229_376  # (64·128 + 128·256 + 64·256)·4 B
+        assert k0["excess_traffic"] == pytest.approx(k0["bytes"] / 229_376, rel=1e-12)
+        k1 = frame[(frame["kernel_id"] == 1) & (frame["level"] == "dram")].iloc[0]
+        assert math.isnan(k1["expected_flops"])
+        assert "ledger: no recorded sizes for aten::relu" in k1["missing"]
