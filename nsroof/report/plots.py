@@ -57,6 +57,8 @@ MIN_AREA_PT2 = 9.0
 #: kernels listed by name under the chart before "… and N more"
 MAX_UNPLOTTED_LINES = 10
 SHORT_NAME_CHARS = 32
+#: characters of one listing line under the chart (the figure is 10 in wide at 8 pt)
+LISTING_CHARS = 165
 
 #: fixed rc settings: same fonts and sizes everywhere, so renders are comparable and SVG ids stable
 RC: dict[str, Any] = {
@@ -274,11 +276,22 @@ def split_ceiling_source(source: str) -> tuple[str, str]:
     return s, s
 
 
+def source_family(source: str) -> str:
+    """The ceiling a roof belongs to: 'ncu' for roofs ncu measured at each kernel's profiled clock
+    (whatever the metric formula), else the machine label without the figure it names
+    ('spec:RTX 3070#simt_flop_per_s.fp32' -> 'spec:RTX 3070')."""
+    s = str(source)
+    if s.startswith("ncu"):
+        return "ncu"
+    return s.split("#", 1)[0]
+
+
 def roof_lines(df: pd.DataFrame, *, level: str = "all", nvtx: str | None = None,
                precision: str | None = None) -> pd.DataFrame:
     """One row per roof: kind ('compute' | 'bandwidth'), name (precision or level), device, source,
-    value_min / value_max over the kernels under it (equal unless the roof was measured per kernel),
-    n_kernels, and ceiling_set, the index of the (device, source) pair it belongs to."""
+    family (see `source_family`), value_min / value_max over the kernels under it (equal unless the roof
+    was measured per kernel), n_kernels, and ceiling_set: the index of the (device, family) pair it
+    belongs to — one roof set per distinct ceiling."""
     rows = select(df, level=level, nvtx=nvtx, precision=precision)
     key = kernel_key(rows)
     comp_src, mem_src = zip(*(split_ceiling_source(s) for s in rows["ceiling_source"].astype(str)), strict=True) \
@@ -308,7 +321,7 @@ def roof_lines(df: pd.DataFrame, *, level: str = "all", nvtx: str | None = None,
         m = m.rename(columns={"memory_source": "source", "level": "name"})
         m["kind"] = "bandwidth"
         parts.append(m)
-    cols = ["kind", "name", "device", "source", "value_min", "value_max", "n_kernels", "ceiling_set"]
+    cols = ["kind", "name", "device", "source", "family", "value_min", "value_max", "n_kernels", "ceiling_set"]
     if not parts:
         return pd.DataFrame(columns=cols)
     roofs = pd.concat(parts, ignore_index=True)
@@ -316,10 +329,11 @@ def roof_lines(df: pd.DataFrame, *, level: str = "all", nvtx: str | None = None,
     name_order = {n: i for i, n in enumerate((*PRECISIONS, *LEVELS))}
     roofs["_k"] = roofs["kind"].map(order)
     roofs["_n"] = roofs["name"].map(name_order)
-    sets = sorted(set(zip(roofs["device"], roofs["source"], strict=True)))
+    roofs["family"] = roofs["source"].map(source_family)
+    sets = sorted(set(zip(roofs["device"], roofs["family"], strict=True)))
     set_index = {s: i for i, s in enumerate(sets)}
-    roofs["ceiling_set"] = [set_index[(d, s)] for d, s in zip(roofs["device"], roofs["source"], strict=True)]
-    roofs = roofs.sort_values(["ceiling_set", "_k", "_n"], kind="stable").reset_index(drop=True)
+    roofs["ceiling_set"] = [set_index[(d, f)] for d, f in zip(roofs["device"], roofs["family"], strict=True)]
+    roofs = roofs.sort_values(["ceiling_set", "_k", "_n", "source"], kind="stable").reset_index(drop=True)
     return roofs[cols]
 
 
@@ -430,6 +444,7 @@ def _unplotted_lines(missing: pd.DataFrame) -> list[str]:
     if missing.empty:
         return []
     lines: list[str] = []
+    several_sources = missing["source"].nunique() > 1
     whole = missing[~missing["partial"]]
     part = missing[missing["partial"]]
     budget = MAX_UNPLOTTED_LINES
@@ -444,7 +459,8 @@ def _unplotted_lines(missing: pd.DataFrame) -> list[str]:
         shown = frame.head(max(budget, 1))
         for row in shown.itertuples():
             name = short_name(row.function or row.kernel_name, 40)
-            lines.append(f"  #{row.kernel_id} {name} [{row.source}]: {_clip(row.reason, 110)}")
+            where = f" [{row.source}]" if several_sources else ""
+            lines.append(_clip(f"  #{row.kernel_id} {name}{where}: {row.reason}", LISTING_CHARS))
         budget -= len(shown)
         if len(frame) > len(shown):
             lines.append(f"  … and {len(frame) - len(shown)} more (see the report's `missing` column)")
@@ -465,7 +481,7 @@ def _limits(data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFrame) -> tu
     if ys.size == 0:
         bws = roofs.loc[roofs["kind"] == "bandwidth", "value_max"].to_numpy(float)
         ys = np.concatenate([bws * xs.min(), bws * xs.max()]) if bws.size else np.array([1e9, 1e13])
-    x_lo = 10 ** math.floor(math.log10(xs.min()) - 0.3)
+    x_lo = 10 ** math.floor(math.log10(xs.min()) - 0.5)
     x_hi = 10 ** math.ceil(math.log10(xs.max()) + 0.3)
     y_lo = 10 ** math.floor(math.log10(ys.min()) - 0.3)
     y_hi = 10 ** (math.log10(ys.max()) + 0.45)
@@ -514,16 +530,7 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
         ax.scatter(hot["x_intensity"], hot["y_flop_per_s"], s=hot["marker_area_pt2"] * 1.5 + 40, facecolors="none",
                    edgecolors=ABOVE_ROOF_COLOR, linewidths=1.6, zorder=7)
 
-    offsets = ((1, 1), (1, -1), (-1, 1), (-1, -1))
-    for i, row in enumerate(pts[pts["label"] != ""].itertuples()):
-        # clear the marker: its radius in points is sqrt(area / pi)
-        r_pt = math.sqrt(row.marker_area_pt2 / math.pi) * 0.75 + 3
-        sx, sy = offsets[i % len(offsets)]
-        dx, dy = sx * r_pt, sy * r_pt
-        ax.annotate(f"{row.rank}. {row.label}", (row.x_intensity, row.y_flop_per_s), xytext=(dx, dy),
-                    textcoords="offset points", fontsize=7.5, ha="left" if dx > 0 else "right",
-                    va="bottom" if dy > 0 else "top", zorder=8,
-                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7})
+    _place_labels(ax, pts)
 
     handles: list[Any] = [
         Line2D([], [], marker="o", linestyle="", markerfacecolor=LEVEL_COLORS[lv], markeredgecolor="white",
@@ -541,10 +548,72 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
                               markersize=5, label="ridge point"))
     for s, grp in roofs.groupby("ceiling_set", sort=True):
         first = grp.iloc[0]
+        where = (" (per kernel, at the profiled clock)" if first["family"] == "ncu" else "")
+        tag = f"[{int(s) + 1}] " if multi_set else ""
         handles.append(Line2D([], [], color="#555555", linestyle=SET_LINESTYLES[int(s) % len(SET_LINESTYLES)],
-                              label=_wrap(f"roofs: {first['device'] or 'device ?'} · {first['source']}", 34)))
+                              label=_wrap(f"{tag}roofs: {first['device'] or 'device ?'} · {first['family']}{where}",
+                                          34)))
+    if roofs.empty:
+        ax.text(1.02, 0.0, "No roofs: the report\nhas no ceilings\n(nsroof analyze\n--machine NAME|FILE)",
+                transform=ax.transAxes, ha="left", va="bottom", fontsize=8.5, color=ABOVE_ROOF_COLOR)
     handles.append(Line2D([], [], linestyle="", label=f"area ∝ share of time\n(all time = {AREA_PT2_PER_SHARE:g} pt²)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, borderaxespad=0.0)
+
+
+_DIRECTIONS: tuple[tuple[int, int], ...] = ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))
+_LABEL_PT = 7.5
+
+
+def _place_labels(ax: Axes, pts: pd.DataFrame) -> None:
+    """Put each top-N label beside its marker where it overlaps the fewest markers and earlier labels
+    (greedy, in rank order, so the longest kernels get the best spots; deterministic)."""
+    labelled = pts[pts["label"] != ""]
+    if labelled.empty:
+        return
+    fig = ax.get_figure()
+    assert fig is not None
+    px_per_pt = fig.dpi / 72.0
+    xy = ax.transData.transform(np.column_stack([pts["x_intensity"].to_numpy(float),
+                                                 pts["y_flop_per_s"].to_numpy(float)]))
+    radius = np.sqrt(pts["marker_area_pt2"].to_numpy(float) / math.pi) * px_per_pt
+    boxes: list[tuple[float, float, float, float]] = [
+        (x - r, y - r, x + r, y + r) for (x, y), r in zip(xy, radius, strict=True)]
+    frame = ax.get_window_extent()
+    for row in labelled.itertuples():
+        i = pts.index.get_loc(row.Index)
+        cx, cy = xy[i]
+        text = f"{row.rank}. {row.label}"
+        w = 0.6 * _LABEL_PT * len(text) * px_per_pt
+        h = 1.3 * _LABEL_PT * px_per_pt
+        gap = radius[i] + 3 * px_per_pt
+        best: tuple[float, tuple[int, int], tuple[float, float, float, float]] | None = None
+        for sx, sy in _DIRECTIONS:
+            ax0 = cx + sx * gap * (0.75 if sy else 1.0)
+            ay0 = cy + sy * gap * (0.75 if sx else 1.0)
+            x0 = ax0 if sx > 0 else (ax0 - w if sx < 0 else ax0 - w / 2)
+            y0 = ay0 if sy > 0 else (ay0 - h if sy < 0 else ay0 - h / 2)
+            box = (x0, y0, x0 + w, y0 + h)
+            cost = sum(_overlap(box, b) for j, b in enumerate(boxes) if j != i)
+            outside = w * h - _overlap(box, (frame.x0, frame.y0, frame.x1, frame.y1))
+            cost += 4 * outside
+            if best is None or cost < best[0] - 1e-9:
+                best = (cost, (sx, sy), box)
+        assert best is not None
+        (sx, sy), box = best[1], best[2]
+        boxes.append(box)
+        ax0 = cx + sx * gap * (0.75 if sy else 1.0)
+        ay0 = cy + sy * gap * (0.75 if sx else 1.0)
+        ax.annotate(text, (row.x_intensity, row.y_flop_per_s),
+                    xytext=((ax0 - cx) / px_per_pt, (ay0 - cy) / px_per_pt), textcoords="offset points",
+                    fontsize=_LABEL_PT, ha={1: "left", -1: "right", 0: "center"}[sx],
+                    va={1: "bottom", -1: "top", 0: "center"}[sy], zorder=8,
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    return w * h if w > 0 and h > 0 else 0.0
 
 
 def _wrap(text: str, width: int) -> str:
@@ -587,16 +656,19 @@ def _roof_label(row: Any, unit: str) -> str:
     name = LEVEL_NAMES.get(row.name, row.name)
     value = si(row.value_max, unit) if row.value_min == row.value_max else (
         f"{si_range(row.value_min, row.value_max, unit)} ({row.n_kernels} kernels)")
-    return f"{name} {value} · {short_source(row.source)}"
+    return f"{name} {value} · {short_source(row.family)}"
 
 
 def _bandwidth_label(ax: Axes, row: Any, x_lo: float, stop: float, color: str, tag: str) -> None:
     """Text along the diagonal roof; its angle comes from the axes' fixed size and log limits."""
     y_lo_lim, y_hi_lim = ax.get_ylim()
     x_lo_lim, x_hi_lim = ax.get_xlim()
-    # place the label a little right of where the roof enters the visible area
-    x_enter = max(x_lo, y_lo_lim / row.value_max)
-    x_at = x_enter * (stop / x_enter) ** 0.08 if stop > x_enter else x_enter
+    # a little right of where the roof enters the visible area, within the part of it that is drawn
+    x_enter = max(x_lo, x_lo_lim, y_lo_lim / row.value_max)
+    x_leave = min(stop, x_hi_lim, y_hi_lim / row.value_max)
+    if x_leave <= x_enter:
+        return
+    x_at = x_enter * (x_leave / x_enter) ** 0.06
     y_at = row.value_max * x_at
     if not (x_lo_lim <= x_at <= x_hi_lim and y_lo_lim <= y_at <= y_hi_lim):
         return
@@ -608,7 +680,7 @@ def _bandwidth_label(ax: Axes, row: Any, x_lo: float, stop: float, color: str, t
     decade_h = bbox.height * h_in / math.log10(y_hi_lim / y_lo_lim)
     angle = math.degrees(math.atan2(decade_h, decade_w))
     ax.text(x_at, y_at * 1.12, _roof_label(row, "B/s") + tag, rotation=angle, rotation_mode="anchor", ha="left",
-            va="bottom", fontsize=7.5, color=color, zorder=3)
+            va="bottom", fontsize=7.5, color=color, zorder=3, clip_on=True)
 
 
 # ------------------------------------------------------------------------------------------ output

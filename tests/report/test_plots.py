@@ -204,8 +204,8 @@ def test_one_roof_set_per_distinct_ceiling() -> None:
     assert set(plots.ridge_points(df)["x_ridge"]) == {1.0, 4.0, 10.0, 2.0, 6.0, 20.0}  # 60/30, 60/10, 60/3
     texts = _texts(plots.plot(df))
     assert "fp32 60 TFLOP/s · spec:GPU-B [2]" in texts
-    assert any(t.startswith("roofs: GPU-A · spec:GPU-A") for t in texts)
-    assert any(t.startswith("roofs: GPU-B · spec:GPU-B") for t in texts)
+    assert any(t.startswith("[1] roofs: GPU-A · spec:GPU-A") for t in texts)
+    assert any(t.startswith("[2] roofs: GPU-B · spec:GPU-B") for t in texts)
 
 
 def test_roofs_measured_per_kernel_are_drawn_as_their_range() -> None:
@@ -220,11 +220,30 @@ def test_roofs_measured_per_kernel_are_drawn_as_their_range() -> None:
     assert (comp["value_min"], comp["value_max"], comp["n_kernels"]) == (19e12, 20e12, 2)
     assert comp["source"] == "ncu:sm__inst_executed_pipe_fma.peak_sustained"
     assert set(roofs.loc[roofs["kind"] == "bandwidth", "source"]) == {"ncu:dram__bytes.sum.peak_sustained"}
-    assert any(t.startswith("fp32 19–20 TFLOP/s (2 kernels) · ncu:sm__inst") for t in _texts(plots.plot(df)))
+    assert set(roofs["family"]) == {"ncu"} and set(roofs["ceiling_set"]) == {0}  # one ceiling, not two
+    texts = _texts(plots.plot(df))
+    assert "fp32 19–20 TFLOP/s (2 kernels) · ncu" in texts
+    assert any(t.replace("\n", " ").startswith("roofs: GPU-A · ncu (per kernel, at the profiled clock)") for t in texts)
 
 
 def make_machine(peak: float) -> dict[str, object]:
     return {"device": "GPU-A", "peak_flop_per_s": peak, "bandwidth": {"dram": 2e12, "l2": 5e12, "l1": 20e12}}
+
+
+def test_source_family_groups_the_roofs_of_one_ceiling() -> None:
+    assert plots.source_family("ncu:2 × sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained") == "ncu"
+    assert plots.source_family("spec:RTX 3070#simt_flop_per_s.fp32") == "spec:RTX 3070"
+    assert plots.source_family("measured:h100.json") == "measured:h100.json"
+
+
+def test_a_report_without_ceilings_says_so() -> None:
+    no_roofs = {"device": "", "peak_flop_per_s": np.nan, "bandwidth": {"dram": np.nan, "l2": np.nan, "l1": np.nan},
+                "ceiling_source": "unknown"}
+    df = make_report([kernel(0, "gemm", 1e-3, 10e9, {"dram": 1e9, "l2": 2e9, "l1": 5e9}, machine=no_roofs)])
+    assert plots.roof_lines(df).empty and plots.ridge_points(df).empty
+    d = plots.chart_data(df)
+    assert d["plotted"].all()  # the points still have coordinates: intensity and FLOP/s need no roof
+    assert any(t.startswith("No roofs: the report") for t in _texts(plots.plot(df)))
 
 
 def test_split_ceiling_source() -> None:

@@ -1,0 +1,121 @@
+"""Charts and HTML pages from real Nsight Compute exports (../shared/fixtures; skipped when absent),
+through the real pipeline: what is drawn is the report's own numbers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nsroof.report import html, plots
+from tests.report.page_parse import Page
+
+REPO = Path(__file__).resolve().parents[2]
+AVERY = "converted/averyclapp__profile_output.raw_base.csv"  # A10G SGEMM variants, ncu roofs, no L2 bytes
+NVTX = "converted/nsighttraining__manual_nvtx.raw_base.csv"  # RTX 3070, NVTX ranges, no FLOP counters
+
+
+@pytest.fixture(scope="module")
+def avery(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, Path]:
+    from nsroof.pipeline import analyze
+
+    report = analyze([shared_fixtures / AVERY])
+    path = report.write(tmp_path_factory.mktemp("avery") / "report.parquet")
+    return report.frame, path
+
+
+def _nsroof(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "nsroof", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=180)
+
+
+def test_png_svg_and_html_from_a_real_export(avery: tuple[pd.DataFrame, Path], tmp_path: Path) -> None:
+    _, path = avery
+    for name in ("chart.png", "chart.svg"):
+        r = _nsroof("plot", str(path), "-o", str(tmp_path / name))
+        assert r.returncode == 0, r.stderr
+        # 4 kernels x (DRAM, L1): the export has no L2 byte counter, so no L2 points
+        assert "4 kernels, 8 points" in r.stdout
+    assert (tmp_path / "chart.png").read_bytes()[:4] == b"\x89PNG"
+    assert "warptiling" in (tmp_path / "chart.svg").read_text()
+    r = _nsroof("report", str(path), "-o", str(tmp_path / "report.html"))
+    assert r.returncode == 0, r.stderr
+    page = Page((tmp_path / "report.html").read_text())
+    assert sorted(page.column("kernel")) == ["one_blocktiling", "two_blocktiling", "vectorized_blocktiling",
+                                             "warptiling"]
+    assert page.tags["svg"] == 4  # all levels, DRAM, L2 (no points: its chart lists why), L1
+
+
+def test_real_points_and_roofs_are_the_reports_numbers(avery: tuple[pd.DataFrame, Path]) -> None:
+    frame, _ = avery
+    data = plots.chart_data(frame)
+    shown = data[data["plotted"]].merge(frame, on=["source", "kernel_id", "level"])
+    assert len(shown) == 8
+    np.testing.assert_array_equal(shown["x_intensity"], shown["intensity"])
+    np.testing.assert_array_equal(shown["y_flop_per_s"], shown["achieved_flop_per_s"])
+    assert set(data.loc[~data["plotted"], "level"]) == {"l2"}
+    roofs = plots.roof_lines(frame)
+    assert set(roofs["family"]) == {"ncu"} and roofs["ceiling_set"].nunique() == 1
+    comp = roofs[roofs["kind"] == "compute"].iloc[0]
+    # ncu's roof at each kernel's clock: the chart spans exactly the report's min..max
+    assert comp["value_min"] == frame["peak_flop_per_s"].min()
+    assert comp["value_max"] == frame["peak_flop_per_s"].max()
+    dram = roofs[(roofs["kind"] == "bandwidth") & (roofs["name"] == "dram")].iloc[0]
+    at_dram = frame[frame["level"] == "dram"]["bandwidth_bytes_per_s"]
+    assert (dram["value_min"], dram["value_max"]) == (at_dram.min(), at_dram.max())
+    ridges = plots.ridge_points(frame)
+    assert set(ridges["level"]) == {"dram", "l1"}
+
+
+def test_real_nvtx_groups_and_unplotted_listing(shared_fixtures: Path) -> None:
+    from nsroof.pipeline import analyze
+
+    report = analyze([shared_fixtures / NVTX])
+    frame = report.frame
+    page = Page(html.render(frame, metadata=report.metadata, with_charts=False))
+    assert len(page.rows) == 3
+    assert sorted(g.split(" — ")[0] for g in page.groups) == ["run_test/check_results", "run_test/daxpy",
+                                                             "run_test/init_data"]
+    # no FLOP counters in this export: nothing to place, and the listing says which metrics were missing
+    missing = plots.unplotted(plots.chart_data(frame))
+    assert len(missing) == 3 and not missing["partial"].any()
+    assert all("sm__sass_thread_inst_executed_op_ffma_pred_on.sum" in r for r in missing["reason"])
+    roofs = plots.roof_lines(frame)
+    assert "spec:RTX 3070" in set(roofs["family"])
+
+
+def test_two_devices_in_one_report_get_two_roof_sets(shared_fixtures: Path) -> None:
+    from nsroof.pipeline import analyze
+
+    frame = analyze([shared_fixtures / AVERY, shared_fixtures / NVTX]).frame
+    roofs = plots.roof_lines(frame)
+    sets = roofs.drop_duplicates("ceiling_set")[["device", "family"]]
+    assert sorted(map(tuple, sets.to_numpy().tolist())) == [("NVIDIA A10G", "ncu"),
+                                                            ("NVIDIA GeForce RTX 3070", "spec:RTX 3070")]
+    texts = [t.get_text().replace("\n", " ") for t in plots.plot(frame).findobj(
+        lambda a: hasattr(a, "get_text"))]
+    assert any(t.startswith("[1] roofs: NVIDIA A10G · ncu") for t in texts)
+    assert any(t.startswith("[2] roofs: NVIDIA GeForce RTX 3070 · spec:RTX 3070") for t in texts)
+
+
+def test_the_packaged_example(tmp_path: Path) -> None:
+    example = REPO / "nsroof" / "data" / "examples" / "example_details.csv"
+    if not example.exists():
+        pytest.skip("nsroof/data/examples/example_details.csv not shipped yet")
+    from nsroof.pipeline import analyze
+
+    report = analyze([example])
+    path = report.write(tmp_path / "example.parquet")
+    for name in ("example.png", "example.svg", "example.html"):
+        cmd = "report" if name.endswith(".html") else "plot"
+        r = _nsroof(cmd, str(path), "-o", str(tmp_path / name))
+        assert r.returncode == 0, r.stderr
+    n = plots.kernel_key(report.frame).nunique()
+    assert len(Page((tmp_path / "example.html").read_text()).rows) == n
+    data = plots.chart_data(report.frame)
+    shown = data[data["plotted"]].merge(report.frame, on=["source", "kernel_id", "level"])
+    np.testing.assert_array_equal(shown["x_intensity"], shown["intensity"])
