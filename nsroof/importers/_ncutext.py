@@ -40,38 +40,40 @@ class Export:
     path: Path
     header: list[str]
     header_line: int  # 1-based line number of the header
+    header_offset: int  # byte offset of the header in the (decompressed) file
     preamble: Preamble
     stream: BinaryIO
     first: bytes  # bytes after the header line, already read
 
-    def blocks(self, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, bytes]]:
-        """(first line number, bytes) blocks of whole rows, in file order."""
+    def blocks(self, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, memoryview]]:
+        """(first line number, bytes) blocks of whole rows, in file order (views: no copy)."""
         line = self.header_line + 1
         carry = self.first
-        eof = False
-        while not eof or carry:
-            if not eof and len(carry) < block_bytes:
-                more = self.stream.read(block_bytes)
-                if more:
-                    carry += more
-                    continue
-                eof = True
-            if eof:
-                block, carry = carry, b""
-                if block and not block.endswith(b"\n"):
-                    block += b"\n"
-            else:
-                cut = _row_boundary(carry)
-                if cut < 0:  # one row longer than a block: read on
-                    more = self.stream.read(block_bytes)
-                    if not more:
-                        eof = True
-                    carry += more
-                    continue
-                block, carry = carry[: cut + 1], carry[cut + 1 :]
-            if block.strip():
-                yield line, block
-            line += block.count(b"\n")
+        while True:
+            more = self.stream.read(block_bytes)
+            if not more:
+                if carry.strip():
+                    if not carry.endswith(b"\n"):
+                        carry += b"\n"
+                    yield line, memoryview(carry)
+                return
+            buf = carry + more
+            cut = _row_boundary(buf)
+            if cut < 0:  # one row longer than a block: read on
+                carry = buf
+                continue
+            view = memoryview(buf)[: cut + 1]
+            n_lines = buf.count(b"\n", 0, cut + 1)
+            if buf.strip(b" \t\r\n")[:1]:
+                yield line, view
+            line += n_lines
+            carry = buf[cut + 1 :]
+
+    def reopen(self) -> BinaryIO:
+        """A fresh stream positioned at the header (the export's own stream stays where it is)."""
+        stream = _open(self.path)
+        stream.seek(self.header_offset)
+        return stream
 
     def close(self) -> None:
         self.stream.close()
@@ -80,14 +82,11 @@ class Export:
 def _row_boundary(buf: bytes) -> int:
     """Index of the last newline in buf that ends a row (even quote count before it), or -1."""
     end = len(buf)
-    quotes_total = buf.count(b'"')
     while True:
         cut = buf.rfind(b"\n", 0, end)
         if cut < 0:
             return -1
-        # count quotes after the cut instead of before it: cheaper for a cut near the end
-        after = buf.count(b'"', cut)
-        if (quotes_total - after) % 2 == 0:
+        if buf.count(b'"', 0, cut) % 2 == 0:
             return cut
         end = cut
 
@@ -110,6 +109,7 @@ def open_export(path: str | os.PathLike[str]) -> Export:
     stream = _open(p)
     try:
         buf = b""
+        bom = 0
         found = None
         while found is None:
             try:
@@ -119,8 +119,9 @@ def open_export(path: str | os.PathLike[str]) -> Export:
             if not more:
                 break
             buf += more
-            if buf.startswith(_BOM):
+            if not bom and buf.startswith(_BOM):
                 buf = buf[len(_BOM) :]
+                bom = len(_BOM)
             if b"\0" in buf[: 1 << 16]:
                 raise InputError(p, "binary file, not a CSV export", line=1, hint=EXPORT_HINT)
             found = _HEADER.search(buf)
@@ -146,6 +147,7 @@ def open_export(path: str | os.PathLike[str]) -> Export:
             path=p,
             header=header,
             header_line=header_line,
+            header_offset=bom + start,
             preamble=Preamble(pre_text.splitlines()),
             stream=stream,
             first=buf[eol + 1 :],
@@ -191,17 +193,12 @@ def _not_an_export(p: Path, buf: bytes) -> InputError:
     )
 
 
-def pad_ragged(block: bytes, pad: int) -> bytes:
-    """Give metric rows that stop after `Metric Value` (trailing comma) the header's width."""
-    if pad <= 0:
-        return block
-    commas = b"," * pad
-    return block.replace(b",\r\n", b"," + commas + b"\r\n").replace(b",\n", b"," + commas + b"\n")
+def ragged_width(block: bytes | memoryview) -> int | None:
+    """Field count of the first row that ends in a trailing comma, or None when there is none.
 
-
-def ragged_width(block: bytes) -> int | None:
-    """Field count of the first row that ends in a trailing comma, or None when there is none."""
-    for m in re.finditer(rb"(?m)^.*,\r?$", block[: 4 << 20]):
+    ncu's details page stops metric rows after `Metric Value` with a trailing comma; only rule rows
+    are as wide as the header."""
+    for m in re.finditer(rb"(?m)^.*,\r?$", bytes(block[: 4 << 20])):
         line = m.group(0).rstrip(b"\r")
         try:
             fields = next(csv.reader(io.StringIO(line.decode("utf-8"))))

@@ -6,8 +6,8 @@ One row per kernel launch: identity columns from the export, every metric under 
 base units (float64), string metrics as strings, file facts in df.attrs["nsroof"].
 
 How (../shared/docs/ncu-formats.md §1, §5): the file is streamed in row-aligned blocks (gzip, BOM,
-CRLF and text before the header handled in nsroof.importers._ncutext); ragged metric rows are padded
-to the header width so pyarrow's multi-threaded CSV parser reads each block; rows it still rejects
+CRLF and text before the header handled in nsroof.importers._ncutext); ragged metric rows (ending after
+`Metric Value` with a trailing comma) set the width pyarrow's multi-threaded CSV parser reads; rows it still rejects
 (text lines, rows broken by an unescaped quote in an NVTX range name) go through a row-level repair.
 Per block only compact columns are kept: launch IDs, section/label/unit strings and value strings
 for the details page, and the identity of each launch once. Then, for the whole file at once: the
@@ -23,6 +23,7 @@ import io
 import os
 import re
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -91,7 +92,7 @@ class _Collected:
 
     identity: list[pa.Table] = field(default_factory=list)
     metric_tables: list[pa.Table] = field(default_factory=list)
-    line_arrays: list[np.ndarray] = field(default_factory=list)
+    n_rows: int = 0
     bad_rows: list[tuple[int, str]] = field(default_factory=list)
     text_lines: list[tuple[int, str]] = field(default_factory=list)
 
@@ -135,17 +136,26 @@ def _layout(export: text.Export) -> _Layout:
     return _Layout(header, page, name, push_pop, start_end)
 
 
-def _read_blocks(export: text.Export, layout: _Layout, include: list[str]) -> tuple[_Collected, list[pa.Table]]:
-    """Parse every block; returns the collector and the tables (only `include` columns)."""
+def _read_blocks(
+    export: text.Export, layout: _Layout, include: list[str], reduce: Callable[[pa.Table, np.ndarray], None]
+) -> _Collected:
+    """Parse every block and hand it (only `include` columns, with line numbers) to `reduce` at once,
+    so no more than one block's rows is alive at a time.
+
+    Details pages: metric rows end after `Metric Value` with a trailing comma, narrower than the header;
+    only rule rows are full width. pyarrow parses the block with the narrow width, so the (many) metric
+    rows go through the fast parser and the (few) rule rows come back through the invalid-row handler."""
     collected = _Collected()
-    tables: list[pa.Table] = []
-    ncols = len(layout.header)
-    pad: int | None = None
+    header = layout.header
+    ncols = len(header)
+    width: int | None = None
     for first_line, block in export.blocks():
-        if pad is None:
-            width = text.ragged_width(block)
-            pad = 0 if width is None else max(0, ncols - width)
-        data = text.pad_ragged(block, pad)
+        if width is None:
+            ragged = text.ragged_width(block)
+            width = ragged if ragged is not None and layout.page == "details" and ragged < ncols else ncols
+            if width <= header.index("Kernel Name") or any(header.index(c) >= width for c in include):
+                width = ncols
+        names = header[:width]
         rejected: list[str] = []
 
         def on_invalid(row: Any, _rejected: list[str] = rejected) -> str:
@@ -154,11 +164,11 @@ def _read_blocks(export: text.Export, layout: _Layout, include: list[str]) -> tu
 
         try:
             table = pacsv.read_csv(
-                pa.py_buffer(data),
-                read_options=pacsv.ReadOptions(column_names=layout.header, use_threads=True, block_size=4 << 20),
+                pa.py_buffer(block),
+                read_options=pacsv.ReadOptions(column_names=names, use_threads=True, block_size=4 << 20),
                 parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid, newlines_in_values=True),
                 convert_options=pacsv.ConvertOptions(
-                    column_types={c: pa.string() for c in layout.header},
+                    column_types={c: pa.string() for c in names},
                     include_columns=include,
                     strings_can_be_null=False,
                     quoted_strings_can_be_null=False,
@@ -167,51 +177,75 @@ def _read_blocks(export: text.Export, layout: _Layout, include: list[str]) -> tu
         except pa.ArrowInvalid as exc:
             raise InputError(export.path, f"unreadable CSV block ({exc})", line=first_line,
                              hint=text.EXPORT_HINT) from None
+        ok_lines, other_lines = _line_numbers(block, first_line, narrow=width < ncols)
+        if len(ok_lines) != table.num_rows:  # blank lines or values with newlines: approximate
+            ok_lines = np.arange(first_line, first_line + table.num_rows, dtype=np.int64)
         if rejected:
-            table = _repair(export, layout, include, table, rejected, block, first_line, collected)
-        n_lines = block.count(b"\n")
-        lines = np.arange(first_line, first_line + n_lines, dtype=np.int64)
-        if table.num_rows != n_lines:
-            lines = np.arange(first_line, first_line + table.num_rows, dtype=np.int64)  # approximate
-        tables.append(table)
-        collected.line_arrays.append(lines[: table.num_rows])
-    return collected, tables
+            extra, extra_lines = _repair(export, layout, include, width, rejected, block, first_line,
+                                         other_lines, collected)
+            if extra is not None:
+                table = pa.concat_tables([table, extra.select(table.column_names)])
+                ok_lines = np.concatenate([ok_lines, extra_lines])
+        reduce(table, ok_lines)
+        collected.n_rows += table.num_rows
+        del table
+    return collected
+
+
+def _line_numbers(block: memoryview, first_line: int, *, narrow: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Line numbers of the rows pyarrow keeps (narrow: rows ending in a trailing comma) and of the others."""
+    buf = np.frombuffer(block, dtype=np.uint8)
+    nl = np.flatnonzero(buf == 10)
+    if not narrow:
+        return first_line + np.arange(len(nl), dtype=np.int64), np.zeros(0, np.int64)
+    prev = buf[np.maximum(nl - 1, 0)].copy()
+    cr = prev == 13
+    prev[cr] = buf[np.maximum(nl[cr] - 2, 0)]
+    ragged = prev == 44
+    return first_line + np.flatnonzero(ragged), first_line + np.flatnonzero(~ragged)
 
 
 def _repair(
     export: text.Export,
     layout: _Layout,
     include: list[str],
-    table: pa.Table,
+    width: int,
     rejected: list[str],
-    block: bytes,
+    block: memoryview,
     first_line: int,
+    other_lines: np.ndarray,
     collected: _Collected,
-) -> pa.Table:
-    """Rows pyarrow rejected: text lines are dropped (with a warning), rows broken by an unescaped
-    quote in an NVTX name are rebuilt, anything else is an InputError naming its line."""
+) -> tuple[pa.Table | None, np.ndarray]:
+    """Rows pyarrow rejected: rule rows (full width) are cut to the parsed width, text lines are dropped
+    (with a warning), rows broken by an unescaped quote in an NVTX name are rebuilt; anything else is
+    an InputError naming its line."""
     header = layout.header
     ncols = len(header)
     fixed: list[list[str]] = []
-    for raw in rejected:
-        line = _line_of(block, raw, first_line)
+    lines: list[int] = []
+    in_order = len(other_lines) == len(rejected)
+    for i, raw in enumerate(rejected):
+        line = int(other_lines[i]) if in_order else first_line
         stripped = raw.strip()
         if not stripped:
             continue
         if not stripped.startswith('"'):
-            collected.text_lines.append((line, stripped))
+            collected.text_lines.append((_line_of(block, raw, first_line), stripped))
             continue
         fields = _csv_fields(raw)
-        if fields is not None and len(fields) < ncols and _only_trailing_missing(layout, len(fields)):
-            fixed.append(fields + [""] * (ncols - len(fields)))
+        if fields is not None and len(fields) >= width and not any(f.strip() for f in fields[ncols:]):
+            fixed.append(fields[:width])
+            lines.append(line)
             continue
-        if fields is not None and len(fields) > ncols and not any(f.strip() for f in fields[ncols:]):
-            fixed.append(fields[:ncols])
+        if fields is not None and len(fields) < width and _only_trailing_missing(layout, len(fields)):
+            fixed.append(fields + [""] * (width - len(fields)))
+            lines.append(line)
             continue
         recovered = _recover_nvtx_row(layout, raw)
         if recovered is not None:
-            collected.bad_rows.append((line, raw))
-            fixed.append(recovered)
+            collected.bad_rows.append((_line_of(block, raw, first_line), raw))
+            fixed.append(recovered[:width])
+            lines.append(line)
             continue
         got = "?" if fields is None else str(len(fields))
         cause = (
@@ -219,18 +253,20 @@ def _repair(
             if fields is not None
             else "row ends inside a quoted field"
         )
-        raise InputError(export.path, f"{cause}: the export is truncated or damaged", line=line,
+        raise InputError(export.path, f"{cause}: the export is truncated or damaged",
+                         line=_line_of(block, raw, first_line),
                          hint="re-export the report; " + text.EXPORT_HINT)
     if not fixed:
-        return table
+        return None, np.zeros(0, np.int64)
     cols = {c: pa.array([row[header.index(c)] for row in fixed], type=pa.string()) for c in include}
-    extra = pa.table(cols).select(table.column_names)
-    return pa.concat_tables([table, extra])
+    return pa.table(cols), np.asarray(lines, dtype=np.int64)
 
 
-def _line_of(block: bytes, raw: str, first_line: int) -> int:
-    pos = block.find(raw.encode("utf-8")[:200])
-    return first_line + block.count(b"\n", 0, pos) if pos >= 0 else first_line
+def _line_of(block: memoryview, raw: str, first_line: int) -> int:
+    """Line of a rejected row (error paths only: it scans the block)."""
+    data = bytes(block)
+    pos = data.find(raw.encode("utf-8")[:200])
+    return first_line + data.count(b"\n", 0, pos) if pos >= 0 else first_line
 
 
 def _csv_fields(raw: str) -> list[str] | None:
@@ -246,9 +282,7 @@ def _csv_fields(raw: str) -> list[str] | None:
 
 def _only_trailing_missing(layout: _Layout, n: int) -> bool:
     """A short row is fine when what it lacks is only rule columns (details) — never metric values."""
-    if layout.page != "details":
-        return False
-    return n > layout.header.index("Metric Value")
+    return layout.page == "details" and n > layout.header.index("Metric Value")
 
 
 def _recover_nvtx_row(layout: _Layout, raw: str) -> list[str] | None:
@@ -350,55 +384,191 @@ def _identity_frame(export: text.Export, layout: _Layout, ids: np.ndarray, table
 # ---------------------------------------------------------------------------------------------
 
 
+@dataclass
+class _LongRows:
+    """The details page's metric rows, compact: one entry per (launch, metric) row."""
+
+    kernel_ids: np.ndarray  # int64 launch ID per row
+    lines: np.ndarray  # line number per row (approximate when values span lines)
+    section: tuple[np.ndarray, list[str]]  # (codes, names)
+    body: tuple[np.ndarray, list[str]]
+    metric: tuple[np.ndarray, list[str]]
+    unit: tuple[np.ndarray, list[str]]
+    values: pa.Array | pa.ChunkedArray
+
+
 def _read_details(export: text.Export, layout: _Layout) -> pd.DataFrame:
+    collected = _Collected()
+    fast = _details_fast(export, layout)
+    if fast is not None:
+        uids, ident_table, rows = fast
+    else:
+        uids, ident_table, rows = _details_robust(export, layout, collected)
+    warnings: list[str] = []
+    hints: list[str] = []
+    identity = _identity_frame(export, layout, uids, ident_table, warnings)
+    kernel_ids = identity["kernel_id"].to_numpy()
+    columns: dict[str, Any] = {}
+    units: dict[str, str] = {}
+    style = numbers.StyleDecision("C", "no numbers")
+    if len(rows.kernel_ids):
+        kidx = np.searchsorted(kernel_ids, rows.kernel_ids)
+        columns, units, style = _pivot_details(export, rows, kidx, len(kernel_ids))
+    frame = _assemble(identity, columns)
+    _fill_launch_identity(frame)
+    _finish(export, layout, frame, units, style, collected, warnings, hints, FORMAT_DETAILS)
+    return frame
+
+
+def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.Table, _LongRows] | None:
+    """The common case, at the speed of pandas' C tokenizer: only the ID and metric columns are
+    converted (as categoricals: few distinct values), and each launch's identity (the long kernel name,
+    NVTX cells) is parsed once, from its first row, found by byte search. Returns None whenever the
+    file needs the row-level repairs of _details_robust (rows wider than the header, text lines, ...)."""
+    header = layout.header
+    detail_cols = [c for c in _DETAILS_COLUMNS if c in header]
+    use = ["ID"] + detail_cols
+    stream = export.reopen()
+    try:
+        df = pd.read_csv(
+            stream, header=0, usecols=use, engine="c", na_filter=False, skip_blank_lines=True,
+            dtype={c: ("str" if c == "Metric Value" else "category") for c in use},
+        )
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError):
+        return None
+    finally:
+        stream.close()
+    if len(df) == 0:
+        return None
+    id_codes = df["ID"].cat.codes.to_numpy().astype(np.int64)
+    id_texts = [str(x) for x in df["ID"].cat.categories]
+    if any(not t.isdigit() for t in id_texts) or (id_codes < 0).any():
+        return None  # text lines among the rows, or a damaged ID: let the robust path name the line
+    id_values = np.asarray([int(t) for t in id_texts], dtype=np.int64)
+    ids = id_values[id_codes]
+    first_code_rows = np.unique(id_codes, return_index=True)[1]
+    order = np.sort(first_code_rows)
+    first_texts = [id_texts[int(id_codes[r])] for r in order]
+    ident_rows = _identity_rows(export, layout, first_texts)
+    if ident_rows is None:
+        return None
+    ident_cols = layout.identity_columns
+    ident_table = pa.table({c: pa.array([r[header.index(c)] for r in ident_rows], type=pa.string())
+                            for c in ident_cols})
+    uids = ids[order]
+    srt = np.argsort(uids, kind="stable")
+    uids, ident_table = uids[srt], ident_table.take(pa.array(srt))
+
+    metric = df["Metric Name"]
+    keep = (metric != "").to_numpy()
+    lines = export.header_line + 1 + np.flatnonzero(keep).astype(np.int64)
+
+    def codes(col: str) -> tuple[np.ndarray, list[str]]:
+        if col not in df.columns:
+            return np.zeros(int(keep.sum()), np.int64), [""]
+        c = df[col]
+        return c.cat.codes.to_numpy()[keep].astype(np.int64), [str(x) for x in c.cat.categories]
+
+    values = pa.array(df["Metric Value"].to_numpy()[keep] if False else df["Metric Value"])
+    values = values.filter(pa.array(keep))
+    rows = _LongRows(ids[keep], lines, codes("Section Name"), codes("Body Item Label"), codes("Metric Name"),
+                     codes("Metric Unit"), values)
+    return uids, ident_table, rows
+
+
+def _identity_rows(export: text.Export, layout: _Layout, id_texts: list[str]) -> list[list[str]] | None:
+    """The first row of each launch, parsed in full: a byte search for `\\n"<ID>",` in file order."""
+    need = max(layout.header.index(c) for c in layout.identity_columns) + 1
+    out: list[list[str]] = []
+    stream = export.reopen()
+    try:
+        stream.readline()  # the header
+        todo = iter(id_texts)
+        current = next(todo, None)
+        carry = b"\n"
+        while current is not None:
+            chunk = stream.read(text.BLOCK_BYTES)
+            data = carry + chunk
+            pos = 0
+            pattern = b'\n"' + current.encode() + b'",'
+            keep_from = -1
+            while current is not None:
+                i = data.find(pattern, pos)
+                if i < 0:
+                    break
+                end = data.find(b"\n", i + 1)
+                if end < 0:
+                    if chunk:
+                        keep_from = i
+                        break
+                    end = len(data)
+                fields = _csv_fields(data[i + 1 : end].rstrip(b"\r").decode("utf-8", errors="replace"))
+                if fields is None or len(fields) < need:
+                    return None
+                out.append(fields)
+                pos = end
+                current = next(todo, None)
+                if current is not None:
+                    pattern = b'\n"' + current.encode() + b'",'
+            if not chunk:
+                break
+            if keep_from < 0:
+                keep_from = max(pos, data.rfind(b"\n", pos))
+            carry = data[keep_from:]
+    finally:
+        stream.close()
+    return out if len(out) == len(id_texts) else None
+
+
+def _details_robust(export: text.Export, layout: _Layout, collected: _Collected) -> tuple[np.ndarray, pa.Table, _LongRows]:
+    """Block by block through pyarrow, with row-level repairs (see _read_blocks)."""
     header = layout.header
     detail_cols = [c for c in _DETAILS_COLUMNS if c in header]
     include = layout.identity_columns + [c for c in detail_cols if c not in layout.identity_columns]
-    collected, tables = _read_blocks(export, layout, include)
-    if not tables or sum(t.num_rows for t in tables) == 0:
-        raise InputError(export.path, "header but no data rows", line=export.header_line + 1,
-                         hint="ncu profiled no kernel; check its filters, then " + text.EXPORT_HINT)
-
     id_parts: list[np.ndarray] = []
     ident_ids: list[np.ndarray] = []
     ident_tables: list[pa.Table] = []
     metric_parts: list[pa.Table] = []
     line_parts: list[np.ndarray] = []
     ident_cols = layout.identity_columns
-    for table, lines in zip(tables, collected.line_arrays):
+
+    def reduce(table: pa.Table, lines: np.ndarray) -> None:
         ids = _ids(export, table.column("ID"), lines)
         u, first = _first_per_id(table.select(ident_cols), ids)
         ident_ids.append(u)
-        ident_tables.append(first)
+        ident_tables.append(_compact(first))
         keep = pc.not_equal(table.column("Metric Name"), "")
         keep_np = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
-        metric_parts.append(table.select(detail_cols).filter(keep))
+        metric_parts.append(_compact(table.select(detail_cols).filter(keep)))
         id_parts.append(ids[keep_np])
         line_parts.append(lines[keep_np])
-    del tables
 
+    done = _read_blocks(export, layout, include, reduce)
+    collected.bad_rows += done.bad_rows
+    collected.text_lines += done.text_lines
+    if done.n_rows == 0:
+        raise InputError(export.path, "header but no data rows", line=export.header_line + 1,
+                         hint="ncu profiled no kernel; check its filters, then " + text.EXPORT_HINT)
     all_ident_ids = np.concatenate(ident_ids)
     ident_table = pa.concat_tables(ident_tables)
     uids, first = np.unique(all_ident_ids, return_index=True)
     ident_table = ident_table.take(pa.array(first))
-    warnings: list[str] = []
-    hints: list[str] = []
-    identity = _identity_frame(export, layout, uids, ident_table, warnings)
-    kernel_ids = identity["kernel_id"].to_numpy()
+    metrics = pa.concat_tables(metric_parts)
 
-    metrics = pa.concat_tables(metric_parts) if metric_parts else None
-    row_ids = np.concatenate(id_parts) if id_parts else np.zeros(0, np.int64)
-    row_lines = np.concatenate(line_parts) if line_parts else np.zeros(0, np.int64)
-    columns: dict[str, Any] = {}
-    units: dict[str, str] = {}
-    style = numbers.StyleDecision("C", "no numbers")
-    if metrics is not None and metrics.num_rows:
-        kidx = np.searchsorted(kernel_ids, row_ids)
-        columns, units, style = _pivot_details(export, layout, metrics, kidx, row_lines, len(kernel_ids), warnings)
-    frame = _assemble(identity, columns)
-    _fill_launch_identity(frame)
-    _finish(export, layout, frame, units, style, collected, warnings, hints, FORMAT_DETAILS)
-    return frame
+    def codes(col: str) -> tuple[np.ndarray, list[str]]:
+        if col not in metrics.column_names:
+            return np.zeros(metrics.num_rows, np.int64), [""]
+        return _codes(metrics.column(col))
+
+    rows = _LongRows(np.concatenate(id_parts), np.concatenate(line_parts), codes("Section Name"),
+                     codes("Body Item Label"), codes("Metric Name"), codes("Metric Unit"),
+                     metrics.column("Metric Value"))
+    return uids, ident_table, rows
+
+
+def _compact(table: pa.Table) -> pa.Table:
+    """Copy a slice/filter result into its own buffers so the block it came from can be freed."""
+    return pa.Table.from_batches([b for b in table.combine_chunks().to_batches()]) if table.num_rows else table
 
 
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
@@ -413,20 +583,13 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
 
 def _pivot_details(
     export: text.Export,
-    layout: _Layout,
-    metrics: pa.Table,
+    rows: _LongRows,
     kidx: np.ndarray,
-    row_lines: np.ndarray,
     n_kernels: int,
-    warnings: list[str],
 ) -> tuple[dict[str, Any], dict[str, str], numbers.StyleDecision]:
-    sec, sec_names = _codes(metrics.column("Section Name"))
-    if "Body Item Label" in metrics.column_names:
-        body, body_names = _codes(metrics.column("Body Item Label"))
-    else:
-        body, body_names = np.zeros(metrics.num_rows, np.int64), [""]
-    met, met_names = _codes(metrics.column("Metric Name"))
-    unit, unit_names = _codes(metrics.column("Metric Unit"))
+    (sec, sec_names), (body, body_names) = rows.section, rows.body
+    (met, met_names), (unit, unit_names) = rows.metric, rows.unit
+    row_lines = rows.lines
     key = ((sec * len(body_names) + body) * len(met_names) + met) * len(unit_names) + unit
     uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
 
@@ -437,8 +600,9 @@ def _pivot_details(
     col_names: list[str] = []
     col_units: list[str] = []
     col_index: dict[tuple[str, str], int] = {}
-    for i, k in enumerate(uniq.tolist()):
-        k, u = divmod(k, len(unit_names))
+    # columns in order of first appearance in the file, whatever the code order
+    for i in np.argsort(first, kind="stable").tolist():
+        k, u = divmod(int(uniq[i]), len(unit_names))
         k, m = divmod(k, len(met_names))
         s, b = divmod(k, len(body_names))
         section, body_label, label, unit_name = sec_names[s], body_names[b], met_names[m], unit_names[u]
@@ -460,7 +624,7 @@ def _pivot_details(
         combo_explicit[i] = explicit
     col_names = _disambiguate(col_names, col_units)
 
-    cleaned = numbers.clean(metrics.column("Metric Value"))
+    cleaned = numbers.clean(rows.values)
     style = numbers.decide_style(cleaned)
     if style.conflict is not None:
         a, b = style.conflict
@@ -544,12 +708,19 @@ def _scatter(
 
 def _read_raw(export: text.Export, layout: _Layout) -> pd.DataFrame:
     header = layout.header
-    collected, tables = _read_blocks(export, layout, list(header))
+    tables: list[pa.Table] = []
+    line_parts: list[np.ndarray] = []
+
+    def reduce(table: pa.Table, lines: np.ndarray) -> None:
+        tables.append(table)  # one row per launch: the raw page is small
+        line_parts.append(lines)
+
+    collected = _read_blocks(export, layout, list(header), reduce)
     table = pa.concat_tables(tables) if tables else None
     if table is None or table.num_rows == 0:
         raise InputError(export.path, "header but no data rows", line=export.header_line + 1,
                          hint="ncu profiled no kernel; check its filters, then " + text.EXPORT_HINT)
-    lines = np.concatenate(collected.line_arrays)
+    lines = np.concatenate(line_parts)
     identity_cols = layout.identity_columns
     metric_cols = [c for c in header if c not in identity_cols and c not in ("Kernel Time",)]
     id_col = table.column("ID")
