@@ -1,0 +1,32 @@
+"""`nsroof ncu [--range NAME] [--set roofline|minimal] [-o report] -- python train.py …`"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--range", "range_name", help="Profile only kernels inside this nsroof range (the script opens it "
+                                             "with nsroof.annotate(NAME)); default: the whole script.")
+@click.option("--set", "metric_set", type=click.Choice(["roofline", "minimal"]), default="roofline", show_default=True,
+              help="roofline: FLOPs of every precision, DRAM/L2/L1 bytes and the ceilings' counters; minimal: time, "
+                   "FP32/FP64 FLOPs and DRAM bytes (fewer replay passes).")
+@click.option("--machine", help="Machine ceilings (name or JSON); default: the local GPU's datasheet entry.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("nsroof-ncu"), show_default=True,
+              help="Base name: writes BASE.ncu-rep, BASE.log, BASE.csv and the report BASE.parquet.")
+@click.option("--top", default=10, show_default=True, help="Kernels listed in the summary.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def ncu(range_name: str | None, metric_set: str, machine: str | None, output: Path, top: int,
+        command: tuple[str, ...]) -> None:
+    """Run a script under Nsight Compute with exactly the counters the hierarchical roofline needs,
+    then export and analyze the result; kernels are joined to their aten op and nn.Module through the
+    NVTX stack."""
+    from nsroof.collectors import ncu_run
+    from nsroof.report.summary import render
+
+    report, out, _cmd = ncu_run.run(list(command), output, range_name=range_name, metric_set=metric_set,
+                                    machine=machine)
+    report.write(out.parquet)
+    click.echo(render(report, top=top, output=str(out.parquet)))
