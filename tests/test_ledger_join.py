@@ -309,3 +309,17 @@ class TestRealExport:
         k1 = frame[(frame["kernel_id"] == 1) & (frame["level"] == "dram")].iloc[0]
         assert math.isnan(k1["expected_flops"])
         assert "ledger: no recorded sizes for aten::relu" in k1["missing"]
+
+
+def test_aten_match_keeps_the_formula_roof_for_the_machine_fallback(report: pd.DataFrame, data_dir: Path) -> None:
+    from nsroof.models.machines import Machine
+
+    report["peak_flop_per_s"] = np.nan
+    m = Machine("test", peak_flop_per_s={"fp16": 4e12}, bandwidth_bytes_per_s={"dram": 1e12})
+    joined = lj.apply(report, lj.load_mapping(data_dir / "ledger" / "mapping.yaml"), machine=m)
+    r = dram(joined, 2)  # aten::mm at fp16 -> gemm under the matmul:fp16 roof
+    # compute 3·65,536 / 4e12 = 49 ns; memory 3·7,168 / 1e11 (the report's DRAM row) = 215 ns
+    assert r["ideal_time_s"] == pytest.approx(2.1504e-7)
+    report["bandwidth_bytes_per_s"] = np.nan
+    r = dram(lj.apply(report, lj.load_mapping(data_dir / "ledger" / "mapping.yaml"), machine=m), 2)
+    assert r["ideal_time_s"] == pytest.approx(max(3 * 65_536 / 4e12, 3 * 7_168 / 1e12))  # both from the machine

@@ -151,16 +151,19 @@ def render(a: Analysis, source: str) -> str:
     lines.append(f"ridge           {ratio(a.ridge)} FLOP/byte")
     lines.append(f"memory time     {duration(t.memory_time_s)}")
     lines.append(f"compute time    {duration(t.compute_time_s)}")
-    lines.append(f"SOL time (max)  {duration(t.sol_time_s)}  -> {t.bound}-bound"
+    lines.append(f"SOL time (max)  {duration(t.sol_time_s)}  -> {_bound(t.bound)}"
                  + (" (within 10% of the ridge)" if a.regime == "at ridge" else ""))
     for name, vt in a.variants.items():
         if op.formula == "attention-traffic":
             continue
         lines.append(f"{name + ' case':<16}{count(op.variants[name].bytes)} bytes, I = {ratio(vt.intensity)}: "
-                     f"memory {duration(vt.memory_time_s)}, SOL {duration(vt.sol_time_s)} -> {vt.bound}-bound "
+                     f"memory {duration(vt.memory_time_s)}, SOL {duration(vt.sol_time_s)} -> {_bound(vt.bound)} "
                      f"({'; '.join(op.variants[name].notes)})")
     if a.missing:
         lines.append(f"missing         {', '.join(a.missing)} (times are n/a without them)")
+        if not a.peak.known and a.op.roof.kind == "matmul":
+            lines.append(f"                this machine's matmul roofs: {', '.join(a.machine_peaks) or 'none'}; "
+                         "choose one with --dtype (decode: --compute-dtype)")
     if op.formula == "decode":
         d = a.derived
         lines += [
@@ -176,8 +179,12 @@ def render(a: Analysis, source: str) -> str:
         lines += ["", "the other roofs, for contrast:"]
         for r in a.other_roofs:
             lines.append(f"  {r.key:<26}{si(r.peak_flop_per_s, 'FLOP/s'):>16}  ridge {ratio(r.ridge):>8}  "
-                         f"-> {r.bound}-bound under this roof")
+                         f"-> {_bound(r.bound)} under this roof")
     return "\n".join(lines)
+
+
+def _bound(bound: str) -> str:
+    return "bound unknown" if bound == "unknown" else f"{bound}-bound"
 
 
 def _traffic_lines(a: Analysis) -> list[str]:

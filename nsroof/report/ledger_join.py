@@ -386,15 +386,17 @@ def evaluate(rule: Rule, nvtx_path: str, op: str, input_shapes: str) -> Match:
 
     op_name, sizes = _op_and_sizes(rule, nvtx_path, op, input_shapes)
     if rule.formula == AUTO:
-        from nsroof.collectors.op_costs import op_cost
+        from nsroof.collectors.op_costs import READERS, base_name, op_cost
 
         if sizes is None:
             return Match("", math.nan, math.nan, None, f"no recorded sizes for {op_name or 'the op'}")
-        dtype = _TORCH_DTYPE.get(rule.dtype or "", rule.dtype or "")
-        cost = op_cost(op_name, sizes, [dtype] * len(sizes))
+        dtypes = [_TORCH_DTYPE.get(rule.dtype or "", rule.dtype or "")] * len(sizes)
+        cost = op_cost(op_name, sizes, dtypes)
         if not cost.known:
             return Match("", math.nan, math.nan, None, cost.missing)
-        return Match(rule.name or cost.label, cost.flops, cost.bytes, None, "")
+        # op_cost succeeded, so its reader does too: it gives the Operator, whose roof the ideal time may need
+        roof = READERS[base_name(op_name)](sizes, dtypes, []).roof
+        return Match(rule.name or cost.label, cost.flops, cost.bytes, roof, "")
     try:
         shape = {k: _evaluate(v, sizes) for k, v in rule.shape.items()}
         operator: Operator = ledger.operator(rule.formula, **shape)
@@ -463,15 +465,18 @@ def apply(report_df: pd.DataFrame, mapping: Mapping, *, machine: Machine | None 
     dram_bytes = dram_bytes[~dram_bytes.index.duplicated()]
     dram_bw = dram_bw[~dram_bw.index.duplicated()]
     measured_dram = keys.map(dram_bytes).astype("float64").to_numpy()
-    bandwidth = keys.map(dram_bw).astype("float64").to_numpy()
+    bandwidth = keys.map(dram_bw).astype("float64").to_numpy().copy()
     peak = _num(frame, "peak_flop_per_s").to_numpy().copy()
 
     # Where the report has no roof, the formula's roof on the machine (given, or matched from the device name).
     need = np.isnan(peak) | np.isnan(bandwidth)
     if need.any():
         devices = _text(frame, "device").to_numpy()
+        found: dict[str, Machine | None] = {}
         for i in np.flatnonzero(need & ~np.isnan(per_flops)):
-            m = machine if machine is not None else _lookup(devices[i])
+            if machine is None and devices[i] not in found:
+                found[devices[i]] = _lookup(devices[i])
+            m = machine if machine is not None else found[devices[i]]
             if m is None:
                 continue
             result = results[codes[i]]

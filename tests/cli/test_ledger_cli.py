@@ -184,3 +184,16 @@ class TestErrors:
         assert result.stderr.startswith("nsroof: error: ")
         assert message in result.stderr
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+
+
+class TestMissingRoof:
+    def test_decode_on_a_machine_without_bf16(self) -> None:
+        # V100 has no bf16 tensor cores: no stand-in roof, the times are n/a and the output says what to pass
+        result = run("decode", "--params", "7e9", "--machine", "v100")
+        assert result.exit_code == 0, result.output
+        assert "SOL time (max)  n/a  -> bound unknown" in result.stdout
+        assert "missing         peak_flop_per_s.bf16" in result.stdout
+        assert "this machine's matmul roofs: fp64, fp32, fp16" in result.stdout
+        d = run_json("decode", "--params", "7e9", "--machine", "v100", "--compute-dtype", "fp16")
+        assert d["step_s"] == pytest.approx(14e9 / 900e9)  # 15.6 ms: bf16 weights at 900 GB/s
+        assert d["missing"] == []

@@ -134,6 +134,7 @@ class Analysis:
     other_roofs: tuple[OtherRoof, ...] = ()
     derived: dict[str, float] = field(default_factory=dict)  # formula-specific (decode: tokens/s, MFU...)
     missing: tuple[str, ...] = ()
+    machine_peaks: tuple[str, ...] = ()  # dtypes the machine gives a dense matmul roof for
 
     def to_dict(self) -> dict[str, Any]:
         t = self.timing
@@ -180,7 +181,7 @@ def analyze(op: Operator, machine: Machine, *, level: str = "dram") -> Analysis:
     if op.formula == "decode":
         derived = decode_metrics(op, main, peak, ridge)
     return Analysis(op, machine.name, level, peak, bw, ridge, main, regime(op.intensity, ridge),
-                    variants, others, derived, missing)
+                    variants, others, derived, missing, tuple(machine.peak_flop_per_s))
 
 
 def all_roofs(machine: Machine) -> list[Ceiling]:
