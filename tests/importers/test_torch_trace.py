@@ -1,0 +1,186 @@
+"""torch.profiler chrome traces -> the kernel table: kernel events of both spellings, launch facts, op links
+through External id / correlation, analytic costs (NaN without shapes), and the five real traces."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nsroof.errors import InputError
+from nsroof.importers import read, sniff
+from nsroof.importers.torch_trace import apply_analytic
+
+DEVICE = {"id": 0, "name": "NVIDIA A100-SXM4-40GB", "computeMajor": 8, "computeMinor": 0}
+
+
+def _x(cat: str, name: str, ts: float, dur: float, pid: Any = 1, tid: Any = 1, **args: Any) -> dict[str, Any]:
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def _new_style() -> dict[str, Any]:
+    """A linear layer inside a record_function: aten::linear -> aten::addmm launches one sgemm kernel."""
+    return {
+        "schemaVersion": 1,
+        "deviceProperties": [DEVICE],
+        "traceEvents": [
+            _x("user_annotation", "train step", 100.0, 50.0, **{"External id": 9}),
+            _x("cpu_op", "aten::linear", 101.0, 20.0, **{"External id": 10, "Input Dims": [[8, 16], [32, 16], [32]],
+                                                        "Input type": ["float", "float", "float"]}),
+            _x("cpu_op", "aten::addmm", 102.0, 10.0, **{"External id": 11,
+                                                       "Input Dims": [[32], [8, 16], [16, 32], [], []],
+                                                       "Input type": ["float", "float", "float", "Scalar", "Scalar"]}),
+            _x("cuda_runtime", "cudaLaunchKernel", 103.0, 2.0, correlation=100, **{"External id": 11}),
+            _x("kernel", "ampere_sgemm_32x32_sliced1x4_tn", 130.25, 12.5, pid=0, tid=7, device=0, stream=7,
+               correlation=100, grid=[4, 1, 1], block=[128, 1, 1], **{"External id": 11, "registers per thread": 32,
+                                                                       "shared memory": 1024}),
+        ],
+    }
+
+
+def _write(tmp_path: Path, name: str, data: Any) -> Path:
+    path = tmp_path / name
+    text = json.dumps(data)
+    if name.endswith(".gz"):
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    return path
+
+
+def test_kernel_rows_with_launch_facts_and_their_op(tmp_path: Path) -> None:
+    df = read(_write(tmp_path, "trace.json", _new_style()))
+    assert df.attrs["nsroof"]["format"] == "torch-trace"
+    assert len(df) == 1
+    k = df.iloc[0]
+    assert k["kernel_name"] == "ampere_sgemm_32x32_sliced1x4_tn"
+    assert k["gpu__time_duration.sum"] == pytest.approx(12.5e-6)  # dur is µs, fractions kept
+    assert (k["grid"], k["block"]) == ("(4, 1, 1)", "(128, 1, 1)")
+    assert (k["launch__registers_per_thread"], k["launch__shared_mem_per_block"]) == (32, 1024)
+    assert (k["stream"], k["device"], k["cc"]) == (7, "NVIDIA A100-SXM4-40GB", "8.0")
+    # the kernel's External id names the innermost op; its shapes come with it
+    assert k["op"] == "aten::addmm"
+    assert k["input_shapes"] == "[[32], [8, 16], [16, 32], [], []]"
+    assert k["nvtx_path"] == "train step"
+
+
+def test_the_outermost_costed_op_gives_the_analytic_cost(tmp_path: Path) -> None:
+    k = read(_write(tmp_path, "trace.json", _new_style())).iloc[0]
+    # aten::linear(tokens=8, in=16, out=32, bias): 2·8·16·32 + 8·32 = 8,448 FLOP;
+    # 4·(32·16 + 8·16 + 8·32 + 32) = 4·928 = 3,712 bytes
+    assert k["analytic_flops"] == 8448 and k["analytic_bytes"] == 3712
+    assert k["analytic_formula"] == "linear" and k["analytic_precision"] == "fp32"
+
+
+def test_2021_spelling_lowercase_external_id_and_no_device_properties(tmp_path: Path) -> None:
+    trace = {"traceEvents": [
+        _x("Operator", "aten::mm", 10.0, 8.0, **{"external id": 5, "Input Dims": [[4, 8], [8, 2]],
+                                               "Input type": ["float", "float"]}),
+        _x("Runtime", "cudaLaunchKernel", 11.0, 1.0, correlation=77, **{"external id": 5}),
+        # no External id on the kernel: linked through its correlation to the runtime launch
+        _x("Kernel", "gemv2T_kernel", 20.0, 3.0, pid=0, tid="stream 7", correlation=77),
+    ]}
+    k = read(_write(tmp_path, "old.json", trace)).iloc[0]
+    assert k["op"] == "aten::mm" and k["stream"] == 7
+    assert k["device"] == "" and k["cc"] == ""
+    # gemm(m=4, n=2, k=8): 2·4·8·2 = 128 FLOP; 4·(32 + 16 + 8) = 224 bytes
+    assert (k["analytic_flops"], k["analytic_bytes"]) == (128, 224)
+
+
+def test_ops_without_shapes_get_nan_costs_and_the_reason(tmp_path: Path) -> None:
+    trace = _new_style()
+    for e in trace["traceEvents"]:
+        e["args"].pop("Input Dims", None)
+        e["args"].pop("Input type", None)
+    k = read(_write(tmp_path, "noshapes.json.gz", trace)).iloc[0]
+    assert math.isnan(k["analytic_flops"]) and math.isnan(k["analytic_bytes"])
+    assert "no input shapes recorded for aten::addmm" in k["analytic_missing"]
+
+
+def test_an_op_with_several_kernels_shares_its_cost_by_kernel_time(tmp_path: Path) -> None:
+    trace = _new_style()
+    second = dict(trace["traceEvents"][-1], ts=150.0, dur=37.5, name="splitKreduce_kernel")
+    trace["traceEvents"].append(second)
+    df = read(_write(tmp_path, "two.json", trace))
+    # 12.5 µs and 37.5 µs of 50 µs: a quarter and three quarters of 8,448 FLOP
+    assert list(df["analytic_flops"]) == [8448 * 0.25, 8448 * 0.75]
+
+
+def test_gzip_and_plain_read_the_same(tmp_path: Path) -> None:
+    plain = read(_write(tmp_path, "t.json", _new_style()))
+    packed = read(_write(tmp_path, "t.json.gz", _new_style()))
+    assert sniff(tmp_path / "t.json.gz") == "torch-trace"
+    assert plain.drop(columns=["source"]).equals(packed.drop(columns=["source"]))
+
+
+def test_broken_json_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "cut.json"
+    path.write_text('{"traceEvents": [\n  {"ph": "X", "cat": "kernel",\n')
+    with pytest.raises(InputError) as err:
+        read(path)
+    assert err.value.line == 3 and "not valid JSON" in str(err.value)
+
+
+def test_json_without_trace_events_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="traceEvents"):
+        read(_write(tmp_path, "other.json", {"hello": 1}))
+
+
+def test_apply_analytic_fills_what_the_counters_lack(tmp_path: Path) -> None:
+    from nsroof.models.quantities import derive
+
+    kernels = read(_write(tmp_path, "trace.json", _new_style()))
+    q = apply_analytic(kernels, derive(kernels))
+    row = q.iloc[0]
+    assert row["duration_s"] == pytest.approx(12.5e-6)
+    assert (row["flops"], row["flops_fp32"], row["bytes_dram"]) == (8448, 8448, 3712)
+    assert row["bytes_source_dram"] == "analytic:linear"
+    assert row["flops_source"].startswith("analytic:linear(tokens=8")
+
+
+# --------------------------------------------------------------------------- the real traces
+
+
+TRACES = {
+    # file: (rows, rows linked to an op)
+    "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz": (79, 79),
+    "hta__timeline_analysis_sampled_rank-0.json.gz": (1154, 1138),
+    "hta__triton_example.json.gz": (1, 1),
+    "kineto__after_fix_trace.json": (1, 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRACES))
+def test_real_traces_import(shared_fixtures: Path, name: str) -> None:
+    df = read(shared_fixtures / "traces" / name)
+    rows, linked = TRACES[name]
+    assert len(df) == rows
+    assert int((df["op"] != "").sum()) == linked
+    assert df["gpu__time_duration.sum"].notna().all() and (df["gpu__time_duration.sum"] > 0).all()
+
+
+def test_real_trace_details(shared_fixtures: Path) -> None:
+    alexnet = read(shared_fixtures / "traces" / "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz")
+    assert set(alexnet["device"]) == {"NVIDIA A100-PG509-200"} and set(alexnet["cc"]) == {"8.0"}
+    # recorded without shapes: every cost is NaN with the reason
+    assert alexnet["analytic_flops"].isna().all()
+    assert alexnet["analytic_missing"].str.contains("no input shapes recorded|no formula").all()
+    sampled = read(shared_fixtures / "traces" / "hta__timeline_analysis_sampled_rank-0.json.gz")
+    assert set(sampled["device"]) == {""}  # no deviceProperties
+    assert sampled["analytic_flops"].notna().sum() > 500  # record_shapes trace: mm/addmm/... costed
+    kineto = read(shared_fixtures / "traces" / "kineto__after_fix_trace.json").iloc[0]
+    assert kineto["kernel_name"] == "Kernel" and kineto["gpu__time_duration.sum"] == pytest.approx(0.02e-6)
+    assert kineto["op"] == "op1"  # the launch has no External id: the enclosing op
+
+
+def test_range_profiler_trace_imports_its_flop_counters(shared_fixtures: Path) -> None:
+    df = read(shared_fixtures / "traces" / "hta__cupti_profiler_benchmark_result_924719_1679055439_trace.json.gz")
+    assert len(df) == 77
+    assert "gpu__time_duration.sum" not in df.columns  # a range's dur is the profiling window
+    assert df["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"].max() == 9_119_334_400
+    assert "__missing__" in set(df["kernel_name"])
+    assert df.attrs["nsroof"]["warnings"]
