@@ -73,7 +73,11 @@ def analyze(
         if aggregate:
             kernels, quantities = merge_launches(kernels, quantities)
         levels = facts.get("levels") or build.LEVELS
-        frames.append(build.build_report(kernels, quantities, levels=levels, resolver=resolver))
+        built = build.build_report(kernels, quantities, levels=levels, resolver=resolver)
+        hint = completing_metrics_hint(built)
+        if hint:
+            hints.append(f"{name}: {hint}")
+        frames.append(built)
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=build.COLUMNS)
 
     if ledger is not None:
@@ -89,6 +93,25 @@ def analyze(
                "ledger": os.fspath(ledger) if ledger else None},
     )
     return Report(frame=frame, metadata=metadata, warnings=warnings, hints=hints)
+
+
+def completing_metrics_hint(report: pd.DataFrame) -> str:
+    """When counters are missing, the `ncu --metrics` list that would complete the roofline
+    (from nsroof.models.metric_formulas, the single source of that list)."""
+    missing = {
+        token.strip()
+        for text in report["missing"].astype(str).unique()
+        for token in text.split(",")
+        if "__" in token and "(" not in token
+    }
+    if not missing:
+        return ""
+    from nsroof.models.metric_formulas import required_metrics
+
+    ccs = sorted({c for c in report["cc"].astype(str) if c})
+    metrics = required_metrics(ccs[0] if len(ccs) == 1 else None)
+    return (f"{report[report['missing'].astype(str) != ''].drop_duplicates(['source', 'kernel_id']).shape[0]} "
+            f"kernel(s) lack roofline counters; profile with `ncu --metrics {','.join(metrics)}`")
 
 
 def _machines_used(frame: pd.DataFrame, fixed: Machine | None, resolver: Any) -> list[Machine]:

@@ -68,7 +68,10 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
     total = kernels["duration_s"].astype("float64").sum(min_count=1)
     devices = ", ".join(sorted({d for d in frame["device"].astype(str) if d})) or "unknown device"
     sources = ", ".join(sorted({s for s in frame["source"].astype(str) if s}))
-    ceilings = ", ".join(sorted({_ceiling_family(c) for c in frame["ceiling_source"].astype(str)}))
+    ceilings = "; ".join(
+        f"{level}: " + ", ".join(sorted({_ceiling_family(c) for c in sub["ceiling_source"].astype(str)}))
+        for level, sub in frame.groupby(frame["level"].astype(str), sort=False, observed=True)
+    )
     launches = int(kernels["launches"].fillna(1).sum())
     lines.append(f"{len(kernels)} kernels ({launches} launches, {human_time(total)}) from {sources} on {devices}")
     lines.append(f"ceilings: {ceilings}")
@@ -111,7 +114,7 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
             rows=("kernel_id", "size"), levels=("level", lambda s: ",".join(sorted(set(map(str, s)))))
         ).sort_values("rows", ascending=False)
         for missing, r in reasons.head(5).iterrows():
-            lines.append(f"  - {r['rows']} row(s) at {r['levels']}: missing {missing or 'FLOPs and bytes are both zero'}")
+            lines.append(f"  - {r['rows']} row(s) at {r['levels']}: missing {_first_names(missing) or 'FLOPs and bytes are both zero'}")
 
     above = frame[frame["above_roof"].astype(bool)]
     if len(above):
@@ -128,12 +131,23 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def _first_names(missing: str, keep: int = 4) -> str:
+    names = [n.strip() for n in missing.split(", ") if n.strip()]
+    if len(names) <= keep:
+        return ", ".join(names)
+    return ", ".join(names[:keep]) + f" and {len(names) - keep} more (the report's `missing` column lists all)"
+
+
 def _ceiling_family(source: str) -> str:
-    if source.startswith("compute=") or source.startswith("ncu"):
-        parts = [p.split("=", 1)[-1].split("#")[0] if "spec:" in p or "measured:" in p or "file:" in p
-                 else p.split("=", 1)[-1].split(":")[0] for p in source.split(";")]
-        return "+".join(sorted(set(parts)))
-    return source
+    """'compute=ncu:…; memory=spec:A100#bandwidth…' -> 'compute ncu, memory spec:A100'."""
+    if not source.startswith("compute="):
+        return source.split(":")[0] if source.startswith("ncu") else source
+    parts = []
+    for part in source.split(";"):
+        role, _, src = part.strip().partition("=")
+        family = src.split("#")[0] if src.startswith(("spec:", "measured:", "file:")) else src.split(":")[0]
+        parts.append(f"{role} {family}")
+    return " + ".join(parts)
 
 
 def _gain_lines(frame: pd.DataFrame, top: int) -> list[str]:
