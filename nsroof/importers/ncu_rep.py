@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from nsroof.errors import InputError
+from nsroof.errors import InputError, UnitError
 from nsroof.importers.kernel_table import IDENTITY_COLUMNS, empty_identity
 
 MAGIC = b"NVR\0"
@@ -326,7 +326,7 @@ def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int) -> tuple[
     unit_of: dict[str, str] = {}
     for name in action.metric_names():
         name = str(name)
-        if "__" not in name or name.startswith(_META_METRIC_PREFIXES):
+        if name.startswith(_META_METRIC_PREFIXES):
             continue
         metric = action.metric_by_name(name)
         if metric is None:
@@ -334,7 +334,8 @@ def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int) -> tuple[
         kind = metric.kind()
         if kind == _KIND_STRING:
             text = metric.value() if metric.has_value() else None
-            values[name] = "" if text is None else str(text)
+            # an empty string is what the raw page prints for "no value": missing, as there
+            values[name] = str(text) if text else math.nan
             continue
         unit = str(metric.unit())
         if kind == _KIND_UNKNOWN or not metric.has_value():
@@ -349,13 +350,14 @@ def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int) -> tuple[
             else:
                 number = float(raw)
         try:
-            si_value, si_unit = nsunits.to_si(number, unit)
-        except InputError:
-            raise InputError(
+            scale = nsunits.scale(unit)
+        except nsunits.UnknownUnitError:
+            raise UnitError(
                 p,
                 f"kernel {kernel_id}, metric {name}: unknown unit {unit!r}",
                 hint="report it with the metric name; nsroof never guesses a scale",
             ) from None
+        si_value, si_unit = number * scale.factor, scale.base
         values[name] = si_value
         unit_of[name] = si_unit
     return values, unit_of
@@ -376,7 +378,7 @@ def _dims(values: dict[str, Any], prefix: str) -> str:
 
 
 def _identity(module: Any, action: Any, kernel_id: int, process: ProcessInfo, values: dict[str, Any]) -> dict[str, Any]:
-    from nsroof.importers import names
+    from nsroof.importers import names, nvtx
 
     kernel_name = str(action.name(module.IAction.NameBase_DEMANGLED))
     major = _number(values, "device__attribute_compute_capability_major")
@@ -401,7 +403,7 @@ def _identity(module: Any, action: Any, kernel_id: int, process: ProcessInfo, va
         "context": None if context is None else int(context),
         "stream": None if stream is None else int(stream),
         "nvtx_ranges": ranges,
-        "nvtx_path": "/".join(ranges),
+        "nvtx_path": nvtx.path(ranges),
     }
 
 
@@ -431,16 +433,16 @@ def _assemble(
             continue
         values = [row[name] for row in rows]
         if dtype == "object":
-            columns[name] = values
+            columns[name] = values  # strings infer pandas' string dtype, NVTX lists stay objects
         else:
-            columns[name] = pd.array([pd.NA if v is None else v for v in values], dtype="Int64" if dtype == "Int64" else "int64")
+            columns[name] = pd.array([pd.NA if v is None else v for v in values], dtype=dtype)
     names_sorted = sorted({name for values in metric_values for name in values})
     for name in names_sorted:
         column = [values.get(name, math.nan) for values in metric_values]
         if any(isinstance(v, str) for v in column):
-            columns[name] = pd.array(
-                ["" if isinstance(v, float) and math.isnan(v) else v for v in column], dtype="object"
-            )
+            # a string metric; missing cells stay missing (NaN), as in the CSV importer
+            strings = [v if isinstance(v, str) else (None if math.isnan(v) else str(v)) for v in column]
+            columns[name] = pd.array(strings, dtype="str")
         else:
             columns[name] = pd.array(column, dtype="float64")
     frame = pd.DataFrame(columns)
