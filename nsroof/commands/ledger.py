@@ -345,7 +345,16 @@ def formula_list() -> str:
 # --------------------------------------------------------------------------- the command
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+class _LedgerCommand(click.Command):
+    """`nsroof ledger --help` ends with every formula and its options, read from the registry."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_paragraph()
+        for line in formula_list().splitlines():
+            formatter.write(line + "\n")
+
+
+@click.command(cls=_LedgerCommand, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("op", required=False)
 @click.option("--machine", default="h100", show_default=True,
               help="Machine ceilings: a name from `nsroof machines` or a JSON profile.")

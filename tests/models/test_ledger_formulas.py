@@ -321,3 +321,57 @@ class TestNormsAndElementwise:
         per_head = ledger.operator("norm-rope-quant", tokens=4096, q_heads=32, kv_heads=8, head_dim=128,
                                    rope_table_per_head=True)
         assert per_head.bytes - op.bytes == 39 * 4_194_304  # the table read by 40 heads instead of once
+
+
+class TestAgainstIndependentCounts:
+    """The closed forms against brute force and against torch.utils.flop_counter (an independent count)."""
+
+    @pytest.mark.parametrize("sq", [1, 2, 5, 17, 64])
+    @pytest.mark.parametrize("skv", [1, 3, 5, 64, 100])
+    def test_causal_pairs_brute_force(self, sq: int, skv: int) -> None:
+        # query i (of sq) sees key j (of skv) when j <= i + skv - sq: the mask aligned to the last key
+        brute = sum(1 for i in range(sq) for j in range(skv) if j <= i + skv - sq)
+        assert causal_pairs(sq, skv) == brute
+
+    @pytest.mark.parametrize(
+        ("n", "c", "h", "w", "k", "r", "stride", "padding", "dilation", "groups"),
+        [(2, 3, 17, 13, 8, 3, 1, 1, 1, 1), (1, 4, 32, 32, 6, 5, 2, 2, 1, 2), (3, 8, 9, 11, 8, 3, 2, 0, 2, 8)],
+    )
+    def test_conv2d_matches_torch(self, n: int, c: int, h: int, w: int, k: int, r: int, stride: int, padding: int,
+                                  dilation: int, groups: int) -> None:
+        torch = pytest.importorskip("torch")
+        from torch.utils.flop_counter import FlopCounterMode
+
+        x = torch.zeros(n, c, h, w)
+        weight = torch.zeros(k, c // groups, r, r)
+        with FlopCounterMode(display=False) as counter:
+            y = torch.nn.functional.conv2d(x, weight, stride=stride, padding=padding, dilation=dilation, groups=groups)
+        op = ledger.operator("conv2d", batch=n, in_channels=c, height=h, width=w, out_channels=k, kernel_size=r,
+                             stride=stride, padding=padding, dilation=dilation, groups=groups, dtype="fp32")
+        assert (op.facts["out_height"], op.facts["out_width"]) == tuple(y.shape[2:])
+        assert op.flops == counter.get_total_flops()
+        assert op.bytes == (x.numel() + weight.numel() + y.numel()) * 4
+
+    def test_matmuls_match_torch(self) -> None:
+        torch = pytest.importorskip("torch")
+        from torch.utils.flop_counter import FlopCounterMode
+
+        a, b = torch.zeros(4, 24, 40), torch.zeros(4, 40, 16)
+        with FlopCounterMode(display=False) as counter:
+            torch.bmm(a, b)
+        assert ledger.cost("bmm", batch=4, m=24, n=16, k=40).flops == counter.get_total_flops()
+        x, weight = torch.zeros(10, 24), torch.zeros(48, 24)
+        with FlopCounterMode(display=False) as counter:
+            torch.nn.functional.linear(x, weight)
+        assert ledger.cost("linear", tokens=10, in_features=24, out_features=48).flops == counter.get_total_flops()
+
+    def test_attention_matmul_flops_match_torch(self) -> None:
+        torch = pytest.importorskip("torch")
+        from torch.utils.flop_counter import FlopCounterMode
+
+        q, kv = torch.zeros(2, 3, 16, 8), torch.zeros(2, 3, 24, 8)
+        with FlopCounterMode(display=False) as counter:  # the unfused formulation: S = QK^T, P = softmax(S), O = PV
+            torch.softmax(q @ kv.transpose(-1, -2), dim=-1) @ kv
+        op = ledger.operator("attention", batch_heads=6, sq=16, skv=24, d=8)
+        qk_pv = next(t for t in op.cost.terms if t.name == "QK^T + PV")
+        assert qk_pv.flops == counter.get_total_flops() == 73_728  # 4·6·16·24·8; flop_counter skips softmax
