@@ -1,0 +1,94 @@
+"""`nsroof analyze` end to end on a tiny raw-page export written for this test (tests/data/spine/tiny_raw.csv).
+
+Two kernels on an A100-SXM4-40GB, no ceilings in the export, so the datasheet entry is used:
+FP32 (CUDA cores) 19.5e12 FLOP/s and DRAM 1.555e12 B/s.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from nsroof.cli import cli
+from nsroof.report.parquet import read_metadata
+from nsroof.report.schema import COLUMNS
+
+TINY = Path(__file__).resolve().parents[1] / "data" / "spine" / "tiny_raw.csv"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, str, Path]:
+    out = tmp_path_factory.mktemp("r") / "tiny.parquet"
+    result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return pd.read_parquet(out), result.stdout, out
+
+
+def test_every_column_for_every_kernel_and_level(report: tuple[pd.DataFrame, str, Path]) -> None:
+    df, _, _ = report
+    assert list(df.columns) == COLUMNS
+    assert len(df) == 2 * 3
+    assert set(df["device"]) == {"NVIDIA A100-SXM4-40GB"}
+    assert set(df["ceiling_source"][df["level"] == "dram"]) == {"spec:A100 SXM4 40GB"}
+
+
+def test_saxpy_is_memory_bound_at_dram(report: tuple[pd.DataFrame, str, Path]) -> None:
+    df, _, _ = report
+    row = df[(df["function"] == "saxpy") & (df["level"] == "dram")].iloc[0]
+    # 2^20 FFMA = 2,097,152 FLOP over 3 * 4 B * 2^20 = 12,582,912 B: I = 1/6 FLOP/B
+    assert row["flops"] == 2_097_152 and row["bytes"] == 12_582_912
+    assert math.isclose(row["intensity"], 1 / 6)
+    assert row["bound"] == "memory"
+    # 12,582,912 B / 1e-5 s = 1.2583e12 B/s of 1.555e12 -> roof fraction 0.8092
+    assert math.isclose(row["roof_fraction"], 12_582_912 / 1e-5 / 1.555e12)
+    # floor 12,582,912 / 1.555e12 = 8.0919e-6 s
+    assert math.isclose(row["time_floor_s"], 12_582_912 / 1.555e12)
+    assert row["duration_source"] == "gpu__time_duration.sum" and row["bytes_source"] == "dram__bytes.sum"
+
+
+def test_sgemm_is_compute_bound_and_limited_by_compute(report: tuple[pd.DataFrame, str, Path]) -> None:
+    df, _, _ = report
+    rows = df[df["function"] == "sgemm_kernel"].set_index("level")
+    # 2 * 1024^3 = 2,147,483,648 FLOP over 12,582,912 B: I = 170.67 > ridge 19.5e12 / 1.555e12 = 12.54
+    assert rows.loc["dram", "bound"] == "compute"
+    # 2,147,483,648 FLOP / 2e-4 s = 1.0737e13 FLOP/s of 19.5e12 -> 0.5506
+    assert math.isclose(rows.loc["dram", "roof_fraction"], 2_147_483_648 / 2e-4 / 19.5e12)
+    assert rows.loc["dram", "precision"] == "fp32"
+
+
+def test_summary_and_metadata(report: tuple[pd.DataFrame, str, Path]) -> None:
+    _, stdout, out = report
+    table = stdout.splitlines()
+    first = next(i for i, line in enumerate(table) if line.lstrip().startswith("function"))
+    assert "sgemm_kernel" in table[first + 1]  # the slowest kernel heads the table
+    assert "Share of kernel time by bound" in stdout
+    meta = read_metadata(out)
+    assert meta["inputs"][0]["name"] == "tiny_raw.csv"
+    assert meta["ceilings"][0]["name"] == "A100 SXM4 40GB"
+
+
+def test_default_output_lands_next_to_the_input(tmp_path: Path) -> None:
+    src = tmp_path / "run.ncu-rep.csv"
+    src.write_bytes(TINY.read_bytes())
+    result = CliRunner().invoke(cli, ["analyze", str(src)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "run.nsroof.parquet").exists()
+
+
+def test_machine_option_overrides_the_device_table(tmp_path: Path) -> None:
+    out = tmp_path / "r.parquet"
+    result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(out), "--machine", "h100"])
+    assert result.exit_code == 0, result.output
+    df = pd.read_parquet(out)
+    assert set(df["ceiling_source"][df["level"] == "dram"]) == {"spec:H100 SXM"}
+
+
+def test_aggregate_merges_nothing_when_kernels_differ(tmp_path: Path) -> None:
+    out = tmp_path / "r.parquet"
+    result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(out), "--aggregate"])
+    assert result.exit_code == 0, result.output
+    assert list(pd.read_parquet(out)["launches"].unique()) == [1]
