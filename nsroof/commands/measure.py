@@ -20,11 +20,14 @@ SECTIONS = ("gemm", "stream", "ladder")
 @click.option("--threads", type=int, help="torch CPU threads (default: torch's own choice).")
 @click.option("--only", "sections", multiple=True, type=click.Choice(SECTIONS),
               help="Run only these parts (repeatable; default: all).")
+@click.option("--budget", "budget_s", type=float,
+              help="Wall-clock seconds for the GEMM sweep (default: 25 quick / 900 full on CPU, 90 / 1200 on GPU); "
+                   "points that do not fit are recorded as skipped.")
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Write the machine profile (JSON) here; use it with `analyze --machine FILE`.")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), help="Also write every measured point as CSV.")
 def measure(quick: bool, dtypes: tuple[str, ...], device: str, threads: int | None, sections: tuple[str, ...],
-            output: Path | None, csv_path: Path | None) -> None:
+            budget_s: float | None, output: Path | None, csv_path: Path | None) -> None:
     """Measure peak FLOP/s per precision and bandwidth per memory level (DRAM, caches) on this GPU or
     CPU, the ridges, and where reference LLM workloads land; save it as a machine profile."""
     from nsroof.collectors.measure import measure as run, to_machine, write_points_csv
@@ -36,7 +39,7 @@ def measure(quick: bool, dtypes: tuple[str, ...], device: str, threads: int | No
         click.echo(f"[{time.perf_counter() - t0:6.1f} s] {message}", err=True)
 
     result = run(device, quick=quick, dtypes=tuple(dtypes) or None, threads=threads,
-                 sections=tuple(sections) or SECTIONS, progress=progress)
+                 sections=tuple(sections) or SECTIONS, progress=progress, gemm_budget_s=budget_s)
     machine = to_machine(result)
     if output is not None:
         machine.save(output)

@@ -86,9 +86,10 @@ def build_plan(
 def measure(
     device: str | None = None, *, quick: bool = False, dtypes: tuple[str, ...] | None = None,
     threads: int | None = None, sections: tuple[str, ...] = ("gemm", "stream", "ladder"),
-    progress: Progress | None = None, plan: Plan | None = None,
+    progress: Progress | None = None, plan: Plan | None = None, gemm_budget_s: float | None = None,
 ) -> MeasureResult:
-    """Measure this machine's roofline. `plan` overrides the sweep (tests use small ones)."""
+    """Measure this machine's roofline. `plan` overrides the whole sweep (tests use small ones);
+    `gemm_budget_s` only the GEMM sweep's wall-clock budget."""
     import torch
 
     from nsroof.collectors.measure.gemm import random_tensor, run_gemm_sweep
@@ -109,6 +110,10 @@ def measure(
     env = describe_cuda() if dev == "cuda" else describe_cpu()
     if plan is None:
         plan = build_plan(dev, quick=quick, dtypes=dtypes, environment=env, sections=sections)
+    if gemm_budget_s is not None:
+        if not gemm_budget_s > 0:
+            raise NsroofError(f"--budget {gemm_budget_s}: the GEMM sweep needs a positive number of seconds")
+        plan = dataclasses.replace(plan, gemm_budget_s=float(gemm_budget_s))
     timer: Timer = CudaTimer(plan.min_sample_s) if dev == "cuda" else CpuTimer(plan.min_sample_s)
     env["timer"] = timer.clock
     say(f"measuring {env['device_name']} ({dev}, {'quick' if plan.quick else 'full'} sweep)")
@@ -239,7 +244,9 @@ def to_machine(result: MeasureResult) -> Any:
     from nsroof.models.machines import Machine
 
     env = dict(result.environment)
-    name = f"{env.get('device_name', result.plan.device)} (measured)"
+    name = str(env.get("device_name", result.plan.device))
+    if env.get("device") == "cpu":
+        name += f", {env.get('threads_used')} threads"  # a CPU's roofline depends on the threads it may use
     environment = json_safe({
         **env,
         "plan": dataclasses.asdict(result.plan),

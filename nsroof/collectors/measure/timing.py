@@ -44,7 +44,7 @@ def inner_count(one_call_s: float, min_sample_s: float) -> int:
     """Calls per sample so that one sample lasts at least min_sample_s (1 for calls already that long)."""
     if one_call_s <= 0:
         return MAX_INNER
-    return max(1, min(MAX_INNER, math.ceil(min_sample_s / one_call_s)))
+    return max(1, min(MAX_INNER, math.ceil(round(min_sample_s / one_call_s, 9))))  # round: 2e-3/1e-6 is 2000.0000000000002
 
 
 def summarize(samples_s: list[float], *, inner: int, clock: str) -> Timing:
@@ -66,13 +66,13 @@ class CpuTimer:
 
     def time(self, fn: Callable[[int], Any], *, warmup: int, reps: int) -> Timing:
         call = 0
-        for _ in range(warmup):
+        one_s = 0.0
+        for _ in range(max(1, warmup)):  # the last warm-up call also sizes the batches
+            t0 = time.perf_counter()
             fn(call)
+            one_s = time.perf_counter() - t0
             call += 1
-        t0 = time.perf_counter()
-        fn(call)
-        call += 1
-        inner = inner_count(time.perf_counter() - t0, self.min_sample_s)
+        inner = inner_count(one_s, self.min_sample_s)
         samples: list[float] = []
         for _ in range(max(1, reps)):
             t0 = time.perf_counter()
@@ -100,13 +100,13 @@ class CudaTimer:
         import torch
 
         call = 0
-        for _ in range(warmup):
+        for _ in range(max(0, warmup - 1)):
             fn(call)
             call += 1
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()
-        start.record()
+        start.record()  # the last warm-up call, timed, sizes the batches
         fn(call)
         call += 1
         end.record()
