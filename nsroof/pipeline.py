@@ -83,7 +83,7 @@ def analyze(
     if ledger is not None:
         from nsroof.report import ledger_join
 
-        frame = ledger_join.apply(frame, ledger_join.load_mapping(ledger))
+        frame = ledger_join.apply(frame, ledger_join.load_mapping(ledger), machine=fixed)
 
     used = _machines_used(frame, fixed, resolver)
     metadata = parquet.build_metadata(

@@ -2,26 +2,73 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
+from nsroof.errors import InputError
+
 
 @click.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="Report file (default: next to the input).")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Report file (default: next to the input); with several inputs or a directory, the dataset folder.")
 @click.option("--machine", help="Machine ceilings: a name from `nsroof machines` or a JSON profile (e.g. from `nsroof measure`).")
 @click.option("--aggregate", is_flag=True, help="Merge repeated launches of the same kernel under the same NVTX path.")
 @click.option("--ledger", "ledger", type=click.Path(path_type=Path), help="YAML/JSON map of kernel patterns to ledger formulas.")
 @click.option("--top", default=10, show_default=True, help="Kernels listed in the summary.")
+@click.option("-j", "--jobs", type=int, default=None, help="Dataset mode: worker processes (default: the number of cores).")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="Dataset mode: a local process pool, or an existing Dask cluster.")
+@click.option("--scheduler", help="Dataset mode with --executor dask: the scheduler address, e.g. tcp://10.0.0.1:8786.")
+@click.option("--overwrite", is_flag=True, help="Dataset mode: replace partitions that already exist.")
+@click.option("--name-template", help="Dataset mode: file-name pattern giving host/rank, e.g. 'prof_%h_%q{RANK}.ncu-rep'.")
 def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, aggregate: bool,
-            ledger: Path | None, top: int) -> None:
+            ledger: Path | None, top: int, jobs: int | None, executor: str, scheduler: str | None,
+            overwrite: bool, name_template: str | None) -> None:
     """Classify every kernel of Nsight Compute exports (CSV of any version/locale, .ncu-rep) or
-    torch.profiler traces at DRAM, L2 and L1, and write a Parquet report."""
-    from nsroof.pipeline import analyze as run, default_output
+    torch.profiler traces at DRAM, L2 and L1, and write a Parquet report.
+
+    One file gives one report file. Several files, globs or directories give one hive-partitioned
+    dataset (host=…/rank=…/source=…) under -o DIR; a failed input is listed and the others still land
+    (exit code 1 when any failed)."""
+    dataset_mode = (len(inputs) > 1 or any(p.is_dir() for p in inputs) or executor == "dask"
+                    or jobs is not None or (output is not None and output.is_dir()))
+    if dataset_mode:
+        _analyze_dataset(inputs, output, machine, aggregate, ledger, jobs, executor, scheduler, overwrite,
+                         name_template)
+        return
+
+    from nsroof.pipeline import analyze as run
+    from nsroof.pipeline import default_output
     from nsroof.report.summary import render
 
     report = run(list(inputs), machine=machine, aggregate=aggregate, ledger=ledger)
     out = output or default_output(inputs[0])
     report.write(out)
     click.echo(render(report, top=top, output=str(out)))
+
+
+def _analyze_dataset(inputs: tuple[Path, ...], output: Path | None, machine: str | None, aggregate: bool,
+                     ledger: Path | None, jobs: int | None, executor: str, scheduler: str | None,
+                     overwrite: bool, name_template: str | None) -> None:
+    from nsroof.multi import analyze_many
+
+    if output is None:
+        raise InputError(os.fspath(inputs[0]), "several inputs make a dataset, which needs a folder",
+                         hint="add -o DIR")
+    if ledger is not None:
+        raise InputError(os.fspath(ledger), "--ledger works on one input at a time",
+                         hint="analyze each export separately with --ledger")
+
+    def progress(outcome, done: int, total: int) -> None:  # type: ignore[no-untyped-def]
+        status = "ok" if outcome.ok else "FAILED"
+        click.echo(f"[{done}/{total}] {status} {outcome.input}", err=True)
+
+    result = analyze_many(list(inputs), output, jobs=jobs, executor=executor, scheduler=scheduler,
+                          overwrite=overwrite, machine=machine, aggregate=aggregate,
+                          name_template=name_template, progress=progress)
+    click.echo(result.summary())
+    if result.exit_code:
+        raise SystemExit(result.exit_code)

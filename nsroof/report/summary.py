@@ -160,8 +160,11 @@ def _gain_lines(frame: pd.DataFrame, top: int) -> list[str]:
     table = gain_table(frame)
     if table is None or len(table) == 0:
         return []
-    lines = ["Time that could be gained (duration - ideal time from the ledger)"]
+    from nsroof.report.ledger_join import coverage
+
+    matched, total = coverage(frame)
+    lines = [f"Time that could be gained (duration - ideal time from the ledger; {matched} of {total} kernels matched)"]
     for _, r in table.head(top).iterrows():
-        label = r.get("name", r.get("function", ""))
-        lines.append(f"  {_short(label, 50):<50} {human_time(float(r.get('gain_s', np.nan))):>9}")
+        label = f"[{r['kind']}] {r['name']}"
+        lines.append(f"  {_short(label, 60):<60} {human_time(float(r['gain_s'])):>9}  headroom {r['headroom']:.3g}x")
     return lines
