@@ -56,12 +56,21 @@ class _Kernels:
     """Column access on the kernel table as float arrays (absent or non-numeric → NaN)."""
 
     def __init__(self, kernels: pd.DataFrame) -> None:
-        self.frame = kernels
+        # pandas deep-copies DataFrame.attrs into every column it hands out; an importer's attrs
+        # (units of a thousand metrics) made each column access cost milliseconds. Read columns
+        # from a shallow view without them.
+        attrs = kernels.attrs
+        kernels.attrs = {}
+        try:
+            self.frame = kernels.copy(deep=False)
+        finally:
+            kernels.attrs = attrs
         self.n = len(kernels)
         self.columns = [str(c) for c in kernels.columns]
         self._present = set(self.columns)
         self._cache: dict[str, np.ndarray] = {}
-        cc = kernels["cc"] if "cc" in kernels.columns else pd.Series([""] * self.n, index=kernels.index)
+        frame = self.frame
+        cc = frame["cc"] if "cc" in frame.columns else pd.Series([""] * self.n, index=frame.index)
         self.cc = np.array([mf.normalize_cc(c) for c in cc.astype(object).where(cc.notna(), "")], dtype=object)
         self.cc_num = np.array([float(c) if c else np.nan for c in self.cc], dtype=_FLOAT)
         self.duration_s = np.full(self.n, np.nan)
@@ -302,16 +311,16 @@ _BOOL_COLUMNS = ("flops_estimated", "flops_partial")
 
 
 def _frame(cols: dict[str, object], index: pd.Index) -> pd.DataFrame:
-    data: dict[str, pd.Series] = {}
+    data: dict[str, object] = {}
     for name, values in cols.items():
         arr = np.asarray(values)
         if name in _BOOL_COLUMNS:
-            data[name] = pd.Series(arr.astype(bool), index=index, dtype="bool")
+            data[name] = arr.astype(bool)
         elif arr.dtype.kind == "f":
-            data[name] = pd.Series(arr, index=index, dtype=_FLOAT)
+            data[name] = arr.astype(_FLOAT, copy=False)
         else:
-            data[name] = pd.Series(arr.astype(object), index=index, dtype=_STR)
-    return pd.DataFrame(data, index=index)
+            data[name] = pd.array(arr.astype(object), dtype=_STR)
+    return pd.DataFrame(data, index=index, copy=False)
 
 
 def output_columns() -> list[str]:
