@@ -91,3 +91,16 @@ def arrow_schema(metadata: dict[bytes, bytes] | None = None) -> pa.Schema:
         for f in REPORT_FIELDS
     ]
     return pa.schema(fields, metadata=metadata)
+
+
+def render_markdown() -> str:
+    """The README's schema table, generated from REPORT_FIELDS (tests keep the README in step)."""
+    rows = ["| column | type | unit | meaning |", "|---|---|---|---|"]
+    for f in REPORT_FIELDS:
+        kind = f"{f.type}" + (" (categorical)" if f.categorical else "")
+        rows.append(f"| `{f.name}` | {kind} | {f.unit or '—'} | {f.description.replace('|', '/')} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(render_markdown())
