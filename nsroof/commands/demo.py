@@ -1,0 +1,61 @@
+"""`nsroof demo`: profile the tiny transformer training step on the CPU and print its roofline summary, then
+analyze the packaged example Nsight Compute export when the package has one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+EXAMPLE_EXPORT = Path(__file__).resolve().parents[1] / "data" / "examples" / "example_details.csv"
+
+
+@click.command()
+@click.option("--steps", default=3, show_default=True, type=click.IntRange(min=1), help="Training steps recorded.")
+@click.option("--warmup", default=1, show_default=True, type=click.IntRange(min=0), help="Steps run first, not recorded.")
+@click.option("--machine", help="Machine ceilings (name or JSON); default: this CPU's measured profile "
+                                "(measured on first use, about a minute, then cached).")
+@click.option("--threads", default=1, show_default=True, type=click.IntRange(min=0),
+              help="torch intra-op threads (0: torch's default). One keeps the demo steady on busy machines.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("nsroof-demo.parquet"), show_default=True,
+              help="Report of the profiled steps.")
+@click.option("--top", default=10, show_default=True, help="Ops listed in the summary.")
+def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Path, top: int) -> None:
+    """The main job on any machine: a small transformer (embedding, causal attention, MLP, layer norm,
+    AdamW) profiled on the CPU, every op call classified against the CPU's roofline."""
+    import torch
+
+    from nsroof.collectors.torch_profile import profile, render_summary
+    from nsroof.examples import train_tiny
+    from nsroof.report import parquet
+
+    if threads:
+        torch.set_num_threads(threads)
+    cfg = train_tiny.Config()
+    click.echo(f"Profiling nsroof.examples.train_tiny on the CPU: {cfg.layers} layers, d_model {cfg.d_model}, "
+               f"{cfg.heads} heads, batch {cfg.batch}×{cfg.seq} tokens; {warmup} warm-up + {steps} recorded "
+               f"step(s), {torch.get_num_threads()} thread(s)")
+    if machine is None:
+        click.echo("Ceilings: this CPU's measured roofline (nsroof measure's quick CPU sweep; measured once, then cached)")
+    session = profile(machine=machine, steps=steps, warmup=warmup, cuda=False)
+    with session:
+        train_tiny.train(warmup + steps, cfg)
+    result = session.result
+    assert result is not None
+    example = Path(train_tiny.__file__)
+    parquet.write(result.report, output, inputs=[parquet.input_record(example)], machine=result.machine,
+                  extra_metadata={"collector": "torch.profiler", "demo": True, "steps": steps, "warmup": warmup,
+                                  "threads": torch.get_num_threads()})
+    click.echo("")
+    click.echo(render_summary(result, top=top, output=str(output)))
+
+    if EXAMPLE_EXPORT.is_file():
+        from nsroof.pipeline import analyze
+        from nsroof.report.summary import render
+
+        example_out = output.with_name(output.stem + "-ncu-example.parquet")
+        report = analyze([EXAMPLE_EXPORT])
+        report.write(example_out)
+        click.echo("")
+        click.echo(f"The packaged Nsight Compute example ({EXAMPLE_EXPORT.name}), analyzed at DRAM, L2 and L1:")
+        click.echo(render(report, top=top, output=str(example_out)))

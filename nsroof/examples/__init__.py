@@ -1,0 +1,1 @@
+"""Runnable examples shipped with nsroof (`python -m nsroof.examples.train_tiny`)."""
