@@ -1,4 +1,4 @@
-"""Numbers in ncu CSV cells, vectorised over whole columns (pyarrow.compute, RE2 regexes).
+"""Numbers in ncu CSV cells, vectorised over whole columns.
 
 ncu formats numbers with the locale of the profiling host (../shared/docs/ncu-formats.md §1.3):
 
@@ -6,17 +6,24 @@ ncu formats numbers with the locale of the profiling host (../shared/docs/ncu-fo
     en_US    2,249,873,280   1,443,405,676.69   (--print-fp: 5,318,969,728.00)
     de_DE    2.249.873.280   1.443.405.676,69   65,77
 
-The style is decided ONCE per file from the evidence in all its numeric cells (`decide_style`), never
-cell by cell: `7,488` alone is ambiguous (en_US grouping or de_DE decimal), but a file that also
-holds `1,009,150,443.18` is en_US. Then every cell is parsed with that one style (`parse`).
+The style is decided ONCE per file from the evidence in all its cells (`decide_style`), never cell by
+cell: `7,488` alone is ambiguous (en_US grouping or de_DE decimal), but a file that also holds
+`1,009,150,443.18` is en_US. Then every cell is parsed with that one style (`parse`).
 
-Cell values that are not numbers: `""`, `n/a`, `no data`, `nan` are missing (NaN); anything else
+How, without per-cell Python: every cell is reduced to its *shape* (each digit replaced by `d`:
+`1,234.56` -> `d,ddd.dd`) in one vectorised pass; a file has few distinct shapes, so the style
+evidence and each shape's class (number / missing / string) are worked out on the distinct shapes,
+then mapped back to the cells by their dictionary codes. The numbers themselves are converted by one
+literal replace and one Arrow cast.
+
+Cells that are not numbers: `""`, `n/a`, `no data`, `nan` are missing (NaN); anything else
 (`CachePreferNone`, `(128, 1, 1)`, GPU names) is a string value. Instance values
 `agg (a; b; c)` (--print-metric-instances values) keep the aggregate `agg`.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,94 +31,52 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 STYLES = ("C", "en_US", "de_DE")
-MISSING_TOKENS = ["", "n/a", "no data", "nan", "-nan", "na", "none", "null"]
+MISSING_TOKENS = frozenset(["", "n/a", "no data", "nan", "-nan", "na", "none", "null", "--"])
 
-# Anything built only from digits and separators (plus sign, exponent): a candidate number.
-_NUMBERISH = r"^[-+]?(\d[\d,.]*|[.,]\d+)([eE][-+]?\d+)?$"
-_INF = r"^[-+]?(inf|infinity)$"
 _AGGREGATE = r"^(\S+)\s+\(.*\)$"
+_AGGREGATE_SHAPE = re.compile(r"^\S+\s+\(.*\)$")
+_INF_SHAPE = re.compile(r"^[-+]?(inf|infinity)$", re.IGNORECASE)
 
-# Evidence patterns (on candidate numbers without sign/exponent noise; anchored):
+# Patterns over shapes (every digit is `d`). A candidate number is built from digits and separators.
+_NUMBERISH = re.compile(r"^[-+]?(d[d,.]*|[.,]d+)([eE][-+]?d+)?$")
 _EN_STRONG = [
-    r"^[-+]?\d{1,3}(,\d{3})+\.\d*$",  # 1,234.5   grouping ',' and decimal '.'
-    r"^[-+]?\d{1,3}(,\d{3}){2,}$",  # 1,234,567 two or more ',' groups
-    r"^[-+]?\d*\.(\d{1,2}|\d{4,})([eE][-+]?\d+)?$",  # 0.5 / 1443405676.69: '.' not followed by exactly 3 digits
+    re.compile(r"^[-+]?d{1,3}(,ddd)+\.d*$"),  # 1,234.5   grouping ',' and decimal '.'
+    re.compile(r"^[-+]?d{1,3}(,ddd){2,}$"),  # 1,234,567 two or more ',' groups
+    re.compile(r"^[-+]?d*\.(d{1,2}|d{4,})([eE][-+]?d+)?$"),  # 0.5, 1443405676.69: '.' then not exactly 3 digits
 ]
 _DE_STRONG = [
-    r"^[-+]?\d{1,3}(\.\d{3})+,\d*$",  # 1.234,5
-    r"^[-+]?\d{1,3}(\.\d{3}){2,}$",  # 1.234.567
-    r"^[-+]?\d*,(\d{1,2}|\d{4,})$",  # 65,77 / 0,5: ',' not followed by exactly 3 digits
+    re.compile(r"^[-+]?d{1,3}(\.ddd)+,d*$"),  # 1.234,5
+    re.compile(r"^[-+]?d{1,3}(\.ddd){2,}$"),  # 1.234.567
+    re.compile(r"^[-+]?d*,(d{1,2}|d{4,})$"),  # 65,77 / 0,5: ',' then not exactly 3 digits
 ]
-_EN_WEAK = r"^[-+]?\d{1,3},\d{3}$"  # 7,488  (en_US grouping or de_DE decimal)
-_DE_WEAK = r"^[-+]?\d{1,3}\.\d{3}$"  # 2.508  (de_DE grouping or C decimal)
-_ANY_COMMA = r","
+_EN_WEAK = re.compile(r"^[-+]?d{1,3},ddd$")  # 7,488  (en_US grouping or de_DE decimal)
+_DE_WEAK = re.compile(r"^[-+]?d{1,3}\.ddd$")  # 2.508  (de_DE grouping or C decimal)
+_NUMBER = {
+    "C": re.compile(r"^[-+]?(d+\.?d*|\.d+)([eE][-+]?d+)?$"),
+    "en_US": re.compile(r"^[-+]?(d{1,3}(,ddd)+|d+)(\.d*)?([eE][-+]?d+)?$|^[-+]?\.d+$"),
+    "de_DE": re.compile(r"^[-+]?(d{1,3}(\.ddd)+|d+)(,d*)?([eE][-+]?d+)?$|^[-+]?,d+$"),
+}
 
 
 @dataclass(frozen=True)
 class StyleDecision:
     style: str  # "C", "en_US" or "de_DE"
     evidence: str  # one line: which cells decided it
-    conflict: tuple[int, int] | None = None  # (index of an en/C cell, index of a de cell) when they disagree
+    conflict: tuple[int, int] | None = None  # (index of an en_US/C cell, index of a de_DE cell)
 
 
-def _as_strings(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
-    if not pa.types.is_string(values.type) and not pa.types.is_large_string(values.type):
-        values = pc.cast(values, pa.string())
-    return values
+@dataclass
+class Cells:
+    """Cleaned cells plus their shapes (dictionary-encoded)."""
 
+    strings: pa.Array  # cleaned cell text
+    codes: np.ndarray  # shape code per cell
+    shapes: list[str]  # distinct shapes
+    first: np.ndarray  # index of the first cell of each shape
 
-def clean(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Trim whitespace and keep the aggregate of `agg (a; b; c)` instance values."""
-    s = pc.utf8_trim_whitespace(_as_strings(values))
-    return pc.replace_substring_regex(s, _AGGREGATE, r"\1")
-
-
-def _first_true(mask: pa.Array) -> int | None:
-    arr = np.asarray(mask.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
-    idx = np.flatnonzero(arr)
-    return int(idx[0]) if idx.size else None
-
-
-def decide_style(cleaned: pa.Array) -> StyleDecision:
-    """Decide the file's number style from all its (cleaned) cells."""
-    cand = pc.match_substring_regex(cleaned, _NUMBERISH)
-    numbers = pc.if_else(cand, cleaned, pa.scalar(None, pa.string()))
-
-    def first(patterns: list[str] | str) -> int | None:
-        pats = [patterns] if isinstance(patterns, str) else patterns
-        best: int | None = None
-        for p in pats:
-            i = _first_true(pc.match_substring_regex(numbers, p))
-            if i is not None and (best is None or i < best):
-                best = i
-        return best
-
-    en = first(_EN_STRONG)
-    de = first(_DE_STRONG)
-    if en is not None and de is not None:
-        return StyleDecision("en_US", "", conflict=(en, de))
-    comma = first(_ANY_COMMA)
-    if en is not None:
-        style = "en_US" if comma is not None else "C"
-        return StyleDecision(style, f"cell {en} ({numbers[en].as_py()!r})")
-    if de is not None:
-        return StyleDecision("de_DE", f"cell {de} ({numbers[de].as_py()!r})")
-    en_weak = first(_EN_WEAK)
-    de_weak = first(_DE_WEAK)
-    if en_weak is not None and de_weak is None:
-        # `7,488`: ncu prints 2 decimals (or none), never 3, so a 3-digit group is grouping
-        return StyleDecision("en_US", f"cell {en_weak} ({numbers[en_weak].as_py()!r}): ',' before 3 digits")
-    if de_weak is not None and en_weak is None:
-        return StyleDecision("de_DE", f"cell {de_weak} ({numbers[de_weak].as_py()!r}): '.' before 3 digits")
-    if en_weak is not None and de_weak is not None:
-        return StyleDecision(
-            "en_US",
-            f"ambiguous: cells {en_weak} ({numbers[en_weak].as_py()!r}) and {de_weak} "
-            f"({numbers[de_weak].as_py()!r}) fit both en_US and de_DE; read as en_US",
-        )
-    return StyleDecision("C", "no separators in any number")
+    def example(self, shape_index: int) -> tuple[int, str]:
+        i = int(self.first[shape_index])
+        return i, str(self.strings[i].as_py())
 
 
 @dataclass
@@ -122,33 +87,110 @@ class Parsed:
     strings: pa.Array  # the cleaned cells (for string-valued metrics)
 
 
-def parse(cleaned: pa.Array, style: str) -> Parsed:
-    """Parse cleaned cells with one style. Vectorised; no per-cell Python."""
+def _as_strings(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    if not pa.types.is_string(values.type) and not pa.types.is_large_string(values.type):
+        values = pc.cast(values, pa.string())
+    return values.fill_null("") if values.null_count else values
+
+
+_TO_SHAPE = np.arange(256, dtype=np.uint8)
+_TO_SHAPE[ord("0") : ord("9") + 1] = ord("d")
+
+
+def shapes_of(strings: pa.Array) -> pa.Array:
+    """Each cell with every ASCII digit replaced by `d`: one table lookup over the data buffer
+    (same offsets, so no per-cell work; UTF-8 multi-byte sequences never contain ASCII bytes)."""
+    validity, offsets, data = strings.buffers()
+    if data is None or data.size == 0:
+        return strings
+    mapped = _TO_SHAPE[np.frombuffer(data, dtype=np.uint8)]
+    cls = pa.LargeStringArray if pa.types.is_large_string(strings.type) else pa.StringArray
+    return cls.from_buffers(len(strings), offsets, pa.py_buffer(mapped.tobytes()), validity,
+                            strings.null_count, strings.offset)
+
+
+def _encode(strings: pa.Array) -> tuple[np.ndarray, list[str], np.ndarray]:
+    enc = pc.dictionary_encode(shapes_of(strings))
+    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    shapes = [str(s) for s in enc.dictionary.to_pylist()]
+    # every code occurs, so np.unique's first indices line up with the dictionary
+    first = np.unique(codes, return_index=True)[1].astype(np.int64) if len(codes) else np.zeros(0, np.int64)
+    return codes, shapes, first
+
+
+def cells(values: pa.Array | pa.ChunkedArray) -> Cells:
+    """Shapes of all cells; instance values `agg (a; b)` reduced to `agg`, whitespace trimmed."""
+    strings = _as_strings(values)
+    codes, shapes, first = _encode(strings)
+    if any(_AGGREGATE_SHAPE.match(s) for s in shapes):
+        strings = pc.replace_substring_regex(strings, _AGGREGATE, r"\1")
+        codes, shapes, first = _encode(strings)
+    if any(s != s.strip() for s in shapes):
+        strings = pc.utf8_trim_whitespace(strings)
+        codes, shapes, first = _encode(strings)
+    return Cells(strings, codes, shapes, first)
+
+
+def decide_style(c: Cells) -> StyleDecision:
+    """Decide the file's number style from the shapes of all its cells."""
+    numberish = [i for i, s in enumerate(c.shapes) if _NUMBERISH.match(s)]
+
+    def earliest(patterns: list[re.Pattern[str]] | re.Pattern[str]) -> int | None:
+        pats = patterns if isinstance(patterns, list) else [patterns]
+        hits = [i for i in numberish if any(p.match(c.shapes[i]) for p in pats)]
+        return min(hits, key=lambda i: c.first[i]) if hits else None
+
+    en, de = earliest(_EN_STRONG), earliest(_DE_STRONG)
+    if en is not None and de is not None:
+        return StyleDecision("en_US", "", conflict=(c.example(en)[0], c.example(de)[0]))
+    has_comma = any("," in c.shapes[i] for i in numberish)
+    if en is not None:
+        i, v = c.example(en)
+        return StyleDecision("en_US" if has_comma else "C", f"cell {i} ({v!r})")
+    if de is not None:
+        i, v = c.example(de)
+        return StyleDecision("de_DE", f"cell {i} ({v!r})")
+    en_weak, de_weak = earliest(_EN_WEAK), earliest(_DE_WEAK)
+    if en_weak is not None and de_weak is None:
+        # `7,488`: ncu prints 2 decimals (or none), never 3, so a 3-digit group is grouping
+        i, v = c.example(en_weak)
+        return StyleDecision("en_US", f"cell {i} ({v!r}): ',' before 3 digits")
+    if de_weak is not None and en_weak is None:
+        i, v = c.example(de_weak)
+        return StyleDecision("de_DE", f"cell {i} ({v!r}): '.' before 3 digits")
+    if en_weak is not None and de_weak is not None:
+        (i, v), (j, w) = c.example(en_weak), c.example(de_weak)
+        return StyleDecision("en_US", f"ambiguous: cells {i} ({v!r}) and {j} ({w!r}) fit both en_US and de_DE; read as en_US")
+    return StyleDecision("C", "no separators in any number")
+
+
+def parse(c: Cells, style: str) -> Parsed:
+    """Parse all cells with one style. Vectorised: per-shape classes, one replace, one cast."""
     if style not in STYLES:
         raise ValueError(f"unknown number style {style!r}")
-    lower = pc.utf8_lower(cleaned)
-    missing = pc.fill_null(pc.is_in(lower, value_set=pa.array(MISSING_TOKENS)), True)
-    if style == "en_US":
-        digits = pc.replace_substring(cleaned, ",", "")
-        ok = pc.match_substring_regex(cleaned, r"^[-+]?(\d{1,3}(,\d{3})*|\d+)(\.\d*)?([eE][-+]?\d+)?$|^[-+]?\.\d+$")
-    elif style == "de_DE":
-        digits = pc.replace_substring(pc.replace_substring(cleaned, ".", ""), ",", ".")
-        ok = pc.match_substring_regex(cleaned, r"^[-+]?(\d{1,3}(\.\d{3})*|\d+)(,\d*)?([eE][-+]?\d+)?$|^[-+]?,\d+$")
-    else:
-        digits = cleaned
-        ok = pc.match_substring_regex(cleaned, r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
-    inf = pc.match_substring_regex(lower, _INF)
-    ok = pc.fill_null(pc.or_(ok, inf), False)
-    numeric_text = pc.if_else(ok, pc.if_else(inf, lower, digits), pa.scalar(None, pa.string()))
-    floats = pc.cast(numeric_text, pa.float64())
-    values = np.array(floats.to_numpy(zero_copy_only=False), dtype=np.float64, copy=True)
-    numeric = np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool)
-    values[~numeric] = np.nan
-    return Parsed(values, numeric, np.asarray(missing.to_numpy(zero_copy_only=False), dtype=bool), cleaned)
+    number = _NUMBER[style]
+    is_number = np.array([bool(number.match(s)) or bool(_INF_SHAPE.match(s)) for s in c.shapes], dtype=bool)
+    is_missing = np.array([s.lower() in MISSING_TOKENS for s in c.shapes], dtype=bool)
+    numeric = is_number[c.codes] if len(c.codes) else np.zeros(0, bool)
+    missing = is_missing[c.codes] if len(c.codes) else np.zeros(0, bool)
+    values = np.full(len(c.codes), np.nan, dtype=np.float64)
+    if numeric.any():
+        text = c.strings
+        if style == "en_US":
+            text = pc.replace_substring(text, ",", "")
+        elif style == "de_DE":
+            text = pc.replace_substring(pc.replace_substring(text, ".", ""), ",", ".")
+        text = pc.if_else(pa.array(numeric), text, pa.scalar(None, pa.string()))
+        floats = pc.cast(text, pa.float64())
+        values = np.array(floats.to_numpy(zero_copy_only=False), dtype=np.float64, copy=True)
+        values[~numeric] = np.nan
+    return Parsed(values, numeric, missing, c.strings)
 
 
-def parse_text(cells: list[str], style: str | None = None) -> tuple[np.ndarray, str]:
+def parse_text(items: list[str], style: str | None = None) -> tuple[np.ndarray, str]:
     """Convenience for small inputs and tests: parse Python strings, deciding the style if not given."""
-    arr = clean(pa.array(cells, type=pa.string()))
-    chosen = style or decide_style(arr).style
-    return parse(arr, chosen).values, chosen
+    c = cells(pa.array(items, type=pa.string()))
+    chosen = style or decide_style(c).style
+    return parse(c, chosen).values, chosen

@@ -41,6 +41,9 @@ class Export:
     header: list[str]
     header_line: int  # 1-based line number of the header
     header_offset: int  # byte offset of the header in the (decompressed) file
+    data_offset: int  # byte offset of the first row after the header
+    newline: bytes  # b"\n" or b"\r\n", as the header line ends
+    gzipped: bool
     preamble: Preamble
     stream: BinaryIO
     first: bytes  # bytes after the header line, already read
@@ -148,6 +151,9 @@ def open_export(path: str | os.PathLike[str]) -> Export:
             header=header,
             header_line=header_line,
             header_offset=bom + start,
+            data_offset=bom + eol + 1,
+            newline=b"\r\n" if buf[start:eol].endswith(b"\r") else b"\n",
+            gzipped=isinstance(stream, gzip.GzipFile),
             preamble=Preamble(pre_text.splitlines()),
             stream=stream,
             first=buf[eol + 1 :],

@@ -421,13 +421,14 @@ def _read_details(export: text.Export, layout: _Layout) -> pd.DataFrame:
 
 
 def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.Table, _LongRows] | None:
-    """The common case, at the speed of pandas' C tokenizer: only the ID and metric columns are
-    converted (as categoricals: few distinct values), and each launch's identity (the long kernel name,
-    NVTX cells) is parsed once, from its first row, found by byte search. Returns None whenever the
-    file needs the row-level repairs of _details_robust (rows wider than the header, text lines, ...)."""
+    """The common case, at the speed of pandas' C tokenizer: only the ID, section, metric, unit and
+    value columns are converted (categoricals: few distinct values), and each launch's identity (the
+    long kernel name, NVTX cells) is parsed once, from its first row, located by byte offset (see
+    _identity_by_offsets). Returns None whenever the file needs the row-level repairs of
+    _details_robust (rows wider than the header, text lines among the rows, damaged IDs ...)."""
     header = layout.header
-    detail_cols = [c for c in _DETAILS_COLUMNS if c in header]
-    use = ["ID"] + detail_cols
+    tail = header[header.index("Section Name"):]
+    use = ["ID"] + tail
     stream = export.reopen()
     try:
         df = pd.read_csv(
@@ -446,10 +447,13 @@ def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
         return None  # text lines among the rows, or a damaged ID: let the robust path name the line
     id_values = np.asarray([int(t) for t in id_texts], dtype=np.int64)
     ids = id_values[id_codes]
-    first_code_rows = np.unique(id_codes, return_index=True)[1]
-    order = np.sort(first_code_rows)
+    order = np.sort(np.unique(id_codes, return_index=True)[1])  # first row of each launch, file order
     first_texts = [id_texts[int(id_codes[r])] for r in order]
-    ident_rows = _identity_rows(export, layout, first_texts)
+    ident_rows = None
+    if not export.gzipped:
+        ident_rows = _identity_by_offsets(export, layout, df, order, first_texts)
+    if ident_rows is None:
+        ident_rows = _identity_rows(export, layout, first_texts, np.diff(order))
     if ident_rows is None:
         return None
     ident_cols = layout.identity_columns
@@ -459,8 +463,7 @@ def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
     srt = np.argsort(uids, kind="stable")
     uids, ident_table = uids[srt], ident_table.take(pa.array(srt))
 
-    metric = df["Metric Name"]
-    keep = (metric != "").to_numpy()
+    keep = (df["Metric Name"] != "").to_numpy()
     lines = export.header_line + 1 + np.flatnonzero(keep).astype(np.int64)
 
     def codes(col: str) -> tuple[np.ndarray, list[str]]:
@@ -469,52 +472,127 @@ def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
         c = df[col]
         return c.cat.codes.to_numpy()[keep].astype(np.int64), [str(x) for x in c.cat.categories]
 
-    values = pa.array(df["Metric Value"].to_numpy()[keep] if False else df["Metric Value"])
-    values = values.filter(pa.array(keep))
+    values = pa.array(df["Metric Value"]).filter(pa.array(keep))
     rows = _LongRows(ids[keep], lines, codes("Section Name"), codes("Body Item Label"), codes("Metric Name"),
                      codes("Metric Unit"), values)
     return uids, ident_table, rows
 
 
-def _identity_rows(export: text.Export, layout: _Layout, id_texts: list[str]) -> list[list[str]] | None:
-    """The first row of each launch, parsed in full: a byte search for `\\n"<ID>",` in file order."""
+def _quoted_bytes(col: pd.Series) -> np.ndarray:
+    """Bytes each cell takes in the file: ncu quotes every value and doubles inner quotes."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        per = np.array([len(str(c).encode()) + 2 + str(c).count('"') for c in col.cat.categories] + [-(1 << 40)],
+                       dtype=np.int64)
+        return per[col.cat.codes.to_numpy()]  # code -1 (no value) -> hugely negative: the check fails
+    arr = pa.array(col)
+    length = pc.binary_length(arr).to_numpy(zero_copy_only=False).astype(np.int64)
+    quotes = pc.count_substring(arr, '"').to_numpy(zero_copy_only=False).astype(np.int64)
+    return length + 2 + quotes
+
+
+def _identity_by_offsets(
+    export: text.Export, layout: _Layout, df: pd.DataFrame, order: np.ndarray, id_texts: list[str]
+) -> list[list[str]] | None:
+    """First row of each launch by seeking straight to it.
+
+    Rows of one launch share their identity prefix byte for byte, and the rest of each row (section,
+    metric, unit, value, rule fields) is in `df`, so the byte length of every row is known once the
+    prefix length P is read from the launch's first row: metric rows stop after `Metric Value` with a
+    trailing comma, rule rows are full width, every value is quoted. Each seek is checked against the
+    launch ID; any mismatch (blank lines, unusual quoting) returns None and the caller searches instead."""
+    header = layout.header
+    ncols = len(header)
+    s = header.index("Section Name")
+    width = text.ragged_width(export.first) or ncols
+    ragged = (df["Metric Name"] != "").to_numpy() if width < ncols else np.zeros(len(df), bool)
+    full_tail = np.zeros(len(df), np.int64)
+    ragged_tail = np.zeros(len(df), np.int64)
+    for j, c in enumerate(header[s:]):
+        q = _quoted_bytes(df[c])
+        full_tail += q
+        if s + j <= width - 2:
+            ragged_tail += q
+    full_tail += ncols - s - 1  # commas between the tail fields
+    ragged_tail += width - s - 1  # ... the last one before the empty trailing field
+    tail = np.where(ragged, ragged_tail, full_tail)
+    row_rest = tail + 1 + len(export.newline)  # comma before Section Name, tail, newline
+    if (row_rest <= 0).any():
+        return None
+    group_rest = np.add.reduceat(row_rest, order)
+    counts = np.diff(np.append(order, len(df)))
+    out: list[list[str]] = []
+    need = max(header.index(c) for c in layout.identity_columns) + 1
+    pos = export.data_offset
+    with open(export.path, "rb") as fh:
+        for k, id_text in enumerate(id_texts):
+            fh.seek(pos)
+            line = fh.readline()
+            if not line.startswith(b'"' + id_text.encode() + b'",'):
+                return None
+            prefix = len(line) - int(row_rest[order[k]])
+            if prefix <= 0:
+                return None
+            fields = _csv_fields(line[:prefix].decode("utf-8", errors="replace"))
+            if fields is None or len(fields) < need:
+                return None
+            out.append(fields)
+            pos += prefix * int(counts[k]) + int(group_rest[k])
+    return out
+
+
+def _identity_rows(
+    export: text.Export, layout: _Layout, id_texts: list[str], gaps: np.ndarray
+) -> list[list[str]] | None:
+    """The first row of each launch, parsed in full, in file order.
+
+    `gaps[k]` = rows from launch k's first row to launch k+1's first row (from the pandas pass): the
+    next first row is found by skipping that many lines (memchr speed), checked against its ID, and
+    searched for by `\\n"<ID>",` when the check fails (blank lines, values spanning lines)."""
     need = max(layout.header.index(c) for c in layout.identity_columns) + 1
     out: list[list[str]] = []
     stream = export.reopen()
     try:
         stream.readline()  # the header
-        todo = iter(id_texts)
-        current = next(todo, None)
-        carry = b"\n"
-        while current is not None:
-            chunk = stream.read(text.BLOCK_BYTES)
-            data = carry + chunk
-            pos = 0
-            pattern = b'\n"' + current.encode() + b'",'
-            keep_from = -1
-            while current is not None:
-                i = data.find(pattern, pos)
-                if i < 0:
+        buf = stream.read(text.BLOCK_BYTES)
+        pos = 0
+        at_line_start = True
+        for k, id_text in enumerate(id_texts):
+            prefix = b'"' + id_text.encode() + b'",'
+            while not (at_line_start and buf.startswith(prefix, pos)):
+                i = buf.find(b"\n" + prefix, pos)
+                if i >= 0:
+                    pos = i + 1
                     break
-                end = data.find(b"\n", i + 1)
-                if end < 0:
-                    if chunk:
-                        keep_from = i
-                        break
-                    end = len(data)
-                fields = _csv_fields(data[i + 1 : end].rstrip(b"\r").decode("utf-8", errors="replace"))
-                if fields is None or len(fields) < need:
+                chunk = stream.read(text.BLOCK_BYTES)
+                if not chunk:
                     return None
-                out.append(fields)
-                pos = end
-                current = next(todo, None)
-                if current is not None:
-                    pattern = b'\n"' + current.encode() + b'",'
-            if not chunk:
+                keep = buf.rfind(b"\n", pos)
+                buf = (buf[keep:] if keep >= 0 else buf[pos:]) + chunk
+                pos = 0
+                at_line_start = False
+            end = buf.find(b"\n", pos)
+            while end < 0:
+                chunk = stream.read(text.BLOCK_BYTES)
+                buf, pos = buf[pos:] + chunk, 0
+                end = buf.find(b"\n") if chunk else len(buf)
+            fields = _csv_fields(buf[pos:end].rstrip(b"\r").decode("utf-8", errors="replace"))
+            if fields is None or len(fields) < need:
+                return None
+            out.append(fields)
+            if k + 1 == len(id_texts):
                 break
-            if keep_from < 0:
-                keep_from = max(pos, data.rfind(b"\n", pos))
-            carry = data[keep_from:]
+            n = int(gaps[k])
+            while n > 0:
+                nl = buf.find(b"\n", pos)
+                if nl < 0:
+                    chunk = stream.read(text.BLOCK_BYTES)
+                    if not chunk:
+                        return None
+                    buf, pos = buf[pos:] + chunk, 0
+                    continue
+                pos = nl + 1
+                n -= 1
+            at_line_start = True
     finally:
         stream.close()
     return out if len(out) == len(id_texts) else None
@@ -624,14 +702,14 @@ def _pivot_details(
         combo_explicit[i] = explicit
     col_names = _disambiguate(col_names, col_units)
 
-    cleaned = numbers.clean(rows.values)
+    cleaned = numbers.cells(rows.values)
     style = numbers.decide_style(cleaned)
     if style.conflict is not None:
         a, b = style.conflict
         raise InputError(
             export.path,
-            f"numbers mix styles: {cleaned[a].as_py()!r} (line {int(row_lines[a])}) is en_US/C but "
-            f"{cleaned[b].as_py()!r} is de_DE",
+            f"numbers mix styles: {cleaned.strings[a].as_py()!r} (line {int(row_lines[a])}) is en_US/C but "
+            f"{cleaned.strings[b].as_py()!r} is de_DE",
             line=int(row_lines[b]),
             hint="re-export with LC_ALL=C so every number has one format",
         )
@@ -763,14 +841,14 @@ def _read_raw(export: text.Export, layout: _Layout) -> pd.DataFrame:
     style = numbers.StyleDecision("C", "no numbers")
     if metric_cols:
         cells = pa.concat_arrays([numbers._as_strings(table.column(c)) for c in metric_cols])
-        cleaned = numbers.clean(cells)
+        cleaned = numbers.cells(cells)
         style = numbers.decide_style(cleaned)
         if style.conflict is not None:
             a, b = style.conflict
             raise InputError(
                 export.path,
-                f"numbers mix styles: {cleaned[a].as_py()!r} ({metric_cols[a // n]}) is en_US/C but "
-                f"{cleaned[b].as_py()!r} ({metric_cols[b // n]}) is de_DE",
+                f"numbers mix styles: {cleaned.strings[a].as_py()!r} ({metric_cols[a // n]}) is en_US/C but "
+                f"{cleaned.strings[b].as_py()!r} ({metric_cols[b // n]}) is de_DE",
                 line=int(lines[b % n]),
                 hint="re-export with LC_ALL=C so every number has one format",
             )
@@ -782,7 +860,7 @@ def _read_raw(export: text.Export, layout: _Layout) -> pd.DataFrame:
             if numeric[j].any() or missing[j].all():
                 columns[c] = (values[j] * factors[j])[order]
             else:
-                strs = np.asarray(cleaned.slice(j * n, n).to_pylist(), dtype=object)
+                strs = np.asarray(cleaned.strings.slice(j * n, n).to_pylist(), dtype=object)
                 strs[missing[j]] = ""
                 columns[c] = strs[order]
     frame = _assemble(identity, columns)
