@@ -15,7 +15,8 @@ Rank and host come from evidence only, first hit wins:
            ``%q{OMPI_COMM_WORLD_RANK}``, ``%q{PMI_RANK}``, ``%q{PMIX_RANK}``, ``%q{SLURM_PROCID}``
         2. a torch trace's ``"distributedInfo": {"rank": N}`` (kineto writes it for torch.distributed jobs)
         3. a ``rank<N>`` / ``rank-<N>`` / ``rank_<N>`` / ``rank=<N>`` token in the file name or a parent folder
-  host  1. the export's own host column (ncu ``Host Name``), row by row
+  host  1. the export's own host column (ncu ``Host Name``), row by row — unless it is a loopback
+           address (ncu prints 127.0.0.1 for local runs), which the file-level evidence below replaces
         2. ``%h`` in ``name_template``
         3. torch.profiler's ``tensorboard_trace_handler`` name ``<host>_<pid>.<ns>.pt.trace.json``
         4. a ``host=<name>`` parent folder
@@ -50,6 +51,7 @@ _RANK_TOKEN = re.compile(r"(?<![A-Za-z0-9])rank[-_=]?(\d+)(?!\d)", re.IGNORECASE
 _TORCH_HANDLER_NAME = re.compile(r"^(?P<host>.+)_(?P<pid>\d+)\.\d+\.pt\.trace\.json(?:\.gz)?$")
 _HOST_DIR = re.compile(r"^host=(.+)$")
 _SKIP_DIRS = {".git", "__pycache__", ".venv", "node_modules"}
+LOOPBACK_HOSTS: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
 
 
 # ---------------------------------------------------------------- input discovery
@@ -101,7 +103,7 @@ def expand_inputs(inputs: Iterable[str | os.PathLike[str]]) -> tuple[list[Path],
     seen: set[Path] = set()
 
     def add(p: Path) -> None:
-        key = p.resolve()
+        key = _absolute(p)  # the same file named twice; two links to one export stay two inputs
         if key not in seen:
             seen.add(key)
             files.append(p)
@@ -217,9 +219,11 @@ def infer_identity(path: Path, *, root: Path | None = None, name_template: str |
         if found is not None:
             rank = found
             evidence.append("rank from the trace's distributedInfo")
-    # the folder the user named counts too (analyze_many(["run/rank3"]) -> rank 3)
-    if root is not None and _is_under(path.resolve(), root.resolve()):
-        parts = list(path.resolve().relative_to(root.resolve().parent).parts)
+    # the folder the user named counts too (analyze_many(["run/rank3"]) -> rank 3); absolute but
+    # not resolved, so a symlinked export is judged by where it is linked, not where it points
+    here, top = _absolute(path), _absolute(root) if root is not None else None
+    if top is not None and _is_under(here, top):
+        parts = list(here.relative_to(top.parent).parts)
     else:
         parts = list(path.parts[-3:])
     if rank is None:
@@ -243,6 +247,10 @@ def infer_identity(path: Path, *, root: Path | None = None, name_template: str |
                 evidence.append(f"host from folder {part!r}")
                 break
     return Identity(host=host, rank=rank, pid=pid, evidence=tuple(evidence))
+
+
+def _absolute(path: Path) -> Path:
+    return Path(os.path.normpath(os.path.abspath(path)))
 
 
 def _is_under(path: Path, root: Path) -> bool:
@@ -289,7 +297,7 @@ def source_keys(files: Sequence[Path]) -> list[str]:
     names = [f.name for f in files]
     if len(set(names)) == len(names):
         return names
-    resolved = [f.resolve() for f in files]
+    resolved = [_absolute(f) for f in files]
     common = Path(os.path.commonpath([str(r.parent) for r in resolved]))
     dupes = {n for n in names if names.count(n) > 1}
     return [str(PurePosixPath(*r.relative_to(common).parts)) if f.name in dupes else f.name for f, r in zip(files, resolved)]
@@ -332,7 +340,7 @@ def plan(
 ) -> list[Task]:
     tasks = []
     for f, source in zip(files, source_keys(files)):
-        root = next((r for r in roots if _is_under(f, r)), None)
+        root = next((r for r in roots if _is_under(_absolute(f), _absolute(r))), None)
         ident = infer_identity(f, root=root, name_template=name_template)
         tasks.append(Task(path=os.fspath(f), source=source, out_dir=os.fspath(out_dir), host=ident.host, rank=ident.rank,
                           evidence=ident.evidence, machine=machine, aggregate=aggregate, overwrite=overwrite))
@@ -358,6 +366,7 @@ class Outcome:
     duration_s: float = 0.0
     memory_bound_s: float = 0.0  # kernel time whose DRAM row is memory-bound
     compute_bound_s: float = 0.0
+    unknown_bound_s: float = 0.0  # no roof or no counters: neither can be claimed
     devices: list[str] = field(default_factory=list)
     ceilings: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -392,10 +401,12 @@ def _run(task: Task, out: Outcome) -> None:
     report = analyze([task.path], machine=task.machine, aggregate=task.aggregate)
     frame = report.frame
     frame["source"] = task.source
-    # rows without a host of their own take the file's; the partition value always equals the column
+    # rows without a host of their own take the file's, and so do rows whose host is a loopback
+    # address (ncu prints 127.0.0.1 for every local run: it names no machine); the partition value
+    # always equals the column
     hosts = frame["host"].astype(object).where(frame["host"].notna(), "").astype(str)
     if task.host:
-        hosts = hosts.mask(hosts == "", task.host)
+        hosts = hosts.mask((hosts == "") | hosts.isin(LOOPBACK_HOSTS), task.host)
     frame["host"] = hosts
     metadata = dict(report.metadata)
     metadata["dataset"] = {"source": task.source, "rank": task.rank, "evidence": list(task.evidence),
@@ -422,6 +433,7 @@ def _run(task: Task, out: Outcome) -> None:
     out.duration_s = float(duration.sum())
     out.memory_bound_s = float(duration[dram["bound"] == "memory"].sum())
     out.compute_bound_s = float(duration[dram["bound"] == "compute"].sum())
+    out.unknown_bound_s = out.duration_s - out.memory_bound_s - out.compute_bound_s
     out.devices = sorted({str(d) for d in frame["device"].dropna() if str(d)})
     out.ceilings = sorted({str(c).split("#")[0] for c in frame["ceiling_source"].dropna() if str(c)})
     longest = dram.assign(duration_s=duration).nlargest(5, "duration_s")
@@ -711,17 +723,20 @@ def render_summary(result: DatasetResult) -> str:
         lines.append(f"  {kernels} kernels, {rows} report rows, {parts} partitions (host/rank/source)")
         groups: dict[tuple[str, str], list[Outcome]] = {}
         for o in ok:
-            for h in o.host or [None]:
-                groups.setdefault((h or "?", "?" if o.rank is None else str(o.rank)), []).append(o)
+            # a file spanning several hosts is one group, named by all of them (never counted twice)
+            h = ",".join(x or "?" for x in o.host) or "?"
+            groups.setdefault((h, "?" if o.rank is None else str(o.rank)), []).append(o)
         lines.append("")
-        lines.append(f"  {'host':<24} {'rank':>5} {'inputs':>6} {'kernels':>8} {'GPU time':>12} {'memory-bound':>13} {'compute-bound':>14}")
+        lines.append(f"  {'host':<24} {'rank':>5} {'inputs':>6} {'kernels':>8} {'GPU time':>12} {'memory-bound':>13}"
+                     f" {'compute-bound':>14} {'unknown':>8}")
         for (h, r), os_ in sorted(groups.items()):
             dur = sum(o.duration_s for o in os_)
             mem = sum(o.memory_bound_s for o in os_)
             comp = sum(o.compute_bound_s for o in os_)
+            unk = sum(o.unknown_bound_s for o in os_)
             lines.append(
                 f"  {h[:24]:<24} {r:>5} {len(os_):>6} {sum(o.kernels for o in os_):>8} {_fmt_s(dur):>12}"
-                f" {_pct(mem, dur):>13} {_pct(comp, dur):>14}"
+                f" {_pct(mem, dur):>13} {_pct(comp, dur):>14} {_pct(unk, dur):>8}"
             )
         top = sorted((t for o in ok for t in o.top), key=lambda t: -t["duration_s"])[:5]
         if top:
@@ -735,6 +750,10 @@ def render_summary(result: DatasetResult) -> str:
             lines.append("")
             lines.append(f"  rank unknown for {len(unknown)} input(s) (rank=__HIVE_DEFAULT_PARTITION__, null when read): "
                          "name them with rank<N> or pass --name-template 'prof_%q{RANK}'")
+        blind = [o for o in ok if o.duration_s > 0 and o.unknown_bound_s >= o.duration_s]
+        if blind:
+            lines.append(f"  no kernel could be classified in {len(blind)} input(s) — the 'missing' column names the absent"
+                         " counters or roofs; --machine NAME supplies roofs an export lacks")
         warned = sum(len(o.warnings) for o in ok)
         if warned:
             lines.append(f"  {warned} warning(s) recorded in the partitions' metadata")
@@ -758,4 +777,9 @@ def _fmt_s(seconds: float) -> str:
 
 
 def _pct(part: float, whole: float) -> str:
-    return f"{100 * part / whole:.0f} %" if whole > 0 else "—"
+    if not whole > 0:
+        return "—"
+    share = 100 * part / whole
+    if 0 < share < 1:
+        return "<1 %"
+    return ">99 %" if 99 < share < 100 else f"{share:.0f} %"

@@ -288,3 +288,17 @@ def test_shared_real_exports_into_one_dataset(shared_fixtures: Path, tmp_path: P
     df = parquet.load(out)
     assert set(df["source"].astype(str)) == landed
     assert "NVIDIA GeForce RTX 4090" in set(df["device"].astype(str))
+
+
+def test_symlinked_exports_are_judged_where_they_are_linked(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "p.csv").write_text(raw_csv(KERNELS))
+    job = tmp_path / "job"
+    for rank in (0, 1):
+        (job / f"rank{rank}").mkdir(parents=True)
+        os.symlink(store / "p.csv", job / f"rank{rank}" / "p.csv")
+    files, _ = multi.expand_inputs([job / "rank1", job])
+    assert [f.relative_to(job).as_posix() for f in files] == ["rank1/p.csv", "rank0/p.csv"]
+    tasks = multi.plan(files, tmp_path / "ds", roots=[job / "rank1", job])
+    assert [(t.source, t.rank) for t in tasks] == [("rank1/p.csv", 1), ("rank0/p.csv", 0)]
