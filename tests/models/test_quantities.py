@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nsroof.errors import NsroofError
 from nsroof.models import metric_formulas as mf
@@ -612,3 +614,47 @@ class TestTable:
     def test_readme_doc_in_step_with_table(self) -> None:
         doc = (REPO / "docs" / "readme" / "formulas.md").read_text(encoding="utf-8")
         assert mf.render_markdown() in doc, "regenerate: python -m nsroof.models.metric_formulas docs/readme/formulas.md"
+
+
+# --- properties --------------------------------------------------------------------------------
+
+_POOL = sorted({m for f in mf.FORMULAS for m in f.metrics if "*" not in m and "<" not in m}
+               | {f"{T}src_bf16_dst_fp32_sparsity_off.sum", f"{T}src_bf16_dst_fp32_sparsity_on.sum",
+                  f"{T}src_bf16_dst_fp32_sparsity_off.sum.peak_sustained", f"{T}src_fp16.sum",
+                  f"{T}op_hgmma_src_fp16_sparsity_off.sum", "sm__inst_executed_pipe_tensor.sum"})
+_VALUE = st.one_of(st.just(np.nan), st.just(0.0), st.floats(1e-9, 1e12, allow_nan=False))
+
+
+@st.composite
+def kernel_tables(draw: st.DrawFn) -> pd.DataFrame:
+    rows = draw(st.integers(1, 4))
+    names = draw(st.lists(st.sampled_from(_POOL), min_size=1, max_size=25, unique=True))
+    data: dict[str, Any] = {"cc": draw(st.lists(st.sampled_from(["8.0", "9.0", "7.0", ""]), min_size=rows,
+                                                max_size=rows))}
+    for name in names:
+        data[name] = draw(st.lists(_VALUE, min_size=rows, max_size=rows))
+    return pd.DataFrame(data)
+
+
+class TestProperties:
+    @settings(max_examples=40, deadline=None)
+    @given(kernel_tables())
+    def test_each_kernel_is_derived_on_its_own(self, k: pd.DataFrame) -> None:
+        # vectorised over rows, yet a kernel's quantities never depend on its neighbours
+        together = derive(k)
+        for i in range(len(k)):
+            alone = derive(k.iloc[[i]])
+            pd.testing.assert_series_equal(together.iloc[i], alone.iloc[0], check_names=False)
+
+    @settings(max_examples=40, deadline=None)
+    @given(kernel_tables())
+    def test_nan_quantities_name_what_is_missing(self, k: pd.DataFrame) -> None:
+        q = derive(k)
+        for name, missing in (("duration_s", "missing_duration"), ("bytes_dram", "missing_dram"),
+                              ("bytes_l2", "missing_l2"), ("bytes_l1", "missing_l1")):
+            nan = q[name].isna()
+            assert (q.loc[nan, missing] != "").all(), name
+            assert (q.loc[~nan, missing] == "").all(), name
+        # a computed quantity always says which formula made it
+        assert (q.loc[q["duration_s"].notna(), "duration_source"] != "").all()
+        assert ((q["flops"].isna()) == (q["flops_source"] == "")).all()
