@@ -435,7 +435,9 @@ def _run(task: Task, out: Outcome) -> None:
     out.compute_bound_s = float(duration[dram["bound"] == "compute"].sum())
     out.unknown_bound_s = out.duration_s - out.memory_bound_s - out.compute_bound_s
     out.devices = sorted({str(d) for d in frame["device"].dropna() if str(d)})
-    out.ceilings = sorted({str(c).split("#")[0] for c in frame["ceiling_source"].dropna() if str(c)})
+    # the distinct roof origins (ncu:…, spec:<machine>, measured:<file>, file:<path>) without the per-key detail
+    out.ceilings = sorted({m.group(0).strip() for c in frame["ceiling_source"].dropna()
+                           for m in re.finditer(r"(?:ncu|spec|measured|file):[^#;=]+", str(c))})
     longest = dram.assign(duration_s=duration).nlargest(5, "duration_s")
     out.top = [
         {"function": str(r.function), "nvtx_path": str(r.nvtx_path), "duration_s": float(r.duration_s),
