@@ -30,7 +30,8 @@ def measure(quick: bool, dtypes: tuple[str, ...], device: str, threads: int | No
             budget_s: float | None, output: Path | None, csv_path: Path | None) -> None:
     """Measure peak FLOP/s per precision and bandwidth per memory level (DRAM, caches) on this GPU or
     CPU, the ridges, and where reference LLM workloads land; save it as a machine profile."""
-    from nsroof.collectors.measure import measure as run, to_machine, write_points_csv
+    from nsroof.collectors.measure import measure as run
+    from nsroof.collectors.measure import to_machine, write_points_csv
     from nsroof.collectors.measure.summary import render
 
     t0 = time.perf_counter()

@@ -62,6 +62,20 @@ def _median_time_s(fn: Any, *, warmup: int, reps: int) -> float:
     return statistics.median(samples)
 
 
+def _plain_matmul_2048_s() -> float:
+    """Plain 2048³ fp32 torch.matmul, timed the obvious way."""
+    a = torch.rand(2048, 2048)
+    b = torch.rand(2048, 2048)
+    return _median_time_s(lambda: torch.matmul(a, b), warmup=2, reps=5)
+
+
+def _plain_copy_64mib_s() -> float:
+    """Plain copy of a 64 MiB float32 tensor: 64 MiB read + 64 MiB written."""
+    src = torch.rand(16 * MIB)
+    dst = torch.empty_like(src)
+    return _median_time_s(lambda: dst.copy_(src), warmup=3, reps=15)
+
+
 # ------------------------------------------------------------------ the real quick run
 
 
@@ -78,15 +92,8 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                                        "-o", str(out / "machine.json"), "--csv", str(out / "points.csv")])
         elapsed_s = time.perf_counter() - t0
         assert res.exit_code == 0, res.output
-        # Plain 2048³ fp32 torch.matmul, timed the obvious way.
-        a = torch.rand(2048, 2048)
-        b = torch.rand(2048, 2048)
-        matmul_s = _median_time_s(lambda: torch.matmul(a, b), warmup=2, reps=5)
-        del a, b
-        # Plain copy of a 64 MiB float32 tensor: 64 MiB read + 64 MiB written.
-        src = torch.rand(16 * MIB)
-        dst = torch.empty_like(src)
-        copy_s = _median_time_s(lambda: dst.copy_(src), warmup=3, reps=15)
+        matmul_s = _plain_matmul_2048_s()
+        copy_s = _plain_copy_64mib_s()
     finally:
         torch.set_num_threads(threads)
     return {"dir": out, "output": res.output, "elapsed_s": elapsed_s,
@@ -475,3 +482,12 @@ def test_cpu_profile_measures_once_then_reads_the_cache(tmp_path: Path, monkeypa
     Path(second.path).write_text("{ not json")
     cache.cpu_profile()
     assert calls == [1, 1]  # a broken cache file is measured again, not trusted
+
+
+def test_a_busy_machine_is_flagged() -> None:
+    from nsroof.collectors.measure.runner import busy_note
+
+    assert busy_note({"logical_cpus": 2, "load_average_at_start": [0.5, 0.4, 0.3], "load_average_at_end": [1.9, 1, 1]}) is None
+    note = busy_note({"logical_cpus": 2, "load_average_at_start": [0.5, 0.4, 0.3], "load_average_at_end": [6.4, 5, 3]})
+    assert note is not None and note.startswith("load average up to 6.4 on 2 CPUs")
+    assert busy_note({"logical_cpus": 2}) is None  # no load average known: no claim

@@ -114,8 +114,17 @@ def describe_cpu() -> dict[str, Any]:
         "threads_used": torch.get_num_threads(),
         "memory_bytes": memory,
         "caches": {c.name: {"bytes": c.bytes, "source": c.source} for c in cpu_caches()},
+        "load_average_at_start": load_average(),
         **_versions(),
     }
+
+
+def load_average() -> list[float] | None:
+    """1/5/15-minute load averages: on a shared machine they say how much of the CPU others took."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
 
 
 def gpu_caches(props: Any) -> list[CacheLevel]:
@@ -144,7 +153,7 @@ def nvidia_smi_query(index: int) -> dict[str, str]:
     except (OSError, subprocess.SubprocessError):
         return {}
     values = [v.strip() for v in out.splitlines()[0].split(",")] if out else []
-    return dict(zip(fields, values)) if len(values) == len(fields) else {}
+    return dict(zip(fields, values, strict=True)) if len(values) == len(fields) else {}
 
 
 def describe_cuda(index: int | None = None) -> dict[str, Any]:

@@ -210,8 +210,9 @@ def run_gemm_sweep(plan: Plan, timer: Timer, progress: Progress | None = None) -
         dtype_deadline = time.perf_counter() + (deadline - time.perf_counter()) / (len(dtypes) - di)
         with matmul_precision(dtype):
             for i, shape in enumerate(shapes):
-                base = {"kind": "gemm", "dtype": dtype, "label": shape.label, "m": shape.m, "n": shape.n,
-                        "k": shape.k, "flop": shape.flop, "bytes": compulsory_bytes(shape, dtype),
+                nbytes = compulsory_bytes(shape, dtype)
+                base: dict[str, Any] = {"kind": "gemm", "dtype": dtype, "label": shape.label, "m": shape.m, "n": shape.n,
+                        "k": shape.k, "flop": shape.flop, "bytes": nbytes,
                         "path": "torch._scaled_mm" if dtype == "fp8" else "torch.matmul"}
                 skip = shape_reason(dtype, shape)
                 predicted_s = predict_time_s(shape.flop, anchors)
@@ -238,7 +239,7 @@ def run_gemm_sweep(plan: Plan, timer: Timer, progress: Progress | None = None) -
                 points.append({**base, "status": "measured", "time_s": t.median_s, "time_min_s": t.min_s,
                                "time_max_s": t.max_s, "reps": t.reps, "inner": t.inner, "clock": t.clock,
                                "rotating_sets": n_sets, "flop_per_s": flop_per_s,
-                               "intensity_flop_per_byte": shape.flop / base["bytes"]})
+                               "intensity_flop_per_byte": shape.flop / nbytes})
                 say(f"gemm {dtype} {shape.label} M={shape.m} N={shape.n} K={shape.k}: "
                     f"{flop_per_s / 1e9:,.1f} GFLOP/s")
         if not any(p["status"] == "measured" for p in points[first_point:]):

@@ -37,7 +37,7 @@ def run_ladder(pool: Any, plan: Plan, timer: Timer, progress: Progress | None = 
             continue
         passes = passes_for(ws, plan.ladder_bytes_per_call)
         view = pool[:n].expand(passes, n)
-        t = timer.time(lambda _i, v=view: v.sum(), warmup=max(1, plan.warmup), reps=plan.reps)
+        t = timer.time(_summer(view), warmup=max(1, plan.warmup), reps=plan.reps)
         total = passes * n * ELEM_BYTES
         points.append({"kind": "ladder", "working_set_bytes": n * ELEM_BYTES, "passes": passes,
                        "status": "measured", "bytes_read": total, "bytes": total, "time_s": t.median_s,
@@ -45,6 +45,10 @@ def run_ladder(pool: Any, plan: Plan, timer: Timer, progress: Progress | None = 
                        "clock": t.clock, "bytes_per_s": total / t.median_s})
         say(f"ladder {_fmt_bytes(ws)}: {total / t.median_s / 1e9:,.1f} GB/s")
     return points
+
+
+def _summer(view: Any) -> Callable[[int], Any]:
+    return lambda _i: view.sum()
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,7 @@ class Plateau:
 def find_plateaus(working_sets: Sequence[int], bandwidths: Sequence[float], *, drop: float = 0.25) -> list[Plateau]:
     """Split the ladder where bandwidth falls by more than `drop` below the running plateau's median
     and stays there at the next point too (one noisy point on a shared machine is not a level)."""
-    pts = sorted((w, b) for w, b in zip(working_sets, bandwidths) if b > 0 and math.isfinite(b))
+    pts = sorted((w, b) for w, b in zip(working_sets, bandwidths, strict=True) if b > 0 and math.isfinite(b))
     if not pts:
         return []
     groups: list[list[tuple[int, float]]] = [[pts[0]]]
@@ -87,7 +91,7 @@ def level_bandwidths(working_sets: Sequence[int], bandwidths: Sequence[float], c
     """Bandwidth of each cache level: the median over working sets that fit comfortably in it (at most
     half its capacity) and not in the level before (above that level's capacity). DRAM is the median
     over working sets of at least 4x the last cache."""
-    pts = sorted((w, b) for w, b in zip(working_sets, bandwidths) if b > 0 and math.isfinite(b))
+    pts = sorted((w, b) for w, b in zip(working_sets, bandwidths, strict=True) if b > 0 and math.isfinite(b))
     out: list[LevelBandwidth] = []
     lower = 0
     for cache in sorted(caches, key=lambda c: c.bytes):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nsroof.collectors.measure import analysis
-from nsroof.collectors.measure.environment import cache_levels, describe_cpu, describe_cuda
+from nsroof.collectors.measure.environment import cache_levels, describe_cpu, describe_cuda, load_average
 from nsroof.collectors.measure.ladder import find_plateaus, level_bandwidths
 from nsroof.collectors.measure.plan import ALL_DTYPES, DTYPE_BYTES, Plan, make_plan
 from nsroof.errors import NsroofError
@@ -148,6 +148,8 @@ def measure(
             if dev == "cuda":
                 torch.cuda.empty_cache()
 
+    if dev == "cpu":
+        env["load_average_at_end"] = load_average()
     result = summarize(plan, env, points, not_measured)
     result.duration_s = time.perf_counter() - t_start
     return result
@@ -187,11 +189,11 @@ def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]], not
                 continue
             bandwidths[lv.level] = lv.bytes_per_s
             sources[f"bandwidth_bytes_per_s.{lv.level}"] = (
-                f"measured: cache ladder, median read rate of {lv.points} working set(s) {lv.note}; "
+                f"measured: cache ladder, median read rate of {lv.points} point(s), {lv.note}; "
                 f"passes of x[:W].expand(passes, W).sum(), {timing}"
             )
         cache_rates = [(lv.level, lv.bytes_per_s) for lv in levels if math.isfinite(lv.bytes_per_s)]
-        for (lo, lo_bw), (hi, hi_bw) in zip(cache_rates, cache_rates[1:]):
+        for (lo, lo_bw), (hi, hi_bw) in zip(cache_rates, cache_rates[1:], strict=False):
             if abs(lo_bw - hi_bw) <= SAME_LEVEL_TOLERANCE * max(lo_bw, hi_bw):
                 derived["notes"].append(
                     f"{lo} and {hi} read at the same rate here ({lo_bw / 1e9:.1f} vs {hi_bw / 1e9:.1f} GB/s): "
@@ -212,6 +214,9 @@ def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]], not
             bandwidths["dram"] = dram.bytes_per_s
             sources["bandwidth_bytes_per_s.dram"] = f"measured: cache ladder, {dram.note}, {timing}"
 
+    busy = busy_note(env)
+    if busy:
+        derived["notes"].append(busy)
     derived["ridges_flop_per_byte"] = analysis.ridges(peaks, bandwidths)
     derived["saturation"] = analysis.saturation(points)
     derived["reference_workloads"] = analysis.reference_workloads(peaks, bandwidths.get("dram", 0.0))
@@ -219,6 +224,16 @@ def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]], not
     derived["dtype_bytes"] = {d: DTYPE_BYTES[d] for d in peaks}
     return MeasureResult(plan=plan, environment=env, points=points, peak_flop_per_s=peaks,
                          bandwidth_bytes_per_s=bandwidths, sources=sources, not_measured=not_measured, derived=derived)
+
+
+def busy_note(env: dict[str, Any]) -> str | None:
+    """A warning when the 1-minute load average exceeded the CPU count at the start or the end."""
+    cpus = env.get("logical_cpus") or 0
+    loads = [la[0] for la in (env.get("load_average_at_start"), env.get("load_average_at_end")) if la]
+    if not cpus or not loads or max(loads) <= cpus:
+        return None
+    return (f"load average up to {max(loads):.1f} on {cpus} CPUs: other processes shared the CPU during this run, "
+            "so these figures are lower bounds (rerun on an idle machine, or with --threads 1 for steadier ratios)")
 
 
 def _datasheet(env: dict[str, Any]) -> Any | None:

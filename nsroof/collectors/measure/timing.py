@@ -114,14 +114,14 @@ class CudaTimer:
         inner = inner_count(start.elapsed_time(end) * 1e-3, self.min_sample_s)
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(max(1, reps))]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(max(1, reps))]
-        for s, e in zip(starts, ends):
+        for s, e in zip(starts, ends, strict=True):
             s.record()
             for _ in range(inner):
                 fn(call)
                 call += 1
             e.record()
         torch.cuda.synchronize()
-        samples = [s.elapsed_time(e) * 1e-3 / inner for s, e in zip(starts, ends)]
+        samples = [s.elapsed_time(e) * 1e-3 / inner for s, e in zip(starts, ends, strict=True)]
         return summarize(samples, inner=inner, clock=self.clock)
 
 
