@@ -226,7 +226,8 @@ def check_container(path: str | os.PathLike[str]) -> Container:
     if container.num_results == 0:
         raise InputError(
             p,
-            f"the report holds no profiled kernels (0 profile results in {container.num_blocks} blocks)",
+            f"the report holds no profiled kernels (0 profile results in {container.num_blocks} "
+            f"block{'' if container.num_blocks == 1 else 's'})",
             hint="ncu ran but profiled nothing: check its --kernel-name/--nvtx-include/--launch-skip filters "
             "and that the application launched a kernel",
         )
@@ -314,7 +315,7 @@ def _actions(rng: Any) -> Iterator[Any]:
 def _library_version(context: Any) -> str:
     try:
         return str(context.get_version())
-    except Exception:  # noqa: BLE001 - only a label; older modules lack get_version
+    except Exception:  # only a label; older modules may lack get_version
         return "?"
 
 

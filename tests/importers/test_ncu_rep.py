@@ -8,7 +8,6 @@ and compare against the raw-page CSV that ncu 2024.1.1 converted from the same r
 from __future__ import annotations
 
 import csv
-import math
 import os
 import stat
 import struct
