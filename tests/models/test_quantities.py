@@ -575,6 +575,24 @@ class TestRequiredMetrics:
                      "bandwidth_bytes_per_s_l2", "bandwidth_bytes_per_s_l1", "peak_flop_per_s_tensor"):
             assert not math.isnan(q[name]), name
 
+    def test_every_name_is_known_to_nvidias_metric_library(self) -> None:
+        # ncu refuses a --metrics list with one unknown name. NVIDIA's libnvperf_host.so (shipped in the
+        # ncu-report 2026.3.1 wheel) holds every metric base name of every chip: a typo here fails here.
+        import importlib.util
+        import re
+
+        spec = importlib.util.find_spec("ncu_report")
+        if spec is None or not spec.submodule_search_locations:
+            pytest.skip("ncu-report wheel not installed")
+        lib = Path(next(iter(spec.submodule_search_locations))) / "libnvperf_host.so"
+        if not lib.is_file():
+            pytest.skip("libnvperf_host.so not in the ncu-report wheel")
+        known = {m.decode() for m in re.findall(rb"[a-z0-9]+__[a-z0-9_]+", lib.read_bytes())}
+        asked = {m for cc in (None, "7.0", "7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "10.3", "11.0", "12.0")
+                 for s in mf.METRIC_SETS for m in mf.required_metrics(cc, s)}
+        unknown = sorted(m for m in asked if re.sub(r"\.(sum|avg|max|min)(\..*)?$", "", m) not in known)
+        assert not unknown
+
     def test_unknown_set(self) -> None:
         with pytest.raises(NsroofError, match="unknown metric set"):
             mf.required_metrics(metric_set="everything")
