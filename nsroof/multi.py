@@ -300,7 +300,7 @@ def source_keys(files: Sequence[Path]) -> list[str]:
     resolved = [_absolute(f) for f in files]
     common = Path(os.path.commonpath([str(r.parent) for r in resolved]))
     dupes = {n for n in names if names.count(n) > 1}
-    return [str(PurePosixPath(*r.relative_to(common).parts)) if f.name in dupes else f.name for f, r in zip(files, resolved)]
+    return [str(PurePosixPath(*r.relative_to(common).parts)) if f.name in dupes else f.name for f, r in zip(files, resolved, strict=True)]
 
 
 def encode(value: object) -> str:
@@ -339,7 +339,7 @@ def plan(
     overwrite: bool = False,
 ) -> list[Task]:
     tasks = []
-    for f, source in zip(files, source_keys(files)):
+    for f, source in zip(files, source_keys(files), strict=True):
         root = next((r for r in roots if _is_under(_absolute(f), _absolute(r))), None)
         ident = infer_identity(f, root=root, name_template=name_template)
         tasks.append(Task(path=os.fspath(f), source=source, out_dir=os.fspath(out_dir), host=ident.host, rank=ident.rank,
@@ -634,7 +634,7 @@ def _run_dask(tasks: Sequence[Task], scheduler: Any, collect: Callable[[Outcome]
         client = scheduler
     try:
         futures = client.map(run_task, list(tasks), pure=False, key=[f"nsroof-{i}-{os.path.basename(t.path)}" for i, t in enumerate(tasks)])
-        by_key = {f.key: t for f, t in zip(futures, tasks)}
+        by_key = {f.key: t for f, t in zip(futures, tasks, strict=True)}
         for fut in as_completed(futures):
             try:
                 collect(fut.result())

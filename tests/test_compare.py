@@ -58,7 +58,7 @@ def row(table: pd.DataFrame, function: str) -> pd.Series:
 
 def test_kernels_matched_by_function_and_nvtx_path(pair: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     k = cmp.compare_kernels(*pair)
-    assert dict(zip(k["function"], k["status"])) == {
+    assert dict(zip(k["function"], k["status"], strict=True)) == {
         "axpy": "both", "gemm_kernel": "both", "softmax_kernel": "both", "old_copy": "removed", "fused_epilogue": "added"}
     axpy = row(k, "axpy")
     # two launches merged on each side: 2 x 1 ms -> 2 x 0.5 ms, 2 x 1e9 B -> 2 x 5e8 B

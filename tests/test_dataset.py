@@ -184,7 +184,7 @@ def test_directory_to_dataset(inputs: Path, tmp_path: Path) -> None:
     assert df["rank"].dtype == "Int64" and sorted(df["rank"].unique()) == [0, 1, 2, 3]
     dram = df[df["level"] == "dram"]
     # bounds from the A100 spec roofs (arithmetic above KERNELS)
-    assert set(zip(dram["function"].astype(str), dram["bound"].astype(str))) == {("axpy", "memory"), ("gemm_kernel", "compute")}
+    assert set(zip(dram["function"].astype(str), dram["bound"].astype(str), strict=True)) == {("axpy", "memory"), ("gemm_kernel", "compute")}
     assert set(dram["ceiling_source"].astype(str)) == {"spec:A100 SXM4 40GB"}
     # each partition file is a complete single-file report: same columns, same metadata keys
     one = pd.read_parquet(out / parts[0])

@@ -123,7 +123,7 @@ class Machine:
         return any(_compiled(p).search(device_name) for p in self.device_patterns)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 

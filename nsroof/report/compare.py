@@ -195,7 +195,7 @@ def render(kernels: pd.DataFrame, ranges: pd.DataFrame | None = None, *, top: in
     if len(kernels) > top:
         lines.append(f"  ... {len(kernels) - top} more (--top N, or -o FILE for all rows)")
     if ranges is not None and len(ranges):
-        lines += ["", f"  per NVTX range:", f"  {'time before':>12} {'time after':>12} {'change':>11} {'speedup':>8}  {'mem-bound share':>15}  range"]
+        lines += ["", "  per NVTX range:", f"  {'time before':>12} {'time after':>12} {'change':>11} {'speedup':>8}  {'mem-bound share':>15}  range"]
         for r in ranges.itertuples():
             share = f"{_pct(r.memory_bound_share_before)}->{_pct(r.memory_bound_share_after)}"
             lines.append(
