@@ -376,6 +376,9 @@ def _identity_frame(export: text.Export, layout: _Layout, ids: np.ndarray, table
             out[name] = pd.array([pd.NA] * n, dtype="Int64")
     frame = pd.DataFrame(out)
     frame["kernel_id"] = frame["kernel_id"].astype("int64")
+    for name, (dtype, _) in IDENTITY_COLUMNS.items():
+        if dtype == "object" and frame[name].dtype != object:
+            frame[name] = frame[name].astype(object)  # the kernel-table contract: plain Python strings
     return frame
 
 
@@ -865,7 +868,8 @@ def _read_raw(export: text.Export, layout: _Layout) -> pd.DataFrame:
                 columns[c] = strs[order]
     frame = _assemble(identity, columns)
     if "device__attribute_display_name" in frame.columns and frame["device"].eq("").all():
-        frame["device"] = frame["device__attribute_display_name"].astype(object).fillna("").astype(str)
+        frame["device"] = [str(v) if isinstance(v, str) else "" for v in frame["device__attribute_display_name"]]
+        frame["device"] = frame["device"].astype(object)
     _fill_launch_identity(frame)
     _finish(export, layout, frame, {c: units[c] for c in columns}, style, collected, warnings, hints, FORMAT_RAW)
     return frame
@@ -885,7 +889,11 @@ def _assemble(identity: pd.DataFrame, columns: dict[str, Any]) -> pd.DataFrame:
          for c, v in columns.items()},
         index=identity.index,
     )
-    return pd.concat([identity, metrics], axis=1) if len(metrics.columns) else identity
+    frame = pd.concat([identity, metrics], axis=1) if len(metrics.columns) else identity
+    for c, v in columns.items():
+        if v.dtype == object and frame[c].dtype != object:
+            frame[c] = frame[c].astype(object)
+    return frame
 
 
 def _fill_launch_identity(frame: pd.DataFrame) -> None:
@@ -950,8 +958,9 @@ def _roofline_hints(layout: _Layout, frame: pd.DataFrame, hints: list[str]) -> N
     lacking = " and ".join(w for w, ok in (("byte", has_bytes), ("FLOP", has_flops)) if not ok)
     if layout.page == "details":
         hints.append(
-            f"this details-page export holds no {lacking} counters (the details page shows section labels only); "
-            f"export the raw page of the same report: `{RAW_EXPORT_COMMAND}`"
+            f"this details-page export holds no {lacking} counters; the raw page of the same report lists "
+            f"every metric ncu collected: `{RAW_EXPORT_COMMAND}` (if it lacks them too, profile with "
+            "`ncu --set roofline` or `--metrics` with the roofline counters)"
         )
     else:
         hints.append(

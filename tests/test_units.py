@@ -1,0 +1,106 @@
+"""nsroof.units: ncu unit strings -> (factor to SI base, base unit). Prefixes are decimal (K = 1e3)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nsroof.units import UnknownUnitError, known, scale
+
+
+@pytest.mark.parametrize(
+    ("unit", "factor", "base"),
+    [
+        # time: long (ncu <= 2024.1) and short (2025.1+) spellings give the same factor
+        ("nsecond", 1e-9, "second"),
+        ("ns", 1e-9, "second"),
+        ("usecond", 1e-6, "second"),
+        ("us", 1e-6, "second"),
+        ("msecond", 1e-3, "second"),
+        ("ms", 1e-3, "second"),
+        ("second", 1.0, "second"),
+        # bytes: decimal prefixes, never 1024
+        ("byte", 1.0, "byte"),
+        ("Kbyte", 1e3, "byte"),
+        ("Mbyte", 1e6, "byte"),
+        ("Gbyte", 1e9, "byte"),
+        ("Tbyte", 1e12, "byte"),
+        # rates
+        ("byte/second", 1.0, "byte/second"),
+        ("Gbyte/s", 1e9, "byte/second"),
+        ("Tbyte/second", 1e12, "byte/second"),
+        ("Mbyte/second", 1e6, "byte/second"),
+        # frequencies: hz family and cycle/<time> (cycle/nsecond = GHz, cycle/usecond = MHz)
+        ("hz", 1.0, "hz"),
+        ("Khz", 1e3, "hz"),
+        ("Mhz", 1e6, "hz"),
+        ("Ghz", 1e9, "hz"),
+        ("cycle/second", 1.0, "hz"),
+        ("cycle/msecond", 1e3, "hz"),
+        ("cycle/usecond", 1e6, "hz"),
+        ("cycle/nsecond", 1e9, "hz"),
+        # counts and ratios stay as they are
+        ("", 1.0, ""),
+        ("%", 1.0, "%"),
+        ("inst", 1.0, "inst"),
+        ("inst/cycle", 1.0, "inst/cycle"),
+        ("inst/warp", 1.0, "inst/warp"),
+        ("sector", 1.0, "sector"),
+        ("sectors", 1.0, "sector"),
+        ("sector/request", 1.0, "sector/request"),
+        ("sector/nsecond", 1e9, "sector/second"),
+        ("register/thread", 1.0, "register/thread"),
+        ("byte/block", 1.0, "byte/block"),
+        ("Kbyte/block", 1e3, "byte/block"),
+        ("Kbyte/cycle", 1e3, "byte/cycle"),
+        ("%/Kbyte", 1e-3, "%/byte"),
+        ("/nsecond", 1e9, "1/second"),
+        ("SM", 1.0, "SM"),
+        ("cluster", 1.0, "cluster"),
+        ("block", 1.0, "block"),
+        ("warp", 1.0, "warp"),
+        ("pass", 1.0, "pass"),
+        ("sample", 1.0, "sample"),
+    ],
+)
+def test_known_units(unit: str, factor: float, base: str) -> None:
+    got = scale(unit)
+    assert got.base == base
+    assert math.isclose(got.factor, factor, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("unit", ["furlong", "Xbyte", "byte/fortnight", "Gbyte/s/s", "mbyte", "kinst/parsec"])
+def test_unknown_unit_is_an_error_not_a_silent_one(unit: str) -> None:
+    with pytest.raises(UnknownUnitError) as err:
+        scale(unit)
+    assert err.value.unit == unit
+    assert not known(unit)
+
+
+_PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+@given(
+    value=st.floats(min_value=0, max_value=1e6, allow_nan=False),
+    prefix=st.sampled_from(sorted(_PREFIX)),
+    word=st.sampled_from(["byte", "hz", "sector", "inst"]),
+)
+def test_prefixed_value_equals_base_value(value: float, prefix: str, word: str) -> None:
+    # x <P>word == x * P word, for every decimal prefix and count-like word
+    factor, base = scale(prefix + word)
+    assert base == scale(word).base
+    assert math.isclose(value * factor, value * _PREFIX[prefix], rel_tol=1e-12, abs_tol=0.0)
+
+
+@given(
+    num=st.sampled_from(["byte", "Kbyte", "Mbyte", "Gbyte", "cycle", "inst", "sector"]),
+    den=st.sampled_from(["second", "msecond", "usecond", "nsecond", "s", "ms", "us", "ns"]),
+)
+def test_rate_is_numerator_over_denominator(num: str, den: str) -> None:
+    # e.g. Gbyte/ms = 1e9 byte / 1e-3 s = 1e12 byte/s
+    factor, base = scale(f"{num}/{den}")
+    assert math.isclose(factor, scale(num).factor / scale(den).factor, rel_tol=1e-12)
+    assert base.endswith("second") or base == "hz"
