@@ -342,6 +342,8 @@ TENSOR_FLOP_PER_INST_BY_CC: dict[str, float] = {
 
 # Source types that have no 2:4 sparse variant: an unsplit metric of these types is dense work.
 _NEVER_SPARSE = frozenset({"fp64", "int1"})
+# 2:4 structured sparsity arrived with Ampere (CC 8.0); before it every tensor op is dense.
+FIRST_SPARSE_CC = 8.0
 # ncu's DRAM roofs are absent on integrated parts (CC 8.7, 11.0, 12.1): no DRAM metrics there.
 _NO_DRAM_CC = frozenset({"8.7", "11.0", "12.1"})
 

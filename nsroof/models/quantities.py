@@ -214,21 +214,26 @@ def _tensor_resolution(k: _Kernels) -> tuple[_Resolved, np.ndarray, np.ndarray]:
         used = res.source == f.provenance
         sparse[used] = ops.sparse[used]
         dominant[used] = ops.dominant[used]
+    # no 2:4 sparsity before Ampere: a known tensor count there has no sparse part
+    sparse[(k.cc_num < mf.FIRST_SPARSE_CC) & ~np.isnan(res.value)] = 0.0
     return res, sparse, dominant
 
 
 def _tensor_peak(k: _Kernels, dominant: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Peak of the kernel's dominant tensor path × SM clock; NaN where that path's peak mixes dense and
-    sparse rates (an unsplit aggregate, e.g. GH100 src_fp16: its peak is the 2:4 sparse rate)."""
+    sparse rates (an unsplit aggregate on CC >= 8.0, e.g. GH100 src_fp16: its peak is the 2:4 sparse rate)."""
     (f,) = mf.formulas_for("peak_flop_per_s_tensor")
     value = np.full(k.n, np.nan)
     source = np.full(k.n, "", dtype=object)
     clock = _scale(k, f, np.ones(k.n))
+    pre_sparsity = k.cc_num < mf.FIRST_SPARSE_CC  # Turing: unsplit metrics are dense work
     for base in sorted({d for d in dominant if d}):
         path = mf.tensor_path(base)
-        if path is None or path.sparsity == "unsplit":
+        if path is None:
             continue
         rows = dominant == base
+        if path.sparsity == "unsplit":
+            rows &= pre_sparsity
         peak_metric = f"{base}.sum.peak_sustained"
         v = k.col(peak_metric) * clock
         take = rows & ~np.isnan(v)

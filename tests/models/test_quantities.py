@@ -279,6 +279,15 @@ class TestTensorFlops:
         assert math.isnan(q["peak_flop_per_s_tensor"])
         assert q["ceiling_source_tensor"] == ""
 
+    def test_turing_aggregate_is_dense(self) -> None:
+        # Turing has no 2:4 sparsity: its unsplit metric is dense work with a dense peak:
+        # 65,536 ops/cycle × 1.5e9 cycles/s = 9.8304e13 FLOP/s; and no sparse part
+        q = one(cc="7.5", **{f"{T}src_fp16_bf16_tf32_dst_fp32.sum": 1e6,
+                             f"{T}src_fp16_bf16_tf32_dst_fp32.sum.peak_sustained": 65536.0,
+                             "sm__cycles_elapsed.avg.per_second": 1.5e9})
+        assert q["peak_flop_per_s_tensor"] == pytest.approx(65536 * 1.5e9)
+        assert q["flops_tensor_sparse"] == 0.0
+
     def test_fp64_tensor_is_dense(self) -> None:
         # 33,792 FP64 tensor ops/cycle × 1.5e9 = 5.0688e13 FLOP/s
         q = one(cc="9.0", **{f"{T}src_fp64.sum": 1e6, f"{T}src_fp64.sum.peak_sustained": 33792.0,
