@@ -119,7 +119,7 @@ table.summary th{background:#f5f5f5}
 tr.group th{background:#e8eef7;text-align:left;font-weight:600;cursor:default}
 .memory{color:#1f5fa8}.compute{color:#a0522d}.unknown{color:#888}.warn{color:#d62728;font-weight:600}
 .k{min-width:160px;max-width:420px;overflow-wrap:anywhere}.muted{color:#777}code{font-size:12px}
-.controls{margin:8px 0;display:flex;gap:12px;align-items:center}
+.scroll{overflow-x:auto}.controls{margin:8px 0;display:flex;gap:12px;align-items:center}
 figure{margin:10px 0}figure svg{width:100%;height:auto}figcaption{color:#555;font-size:12px}
 figure.main{max-width:1050px}.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:8px}
 """
@@ -351,8 +351,8 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame) -> str:
         + "".join(f'<option value="{b}">{b}</option>' for b in BOUNDS)
         + f'</select></label><span><span id="shown">{len(k)}</span> of {len(k)} kernels shown</span></div>')
     return ("<h2>Kernels</h2><p>Grouped by NVTX path (longest group first); click a column to sort within the "
-            "groups.</p>" + controls + f'<table id="kernels"><thead><tr>{head}</tr></thead>' + "".join(bodies)
-            + "</table>")
+            "groups.</p>" + controls + f'<div class="scroll"><table id="kernels"><thead><tr>{head}</tr></thead>' + "".join(bodies)
+            + "</table></div>")
 
 
 def _ntd(value: float, text: str, title: str | None = None) -> str:

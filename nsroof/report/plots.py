@@ -58,7 +58,10 @@ MIN_AREA_PT2 = 9.0
 MAX_UNPLOTTED_LINES = 10
 SHORT_NAME_CHARS = 32
 #: characters of one listing line under the chart (the figure is 10 in wide at 8 pt)
-LISTING_CHARS = 165
+LISTING_CHARS = 150
+#: above this many points, markers and joins are drawn as an embedded bitmap in SVG/PDF (roofs and text
+#: stay vector): keeps the inline SVG of a large run small and quick to render
+RASTERIZE_POINTS = 1500
 
 #: fixed rc settings: same fonts and sizes everywhere, so renders are comparable and SVG ids stable
 RC: dict[str, Any] = {
@@ -240,19 +243,17 @@ def unplotted(data: pd.DataFrame) -> pd.DataFrame:
     """Kernels of `chart_data` missing a point at one or more levels shown, longest first: those with
     no point at all (partial=False) before those missing some levels (partial=True), with the reasons."""
     out = []
-    for key, grp in data.groupby("key", sort=False):
-        lost = grp[~grp["plotted"]]
-        if lost.empty:
-            continue
+    any_plotted = data.groupby("key", sort=False)["plotted"].any()
+    for key, lost in data[~data["plotted"]].groupby("key", sort=False):
         reasons: dict[str, list[str]] = {}
         for lv, why in zip(lost["level"], lost["why_not"], strict=True):
             reasons.setdefault(why, []).append(LEVEL_NAMES.get(lv, lv))
-        partial = bool(grp["plotted"].any())
+        partial = bool(any_plotted[key])
         why_text = "; ".join(
             why if (len(reasons) == 1 and not partial) else f"{'/'.join(lvs)}: {why}"
             for why, lvs in reasons.items()
         )
-        first = grp.iloc[0]
+        first = lost.iloc[0]
         out.append({
             "key": key, "source": first["source"], "kernel_id": first["kernel_id"], "function": first["function"],
             "kernel_name": first["kernel_name"], "rank": int(first["rank"]), "duration_s": first["duration_s"],
@@ -376,6 +377,8 @@ def si(value: float, unit: str = "") -> str:
 
 def si_range(low: float, high: float, unit: str = "") -> str:
     """Both ends with the prefix of the higher one: si_range(1.9e13, 2e13, 'FLOP/s') == '19–20 TFLOP/s'."""
+    if not (np.isfinite(low) and np.isfinite(high)) or si(low, unit) == si(high, unit):
+        return si(high, unit)  # equal at the precision shown
     number, _, rest = si(high, unit).partition(" ")
     scale = high / float(number) if float(number) else 1.0
     return f"{low / scale:.3g}–{number} {rest}".strip()
@@ -511,14 +514,15 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
 
     pts = data[data["plotted"]]
     # the hierarchical view: a kernel's points at DRAM, L2 and L1 share one FLOP/s, so join them
-    segments = []
-    for _, grp in pts.groupby("key", sort=False):
-        if len(grp) > 1:
-            g = grp.sort_values("x_intensity")
-            segments.append(np.column_stack([g["x_intensity"].to_numpy(float), g["y_flop_per_s"].to_numpy(float)]))
+    # (the points share y, so one segment from the lowest to the highest intensity covers them all)
+    span = pts.groupby("key", sort=False).agg(x0=("x_intensity", "min"), x1=("x_intensity", "max"),
+                                              y=("y_flop_per_s", "first"), n=("x_intensity", "size"))
+    span = span[span["n"] > 1]
+    segments = [((a, y), (b, y)) for a, b, y in zip(span["x0"], span["x1"], span["y"], strict=True)]
+    rasterize = len(pts) > RASTERIZE_POINTS
     if segments:
-        ax.add_collection(LineCollection(segments, colors="#888888", linewidths=0.7, alpha=0.6, zorder=5))
-    rasterize = len(pts) > 4000  # keeps inline SVG of huge runs small; roofs and text stay vector
+        ax.add_collection(LineCollection(segments, colors="#888888", linewidths=0.7, alpha=0.6, zorder=5,
+                                         rasterized=rasterize))
     for lv in LEVELS:
         p = pts[pts["level"] == lv]
         if p.empty:
@@ -528,7 +532,7 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
     hot = pts[pts["above_roof"]]
     if len(hot):
         ax.scatter(hot["x_intensity"], hot["y_flop_per_s"], s=hot["marker_area_pt2"] * 1.5 + 40, facecolors="none",
-                   edgecolors=ABOVE_ROOF_COLOR, linewidths=1.6, zorder=7)
+                   edgecolors=ABOVE_ROOF_COLOR, linewidths=1.6, zorder=7, rasterized=rasterize)
 
     _place_labels(ax, pts)
 
@@ -576,8 +580,8 @@ def _place_labels(ax: Axes, pts: pd.DataFrame) -> None:
     xy = ax.transData.transform(np.column_stack([pts["x_intensity"].to_numpy(float),
                                                  pts["y_flop_per_s"].to_numpy(float)]))
     radius = np.sqrt(pts["marker_area_pt2"].to_numpy(float) / math.pi) * px_per_pt
-    boxes: list[tuple[float, float, float, float]] = [
-        (x - r, y - r, x + r, y + r) for (x, y), r in zip(xy, radius, strict=True)]
+    # obstacles: every marker's bounding box, then each label placed so far
+    boxes = np.column_stack([xy[:, 0] - radius, xy[:, 1] - radius, xy[:, 0] + radius, xy[:, 1] + radius])
     frame = ax.get_window_extent()
     for row in labelled.itertuples():
         i = pts.index.get_loc(row.Index)
@@ -593,14 +597,14 @@ def _place_labels(ax: Axes, pts: pd.DataFrame) -> None:
             x0 = ax0 if sx > 0 else (ax0 - w if sx < 0 else ax0 - w / 2)
             y0 = ay0 if sy > 0 else (ay0 - h if sy < 0 else ay0 - h / 2)
             box = (x0, y0, x0 + w, y0 + h)
-            cost = sum(_overlap(box, b) for j, b in enumerate(boxes) if j != i)
+            cost = float(_overlaps(box, boxes).sum() - _overlap(box, tuple(boxes[i])))
             outside = w * h - _overlap(box, (frame.x0, frame.y0, frame.x1, frame.y1))
             cost += 4 * outside
             if best is None or cost < best[0] - 1e-9:
                 best = (cost, (sx, sy), box)
         assert best is not None
         (sx, sy), box = best[1], best[2]
-        boxes.append(box)
+        boxes = np.vstack([boxes, np.array(box)[None, :]])
         ax0 = cx + sx * gap * (0.75 if sy else 1.0)
         ay0 = cy + sy * gap * (0.75 if sx else 1.0)
         ax.annotate(text, (row.x_intensity, row.y_flop_per_s),
@@ -608,6 +612,12 @@ def _place_labels(ax: Axes, pts: pd.DataFrame) -> None:
                     fontsize=_LABEL_PT, ha={1: "left", -1: "right", 0: "center"}[sx],
                     va={1: "bottom", -1: "top", 0: "center"}[sy], zorder=8,
                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
+
+
+def _overlaps(box: tuple[float, float, float, float], boxes: np.ndarray) -> np.ndarray:
+    w = np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0])
+    h = np.minimum(box[3], boxes[:, 3]) - np.maximum(box[1], boxes[:, 1])
+    return np.where((w > 0) & (h > 0), w * h, 0.0)
 
 
 def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
@@ -649,17 +659,16 @@ def _draw_roofs(ax: Axes, roofs: pd.DataFrame, x_lo: float, x_hi: float, *, mult
                 ax.fill_between([x_lo, stop], [row.value_min * x_lo, row.value_min * stop],
                                 [row.value_max * x_lo, row.value_max * stop], color=color, alpha=0.15, zorder=2,
                                 linewidth=0)
-            _bandwidth_label(ax, row, x_lo, stop, color, tag)
+            _bandwidth_label(ax, row, x_lo, stop, color, tag, slot=int(s))
 
 
 def _roof_label(row: Any, unit: str) -> str:
     name = LEVEL_NAMES.get(row.name, row.name)
-    value = si(row.value_max, unit) if row.value_min == row.value_max else (
-        f"{si_range(row.value_min, row.value_max, unit)} ({row.n_kernels} kernels)")
+    value = si_range(row.value_min, row.value_max, unit)
     return f"{name} {value} · {short_source(row.family)}"
 
 
-def _bandwidth_label(ax: Axes, row: Any, x_lo: float, stop: float, color: str, tag: str) -> None:
+def _bandwidth_label(ax: Axes, row: Any, x_lo: float, stop: float, color: str, tag: str, *, slot: int = 0) -> None:
     """Text along the diagonal roof; its angle comes from the axes' fixed size and log limits."""
     y_lo_lim, y_hi_lim = ax.get_ylim()
     x_lo_lim, x_hi_lim = ax.get_xlim()
@@ -668,7 +677,8 @@ def _bandwidth_label(ax: Axes, row: Any, x_lo: float, stop: float, color: str, t
     x_leave = min(stop, x_hi_lim, y_hi_lim / row.value_max)
     if x_leave <= x_enter:
         return
-    x_at = x_enter * (x_leave / x_enter) ** 0.06
+    # roofs of several ceilings lie close together: stagger their labels along the line
+    x_at = x_enter * (x_leave / x_enter) ** (0.06 + 0.3 * (slot % 3))
     y_at = row.value_max * x_at
     if not (x_lo_lim <= x_at <= x_hi_lim and y_lo_lim <= y_at <= y_hi_lim):
         return

@@ -222,7 +222,7 @@ def test_roofs_measured_per_kernel_are_drawn_as_their_range() -> None:
     assert set(roofs.loc[roofs["kind"] == "bandwidth", "source"]) == {"ncu:dram__bytes.sum.peak_sustained"}
     assert set(roofs["family"]) == {"ncu"} and set(roofs["ceiling_set"]) == {0}  # one ceiling, not two
     texts = _texts(plots.plot(df))
-    assert "fp32 19–20 TFLOP/s (2 kernels) · ncu" in texts
+    assert "fp32 19–20 TFLOP/s · ncu" in texts
     assert any(t.replace("\n", " ").startswith("roofs: GPU-A · ncu (per kernel, at the profiled clock)") for t in texts)
 
 
@@ -256,6 +256,8 @@ def test_si_and_short_names() -> None:
     assert plots.si(3.35e12, "B/s") == "3.35 TB/s"
     assert plots.si(999.9, "B/s") == "1 kB/s"  # rounds up across the prefix boundary
     assert plots.si(float("nan"), "s") == "—"
+    assert plots.si_range(1.9e13, 2e13, "FLOP/s") == "19–20 TFLOP/s"
+    assert plots.si_range(1.5101e13, 1.5102e13, "FLOP/s") == "15.1 TFLOP/s"  # equal at 3 digits: one value
     assert plots.short_name("void at::native::vectorized_elementwise_kernel<4, float>(int, float*)") \
         == "at::native::vectorized_elementw…"
     assert plots.short_name("softmax<float>") == "softmax"
