@@ -53,11 +53,6 @@ _PROCESS_NAME = 3
 # Metrics whose value is a list of other metric names (section bookkeeping); the raw page omits them.
 _META_METRIC_PREFIXES = ("group:", "breakdown:", "regex:")
 
-# ncu_report IMetric.ValueKind values (stable across the 2021.2+ module)
-_KIND_UNKNOWN = 0
-_KIND_STRING = 2
-
-
 # ---------------------------------------------------------------------------------------------
 # Container check
 # ---------------------------------------------------------------------------------------------
@@ -323,6 +318,7 @@ def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int) -> tuple[
     """{metric: SI float or str}, {metric: SI unit} for one kernel, from the typed values."""
     from nsroof import units as nsunits
 
+    kind_string, kind_unknown = module.IMetric.ValueKind_STRING, module.IMetric.ValueKind_UNKNOWN
     values: dict[str, Any] = {}
     unit_of: dict[str, str] = {}
     for name in action.metric_names():
@@ -333,13 +329,13 @@ def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int) -> tuple[
         if metric is None:
             continue
         kind = metric.kind()
-        if kind == _KIND_STRING:
+        if kind == kind_string:
             text = metric.value() if metric.has_value() else None
             # an empty string is what the raw page prints for "no value": missing, as there
             values[name] = str(text) if text else math.nan
             continue
         unit = str(metric.unit())
-        if kind == _KIND_UNKNOWN or not metric.has_value():
+        if kind == kind_unknown or not metric.has_value():
             number = math.nan
         else:
             raw = metric.value()
@@ -428,13 +424,14 @@ def _assemble(
 ) -> pd.DataFrame:
     n = len(rows)
     columns: dict[str, Any] = empty_identity(n)
-    columns["source"] = [p.name] * n
+    columns["source"] = pd.Series([p.name] * n, dtype="object")
     for name, (dtype, _) in IDENTITY_COLUMNS.items():
         if name == "source":
             continue
         values = [row[name] for row in rows]
         if dtype == "object":
-            columns[name] = values  # strings infer pandas' string dtype, NVTX lists stay objects
+            # the kernel-table contract: plain Python objects (a Series keeps pandas from inferring "str")
+            columns[name] = pd.Series(values, dtype="object")
         else:
             columns[name] = pd.array([pd.NA if v is None else v for v in values], dtype=dtype)
     names_sorted = sorted({name for values in metric_values for name in values})
@@ -442,8 +439,8 @@ def _assemble(
         column = [values.get(name, math.nan) for values in metric_values]
         if any(isinstance(v, str) for v in column):
             # a string metric; missing cells stay missing (NaN), as in the CSV importer
-            strings = [v if isinstance(v, str) else (None if math.isnan(v) else str(v)) for v in column]
-            columns[name] = pd.array(strings, dtype="str")
+            strings = [v if isinstance(v, str) or math.isnan(v) else str(v) for v in column]
+            columns[name] = pd.Series(strings, dtype="object")
         else:
             columns[name] = pd.array(column, dtype="float64")
     frame = pd.DataFrame(columns)
