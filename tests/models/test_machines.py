@@ -278,3 +278,24 @@ def test_readme_table_is_generated_from_the_data() -> None:
     assert machines.markdown_table() in doc.read_text(encoding="utf-8"), (
         "regenerate the table: python -c 'from nsroof.models.machines import markdown_table; print(markdown_table())'"
     )
+
+
+@pytest.mark.parametrize(
+    ("export", "tolerance"),
+    [
+        ("alprielse__2025-04-21-77_06-MT", 0.01),  # A100 SXM4 40GB: 1555.0 spec vs 1555.1 GB/s ncu
+        ("averyclapp__profile_output", 0.01),  # A10G: 600 vs 598.5
+        ("alprielse__silu-2025-04-18-v1", 0.01),  # GH200: 4000 vs 4021.6
+        ("speedyscan__profile", 0.035),  # RTX 3070: 448 vs 435.5
+    ],
+)
+def test_spec_dram_matches_ncus_own_ceiling(shared_fixtures: Path, export: str, tolerance: float) -> None:
+    # ncu's roofline ceiling = dram__bytes.sum.peak_sustained x dram__cycles_elapsed.avg.per_second at
+    # the profiled memory clock; the datasheet figure for the device it names must agree
+    from nsroof import importers
+
+    k = importers.read(shared_fixtures / "converted" / f"{export}.raw_base.csv")
+    ncu = float((k["dram__bytes.sum.peak_sustained"] * k["dram__cycles_elapsed.avg.per_second"]).median())
+    m = machines.lookup_device(str(k["device"].iloc[0]))
+    assert m is not None
+    assert m.bandwidth_bytes_per_s["dram"] == pytest.approx(ncu, rel=tolerance)
