@@ -191,7 +191,15 @@ def _resolve(k: _Kernels, quantity: str, *, match_definition: np.ndarray | None 
         if match_definition is not None and f.definition:
             take &= (match_definition == "") | (match_definition == f.definition)
         value[take] = v[take]
-        source[take] = f.provenance
+        if f.kind == "tensor_estimate":
+            # name the factor actually used, so the number stays traceable
+            for factor in np.unique(k.tensor_flop_per_inst[take]):
+                rows = take & (k.tensor_flop_per_inst == factor)
+                source[rows] = f.provenance.replace(TENSOR_FLOP_PER_INST, f"{factor:g} (FLOP/instruction at this CC)")
+            zero = take & np.isnan(k.tensor_flop_per_inst)  # 0 instructions: exact whatever the factor
+            source[zero] = f.provenance.replace(TENSOR_FLOP_PER_INST, "any factor (0 instructions)")
+        else:
+            source[take] = f.provenance
         definition[take] = f.definition
         if f.estimated:
             estimated[take] = v[take] != 0
