@@ -153,8 +153,19 @@ def test_same_report_same_bytes(report: pd.DataFrame, page_text: str) -> None:
 
 
 def _nsroof(*args: str) -> subprocess.CompletedProcess[str]:
+    """A real process: exit code and stderr exactly as a user sees them."""
     return subprocess.run([sys.executable, "-m", "nsroof", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    """The same command in-process (click's runner): fast enough for every error case."""
+    from click.testing import CliRunner
+
+    from nsroof.cli import cli
+
+    r = CliRunner().invoke(cli, list(args))
+    return r.exit_code, r.stdout, r.stderr
 
 
 def test_cli_writes_the_page_and_refuses_bad_input(report: pd.DataFrame, tmp_path: Path) -> None:
@@ -169,7 +180,7 @@ def test_cli_writes_the_page_and_refuses_bad_input(report: pd.DataFrame, tmp_pat
         ((str(path), "-o", str(tmp_path / "r.txt")), "needs an .html name"),
         ((str(tmp_path / "none.parquet"), "-o", str(tmp_path / "x.html")), "no such file or directory"),
     ):
-        r = _nsroof("report", *args)
-        assert r.returncode == 2 and r.stderr.startswith("nsroof: error: ") and message in r.stderr
-        assert "Traceback" not in r.stderr
+        code, _, err = _invoke("report", *args)
+        assert code == 2 and err.startswith("nsroof: error: ") and message in err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.html").exists() and not list(tmp_path.glob(".*.tmp"))

@@ -320,8 +320,19 @@ def test_two_renders_give_identical_svg(report: pd.DataFrame, tmp_path: Path) ->
 
 
 def _nsroof(*args: str) -> subprocess.CompletedProcess[str]:
+    """A real process: exit code and stderr exactly as a user sees them."""
     return subprocess.run([sys.executable, "-m", "nsroof", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    """The same command in-process (click's runner): fast enough for every error case."""
+    from click.testing import CliRunner
+
+    from nsroof.cli import cli
+
+    r = CliRunner().invoke(cli, list(args))
+    return r.exit_code, r.stdout, r.stderr
 
 
 def test_cli_writes_png_and_svg_and_refuses_bad_input(report: pd.DataFrame, tmp_path: Path) -> None:
@@ -331,31 +342,35 @@ def test_cli_writes_png_and_svg_and_refuses_bad_input(report: pd.DataFrame, tmp_
     r = _nsroof("plot", str(path), "-o", str(tmp_path / "c.svg"), "--top", "3")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == f"wrote {tmp_path / 'c.svg'}: 5 kernels, 8 points; 2 kernels not plotted (listed under the chart)"
-    r2 = _nsroof("plot", str(path), "-o", str(tmp_path / "c2.svg"), "--top", "3")
-    assert (tmp_path / "c.svg").read_bytes() == (tmp_path / "c2.svg").read_bytes()
+    code, out, _ = _invoke("plot", str(path), "-o", str(tmp_path / "c2.svg"), "--top", "3")
+    assert code == 0
+    assert (tmp_path / "c.svg").read_bytes() == (tmp_path / "c2.svg").read_bytes()  # same bytes, other process
 
-    r = _nsroof("plot", str(path), "-o", str(tmp_path / "l1.png"), "--level", "l1", "--nvtx", "layer")
-    assert r.returncode == 0 and "4 kernels, 2 points" in r.stdout  # gemm, softmax at L1; copy, mystery none
+    code, out, _ = _invoke("plot", str(path), "-o", str(tmp_path / "l1.png"), "--level", "l1", "--nvtx", "layer")
+    assert code == 0 and "4 kernels, 2 points" in out  # gemm, softmax at L1; copy, mystery none
 
+    r = _nsroof("plot", str(tmp_path / "missing.parquet"), "-o", str(tmp_path / "x.png"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr == (f"nsroof: error: {tmp_path / 'missing.parquet'}: no such file or directory — give a report "
+                        "written by `nsroof analyze EXPORT -o report.parquet`\n")
     for args, message in (
-        ((str(tmp_path / "missing.parquet"), "-o", str(tmp_path / "x.png")), "no such file or directory"),
         ((str(REPO / "pyproject.toml"), "-o", str(tmp_path / "x.png")), "not a readable Parquet report"),
         ((str(path), "-o", str(tmp_path / "x.gif")), "cannot write a chart as '.gif'"),
         ((str(path), "-o", str(tmp_path / "x.png"), "--nvtx", "[a-"), "not a valid regular expression"),
     ):
-        r = _nsroof("plot", *args)
-        assert r.returncode == 2
-        assert r.stderr.startswith("nsroof: error: ") and message in r.stderr
-        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+        code, _, err = _invoke("plot", *args)
+        assert code == 2
+        assert err.startswith("nsroof: error: ") and message in err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.png").exists() and not (tmp_path / "x.gif").exists()
 
 
 def test_cli_refuses_a_parquet_file_that_is_not_a_report(tmp_path: Path) -> None:
     path = tmp_path / "other.parquet"
     pd.DataFrame({"a": [1, 2]}).to_parquet(path)
-    r = _nsroof("plot", str(path), "-o", str(tmp_path / "x.png"))
-    assert r.returncode == 2
-    assert re.search(r"not an nsroof report: lacks the columns source, kernel_id", r.stderr)
+    code, _, err = _invoke("plot", str(path), "-o", str(tmp_path / "x.png"))
+    assert code == 2
+    assert re.search(r"not an nsroof report: lacks the columns source, kernel_id", err)
 
 
 def test_ridge_marker_positions_match_ridges(report: pd.DataFrame) -> None:
