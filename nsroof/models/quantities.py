@@ -286,9 +286,10 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     cols["flops_estimated"] = np.logical_or.reduce([flops[p].estimated for p in PRECISIONS])
 
     byte_defs: dict[str, np.ndarray] = {}
+    byte_missing: dict[str, np.ndarray] = {}
     for level in LEVELS:
         res = _resolve(k, f"bytes_{level}")
-        byte_defs[level] = res.definition
+        byte_defs[level], byte_missing[level] = res.definition, res.missing
         cols[f"bytes_{level}"] = res.value
         cols[f"bytes_source_{level}"] = res.source
 
@@ -305,7 +306,7 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     cols["missing_duration"] = duration.missing
     cols["missing_flops"] = _join_rows([flops[p].missing for p in PRECISIONS], ", ")
     for level in LEVELS:
-        cols[f"missing_{level}"] = _resolve_missing_bytes(k, level, cols)
+        cols[f"missing_{level}"] = byte_missing[level]
 
     for p in PRECISIONS:
         cols[f"flops_source_{p}"] = flops[p].source
@@ -313,11 +314,6 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     cols["flops_tensor_sparse"] = tensor_sparse
     cols["tensor_metric"] = tensor_dominant
     return _frame(cols, kernels.index)
-
-
-def _resolve_missing_bytes(k: _Kernels, level: str, cols: dict[str, object]) -> np.ndarray:
-    value = np.asarray(cols[f"bytes_{level}"], dtype=_FLOAT)
-    return _missing_names(k, mf.formulas_for(f"bytes_{level}")[0], np.isnan(value))
 
 
 _BOOL_COLUMNS = ("flops_estimated", "flops_partial")
