@@ -126,8 +126,8 @@ def test_profile_is_a_measured_machine_with_provenance_and_points(quick_run: dic
     assert raw["environment"]["timer"] == "perf_counter"
     assert set(machine.bandwidth_bytes_per_s) == {"dram"}  # no ladder in this run: no cache levels invented
     assert machine.sources["peak_flop_per_s.fp32"].startswith("measured: best of")
-    assert machine.sources["peak_flop_per_s.tf32"].startswith("not measured: no TF32 matmul mode on the CPU") or \
-        machine.sources["peak_flop_per_s.tf32"].startswith("not measured: not requested")
+    assert machine.sources["peak_flop_per_s.tf32"].startswith("not measured: no TF32 matmul mode on the CPU")
+    assert machine.sources["peak_flop_per_s.bf16"] == "not measured: not requested (--dtype)"
     kinds = {p["kind"] for p in raw["points"]}
     assert kinds == {"gemm", "stream"}
     copy = next(p for p in raw["points"] if p.get("kernel") == "copy")

@@ -92,27 +92,41 @@ def measure(
     `gemm_budget_s` only the GEMM sweep's wall-clock budget."""
     import torch
 
-    from nsroof.collectors.measure.gemm import random_tensor, run_gemm_sweep
-    from nsroof.collectors.measure.ladder import run_ladder
-    from nsroof.collectors.measure.stream import run_streams
-    from nsroof.collectors.measure.timing import CpuTimer, CudaTimer, Timer, spin_up
-
     say = progress or (lambda _msg: None)
     dev = resolve_device(device if plan is None else plan.device)
     unknown = sorted(set(dtypes or ()) - set(ALL_DTYPES))
     if unknown:
         raise NsroofError(f"unknown dtype {', '.join(unknown)} — choose from {', '.join(ALL_DTYPES)}")
+    if threads is not None and threads < 1:
+        raise NsroofError(f"--threads {threads}: need at least 1")
+    if gemm_budget_s is not None and not gemm_budget_s > 0:
+        raise NsroofError(f"--budget {gemm_budget_s}: the GEMM sweep needs a positive number of seconds")
+    previous_threads = torch.get_num_threads()
     if threads is not None:
-        if threads < 1:
-            raise NsroofError(f"--threads {threads}: need at least 1")
         torch.set_num_threads(threads)
+    try:
+        return _measure(dev, quick=quick, dtypes=dtypes, sections=sections, say=say, plan=plan,
+                        gemm_budget_s=gemm_budget_s)
+    finally:
+        torch.set_num_threads(previous_threads)  # a library call leaves the caller's thread setting alone
+
+
+def _measure(
+    dev: str, *, quick: bool, dtypes: tuple[str, ...] | None, sections: tuple[str, ...], say: Progress,
+    plan: Plan | None, gemm_budget_s: float | None,
+) -> MeasureResult:
+    import torch
+
+    from nsroof.collectors.measure.gemm import random_tensor, run_gemm_sweep, unsupported_reason
+    from nsroof.collectors.measure.ladder import run_ladder
+    from nsroof.collectors.measure.stream import run_streams
+    from nsroof.collectors.measure.timing import CpuTimer, CudaTimer, Timer, spin_up
+
     t_start = time.perf_counter()
     env = describe_cuda() if dev == "cuda" else describe_cpu()
     if plan is None:
         plan = build_plan(dev, quick=quick, dtypes=dtypes, environment=env, sections=sections)
     if gemm_budget_s is not None:
-        if not gemm_budget_s > 0:
-            raise NsroofError(f"--budget {gemm_budget_s}: the GEMM sweep needs a positive number of seconds")
         plan = dataclasses.replace(plan, gemm_budget_s=float(gemm_budget_s))
     timer: Timer = CudaTimer(plan.min_sample_s) if dev == "cuda" else CpuTimer(plan.min_sample_s)
     env["timer"] = timer.clock
@@ -123,10 +137,10 @@ def measure(
     not_measured: dict[str, str] = {}
     for dtype in ALL_DTYPES:
         if dtype not in plan.dtypes:
-            not_measured[dtype] = (
-                "not in the default CPU set; pass --dtype fp8 to time torch._scaled_mm on the CPU"
-                if dtype == "fp8" and dev == "cpu" and _has_scaled_mm() else "not requested (--dtype)"
-            )
+            if dtype == "fp8" and dev == "cpu" and _has_scaled_mm():
+                not_measured[dtype] = "not in the default CPU set; pass --dtype fp8 to time torch._scaled_mm on the CPU"
+            else:
+                not_measured[dtype] = unsupported_reason(dtype, dev) or "not requested (--dtype)"
     if "gemm" in plan.sections:
         gemm_points, missing = run_gemm_sweep(plan, timer, say)
         points += gemm_points
