@@ -15,12 +15,14 @@ kernels, so damage has to be found here and reported as such.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import platform
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -268,11 +270,16 @@ def _no_reader_cause() -> str:
 
 
 def _read_with_module(module: Any, p: Path, container: Container) -> pd.DataFrame:
-    try:
-        context = module.load_report(str(p))
-        actions = [action for rng in _ranges(context) for action in _actions(rng)]
-    except (RuntimeError, ValueError, OSError) as exc:
-        raise InputError(p, f"ncu_report could not load the report ({exc})", hint=DAMAGED_HINT) from None
+    # The library's C++ side logs parse failures straight to file descriptor 2 and carries on with
+    # empty kernels; catch that text so the user sees one clean line, and use it as the cause.
+    library_log: list[str] = []
+    with _stderr_captured(library_log):
+        try:
+            context = module.load_report(str(p))
+            actions = [action for rng in _ranges(context) for action in _actions(rng)]
+            mangled = [action.name(module.IAction.NameBase_MANGLED) for action in actions]
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise InputError(p, f"ncu_report could not load the report ({exc})", hint=DAMAGED_HINT) from None
     if len(actions) != container.num_results:
         raise InputError(
             p,
@@ -280,21 +287,60 @@ def _read_with_module(module: Any, p: Path, container: Container) -> pd.DataFram
             "profiled kernels the file declares",
             hint=DAMAGED_HINT,
         )
+    unreadable = [k for k, name in enumerate(mangled) if not name]
+    if unreadable:
+        said = _first_line(library_log)
+        raise InputError(
+            p,
+            f"damaged .ncu-rep file: ncu_report could not parse profile result {unreadable[0]} "
+            f"of {len(actions)}" + (f" ({said})" if said else ""),
+            hint=DAMAGED_HINT,
+        )
     processes: Sequence[ProcessInfo] = container.processes
     rows: list[dict[str, Any]] = []
     metric_values: list[dict[str, Any]] = []
     metric_units: dict[str, str] = {}
-    for kernel_id, action in enumerate(actions):
-        values, units = _action_metrics(module, action, p, kernel_id)
-        metric_values.append(values)
-        for name, unit in units.items():
-            metric_units.setdefault(name, unit)
-        rows.append(_identity(module, action, kernel_id, processes[kernel_id], values))
+    with _stderr_captured(library_log):
+        for kernel_id, action in enumerate(actions):
+            values, units = _action_metrics(module, action, p, kernel_id)
+            metric_values.append(values)
+            for name, unit in units.items():
+                metric_units.setdefault(name, unit)
+            rows.append(_identity(module, action, kernel_id, processes[kernel_id], values))
     frame = _assemble(p, rows, metric_values, metric_units)
     facts = frame.attrs["nsroof"]
     facts["reader"] = f"ncu_report {_library_version(context)}"
     facts["report_file_version"] = container.version
+    if _first_line(library_log):
+        facts["warnings"].append(f"ncu_report said: {_first_line(library_log)}")
     return frame
+
+
+@contextlib.contextmanager
+def _stderr_captured(sink: list[str]) -> Iterator[None]:
+    """Redirect file descriptor 2 (where native code writes) into `sink` for the block's duration."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            sink.append(capture.read().decode("utf-8", "replace"))
+
+
+def _first_line(log: list[str]) -> str:
+    """The first library message worth showing (absl's 'before InitializeLog' banner skipped)."""
+    for line in "".join(log).splitlines():
+        text = line.strip()
+        if text and not text.startswith("WARNING: All log messages before absl::InitializeLog()"):
+            # absl prefix: E0000 00:00:1796043032.316937   30767 message_lite.cc:195] <message>
+            text = text.split("] ", 1)[1] if "] " in text and text[:1] in "EWIF" else text
+            return text[:300]
+    return ""
 
 
 def _ranges(context: Any) -> Iterator[Any]:

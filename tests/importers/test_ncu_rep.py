@@ -256,6 +256,37 @@ def test_library_reads_a_headerless_report_as_empty_which_nsroof_refuses(shared_
     assert "damaged" in _damaged(p)
 
 
+@needs_module
+def test_results_the_library_cannot_parse_are_damage_and_its_log_does_not_leak(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # well framed, but the result messages are not ProfileResults: ncu_report logs to fd 2 and hands
+    # back two nameless, metric-less kernels
+    data, _ = _synthetic_two_kernels()
+    message = _damaged(_write(tmp_path, data))
+    assert "damaged .ncu-rep file: ncu_report could not parse profile result 0 of 2" in message
+    assert "missing required fields" in message  # the library's own words, as the cause
+    assert capfd.readouterr().err == ""
+
+
+@needs_module
+def test_garbled_bytes_inside_a_real_result_are_damage(shared_fixtures: Path, tmp_path: Path) -> None:
+    data = (shared_fixtures / "rep" / "lashi__index.ncu-rep").read_bytes()
+    pos, results = 8 + struct.unpack_from("<I", data, 4)[0], []
+    while pos < len(data):  # find the first result block's payload
+        header_len = struct.unpack_from("<I", data, pos)[0]
+        fields = {n: v for n, w, v, _ in ncu_rep._fields(data, pos + 4, pos + 4 + header_len) if w == 0}
+        pos += 4 + header_len
+        if fields.get(2):
+            results.append((pos, fields[5]))
+        pos += fields.get(5, 0)
+    start, size = results[0]
+    garbled = bytearray(data)
+    at = start + 4 + size // 10
+    garbled[at : at + 16] = b"\xff" * 16
+    assert "damaged .ncu-rep file" in _damaged(_write(tmp_path, bytes(garbled)))
+
+
 # ---------------------------------------------------------------------------------------------
 # No ncu_report module
 # ---------------------------------------------------------------------------------------------
