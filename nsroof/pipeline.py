@@ -98,20 +98,18 @@ def analyze(
 def completing_metrics_hint(report: pd.DataFrame) -> str:
     """When counters are missing, the `ncu --metrics` list that would complete the roofline
     (from nsroof.models.metric_formulas, the single source of that list)."""
-    missing = {
-        token.strip()
-        for text in report["missing"].astype(str).unique()
-        for token in text.split(",")
-        if "__" in token and "(" not in token
-    }
-    if not missing:
+    # Only rows the missing counters left unclassified: a partial FLOP count (e.g. no HADD/HMUL in a
+    # --set full export) still classifies, and needs no re-profiling.
+    unknown = report[report["bound"].astype(str) == "unknown"]
+    lacking = unknown[unknown["missing"].astype(str).str.contains("__", regex=False)]
+    if lacking.empty:
         return ""
     from nsroof.models.metric_formulas import required_metrics
 
     ccs = sorted({c for c in report["cc"].astype(str) if c})
     metrics = required_metrics(ccs[0] if len(ccs) == 1 else None)
-    return (f"{report[report['missing'].astype(str) != ''].drop_duplicates(['source', 'kernel_id']).shape[0]} "
-            f"kernel(s) lack roofline counters; profile with `ncu --metrics {','.join(metrics)}`")
+    n = lacking.drop_duplicates(["source", "kernel_id"]).shape[0]
+    return f"{n} kernel(s) lack roofline counters; profile with `ncu --metrics {','.join(metrics)}`"
 
 
 def _machines_used(frame: pd.DataFrame, fixed: Machine | None, resolver: Any) -> list[Machine]:

@@ -92,3 +92,21 @@ def test_aggregate_merges_nothing_when_kernels_differ(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(out), "--aggregate"])
     assert result.exit_code == 0, result.output
     assert list(pd.read_parquet(out)["launches"].unique()) == [1]
+
+
+def test_an_export_without_byte_counters_still_reports_and_says_what_to_collect(tmp_path: Path) -> None:
+    # drop the three byte columns: the report still lands, bounds unknown, with the ncu --metrics list
+    lines = TINY.read_text().splitlines()
+    rows = [line.split('","') for line in lines[2:]]
+    keep = [i for i, name in enumerate(rows[0]) if not name.endswith(("bytes.sum", "t_bytes.sum"))]
+    stripped = lines[:2] + ['","'.join(r[i] for i in keep) for r in rows]
+    src = tmp_path / "nobytes.csv"
+    src.write_text("\n".join(stripped) + "\n")
+    out = tmp_path / "r.parquet"
+    result = CliRunner().invoke(cli, ["analyze", str(src), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    df = pd.read_parquet(out)
+    assert set(df["bound"]) == {"unknown"}
+    for level, metric in (("dram", "dram__bytes.sum"), ("l2", "lts__t_bytes.sum"), ("l1", "l1tex__t_bytes.sum")):
+        assert df.loc[df["level"] == level, "missing"].str.contains(metric, regex=False).all()
+    assert "profile with `ncu --metrics" in result.stdout and "dram__bytes" in result.stdout
