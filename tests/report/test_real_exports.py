@@ -119,3 +119,16 @@ def test_the_packaged_example(tmp_path: Path) -> None:
     data = plots.chart_data(report.frame)
     shown = data[data["plotted"]].merge(report.frame, on=["source", "kernel_id", "level"])
     np.testing.assert_array_equal(shown["x_intensity"], shown["intensity"])
+
+
+def test_a_dataset_folder_of_several_exports(shared_fixtures: Path, tmp_path: Path) -> None:
+    dataset = tmp_path / "dataset"
+    r = _nsroof("analyze", str(shared_fixtures / AVERY), str(shared_fixtures / NVTX), "-o", str(dataset))
+    assert r.returncode == 0, r.stderr
+    r = _nsroof("report", str(dataset), "-o", str(tmp_path / "page.html"))
+    assert r.returncode == 0, r.stderr
+    page = Page((tmp_path / "page.html").read_text())
+    assert len(page.rows) == 4 + 3
+    text = (tmp_path / "page.html").read_text()
+    # each part file holds its own input: the page lists both
+    assert "averyclapp__profile_output.raw_base.csv" in text and "nsighttraining__manual_nvtx.raw_base.csv" in text
