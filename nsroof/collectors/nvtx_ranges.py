@@ -75,6 +75,20 @@ def _attributes(name: str) -> Any:
     return _domain().get_event_attributes(name, None, None, None)
 
 
+def _nvtx() -> Any:
+    """The domain to push to, or None when no NVTX tool listens (decided once per process, like the nvtx
+    package itself decides)."""
+    state = _STATE.get("nvtx", _UNSET)
+    if state is _UNSET:
+        domain = _domain()
+        state = _STATE["nvtx"] = None if _is_dummy(id(domain)) else domain
+    return state
+
+
+_UNSET = object()
+_STATE: dict[str, Any] = {}
+
+
 def _stack() -> list[tuple[str, Any]]:
     st: list[tuple[str, Any]] | None = getattr(_local, "stack", None)
     if st is None:
@@ -90,8 +104,8 @@ def _torch_profiler_recording() -> bool:
 
 
 def _push(name: str, record_in_profiler: bool = True) -> None:
-    domain = _domain()
-    if not _is_dummy(id(domain)):
+    domain = _nvtx()
+    if domain is not None:
         domain.push_range(_attributes(name))
     record = None
     if record_in_profiler and _torch_profiler_recording():
@@ -107,8 +121,8 @@ def _pop_top() -> str:
     name, record = st.pop()
     if record is not None:
         record.__exit__(None, None, None)
-    domain = _domain()
-    if not _is_dummy(id(domain)):
+    domain = _nvtx()
+    if domain is not None:
         domain.pop_range()
     return name
 
@@ -117,6 +131,9 @@ def _pop(name: str) -> None:
     """Close the innermost open range called `name`, closing any range opened inside it first, so the
     NVTX stack stays balanced even when a hook fires out of order."""
     st = _stack()
+    if st and st[-1][0] == name:
+        _pop_top()
+        return
     for depth in range(len(st) - 1, -1, -1):
         if st[depth][0] == name:
             while len(st) > depth:
@@ -178,9 +195,9 @@ def step() -> int:
     with _step_lock:
         _step_count += 1
         n = _step_count
-    domain = _domain()
-    if not _is_dummy(id(domain)):
-        domain.mark(_domain().get_event_attributes(f"step {n}", None, None, None))
+    domain = _nvtx()
+    if domain is not None:
+        domain.mark(domain.get_event_attributes(f"step {n}", None, None, None))
     for listener in list(_step_listeners):
         listener(n)
     return n
@@ -291,10 +308,18 @@ def _tensors_requiring_grad(values: Any) -> list[Any]:
     return [t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad]
 
 
+def listening() -> bool:
+    """Whether anything would see a range now: an NVTX tool, or a torch.profiler session recording."""
+    return _nvtx() is not None or _torch_profiler_recording()
+
+
 def _forward_pre(name: str, backward: bool) -> Callable[..., None]:
     def hook(module: Any, args: Any) -> None:
+        if not listening():
+            return  # nothing listens: no range, no backward hooks (the post hook then finds nothing to close)
         _push(name)
-        if backward:
+        # Backward ranges are NVTX only (see _node_prehook), so they need an NVTX tool.
+        if backward and _nvtx() is not None:
             inputs = _tensors_requiring_grad(args)
             if inputs:
                 import torch
@@ -309,7 +334,7 @@ def _forward_pre(name: str, backward: bool) -> Callable[..., None]:
 def _forward_post(name: str, backward: bool) -> Callable[..., None]:
     def hook(module: Any, args: Any, output: Any) -> None:
         _pop(name)
-        if backward:
+        if backward and _nvtx() is not None:
             nodes = {id(t.grad_fn): t.grad_fn for t in _tensors_requiring_grad(output) if t.grad_fn is not None}
             if nodes:
                 _open_backward_on_first(name + BACKWARD_SUFFIX, list(nodes.values()))

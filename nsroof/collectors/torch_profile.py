@@ -240,10 +240,16 @@ def _shapes_text(e: Any) -> str:
     return str(list(shapes)) if shapes and any(shapes) else ""
 
 
-def _cost(e: Any) -> Any:
+def _cost(e: Any, memo: dict[str, Any]) -> Any:
     from nsroof.collectors.op_costs import op_cost
 
-    return op_cost(e.name, e.input_shapes, getattr(e, "input_dtypes", None), getattr(e, "concrete_inputs", None))
+    dtypes, concrete = getattr(e, "input_dtypes", None), getattr(e, "concrete_inputs", None)
+    # Training steps repeat the same calls: one formula evaluation per distinct (op, shapes, dtypes, args).
+    key = f"{e.name}|{e.input_shapes}|{dtypes}|{concrete}"
+    cost = memo.get(key)
+    if cost is None:
+        cost = memo[key] = op_cost(e.name, e.input_shapes, dtypes, concrete)
+    return cost
 
 
 EVALUATE = "autograd::engine::evaluate_function: "
@@ -253,7 +259,8 @@ class _Tree:
     """The op tree of one profile: op parents, children, costs and the forward path of backward ops."""
 
     def __init__(self, cpu_ops: list[Any]) -> None:
-        self.costs = {id(e): _cost(e) for e in cpu_ops}
+        memo: dict[str, Any] = {}
+        self.costs = {id(e): _cost(e, memo) for e in cpu_ops}
         self.children: dict[int, list[Any]] = {}
         for e in cpu_ops:
             parent = _op_parent(e)

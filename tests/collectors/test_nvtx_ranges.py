@@ -33,8 +33,7 @@ class RecordingDomain:
 @pytest.fixture
 def domain(monkeypatch: pytest.MonkeyPatch) -> RecordingDomain:
     rec = RecordingDomain()
-    monkeypatch.setattr(nr, "_domain", lambda: rec)
-    monkeypatch.setattr(nr, "_is_dummy", lambda _id: False)
+    monkeypatch.setattr(nr, "_nvtx", lambda: rec)
     monkeypatch.setattr(nr, "_attributes", lambda name: name)
     return rec
 
@@ -120,6 +119,17 @@ def test_module_ranges_nest_in_forward_and_backward(domain: RecordingDomain) -> 
     assert nr.current_path() == []
     # Each forward range is closed before the next sibling opens.
     assert domain.log[:4] == [("push", "Sequential"), ("push", "Sequential.0"), ("pop",), ("push", "Sequential.1")]
+
+
+def test_module_hooks_do_nothing_when_nothing_listens() -> None:
+    # No NVTX tool and no profiler: no range is opened and no backward hook is registered.
+    model = _model()
+    with nr.annotate_modules(model):
+        out = model(torch.randn(2, 4))
+        assert nr.current_path() == []
+        assert not out.grad_fn.metadata  # no backward range queued on the autograd node
+        out.sum().backward()
+    assert nr.current_path() == []
 
 
 def test_removing_the_handle_removes_every_hook(domain: RecordingDomain) -> None:
