@@ -12,7 +12,7 @@ SECTIONS = ("gemm", "stream", "ladder")
 
 
 @click.command()
-@click.option("--quick", is_flag=True, help="Short sweep (under a minute on a 2-core CPU, seconds on a GPU).")
+@click.option("--quick", is_flag=True, help="Short sweep: under a minute on a 2-core CPU; the sweep `make gpu-check` runs on a GPU.")
 @click.option("--dtype", "dtypes", multiple=True, type=click.Choice(DTYPES),
               help="GEMM dtype to sweep; repeat for several (default: all on CUDA, fp32/fp16/bf16 on CPU).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
@@ -21,7 +21,7 @@ SECTIONS = ("gemm", "stream", "ladder")
 @click.option("--only", "sections", multiple=True, type=click.Choice(SECTIONS),
               help="Run only these parts (repeatable; default: all).")
 @click.option("--budget", "budget_s", type=float,
-              help="Wall-clock seconds for the GEMM sweep (default: 25 quick / 900 full on CPU, 90 / 1200 on GPU); "
+              help="Wall-clock seconds for the GEMM sweep (default: 20 quick / 900 full on CPU, 90 / 1200 on GPU); "
                    "points that do not fit are recorded as skipped.")
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Write the machine profile (JSON) here; use it with `analyze --machine FILE`.")

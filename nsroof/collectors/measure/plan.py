@@ -119,7 +119,7 @@ def make_plan(
         projections=LLAMA31_8B_PROJECTIONS,
         m_sweep=QUICK_M_SWEEP if quick else FULL_M_SWEEP,
         warmup=1 if quick else 3, reps=3 if quick else 7,
-        point_budget_s=0.5 if quick else 5.0, gemm_budget_s=25.0 if quick else 900.0,
+        point_budget_s=0.5 if quick else 5.0, gemm_budget_s=20.0 if quick else 900.0,
         rotate_target_bytes=2 * last_cache_bytes, rotate_cap_bytes=(128 if quick else 1024) * MIB,
         stream_buffer_bytes=stream_bytes, ladder_sizes=fitting,
         ladder_bytes_per_call=(16 if quick else 128) * MIB, min_sample_s=20e-3 if quick else 50e-3,
