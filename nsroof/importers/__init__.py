@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from nsroof.errors import InputError
+from nsroof.importers.kernel_table import FileFacts
 
 FORMAT_MODULES: dict[str, str] = {
     "ncu-csv": "nsroof.importers.ncu_csv",
@@ -42,7 +43,9 @@ def sniff(path: str | os.PathLike[str]) -> str:
         except OSError as exc:
             raise InputError(p, f"damaged gzip file ({exc})", hint="re-compress or pass the plain file") from None
     text = head.lstrip(b"\xef\xbb\xbf").lstrip()
-    if text.startswith(b"{") or text.startswith(b"["):
+    # a chrome trace is a JSON object, or a JSON array of event objects; ncu's text output also
+    # starts with '[' ("[18548] app@host"), so an array must open on an object
+    if text.startswith(b"{") or (text.startswith(b"[") and text[1:].lstrip()[:1] in (b"{", b"]")):
         return "torch-trace"
     return "ncu-csv"
 
@@ -51,4 +54,7 @@ def read(path: str | os.PathLike[str]) -> pd.DataFrame:
     fmt = sniff(path)
     module = importlib.import_module(FORMAT_MODULES[fmt])
     df: pd.DataFrame = module.read(path)
+    facts = df.attrs.get("nsroof")
+    if isinstance(facts, dict) and not isinstance(facts, FileFacts):
+        df.attrs["nsroof"] = FileFacts(facts)
     return df
