@@ -176,7 +176,6 @@ def bench_annotate() -> dict[str, float]:
 
 
 def bench_profile() -> dict[str, float]:
-    import torch
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 

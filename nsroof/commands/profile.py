@@ -45,7 +45,7 @@ def split_command(command: Sequence[str]) -> tuple[str, str, list[str]]:
 def script_environment(kind: str, target: str, args: list[str]) -> Iterator[None]:
     """sys.argv and sys.path[0] as the interpreter sets them for `python script.py args`; restored after."""
     saved_argv, saved_path = sys.argv[:], sys.path[:]
-    sys.argv = [target if kind == "script" else target, *args]
+    sys.argv = [target, *args]
     sys.path.insert(0, str(Path(target).resolve().parent) if kind == "script" else os.getcwd())
     try:
         yield
@@ -53,10 +53,10 @@ def script_environment(kind: str, target: str, args: list[str]) -> Iterator[None
         sys.argv, sys.path[:] = saved_argv, saved_path
 
 
-def runner(kind: str, target: str) -> Callable[[], None]:
+def runner(kind: str, target: str) -> Callable[[], object]:
     if kind == "module":
-        return lambda: runpy.run_module(target, run_name="__main__", alter_sys=True) and None
-    return lambda: runpy.run_path(target, run_name="__main__") and None
+        return lambda: runpy.run_module(target, run_name="__main__", alter_sys=True)
+    return lambda: runpy.run_path(target, run_name="__main__")
 
 
 def run_script(kind: str, target: str, args: list[str]) -> None:

@@ -85,3 +85,18 @@ def test_warmup_beyond_the_run_is_reported(tmp_path: Path) -> None:
                                       str(DATA / "tiny_mm.py")])
     assert result.exit_code == 2
     assert "no ops recorded in steps 3..3" in result.output
+
+
+def test_python_dash_m_runs_a_module_with_steps(tmp_path: Path) -> None:
+    out = tmp_path / "tiny.parquet"
+    result = CliRunner().invoke(cli, ["profile", "--machine", str(DATA / "test-cpu.json"), "--warmup", "1",
+                                      "--steps", "1", "-o", str(out), "--", "python", "-m",
+                                      "nsroof.examples.train_tiny", "--steps", "3", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    assert "Steps: " in result.output and "optimizer steps" in result.output
+
+    from nsroof.report.parquet import load
+
+    report = load(out)
+    # one recorded step of a 2-layer model: 2 causal attention calls forward
+    assert (report["op"].astype(str) == "aten::scaled_dot_product_attention").sum() == 2

@@ -10,7 +10,16 @@ matmuls (backward of a matmul = two matmuls of the same size).
 
 from __future__ import annotations
 
-from nsroof.models.ledger.core import Cost, LedgerError, Operator, Roof, Term, canonical_dtype, dtype_bytes, nbytes
+from nsroof.models.ledger.core import (
+    Cost,
+    LedgerError,
+    Operator,
+    Roof,
+    Term,
+    canonical_dtype,
+    dtype_bytes,
+    nbytes,
+)
 from nsroof.models.ledger.formulas import causal_pairs, gemm
 from nsroof.models.ledger.registry import register
 
