@@ -205,3 +205,23 @@ def test_precision_follows_the_dtype_and_the_roof() -> None:
     assert op_cost("aten::mm", [[8, 8], [8, 8]], ["double"] * 2).precision == "fp64"
     assert op_cost("aten::gelu", [[8, 8], []], ["c10::BFloat16", ""]).precision == "fp32"
     assert np.isfinite(op_cost("aten::gelu", [[8, 8], []], ["float", ""]).flops)
+
+
+@pytest.mark.gpu
+def test_cuda_rows_are_kernels_linked_to_their_op() -> None:
+    a, b = torch.randn(512, 1024, device="cuda"), torch.randn(1024, 256, device="cuda")
+    torch.mm(a, b)
+    torch.cuda.synchronize()  # cuBLAS initialised outside the profile
+    gpu = Machine(name="test-gpu", source="file", peak_flop_per_s={"fp32": 1e13},
+                  simt_flop_per_s={"fp32": 1e13}, bandwidth_bytes_per_s={"dram": 1e12})
+    with profile(machine=gpu) as prof:
+        torch.mm(a, b)
+        torch.cuda.synchronize()
+    r = prof.report
+    mm = r[r["op"] == "aten::mm"]
+    assert len(mm) >= 1
+    assert (mm["kernel_name"] != "aten::mm").all()  # rows are the kernels the op launched
+    assert set(mm["duration_source"]) == {"torch.profiler:kernel device time"}
+    # the op's cost is shared among its kernels by device time: the shares add up to the exact cost
+    assert mm["flops"].sum() == pytest.approx(MM_FLOPS)
+    assert mm["bytes"].sum() == pytest.approx(MM_BYTES)
