@@ -5,7 +5,8 @@ ncu prints units per row and per version: `nsecond`/`ns`, `usecond`/`us`, `Kbyte
 (K = 1e3: "All byte-based metrics use a factor of 1000 when scaling units to follow SI standards",
 ncu 2019.1 release notes; ../shared/docs/ncu-formats.md §1.5).
 
-A unit is `numerator[/denominator]`; each side is an optional SI prefix plus a known word. The result
+A unit is `numerator[/denominator]`; each side is an optional SI prefix plus a known word (see
+`scale` for ncu's convention on prefixed denominators such as `%/Kbyte`). The result
 is the factor that turns a value printed in that unit into the base unit, and the base unit's name
 (`byte`, `second`, `hz`, `byte/second`, `inst/cycle`, ...). Percent stays percent (factor 1): ncu's
 `%` metrics are `pct_of_peak` ratios, and downstream code reads them as percentages.
@@ -100,7 +101,11 @@ def scale(unit: str) -> Scale:
             raise UnknownUnitError(unit, den)
         nf, nb = _word(unit, num)
         df, db = _word(unit, den)
-        factor = nf / df
+        # ncu scales byte-based units by attaching K/M/G to `byte` wherever it stands and dividing the
+        # value: 2614 %/byte (base) prints as 2.614 %/Kbyte (auto), so a prefix on a non-time
+        # denominator multiplies like one on the numerator (checked on every converted fixture pair).
+        # Time denominators are physical: 1.21 cycle/nsecond = 1.21e9 cycle/second.
+        factor = nf / df if db == "second" else nf * df
         if db == "second" and nb in ("cycle", ""):
             base = "hz" if nb == "cycle" else "1/second"
         else:

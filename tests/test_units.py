@@ -56,7 +56,8 @@ from nsroof.units import UnknownUnitError, known, scale
         ("byte/block", 1.0, "byte/block"),
         ("Kbyte/block", 1e3, "byte/block"),
         ("Kbyte/cycle", 1e3, "byte/cycle"),
-        ("%/Kbyte", 1e-3, "%/byte"),
+        # ncu's own convention, not physics: 2614 %/byte (base) prints as 2.614 %/Kbyte (auto)
+        ("%/Kbyte", 1e3, "%/byte"),
         ("/nsecond", 1e9, "1/second"),
         ("SM", 1.0, "SM"),
         ("cluster", 1.0, "cluster"),
