@@ -48,7 +48,7 @@ LEVEL_NAMES: dict[str, str] = {"dram": "DRAM", "l2": "L2", "l1": "L1"}
 LEVEL_COLORS: dict[str, str] = {"dram": "#1f5fa8", "l2": "#23994a", "l1": "#e0780f"}
 PRECISION_COLORS: dict[str, str] = {"fp64": "#7a1f5c", "fp32": "#333333", "fp16": "#6b4fa0", "tensor": "#a0522d"}
 ABOVE_ROOF_COLOR = "#d62728"
-SET_LINESTYLES: tuple[str, ...] = ("-", "--", ":", "-.")
+SET_LINESTYLES: tuple[Any, ...] = ("-", "--", ":", "-.")
 
 #: marker area in pt² of a kernel that takes the whole run's time; area ∝ share of time
 AREA_PT2_PER_SHARE = 2400.0
@@ -101,7 +101,8 @@ def short_name(name: str, width: int = SHORT_NAME_CHARS) -> str:
     text = str(name).strip()
     # the report's `function` is already short; kernel names as a fallback still carry templates
     text = re.sub(r"^void\s+", "", text)
-    depth, out = 0, []
+    depth = 0
+    out: list[str] = []
     for ch in text:
         if ch in "<(":
             if depth == 0 and out:
@@ -396,7 +397,8 @@ def short_source(source: str, width: int = 34) -> str:
 def _rc(salt: str = "nsroof") -> Iterator[None]:
     import matplotlib
 
-    with matplotlib.rc_context({**RC, "svg.hashsalt": salt}):
+    settings: Any = {**RC, "svg.hashsalt": salt}
+    with matplotlib.rc_context(settings):
         yield
 
 
@@ -424,12 +426,13 @@ def plot(df: pd.DataFrame, *, level: str = "all", top: int = 10, nvtx: str | Non
                 fig.text(_AX_LEFT_IN / _FIG_W_IN - 0.05, listing_in / height_in, "\n".join(lines), va="top",
                          ha="left", fontsize=8.0, linespacing=1.25)
         else:
-            fig = ax.get_figure()
-            assert fig is not None
+            root = ax.get_figure(root=True)
+            assert root is not None
+            fig = root
             if lines:
                 ax.text(0.0, -0.11, "\n".join(lines), transform=ax.transAxes, va="top", ha="left", fontsize=8.0)
         _draw(ax, data, roofs, ridges, title=title or _title(data, level, nvtx, precision))
-    return fig  # type: ignore[return-value]
+    return fig
 
 
 def _title(data: pd.DataFrame, level: str, nvtx: str | None, precision: str | None) -> str:
@@ -683,7 +686,7 @@ def _bandwidth_label(ax: Axes, row: Any, x_lo: float, stop: float, color: str, t
     if not (x_lo_lim <= x_at <= x_hi_lim and y_lo_lim <= y_at <= y_hi_lim):
         return
     bbox = ax.get_position()
-    fig = ax.get_figure()
+    fig = ax.get_figure(root=True)
     assert fig is not None
     w_in, h_in = fig.get_size_inches()
     decade_w = bbox.width * w_in / math.log10(x_hi_lim / x_lo_lim)
