@@ -132,3 +132,18 @@ def test_a_dataset_folder_of_several_exports(shared_fixtures: Path, tmp_path: Pa
     text = (tmp_path / "page.html").read_text()
     # each part file holds its own input: the page lists both
     assert "averyclapp__profile_output.raw_base.csv" in text and "nsighttraining__manual_nvtx.raw_base.csv" in text
+
+
+def test_the_ledger_join_shows_excess_traffic(shared_fixtures: Path) -> None:
+    from nsroof.pipeline import analyze
+
+    mapping = REPO / "tests" / "data" / "ledger" / "gardenia_gemm.yaml"
+    frame = analyze([shared_fixtures / "csv" / "gardenia__gemm.csv"], ledger=mapping).frame
+    page = Page(html.render(frame, with_charts=False))
+    assert html.ledger_ran(frame)
+    by_kernel = dict(zip(page.column("kernel"), page.column("excess traffic"), strict=True))
+    gemm = frame[frame["function"] == "gemm_v0"].iloc[0]
+    assert by_kernel["gemm_v0"] == f"{gemm['excess_traffic']:.2f}×"  # measured DRAM bytes / compulsory bytes
+    assert "gemm" in page.column("ledger op")[0]
+    # no ceilings in this export (no device name): the ledger's ideal time, hence headroom, is unknown
+    assert page.column("headroom") == ["—"] * 3
