@@ -867,9 +867,6 @@ def _read_raw(export: text.Export, layout: _Layout) -> pd.DataFrame:
                 strs[missing[j]] = ""
                 columns[c] = strs[order]
     frame = _assemble(identity, columns)
-    if "device__attribute_display_name" in frame.columns and frame["device"].eq("").all():
-        frame["device"] = [str(v) if isinstance(v, str) else "" for v in frame["device__attribute_display_name"]]
-        frame["device"] = frame["device"].astype(object)
     _fill_launch_identity(frame)
     _finish(export, layout, frame, {c: units[c] for c in columns}, style, collected, warnings, hints, FORMAT_RAW)
     return frame
@@ -898,6 +895,10 @@ def _assemble(identity: pd.DataFrame, columns: dict[str, Any]) -> pd.DataFrame:
 
 def _fill_launch_identity(frame: pd.DataFrame) -> None:
     """grid/block/cc/device from launch__/device__ metrics where the export lacks the columns."""
+    if "device__attribute_display_name" in frame.columns and frame["device"].eq("").all():
+        frame["device"] = pd.Series(
+            [v if isinstance(v, str) else "" for v in frame["device__attribute_display_name"]], index=frame.index,
+            dtype=object)
     for ident, prefix in (("grid", "launch__grid_dim_"), ("block", "launch__block_dim_")):
         dims = [f"{prefix}{a}" for a in "xyz"]
         if frame[ident].eq("").all() and all(d in frame.columns for d in dims):
