@@ -21,11 +21,7 @@ FILES = sorted(f"{p.parent.name}/{p.name}" for folder in FOLDERS for p in (_SHAR
 # ncu could not run at all: the file is two ==ERROR== lines and no CSV (MANIFEST.md)
 ERROR_ONLY = {"csv/llmperfopt__error_only_raw.csv"}
 # Known failures, reported to the lead; strict, so a fix turns them into a failure to remove here.
-KNOWN_FAILURES = {
-    # ncu's text (non-CSV) output starts "[18548] MC_EstimatePi.exe@…": importers.sniff takes the
-    # leading "[" for a JSON trace and the user is told to re-export a chrome trace
-    "synthetic/fixture_ncu2024_details_text_nvtx.txt": "ncu text output is sniffed as a torch trace",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _param(relative: str) -> object:

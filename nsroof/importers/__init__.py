@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import importlib
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -16,9 +17,15 @@ import pandas as pd
 from nsroof.errors import InputError
 from nsroof.importers.kernel_table import FileFacts
 
+# ncu's text output: a `[pid] process@host` line or a `    Section: ...` table, after ==PROF== lines
+# and application output; a file with a CSV header stays a CSV export (text never has one)
+_CSV_HEADER = re.compile(rb'(?m)^"ID",')
+_TEXT_OUTPUT = re.compile(rb"(?m)^(?:\[\d+\] [^\r\n@]*@[^\r\n]*|[ \t]+Section: [^\r\n]*)\r?$")
+
 FORMAT_MODULES: dict[str, str] = {
     "ncu-csv": "nsroof.importers.ncu_csv",
     "ncu-rep": "nsroof.importers.ncu_rep",
+    "ncu-text": "nsroof.importers.ncu_text",
     "torch-trace": "nsroof.importers.torch_trace",
 }
 
@@ -31,7 +38,7 @@ def sniff(path: str | os.PathLike[str]) -> str:
     if p.is_dir():
         raise InputError(p, "is a directory, not an export", hint="pass an ncu CSV, .ncu-rep or torch trace file")
     with open(p, "rb") as fh:
-        head = fh.read(4096)
+        head = fh.read(65536)
     if not head:
         raise InputError(p, "file is empty", line=1, hint="re-export it with `ncu -i REPORT --csv --page raw`")
     if head[:4] == b"NVR\0" or p.name.endswith(".ncu-rep"):
@@ -39,7 +46,7 @@ def sniff(path: str | os.PathLike[str]) -> str:
     if head[:2] == b"\x1f\x8b":
         try:
             with gzip.open(p, "rb") as fh:
-                head = fh.read(4096)
+                head = fh.read(65536)
         except OSError as exc:
             raise InputError(p, f"damaged gzip file ({exc})", hint="re-compress or pass the plain file") from None
     text = head.lstrip(b"\xef\xbb\xbf").lstrip()
@@ -47,6 +54,8 @@ def sniff(path: str | os.PathLike[str]) -> str:
     # starts with '[' ("[18548] app@host"), so an array must open on an object
     if text.startswith(b"{") or (text.startswith(b"[") and text[1:].lstrip()[:1] in (b"{", b"]")):
         return "torch-trace"
+    if _TEXT_OUTPUT.search(text) and not _CSV_HEADER.search(text):
+        return "ncu-text"
     return "ncu-csv"
 
 

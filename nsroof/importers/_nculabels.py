@@ -14,6 +14,8 @@ Key: (section, body item label or "" for none, label, base unit after nsroof.uni
 
 from __future__ import annotations
 
+import re
+
 _SOL = "GPU Speed Of Light Throughput"
 _SOL_OLD = "GPU Speed Of Light"  # ncu <= 2021
 _MWA = "Memory Workload Analysis"
@@ -111,3 +113,34 @@ for _op in ("ffma", "fadd", "fmul", "dfma", "dadd", "dmul"):
 
 def lookup(section: str, body: str, label: str, base_unit: str) -> str | None:
     return LABELS.get((section, body, label, base_unit))
+
+
+# ---------------------------------------------------------------------------------------------
+# Column naming shared by the details-page readers (CSV and text output).
+
+CLI_SECTION = "Command line profiler metrics"  # --metrics: rows carry metric names, not labels
+_LABEL_NAME = re.compile(r"\(([A-Za-z0-9_]+__[A-Za-z0-9_.]+)\)\s*$")
+
+
+def column_name(section: str, body: str, label: str, base_unit: str) -> tuple[str, bool]:
+    """(kernel-table column, whether the output printed a metric name rather than a label).
+
+    Metric names (`--metrics`, `--print-metric-name name`, or `label-name`'s `Label (metric)`) are
+    kept; labels map through LABELS; any other label becomes `Section: [Body: ]Label`."""
+    if section == CLI_SECTION:
+        return label.strip(), True
+    if "__" in label:
+        m = _LABEL_NAME.search(label)
+        return (m.group(1) if m else label.strip()), True
+    mapped = lookup(section, body, label, base_unit)
+    if mapped is not None:
+        return mapped, False
+    return ": ".join([section] + ([body] if body else []) + [label]), False
+
+
+def disambiguate(names: list[str], base_units: list[str]) -> list[str]:
+    """One name printed in two different units (dimensions) becomes two columns, `name [unit]`."""
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    return [f"{n} [{u or '1'}]" if counts[n] > 1 else n for n, u in zip(names, base_units)]

@@ -73,3 +73,26 @@ def file_facts(df: pd.DataFrame) -> dict[str, Any]:
     facts = df.attrs.setdefault("nsroof", {})
     assert isinstance(facts, dict)
     return facts
+
+
+def fill_launch_identity(frame: pd.DataFrame) -> None:
+    """device/grid/block/cc from device__/launch__ metric columns where the input lacks the identity
+    (text output and --metrics exports print `Device 0` but not its name). In place."""
+    import numpy as np
+
+    if "device__attribute_display_name" in frame.columns and frame["device"].eq("").all():
+        frame["device"] = pd.Series(
+            [v if isinstance(v, str) else "" for v in frame["device__attribute_display_name"]], index=frame.index,
+            dtype=object)
+    for ident, prefix in (("grid", "launch__grid_dim_"), ("block", "launch__block_dim_")):
+        dims = [f"{prefix}{a}" for a in "xyz"]
+        if frame[ident].eq("").all() and all(d in frame.columns for d in dims):
+            vals = frame[dims].to_numpy(dtype=np.float64)
+            frame[ident] = pd.Series(
+                ["" if np.isnan(r).any() else "(" + ", ".join(str(int(x)) for x in r) + ")" for r in vals],
+                index=frame.index, dtype=object)
+    cc_cols = ["device__attribute_compute_capability_major", "device__attribute_compute_capability_minor"]
+    if frame["cc"].eq("").all() and all(c in frame.columns for c in cc_cols):
+        vals = frame[cc_cols].to_numpy(dtype=np.float64)
+        frame["cc"] = pd.Series(["" if np.isnan(r).any() else f"{int(r[0])}.{int(r[1])}" for r in vals],
+                                index=frame.index, dtype=object)

@@ -90,8 +90,13 @@ def parse_start_end(cell: str) -> list[NvtxRange]:
 @functools.lru_cache(maxsize=4096)
 def ranges(push_pop_cell: str, start_end_cell: str) -> tuple[str, ...]:
     """Range names enclosing a launch, outermost first: push/pop stacks, then start/end ranges."""
-    found = parse_push_pop(push_pop_cell) + parse_start_end(start_end_cell)
-    return tuple(r.name for r in found)
+    return enclosing(parse_push_pop(push_pop_cell), parse_start_end(start_end_cell))
+
+
+def enclosing(push_pop: list[NvtxRange], start_end: list[NvtxRange]) -> tuple[str, ...]:
+    """The one order every importer gives a launch's ranges: push/pop stacks (domains as ncu prints
+    them, each bottom first), then start/end ranges."""
+    return tuple(r.name for r in push_pop + start_end)
 
 
 def path(names: tuple[str, ...] | list[str]) -> str:
