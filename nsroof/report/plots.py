@@ -466,10 +466,10 @@ def _unplotted_lines(missing: pd.DataFrame) -> list[str]:
         for row in shown.itertuples():
             name = short_name(row.function or row.kernel_name, 40)
             where = f" [{row.source}]" if several_sources else ""
-            lines.append(_clip(f"  #{row.kernel_id} {name}{where}: {row.reason}", LISTING_CHARS))
+            lines.append(_clip(f"  • #{row.kernel_id} {name}{where}: {row.reason}", LISTING_CHARS))
         budget -= len(shown)
         if len(frame) > len(shown):
-            lines.append(f"  … and {len(frame) - len(shown)} more (see the report's `missing` column)")
+            lines.append(f"  • … and {len(frame) - len(shown)} more (see the report's `missing` column)")
     return lines
 
 

@@ -150,7 +150,7 @@ def test_the_chart_lists_them_under_the_axes(report: pd.DataFrame) -> None:
     listing = next(t for t in _texts(fig) if t.startswith("Not plotted"))
     # copy 0.5 ms + mystery 0.2 ms of 2.0 ms = 35.0 %
     assert "Not plotted: 2 kernels (35.0% of the run's time)" in listing
-    assert "#1 copy" in listing and "#2 mystery" in listing
+    assert "• #1 copy: no FLOPs" in listing and "• #2 mystery: no FLOP/s (missing: sm__sass" in listing
     assert "Points missing at some levels: 1 kernel (10.0% of the run's time)" in listing
     assert "#3 softmax" in listing
 
@@ -159,7 +159,7 @@ def test_long_listings_are_cut_with_a_count() -> None:
     ks = [kernel(i, f"k{i}", 1e-3, np.nan, {"dram": 1e6, "l2": 1e6, "l1": 1e6}, missing="flops") for i in range(14)]
     lines = plots._unplotted_lines(plots.unplotted(plots.chart_data(make_report(ks))))
     assert lines[0].startswith("Not plotted: 14 kernels (100.0%")
-    assert lines[-1] == "  … and 4 more (see the report's `missing` column)"
+    assert lines[-1] == "  • … and 4 more (see the report's `missing` column)"
 
 
 # ----------------------------------------------------------------------------------- roofs, ridges
@@ -300,6 +300,7 @@ def test_png_and_svg_are_written(report: pd.DataFrame, tmp_path: Path) -> None:
     png = plots.save(fig, tmp_path / "chart.png")
     svg = plots.save(fig, tmp_path / "chart.svg")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plots.save(fig, tmp_path / "again.png").read_bytes() == png.read_bytes()  # no timestamp in PNGs either
     text = svg.read_text()
     assert text.lstrip().startswith("<?xml") and "<svg" in text and "<path" in text
     assert "gemm" in text  # svg.fonttype none: labels stay text
