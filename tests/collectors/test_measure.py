@@ -81,40 +81,49 @@ def _plain_copy_64mib_s() -> float:
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """`nsroof measure --quick --dtype fp32` (GEMM + streams, 4 s GEMM budget, one thread), then the
-    plain references in the same process and thread setting."""
+    """`nsroof measure --quick --dtype fp32` (GEMM + streams, 4 s GEMM budget, one thread), bracketed by
+    the plain references, timed in the same process with the same thread setting just before and
+    just after it: on a shared 2-core machine the load moves within seconds, and a correct run should
+    be compared with plain timings taken under the same conditions, not with the quietest moment."""
     out = tmp_path_factory.mktemp("measure")
     threads = torch.get_num_threads()
     try:
+        torch.set_num_threads(1)
+        before = (_plain_matmul_2048_s(), _plain_copy_64mib_s())
         t0 = time.perf_counter()
         res = CliRunner().invoke(cli, ["measure", "--quick", "--device", "cpu", "--dtype", "fp32", "--threads", "1",
                                        "--budget", "4", "--only", "gemm", "--only", "stream",
                                        "-o", str(out / "machine.json"), "--csv", str(out / "points.csv")])
         elapsed_s = time.perf_counter() - t0
         assert res.exit_code == 0, res.output
-        matmul_s = _plain_matmul_2048_s()
-        copy_s = _plain_copy_64mib_s()
+        after = (_plain_matmul_2048_s(), _plain_copy_64mib_s())
     finally:
         torch.set_num_threads(threads)
     return {"dir": out, "output": res.output, "elapsed_s": elapsed_s,
-            "plain_matmul_flop_per_s": 2 * 2048**3 / matmul_s, "plain_copy_bytes_per_s": 2 * 64 * MIB / copy_s}
+            # 2·2048³ FLOP per product; 64 MiB read + 64 MiB written per copy
+            "plain_matmul_flop_per_s": [2 * 2048**3 / t for t in (before[0], after[0])],
+            "plain_copy_bytes_per_s": [2 * 64 * MIB / t for t in (before[1], after[1])]}
 
 
 def test_quick_fp32_peak_agrees_with_a_plain_2048_cubed_matmul(quick_run: dict[str, Any]) -> None:
     machine = load(quick_run["dir"] / "machine.json")
-    ratio = machine.peak_flop_per_s["fp32"] / quick_run["plain_matmul_flop_per_s"]
+    plain = quick_run["plain_matmul_flop_per_s"]
+    ratio = machine.peak_flop_per_s["fp32"] / min(plain)
     # The sweep contains 2048³ itself, so it falls short only through noise. No upper bound: on a
     # loaded 2-core machine a 2 ms cache-resident 512³ batch dodges preemption that a 0.3 s 2048³ call
     # cannot (seen: 2.4x); the FLOP count itself is checked point by point below.
-    assert ratio >= 0.7, (ratio, machine.sources["peak_flop_per_s.fp32"])
+    assert ratio >= 0.7, (ratio, plain, machine.sources["peak_flop_per_s.fp32"])
 
 
 def test_quick_dram_figure_agrees_with_a_plain_64_mib_copy(quick_run: dict[str, Any]) -> None:
     machine = load(quick_run["dir"] / "machine.json")
-    ratio = machine.bandwidth_bytes_per_s["dram"] / quick_run["plain_copy_bytes_per_s"]
-    # Same order of magnitude and within a factor 1.7 either way: the 64 MiB copy may be served partly
-    # from the 300 MiB L3 this machine reports, and its neighbours share the memory bus.
-    assert 0.6 <= ratio <= 1.7, (ratio, machine.sources["bandwidth_bytes_per_s.dram"])
+    plain = quick_run["plain_copy_bytes_per_s"]
+    ratios = [machine.bandwidth_bytes_per_s["dram"] / p for p in plain]
+    # Within a factor 2 of the plain copy taken before or after: copies of the same 64 MiB moved
+    # 5.9-8.6 GB/s seconds apart on this shared machine (one thread), and the streams' best kernel
+    # (triad, read) may beat a copy. A byte miscount (4-byte elements, reads + writes) is checked
+    # exactly in test_profile_is_a_measured_machine_with_provenance_and_points.
+    assert any(0.5 <= r <= 2.0 for r in ratios), (ratios, machine.sources["bandwidth_bytes_per_s.dram"])
 
 
 def test_profile_is_a_measured_machine_with_provenance_and_points(quick_run: dict[str, Any]) -> None:
