@@ -88,19 +88,28 @@ def _step_fns() -> tuple[Callable[[], None], Callable[[], None], Callable[[], No
     return plain, ranged, Modules()
 
 
+CPU_TIMES: dict[int, list[float]] = {}
+
+
 def _alternate(*fns: Callable[[], None], samples: int) -> list[list[float]]:
-    """Per-step wall times of each function, run one step each in turn `samples` times (after a warm-up)."""
+    """Per-step wall times of each function, run one step each in turn `samples` times (after a warm-up).
+    The process CPU time of each step is kept too (CPU_TIMES, by id of the returned list): on a loaded
+    machine it is blurred less by waiting for a core."""
     for fn in fns:
         fn()
         fn()
     times: list[list[float]] = [[] for _ in fns]
+    cpu: list[list[float]] = [[] for _ in fns]
     for _ in range(samples):
         for i, fn in enumerate(fns):
             getattr(fn, "before", lambda: None)()
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             fn()
             times[i].append(time.perf_counter() - start)
+            cpu[i].append(time.process_time() - start_cpu)
             getattr(fn, "after", lambda: None)()
+    for t, c in zip(times, cpu, strict=True):
+        CPU_TIMES[id(t)] = c
     return times
 
 
@@ -149,6 +158,31 @@ def profiled_range_ns(n: int = 20_000, repeats: int = 3) -> float:
     return best
 
 
+def hooked_call_ns(n: int = 20_000, repeats: int = 3) -> float:
+    """Extra cost of one nn.Module call with annotate_modules' hooks (nothing listening) over a bare call."""
+    import torch
+
+    from nsroof.collectors import nvtx_ranges
+
+    m = torch.nn.Identity()
+    x = torch.zeros(1)
+
+    def loop() -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            m(x)
+        return time.perf_counter() - start
+
+    best = float("inf")
+    for _ in range(repeats):
+        bare = loop()
+        handle = nvtx_ranges.annotate_modules(m)
+        hooked = loop()
+        handle.remove()
+        best = min(best, (hooked - bare) / n * 1e9)
+    return max(best, 0.0)
+
+
 def module_calls_per_step(step: Callable[[], None]) -> int:
     from torch.nn.modules.module import register_module_forward_pre_hook
 
@@ -166,8 +200,14 @@ def bench_annotate() -> dict[str, float]:
     t_plain, t_ranged, t_modules = _alternate(plain, ranged, modules, samples=SAMPLES)
     per_range = empty_range_ns()
     ranges_min, ranges_median = _ratios(t_plain, t_ranged)
+    ranges_cpu = statistics.median(CPU_TIMES[id(t_ranged)]) / statistics.median(CPU_TIMES[id(t_plain)])
+    modules_cpu = statistics.median(CPU_TIMES[id(t_modules)]) / statistics.median(CPU_TIMES[id(t_plain)])
     modules_min, modules_median = _ratios(t_plain, t_modules)
+    per_call = hooked_call_ns()
+    calls = module_calls_per_step(plain)
     return {
+        "hooked_call_ns": per_call, "module_calls": calls, "predicted_modules": calls * per_call * 1e-9 / min(t_plain),
+        "ranges_cpu": ranges_cpu, "modules_cpu": modules_cpu,
         "step_s": min(t_plain), "ranges_ratio": ranges_min, "ranges_median": ranges_median,
         "per_range_ns": per_range, "predicted_ranges": 4 * per_range * 1e-9 / min(t_plain),
         "modules": sum(1 for _ in plain.model.modules()),  # type: ignore[attr-defined]
@@ -187,23 +227,28 @@ def bench_profile() -> dict[str, float]:
                       bandwidth_bytes_per_s={"dram": 1e10})
     plain_fn = nsroof_fn = _step_fns()[0]  # one model for both
 
+    cpu_plain: list[float] = []
+    cpu_ours: list[float] = []
+
     def plain() -> tuple[float, float]:
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         with torch_profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
             for _ in range(PROFILED_STEPS):
                 plain_fn()
         region = time.perf_counter() - start
+        cpu_plain.append(time.process_time() - start_cpu)
         prof.events()  # already parsed on exit; kept for symmetry with nsroof's use of it
         return region, 0.0
 
     def ours() -> tuple[float, float]:
         session = nsroof_profile(machine=machine, cuda=False)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         session.__enter__()
         for _ in range(PROFILED_STEPS):
             nsroof_fn()
         session._stop()  # the profiler's own exit, as in plain()
         region = time.perf_counter() - start
+        cpu_ours.append(time.process_time() - start_cpu)
         start = time.perf_counter()
         session.__exit__(None, None, None)  # hooks removed, events -> rows -> report
         return region, time.perf_counter() - start
@@ -221,13 +266,14 @@ def bench_profile() -> dict[str, float]:
         nsroof_fn()
     rows = len(session.report)
     ratio_min, ratio_median = _ratios(regions_plain, regions_ours)
+    ratio_cpu = statistics.median(cpu_ours[-PROFILE_SAMPLES:]) / statistics.median(cpu_plain[-PROFILE_SAMPLES:])
     # What nsroof adds inside the region is one range per module call (plus a marker per optimizer step):
     # its cost measured in a tight loop gives a prediction that other jobs on the machine cannot blur.
     per_range = profiled_range_ns()
     calls = module_calls_per_step(plain_fn)
     step_s = min(regions_plain) / PROFILED_STEPS
     return {"plain_s": min(regions_plain), "nsroof_s": min(regions_ours), "ratio": ratio_min,
-            "ratio_median": ratio_median, "build_s": statistics.median(build), "rows_per_step": rows,
+            "ratio_median": ratio_median, "ratio_cpu": ratio_cpu, "build_s": statistics.median(build), "rows_per_step": rows,
             "profiled_range_ns": per_range, "module_calls": calls,
             "predicted": (calls + 1) * per_range * 1e-9 / step_s}
 
@@ -237,15 +283,20 @@ def main() -> bool:
     print(f"annotate, no profiler: step {a['step_s'] * 1e3:.1f} ms (fastest of {SAMPLES} alternated steps)")
     print(f"  4 user ranges per step:           ratio {a['ranges_ratio']:.4f} ({(a['ranges_ratio'] - 1) * 100:+.2f}%; "
           f"medians {(a['ranges_median'] - 1) * 100:+.2f}%)   target <= 1%")
+    print(f"  4 user ranges, process CPU time:  ratio {a['ranges_cpu']:.4f} ({(a['ranges_cpu'] - 1) * 100:+.2f}%, medians)")
     print(f"  one empty range:                  {a['per_range_ns']:.0f} ns -> {a['predicted_ranges'] * 100:.4f}% "
           "of a step for 4 ranges")
     print(f"  annotate_modules ({a['modules']} modules):     ratio {a['modules_ratio']:.4f} "
           f"({(a['modules_ratio'] - 1) * 100:+.2f}%; medians {(a['modules_median'] - 1) * 100:+.2f}%)")
+    print(f"  annotate_modules, process CPU:    ratio {a['modules_cpu']:.4f} ({(a['modules_cpu'] - 1) * 100:+.2f}%, medians)")
+    print(f"  one hooked module call:           +{a['hooked_call_ns']:.0f} ns × {a['module_calls']} calls per step -> "
+          f"{a['predicted_modules'] * 100:.3f}% of a step")
     p = bench_profile()
     print(f"nsroof.profile vs torch.profiler(record_shapes=True), {PROFILED_STEPS} steps, {PROFILE_SAMPLES} alternated runs:")
     print(f"  profiled region: plain {p['plain_s'] * 1e3:.0f} ms, nsroof {p['nsroof_s'] * 1e3:.0f} ms (fastest runs), "
           f"ratio {p['ratio']:.4f} ({(p['ratio'] - 1) * 100:+.2f}%; medians {(p['ratio_median'] - 1) * 100:+.2f}%)"
           "   target <= 5%")
+    print(f"  profiled region, process CPU time: ratio {p['ratio_cpu']:.4f} ({(p['ratio_cpu'] - 1) * 100:+.2f}%, medians)")
     print(f"  one range under the profiler: {p['profiled_range_ns']:.0f} ns × ({p['module_calls']} module calls + 1 step "
           f"marker) per step -> {p['predicted'] * 100:.2f}% of a profiled step")
     rows = PROFILED_STEPS * p["rows_per_step"]
