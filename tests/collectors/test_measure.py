@@ -500,3 +500,19 @@ def test_a_busy_machine_is_flagged() -> None:
     note = busy_note({"logical_cpus": 2, "load_average_at_start": [0.5, 0.4, 0.3], "load_average_at_end": [6.4, 5, 3]})
     assert note is not None and note.startswith("load average up to 6.4 on 2 CPUs")
     assert busy_note({"logical_cpus": 2}) is None  # no load average known: no claim
+
+
+def test_without_cache_sizes_the_plateaus_name_the_levels() -> None:
+    from nsroof.collectors.measure.ladder import levels_from_plateaus
+
+    ws = [16 * KIB, 32 * KIB, 1 * MIB, 2 * MIB, 512 * MIB, 1024 * MIB]
+    bw = [100.0, 100.0, 40.0, 40.0, 8.0, 8.0]
+    levels = levels_from_plateaus(find_plateaus(ws, bw))
+    assert [(lv.level, lv.bytes_per_s) for lv in levels] == [("l1", 100.0), ("l2", 40.0), ("dram", 8.0)]
+    assert "cache sizes unknown" in levels[0].note
+    assert levels_from_plateaus(find_plateaus([16 * KIB], [5.0])) == []
+    plan = make_plan("cpu", quick=True, dtypes=("fp32",), last_cache_bytes=32 * MIB, free_memory_bytes=8 << 30)
+    points = [{"kind": "ladder", "status": "measured", "working_set_bytes": w, "bytes_per_s": b} for w, b in zip(ws, bw, strict=True)]
+    r = summarize(plan, {"device": "cpu", "device_name": "x", "caches": {}}, points, {})
+    assert r.bandwidth_bytes_per_s == {"l1": 100.0, "l2": 40.0, "dram": 8.0}  # no streams: DRAM from the ladder
+    assert "cache sizes unknown" in r.sources["bandwidth_bytes_per_s.dram"]

@@ -108,6 +108,20 @@ def level_bandwidths(working_sets: Sequence[int], bandwidths: Sequence[float], c
     return out
 
 
+def levels_from_plateaus(plateaus: Sequence[Plateau]) -> list[LevelBandwidth]:
+    """When the system reports no cache sizes: name the plateaus l1, l2, … in order of working set,
+    the last one (largest working sets) dram. Fewer than two plateaus name nothing."""
+    if len(plateaus) < 2:
+        return []
+    names = [f"l{i + 1}" for i in range(len(plateaus) - 1)] + ["dram"]
+    return [
+        LevelBandwidth(name, p.bytes_per_s, p.first_bytes, p.last_bytes, p.points,
+                       f"plateau {_fmt_bytes(p.first_bytes)}–{_fmt_bytes(p.last_bytes)} (cache sizes unknown: "
+                       "levels named by order)")
+        for name, p in zip(names, plateaus, strict=True)
+    ]
+
+
 def _level(name: str, window: list[tuple[int, float]], note: str) -> LevelBandwidth:
     if not window:
         return LevelBandwidth(name, math.nan, None, None, 0, "no measured working set in its window: " + note)

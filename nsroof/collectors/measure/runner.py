@@ -16,7 +16,7 @@ from typing import Any
 
 from nsroof.collectors.measure import analysis
 from nsroof.collectors.measure.environment import cache_levels, describe_cpu, describe_cuda, load_average
-from nsroof.collectors.measure.ladder import find_plateaus, level_bandwidths
+from nsroof.collectors.measure.ladder import find_plateaus, level_bandwidths, levels_from_plateaus
 from nsroof.collectors.measure.plan import ALL_DTYPES, DTYPE_BYTES, Plan, make_plan
 from nsroof.errors import NsroofError
 
@@ -195,8 +195,10 @@ def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]], not
     if ladder:
         ws = [p["working_set_bytes"] for p in ladder]
         bw = [p["bytes_per_s"] for p in ladder]
-        derived["plateaus"] = [dataclasses.asdict(p) for p in find_plateaus(ws, bw)]
-        levels = level_bandwidths(ws, bw, cache_levels(env))
+        plateaus = find_plateaus(ws, bw)
+        derived["plateaus"] = [dataclasses.asdict(p) for p in plateaus]
+        caches = cache_levels(env)
+        levels = level_bandwidths(ws, bw, caches) if caches else levels_from_plateaus(plateaus)
         derived["ladder_levels"] = [dataclasses.asdict(lv) for lv in levels]
         for lv in levels:
             if lv.level == "dram" or not math.isfinite(lv.bytes_per_s):
@@ -221,9 +223,7 @@ def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]], not
             f"{best['buffer_bytes'] / 2**20:,.0f} MiB buffers, bytes read + written / time, {timing}"
         )
     elif ladder:
-        dram = next((lv for lv in level_bandwidths(
-            [p["working_set_bytes"] for p in ladder], [p["bytes_per_s"] for p in ladder], cache_levels(env))
-            if lv.level == "dram"), None)
+        dram = next((lv for lv in levels if lv.level == "dram"), None)
         if dram is not None and math.isfinite(dram.bytes_per_s):
             bandwidths["dram"] = dram.bytes_per_s
             sources["bandwidth_bytes_per_s.dram"] = f"measured: cache ladder, {dram.note}, {timing}"
