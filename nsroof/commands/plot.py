@@ -83,6 +83,8 @@ def plot(report: Path, output: Path, level: str, top: int, nvtx: str | None, pre
     n = data["key"].nunique()
     points = int(data["plotted"].sum())
     text = f"wrote {output}: {n} kernel{'s' if n != 1 else ''}, {points} point{'s' if points != 1 else ''}"
+    if n == 0:
+        text += " (no kernel matches the filters)"
     whole = int((~missing["partial"]).sum()) if len(missing) else 0
     if whole:
         text += f"; {whole} kernel{'s' if whole != 1 else ''} not plotted (listed under the chart)"

@@ -431,7 +431,8 @@ def plot(df: pd.DataFrame, *, level: str = "all", top: int = 10, nvtx: str | Non
             fig = root
             if lines:
                 ax.text(0.0, -0.11, "\n".join(lines), transform=ax.transAxes, va="top", ha="left", fontsize=8.0)
-        _draw(ax, data, roofs, ridges, title=title or _title(data, level, nvtx, precision))
+        _draw(ax, data, roofs, ridges, title=title or _title(data, level, nvtx, precision),
+              empty_text="The report has no kernels" if df.empty else "No kernel matches the filters")
     return fig
 
 
@@ -494,7 +495,8 @@ def _limits(data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFrame) -> tu
     return x_lo, x_hi, y_lo, y_hi
 
 
-def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFrame, *, title: str) -> None:
+def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFrame, *, title: str,
+          empty_text: str = "No kernel matches the filters") -> None:
     from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
 
@@ -560,7 +562,10 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
         handles.append(Line2D([], [], color="#555555", linestyle=SET_LINESTYLES[int(s) % len(SET_LINESTYLES)],
                               label=_wrap(f"{tag}roofs: {first['device'] or 'device ?'} · {first['family']}{where}",
                                           34)))
-    if roofs.empty:
+    if data.empty:
+        ax.text(0.5, 0.5, empty_text, transform=ax.transAxes, ha="center", va="center",
+                fontsize=11, color="#555555")
+    elif roofs.empty:
         ax.text(1.02, 0.0, "No roofs: the report\nhas no ceilings\n(nsroof analyze\n--machine NAME|FILE)",
                 transform=ax.transAxes, ha="left", va="bottom", fontsize=8.5, color=ABOVE_ROOF_COLOR)
     handles.append(Line2D([], [], linestyle="", label=f"area ∝ share of time\n(all time = {AREA_PT2_PER_SHARE:g} pt²)"))

@@ -128,6 +128,11 @@ def test_precision_filter_and_bad_filters(report: pd.DataFrame) -> None:
         plots.chart_data(report, level="l3")
 
 
+def test_filters_that_match_nothing_give_an_empty_chart_that_says_so(report: pd.DataFrame) -> None:
+    assert plots.chart_data(report, nvtx="no-such-range").empty
+    assert "No kernel matches the filters" in _texts(plots.plot(report, nvtx="no-such-range"))
+
+
 def test_a_frame_that_is_not_a_report_is_refused() -> None:
     with pytest.raises(NsroofError, match="lacks columns .*intensity"):
         plots.chart_data(pd.DataFrame({"kernel_id": [1], "level": ["dram"]}))
@@ -293,6 +298,7 @@ def test_empty_report_still_renders(tmp_path: Path) -> None:
     empty = five_kernels().iloc[0:0]
     out = plots.save(plots.plot(empty), tmp_path / "empty.svg")
     assert "Hierarchical roofline: 0 kernels" in out.read_text()
+    assert "The report has no kernels" in out.read_text()
 
 
 def test_png_and_svg_are_written(report: pd.DataFrame, tmp_path: Path) -> None:
