@@ -70,6 +70,10 @@ def analyze(
         if "source" not in kernels or kernels["source"].eq("").all():
             kernels["source"] = name
         quantities = derive(kernels)
+        if "analytic_flops" in kernels.columns:  # torch traces: the ops' analytic costs where counters are absent
+            from nsroof.importers.torch_trace import apply_analytic
+
+            quantities = apply_analytic(kernels, quantities)
         if aggregate:
             kernels, quantities = merge_launches(kernels, quantities)
         levels = facts.get("levels") or build.LEVELS
