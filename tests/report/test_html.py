@@ -184,3 +184,8 @@ def test_cli_writes_the_page_and_refuses_bad_input(report: pd.DataFrame, tmp_pat
         assert code == 2 and err.startswith("nsroof: error: ") and message in err
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.html").exists() and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_an_empty_report_still_gives_a_page(report: pd.DataFrame) -> None:
+    p = Page(html.render(report.iloc[0:0]))
+    assert p.rows == [] and p.tags["svg"] == 1  # the (empty) hierarchical chart, no per-level charts
