@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from nsroof.errors import InputError
+
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 SECTIONS = ("gemm", "stream", "ladder")
 
@@ -34,6 +36,9 @@ def measure(quick: bool, dtypes: tuple[str, ...], device: str, threads: int | No
     from nsroof.collectors.measure import to_machine, write_points_csv
     from nsroof.collectors.measure.summary import render
 
+    for path in (output, csv_path):
+        if path is not None:
+            _check_writable(path)  # fail before a minute of measuring, not after
     t0 = time.perf_counter()
 
     def progress(message: str) -> None:
@@ -42,12 +47,29 @@ def measure(quick: bool, dtypes: tuple[str, ...], device: str, threads: int | No
     result = run(device, quick=quick, dtypes=tuple(dtypes) or None, threads=threads,
                  sections=tuple(sections) or SECTIONS, progress=progress, gemm_budget_s=budget_s)
     machine = to_machine(result)
-    if output is not None:
-        machine.save(output)
-    if csv_path is not None:
-        write_points_csv(result.points, csv_path)
+    try:
+        if output is not None:
+            machine.save(output)
+        if csv_path is not None:
+            write_points_csv(result.points, csv_path)
+    except OSError as exc:
+        raise InputError(exc.filename or output or csv_path or "", f"cannot write: {exc.strerror or exc}",
+                         hint="choose a writable path") from None
     click.echo(render(result))
     if output is not None:
         click.echo(f"\nwrote {output} (use: nsroof analyze --machine {output} …)")
     if csv_path is not None:
         click.echo(f"wrote {csv_path} ({len(result.points)} points)")
+
+
+def _check_writable(path: Path) -> None:
+    import tempfile
+
+    if path.is_dir():
+        raise InputError(path, "is a folder", hint="give a file name, e.g. machine.json")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".probe"):
+            pass
+    except OSError as exc:
+        raise InputError(path, f"cannot write here: {exc.strerror or exc}", hint="choose a writable path") from None

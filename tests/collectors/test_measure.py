@@ -516,3 +516,11 @@ def test_without_cache_sizes_the_plateaus_name_the_levels() -> None:
     r = summarize(plan, {"device": "cpu", "device_name": "x", "caches": {}}, points, {})
     assert r.bandwidth_bytes_per_s == {"l1": 100.0, "l2": 40.0, "dram": 8.0}  # no streams: DRAM from the ladder
     assert "cache sizes unknown" in r.sources["bandwidth_bytes_per_s.dram"]
+
+
+def test_an_unwritable_output_fails_before_measuring(tmp_path: Path) -> None:
+    t0 = time.perf_counter()
+    res = CliRunner().invoke(cli, ["measure", "--device", "cpu", "--quick", "-o", str(tmp_path)])
+    assert res.exit_code == 2
+    assert f"nsroof: error: {tmp_path}: is a folder" in res.output
+    assert time.perf_counter() - t0 < 5  # nothing was measured
