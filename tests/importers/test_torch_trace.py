@@ -184,3 +184,17 @@ def test_range_profiler_trace_imports_its_flop_counters(shared_fixtures: Path) -
     assert df["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"].max() == 9_119_334_400
     assert "__missing__" in set(df["kernel_name"])
     assert df.attrs["nsroof"]["warnings"]
+
+
+def test_analyze_classifies_trace_kernels_with_analytic_costs(tmp_path: Path) -> None:
+    from nsroof.models.machines import Machine
+    from nsroof.pipeline import analyze
+
+    gpu = Machine(name="test-gpu", source="file", peak_flop_per_s={"fp32": 1e13}, simt_flop_per_s={"fp32": 1e13},
+                  bandwidth_bytes_per_s={"dram": 1e12})
+    report = analyze(_write(tmp_path, "trace.json", _new_style()), machine=gpu)
+    row = report.frame.iloc[0]
+    assert list(report.frame["level"]) == ["dram"]  # analytic bytes exist at DRAM only
+    assert (row["op"], row["flops"], row["bytes"]) == ("aten::addmm", 8448, 3712)
+    # 8,448 / 3,712 = 2.28 FLOP/B < ridge 1e13 / 1e12 = 10: memory-bound
+    assert row["bound"] == "memory" and row["bytes_source"] == "analytic:linear"
