@@ -96,6 +96,17 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
+def cpu_mhz() -> float | None:
+    """The current clock of cpu0 as /proc/cpuinfo reports it (a VM may report its host's nominal)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("cpu mhz"):
+                return float(line.split(":", 1)[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def describe_cpu() -> dict[str, Any]:
     import torch
 
@@ -112,6 +123,7 @@ def describe_cpu() -> dict[str, Any]:
         "logical_cpus": os.cpu_count(),
         "physical_cores": physical,
         "threads_used": torch.get_num_threads(),
+        "clock_mhz_at_start": cpu_mhz(),
         "memory_bytes": memory,
         "caches": {c.name: {"bytes": c.bytes, "source": c.source} for c in cpu_caches()},
         "load_average_at_start": load_average(),
