@@ -49,28 +49,34 @@ class Export:
     first: bytes  # bytes after the header line, already read
 
     def blocks(self, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, memoryview]]:
-        """(first line number, bytes) blocks of whole rows, in file order (views: no copy)."""
+        """(first line number, bytes) blocks of whole rows after the header, in file order (views: no
+        copy). Each call reads the file afresh, so several readers can try in turn."""
         line = self.header_line + 1
-        carry = self.first
-        while True:
-            more = self.stream.read(block_bytes)
-            if not more:
-                if carry.strip():
-                    if not carry.endswith(b"\n"):
-                        carry += b"\n"
-                    yield line, memoryview(carry)
-                return
-            buf = carry + more
-            cut = _row_boundary(buf)
-            if cut < 0:  # one row longer than a block: read on
-                carry = buf
-                continue
-            view = memoryview(buf)[: cut + 1]
-            n_lines = buf.count(b"\n", 0, cut + 1)
-            if buf.strip(b" \t\r\n")[:1]:
-                yield line, view
-            line += n_lines
-            carry = buf[cut + 1 :]
+        stream = _open(self.path)
+        try:
+            stream.seek(self.data_offset)
+            carry = b""
+            while True:
+                more = stream.read(block_bytes)
+                if not more:
+                    if carry.strip():
+                        if not carry.endswith(b"\n"):
+                            carry += b"\n"
+                        yield line, memoryview(carry)
+                    return
+                buf = carry + more if carry else more
+                cut = _row_boundary(buf)
+                if cut < 0:  # one row longer than a block: read on
+                    carry = buf
+                    continue
+                view = memoryview(buf)[: cut + 1]
+                n_lines = buf.count(b"\n", 0, cut + 1)
+                if buf.strip(b" \t\r\n")[:1]:
+                    yield line, view
+                line += n_lines
+                carry = buf[cut + 1 :]
+        finally:
+            stream.close()
 
     def reopen(self) -> BinaryIO:
         """A fresh stream positioned at the header (the export's own stream stays where it is)."""

@@ -432,17 +432,11 @@ def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
     header = layout.header
     tail = header[header.index("Section Name"):]
     use = ["ID"] + tail
-    stream = export.reopen()
     try:
-        df = pd.read_csv(
-            stream, header=0, usecols=use, engine="c", na_filter=False, skip_blank_lines=True,
-            dtype={c: ("str" if c == "Metric Value" else "category") for c in use},
-        )
+        df = _read_columns(export, use)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError):
         return None
-    finally:
-        stream.close()
-    if len(df) == 0:
+    if df is None or len(df) == 0:
         return None
     id_codes = df["ID"].cat.codes.to_numpy().astype(np.int64)
     id_texts = [str(x) for x in df["ID"].cat.categories]
@@ -459,15 +453,34 @@ def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
         ident_rows = _identity_rows(export, layout, first_texts, np.diff(order))
     if ident_rows is None:
         return None
-    ident_cols = layout.identity_columns
-    ident_table = pa.table({c: pa.array([r[header.index(c)] for r in ident_rows], type=pa.string())
-                            for c in ident_cols})
-    uids = ids[order]
-    srt = np.argsort(uids, kind="stable")
-    uids, ident_table = uids[srt], ident_table.take(pa.array(srt))
+    lines = export.header_line + 1 + np.arange(len(df), dtype=np.int64)
+    return _long_rows(layout, df, ids, lines, ids[order], ident_rows)
 
+
+def _read_columns(export: text.Export, use: list[str]) -> pd.DataFrame:
+    """pandas' C parser over the rows, only `use` converted (categoricals, but Metric Value: few distinct
+    values, so no per-row string objects). Splitting the file across two threads was measured and did not
+    pay on a shared 2-core machine."""
+    stream = export.reopen()
+    try:
+        return pd.read_csv(stream, header=0, usecols=use, engine="c", na_filter=False, skip_blank_lines=True,
+                           dtype={c: ("str" if c == "Metric Value" else "category") for c in use})
+    finally:
+        stream.close()
+
+
+def _long_rows(
+    layout: _Layout, df: pd.DataFrame, ids: np.ndarray, lines: np.ndarray, first_ids: np.ndarray,
+    ident_rows: list[list[str]],
+) -> tuple[np.ndarray, pa.Table, _LongRows]:
+    """(sorted launch IDs, their identity columns, the metric rows) from a frame of the rows' tail
+    columns (Section Name onward, categoricals but Metric Value) and each launch's first row."""
+    header = layout.header
+    ident_table = pa.table({c: pa.array([r[header.index(c)] for r in ident_rows], type=pa.string())
+                            for c in layout.identity_columns})
+    srt = np.argsort(first_ids, kind="stable")
+    uids, ident_table = first_ids[srt], ident_table.take(pa.array(srt))
     keep = (df["Metric Name"] != "").to_numpy()
-    lines = export.header_line + 1 + np.flatnonzero(keep).astype(np.int64)
 
     def codes(col: str) -> tuple[np.ndarray, list[str]]:
         if col not in df.columns:
@@ -476,7 +489,7 @@ def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
         return c.cat.codes.to_numpy()[keep].astype(np.int64), [str(x) for x in c.cat.categories]
 
     values = pa.array(df["Metric Value"]).filter(pa.array(keep))
-    rows = _LongRows(ids[keep], lines, codes("Section Name"), codes("Body Item Label"), codes("Metric Name"),
+    rows = _LongRows(ids[keep], lines[keep], codes("Section Name"), codes("Body Item Label"), codes("Metric Name"),
                      codes("Metric Unit"), values)
     return uids, ident_table, rows
 
