@@ -572,13 +572,27 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, borderaxespad=0.0)
 
 
-_DIRECTIONS: tuple[tuple[int, int], ...] = ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))
 _LABEL_PT = 7.5
+#: how far a label may move away from its marker, in label heights (a leader line joins it when moved)
+_LABEL_STEPS = 5
+
+
+def _label_candidates(cx: float, cy: float, gap: float, w: float, h: float) -> list[tuple[int, int, int, float, float]]:
+    """(sx, sy, step, anchor x, anchor y) for every spot a label may take around its marker: beside it
+    (left/right), or above/below it (right-, left- or centre-aligned), stepped away one label height
+    at a time."""
+    out = [(1, 0, 0, cx + gap, cy), (-1, 0, 0, cx - gap, cy)]
+    for step in range(_LABEL_STEPS):
+        for sy in (1, -1):
+            ay = cy + sy * (gap * 0.75 + step * h * 1.15)
+            out += [(1, sy, step, cx + gap * 0.75, ay), (-1, sy, step, cx - gap * 0.75, ay), (0, sy, step, cx, ay)]
+    return out
 
 
 def _place_labels(ax: Axes, pts: pd.DataFrame) -> None:
-    """Put each top-N label beside its marker where it overlaps the fewest markers and earlier labels
-    (greedy, in rank order, so the longest kernels get the best spots; deterministic)."""
+    """Put each top-N label near its marker where it covers the fewest markers and earlier labels
+    (greedy, in rank order, so the longest kernels get the best spots; deterministic). A label moved
+    away from its marker gets a thin leader line."""
     labelled = pts[pts["label"] != ""]
     if labelled.empty:
         return
@@ -588,8 +602,8 @@ def _place_labels(ax: Axes, pts: pd.DataFrame) -> None:
     xy = ax.transData.transform(np.column_stack([pts["x_intensity"].to_numpy(float),
                                                  pts["y_flop_per_s"].to_numpy(float)]))
     radius = np.sqrt(pts["marker_area_pt2"].to_numpy(float) / math.pi) * px_per_pt
-    # obstacles: every marker's bounding box, then each label placed so far
-    boxes = np.column_stack([xy[:, 0] - radius, xy[:, 1] - radius, xy[:, 0] + radius, xy[:, 1] + radius])
+    markers = np.column_stack([xy[:, 0] - radius, xy[:, 1] - radius, xy[:, 0] + radius, xy[:, 1] + radius])
+    labels = np.empty((0, 4))
     frame = ax.get_window_extent()
     for row in labelled.itertuples():
         i = pts.index.get_loc(row.Index)
@@ -598,27 +612,27 @@ def _place_labels(ax: Axes, pts: pd.DataFrame) -> None:
         w = 0.6 * _LABEL_PT * len(text) * px_per_pt
         h = 1.3 * _LABEL_PT * px_per_pt
         gap = radius[i] + 3 * px_per_pt
-        best: tuple[float, tuple[int, int], tuple[float, float, float, float]] | None = None
-        for sx, sy in _DIRECTIONS:
-            ax0 = cx + sx * gap * (0.75 if sy else 1.0)
-            ay0 = cy + sy * gap * (0.75 if sx else 1.0)
+        best: tuple[float, tuple[int, int, int, float, float], tuple[float, float, float, float]] | None = None
+        for cand in _label_candidates(cx, cy, gap, w, h):
+            sx, sy, step, ax0, ay0 = cand
             x0 = ax0 if sx > 0 else (ax0 - w if sx < 0 else ax0 - w / 2)
             y0 = ay0 if sy > 0 else (ay0 - h if sy < 0 else ay0 - h / 2)
             box = (x0, y0, x0 + w, y0 + h)
-            cost = float(_overlaps(box, boxes).sum() - _overlap(box, tuple(boxes[i])))
-            outside = w * h - _overlap(box, (frame.x0, frame.y0, frame.x1, frame.y1))
-            cost += 4 * outside
+            cost = float(_overlaps(box, markers).sum() - _overlap(box, tuple(markers[i])))
+            cost += 3 * float(_overlaps(box, labels).sum())
+            cost += 4 * (w * h - _overlap(box, (frame.x0, frame.y0, frame.x1, frame.y1)))
+            cost += 0.05 * w * h * step  # nearer is better when the overlap is the same
             if best is None or cost < best[0] - 1e-9:
-                best = (cost, (sx, sy), box)
+                best = (cost, cand, box)
         assert best is not None
-        (sx, sy), box = best[1], best[2]
-        boxes = np.vstack([boxes, np.array(box)[None, :]])
-        ax0 = cx + sx * gap * (0.75 if sy else 1.0)
-        ay0 = cy + sy * gap * (0.75 if sx else 1.0)
+        (sx, sy, step, ax0, ay0), box = best[1], best[2]
+        labels = np.vstack([labels, np.array(box)[None, :]])
+        leader = {"arrowstyle": "-", "color": "#999999", "linewidth": 0.6, "shrinkA": 0, "shrinkB": 0} \
+            if step > 0 else None
         ax.annotate(text, (row.x_intensity, row.y_flop_per_s),
                     xytext=((ax0 - cx) / px_per_pt, (ay0 - cy) / px_per_pt), textcoords="offset points",
                     fontsize=_LABEL_PT, ha={1: "left", -1: "right", 0: "center"}[sx],
-                    va={1: "bottom", -1: "top", 0: "center"}[sy], zorder=8,
+                    va={1: "bottom", -1: "top", 0: "center"}[sy], zorder=8, arrowprops=leader,
                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
 
 
