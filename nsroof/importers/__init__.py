@@ -54,7 +54,7 @@ def sniff(path: str | os.PathLike[str]) -> str:
     # starts with '[' ("[18548] app@host"), so an array must open on an object
     if text.startswith(b"{") or (text.startswith(b"[") and text[1:].lstrip()[:1] in (b"{", b"]")):
         return "torch-trace"
-    if _TEXT_OUTPUT.search(text) and not _CSV_HEADER.search(text):
+    if _TEXT_OUTPUT.search(head) and not _CSV_HEADER.search(head):
         return "ncu-text"
     return "ncu-csv"
 

@@ -396,6 +396,9 @@ class _Parser:
             index=identity.index,
         )
         frame = pd.concat([identity, metrics], axis=1) if len(metrics.columns) else identity
+        for c, v in columns.items():
+            if v.dtype == object and frame[c].dtype != object:
+                frame[c] = frame[c].astype(object)  # pandas 3 infers `str`; the contract is plain objects
         fill_launch_identity(frame)
         pre = Preamble(self.messages)
         for msg in pre.messages("==ERROR==")[:3] + pre.messages("==WARNING==")[:3]:
