@@ -145,13 +145,16 @@ def decide_style(c: Cells) -> StyleDecision:
     en, de = earliest(_EN_STRONG), earliest(_DE_STRONG)
     if en is not None and de is not None:
         return StyleDecision("en_US", "", conflict=(c.example(en)[0], c.example(de)[0]))
-    has_comma = any("," in c.shapes[i] for i in numberish)
+    commas = [i for i in numberish if "," in c.shapes[i]]
     if en is not None:
         i, v = c.example(en)
-        return StyleDecision("en_US" if has_comma else "C", f"cell {i} ({v!r})")
+        if not commas:
+            return StyleDecision("C", f"decimal '.' in cell {i} ({v!r}), no ',' in any number")
+        j, w = c.example(min(commas, key=lambda k: c.first[k]))
+        return StyleDecision("en_US", f"decimal '.' in cell {i} ({v!r}), grouping ',' in cell {j} ({w!r})")
     if de is not None:
         i, v = c.example(de)
-        return StyleDecision("de_DE", f"cell {i} ({v!r})")
+        return StyleDecision("de_DE", f"decimal ',' or grouping '.' in cell {i} ({v!r})")
     en_weak, de_weak = earliest(_EN_WEAK), earliest(_DE_WEAK)
     if en_weak is not None and de_weak is None:
         # `7,488`: ncu prints 2 decimals (or none), never 3, so a 3-digit group is grouping
