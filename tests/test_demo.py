@@ -48,3 +48,18 @@ def test_train_tiny_runs_standalone() -> None:
 
     losses = train(2, Config(layers=1, seq=16, batch=2))
     assert len(losses) == 2 and all(loss > 0 for loss in losses)
+
+
+def test_demo_also_analyzes_the_packaged_example_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nsroof.commands import demo
+
+    # Stand in for nsroof/data/examples/example_details.csv with this repo's small raw-page export.
+    example = Path(__file__).resolve().parent / "data" / "collectors" / "ncu_raw_nvtx.csv"
+    monkeypatch.setattr(demo, "EXAMPLE_EXPORT", example)
+    out = tmp_path / "demo.parquet"
+    result = CliRunner().invoke(cli, ["demo", "--steps", "1", "--warmup", "0", "--machine", str(MACHINE),
+                                      "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "The packaged Nsight Compute example (ncu_raw_nvtx.csv)" in result.output
+    assert "ampere_sgemm_128x64_nn" in result.output
+    assert (tmp_path / "demo-ncu-example.parquet").exists()
