@@ -82,6 +82,17 @@ def kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
+# torch.autograd.profiler.emit_nvtx names each range "aten::mm, seq = 10, op_id = 64, sizes = [...]":
+# the counters make every range unique, so the table groups by the names without them
+_EMIT_NVTX_TAIL = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=.*$")
+
+
+def group_path(nvtx_path: str) -> str:
+    """The NVTX path a kernel is grouped under: each range name without emit_nvtx's ', seq = …,
+    op_id = …, sizes = …' tail (the full path stays on the row)."""
+    return "/".join(_EMIT_NVTX_TAIL.sub("", part) for part in nvtx_path.split("/")) if nvtx_path else ""
+
+
 def ledger_ran(df: pd.DataFrame) -> bool:
     """The measured-vs-compulsory join filled at least one kernel (ledger columns non-null)."""
     if "ledger_op" in df.columns and (df["ledger_op"].astype(str).replace({"nan": "", "<NA>": ""}) != "").any():
@@ -332,7 +343,7 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame) -> str:
     group_time: dict[str, float] = {}
     total_s = float(np.nansum(k["duration_s"].to_numpy(float)))
     for r in k.itertuples():
-        path = str(r.nvtx_path) if isinstance(r.nvtx_path, str) else ""
+        path = group_path(str(r.nvtx_path) if isinstance(r.nvtx_path, str) else "")
         groups.setdefault(path, []).append(_kernel_row(r, ledger))
         group_time[path] = group_time.get(path, 0.0) + (0.0 if not np.isfinite(r.duration_s) else r.duration_s)
     order = sorted(groups, key=lambda p: (-group_time[p], p))
@@ -350,8 +361,9 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame) -> str:
         '</label><label>Bound at the limiting level <select id="bound"><option value="">any</option>'
         + "".join(f'<option value="{b}">{b}</option>' for b in BOUNDS)
         + f'</select></label><span><span id="shown">{len(k)}</span> of {len(k)} kernels shown</span></div>')
-    return ("<h2>Kernels</h2><p>Grouped by NVTX path (longest group first); click a column to sort within the "
-            "groups.</p>" + controls + f'<div class="scroll"><table id="kernels"><thead><tr>{head}</tr></thead>' + "".join(bodies)
+    return ("<h2>Kernels</h2><p>Grouped by NVTX path (longest group first; PyTorch's <code>seq</code> / "
+            "<code>op_id</code> counters left out, hover a row for its full path); click a column to sort within "
+            "the groups.</p>" + controls + f'<div class="scroll"><table id="kernels"><thead><tr>{head}</tr></thead>' + "".join(bodies)
             + "</table></div>")
 
 
@@ -394,4 +406,7 @@ def _kernel_row(r: Any, ledger: bool) -> str:
     cells.append(_td(str(r.missing) if isinstance(r.missing, str) else "", cls="k muted"))
     text = " ".join(str(x) for x in (name, r.kernel_name, r.source, r.nvtx_path, r.kernel_id)).lower()
     bound = str(r.bound) if isinstance(r.bound, str) and r.bound else "unknown"
-    return f'<tr class="kernel" data-bound="{_e(bound)}" data-text="{_e(text)}">' + "".join(cells) + "</tr>"
+    nvtx = str(r.nvtx_path) if isinstance(r.nvtx_path, str) else ""
+    title = f' title="NVTX: {_e(nvtx)}"' if nvtx else ""
+    return (f'<tr class="kernel" data-bound="{_e(bound)}" data-text="{_e(text)}"{title}>' + "".join(cells)
+            + "</tr>")

@@ -189,3 +189,17 @@ def test_cli_writes_the_page_and_refuses_bad_input(report: pd.DataFrame, tmp_pat
 def test_an_empty_report_still_gives_a_page(report: pd.DataFrame) -> None:
     p = Page(html.render(report.iloc[0:0]))
     assert p.rows == [] and p.tags["svg"] == 1  # the (empty) hierarchical chart, no per-level charts
+
+
+def test_emit_nvtx_counters_do_not_split_groups() -> None:
+    assert html.group_path("train/aten::linear, seq = 8, op_id = 27/aten::mm, seq = 8, op_id = 28, sizes = [[2]]") \
+        == "train/aten::linear/aten::mm"
+    assert html.group_path("") == "" and html.group_path("a/b") == "a/b"
+    df = make_report([
+        kernel(0, "gemm", 1e-3, 1e9, {"dram": 1e8, "l2": 1e8, "l1": 1e8}, nvtx_path="fc1/aten::mm, seq = 1, op_id = 5"),
+        kernel(1, "gemm", 1e-3, 1e9, {"dram": 1e8, "l2": 1e8, "l1": 1e8}, nvtx_path="fc1/aten::mm, seq = 2, op_id = 9"),
+    ])
+    p = Page(html.render(df, with_charts=False))
+    assert p.groups == ["fc1/aten::mm — 2 kernel(s), 100.0% of time"]
+    assert [r["attrs"]["title"] for r in p.rows] == [  # type: ignore[index]
+        "NVTX: fc1/aten::mm, seq = 1, op_id = 5", "NVTX: fc1/aten::mm, seq = 2, op_id = 9"]
