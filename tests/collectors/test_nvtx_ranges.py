@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -151,3 +152,69 @@ def test_ranges_show_up_in_torch_profiler_as_record_functions() -> None:
     assert "attention block" in names
     add = next(e for e in prof.events() if e.name == "aten::add")
     assert add.cpu_parent is not None and add.cpu_parent.name == "attention block"
+
+
+# --------------------------------------------------------------------------- real NVTX calls, as a tool sees them
+
+
+def _nvtx_include_dir() -> Path | None:
+    import glob
+    import os
+
+    roots = [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda", *sorted(glob.glob("/usr/local/cuda-*"))]
+    for root in roots:
+        if root and (Path(root) / "include" / "nvtx3" / "nvToolsExt.h").is_file():
+            return Path(root) / "include"
+    return None
+
+
+@pytest.fixture(scope="module")
+def nvtx_logger(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Compile tests/data/collectors/nvtx_logger.c, an NVTX injection library that logs what it receives."""
+    import shutil
+
+    include = _nvtx_include_dir()
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    if include is None or compiler is None:
+        pytest.skip("needs a C compiler and the NVTX v3 headers (CUDA toolkit include/nvtx3)")
+    lib = tmp_path_factory.mktemp("nvtx") / "libnvtx_logger.so"
+    source = Path(__file__).resolve().parents[1] / "data" / "collectors" / "nvtx_logger.c"
+    subprocess.run([compiler, "-shared", "-fPIC", "-O1", f"-I{include}", "-o", str(lib), str(source)], check=True)
+    return lib
+
+
+def _run_with_tool(lib: Path, tmp_path: Path, code: str) -> list[str]:
+    import os
+
+    log = tmp_path / "nvtx.log"
+    env = {**os.environ, "NVTX_INJECTION64_PATH": str(lib), "NSROOF_NVTX_LOG": str(log)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=Path(__file__).resolve().parents[2])
+    return log.read_text().splitlines()
+
+
+def test_a_tool_sees_nested_ranges_and_marks_in_the_nsroof_domain(nvtx_logger: Path, tmp_path: Path) -> None:
+    code = ("import nsroof\n"
+            "with nsroof.annotate('outer'):\n"
+            "    with nsroof.annotate('inner'):\n"
+            "        pass\n"
+            "nsroof.step()\n")
+    assert _run_with_tool(nvtx_logger, tmp_path, code) == [
+        "domain nsroof", "push nsroof outer", "push nsroof inner", "pop nsroof", "pop nsroof", "mark nsroof step 1",
+    ]
+
+
+def test_a_tool_sees_module_ranges_forward_then_backward(nvtx_logger: Path, tmp_path: Path) -> None:
+    code = ("import torch, nsroof\n"
+            "m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(inplace=True), torch.nn.Linear(4, 2))\n"
+            "with nsroof.annotate_modules(m):\n"
+            "    m(torch.randn(3, 4)).sum().backward()\n")
+    log = [line for line in _run_with_tool(nvtx_logger, tmp_path, code) if line.startswith(("push nsroof", "pop nsroof"))]
+    pushes = [line.removeprefix("push nsroof ") for line in log if line.startswith("push")]
+    assert pushes == ["Sequential", "Sequential.0", "Sequential.1", "Sequential.2", "Sequential (backward)",
+                      "Sequential.2 (backward)", "Sequential.1 (backward)", "Sequential.0 (backward)"]
+    # balanced at every point: never more pops than pushes, equal at the end
+    depth = 0
+    for line in log:
+        depth += 1 if line.startswith("push") else -1
+        assert depth >= 0
+    assert depth == 0
