@@ -135,7 +135,7 @@ def column_name(section: str, body: str, label: str, base_unit: str) -> tuple[st
     mapped = lookup(section, body, label, base_unit)
     if mapped is not None:
         return mapped, False
-    return ": ".join([section] + ([body] if body else []) + [label]), False
+    return ": ".join([part for part in (section, body) if part] + [label]), False
 
 
 def disambiguate(names: list[str], base_units: list[str]) -> list[str]:
@@ -143,4 +143,4 @@ def disambiguate(names: list[str], base_units: list[str]) -> list[str]:
     counts: dict[str, int] = {}
     for n in names:
         counts[n] = counts.get(n, 0) + 1
-    return [f"{n} [{u or '1'}]" if counts[n] > 1 else n for n, u in zip(names, base_units)]
+    return [f"{n} [{u or '1'}]" if counts[n] > 1 else n for n, u in zip(names, base_units, strict=True)]

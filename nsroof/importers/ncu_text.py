@@ -162,6 +162,8 @@ def split_row(line: str, spans: list[tuple[int, int]]) -> list[str] | None:
         stop = end
         while stop < len(line) and line[stop] != " ":
             stop += 1
+        if stop > end and line[start] == " ":  # padded, yet past its column: misaligned, not wide
+            return None
         shift += stop - end
         cells.append(line[start:stop].strip())
     return cells
@@ -282,8 +284,11 @@ class _Parser:
         m = _RULE_RESULT.match(line)
         if m is not None:
             return self._skip_deeper(len(m.group("indent")), i)
-        if _RULE.match(line):  # `----- ------` between two rule results
-            return i
+        if _RULE.match(line):
+            head = self.lines[i] if i < len(self.lines) else ""
+            if "Metric Name" in head and "Metric Value" in head:  # a table without a `Section:` line
+                return self._table("", ln, i - 1)
+            return i  # `----- ------` between two rule results
         return None
 
     def _skip_deeper(self, indent: int, i: int) -> int:
@@ -303,38 +308,39 @@ class _Parser:
         if j >= n or not _RULE.match(lines[j]):
             return i  # a section that printed no table (only rule results or charts)
         spans = _spans(lines[j].rstrip())
+        what = f"section {section!r} (line {section_line})" if section else f"the table at line {section_line}"
         j += 1
         columns = {"Metric Name": 0, "Metric Unit": 1, "Metric Value": 2}
         head = lines[j].rstrip() if j < n else ""
         if "Metric Name" in head and "Metric Value" in head:
             cells = split_row(head, spans)
             if cells is None or "Metric Name" not in cells or "Metric Value" not in cells:
-                raise self.error(f"header row of section {section!r} does not fit its dashed rule", j + 1)
+                raise self.error(f"header row of {what} does not fit its dashed rule", j + 1)
             columns = {c: cells.index(c) for c in ("Metric Name", "Metric Unit", "Metric Value") if c in cells}
             j += 1
             if j >= n or not _RULE.match(lines[j]):
-                raise self.error(f"header row of section {section!r} is not followed by a dashed rule",
+                raise self.error(f"header row of {what} is not followed by a dashed rule",
                                  min(j + 1, n))
             j += 1
         elif len(spans) != 3:
-            raise self.error(f"table of section {section!r} has {len(spans)} columns and no header row; "
+            raise self.error(f"{what} has {len(spans)} columns and no header row; "
                              "expected Metric Name, Metric Unit, Metric Value", j)
         kernel = len(self.launches) - 1
         name_at, value_at, unit_at = columns["Metric Name"], columns["Metric Value"], columns.get("Metric Unit")
         while True:
             if j >= n:
-                raise self.error(f"the table of section {section!r} (line {section_line}) ends without its closing "
-                                 "rule: the output is truncated", n, hint="rerun ncu and keep its whole output")
+                raise self.error(f"{what}: the table ends without its closing rule: "
+                                 "the output is truncated", n, hint="rerun ncu and keep its whole output")
             row = lines[j].rstrip()
             j += 1
             if not row.strip():
-                raise self.error(f"blank line inside the table of section {section!r} (line {section_line}): "
+                raise self.error(f"{what}: blank line inside the table: "
                                  "the output is damaged or truncated", j, hint="rerun ncu and keep its whole output")
             if _RULE.match(row):
                 return j
             cells = split_row(row, spans)
             if cells is None or not cells[name_at]:
-                raise self.error(f"row does not fit the columns of section {section!r} (line {section_line})", j,
+                raise self.error(f"{what}: row does not fit the table's columns", j,
                                  hint="the output is damaged; rerun ncu and keep its whole output")
             rows = self.rows
             rows.kernel.append(kernel)
@@ -527,7 +533,7 @@ class _Parser:
                 result[name] = strs
             else:
                 result[name] = out[:, j]
-        return result, dict(zip(col_names, col_units)), style
+        return result, dict(zip(col_names, col_units, strict=True)), style
 
 
 def _has_roofline_counters(frame: pd.DataFrame) -> bool:

@@ -327,6 +327,39 @@ def test_roofline_hint_when_only_labels(tmp_path: Path) -> None:
     assert "--page raw --print-units base" in hint
 
 
+def test_table_without_a_section_line(tmp_path: Path) -> None:
+    text = """\
+[5] app@host
+  k(int) (1, 1, 1)x(32, 1, 1), Context 1, Stream 7, Device 0, CC 8.6
+    ---------------------- ----------- ------------
+    Metric Name            Metric Unit Metric Value
+    ---------------------- ----------- ------------
+    gpu__time_duration.sum     nsecond        2,000
+    Block Size                                   32
+    ---------------------- ----------- ------------
+"""
+    df = read_text(tmp_path, text)
+    assert df["gpu__time_duration.sum"][0] == pytest.approx(2e-6)  # 2,000 nsecond
+    assert df["Block Size"][0] == 32.0  # a label outside any section keeps its own name
+    assert df.attrs["nsroof"]["warnings"] == []
+
+
+@pytest.mark.parametrize(
+    ("row", "cells"),
+    [
+        ("    Duration               msecond         1.50", ["Duration", "msecond", "1.50"]),
+        ("    Block Size                              256", ["Block Size", "", "256"]),
+        # a name wider than its column pushes unit and value right by the overflow (2 characters)
+        ("    Elapsed Cycles Total     cycle         10", ["Elapsed Cycles Total", "cycle", "10"]),
+        ("   Duration                msecond         1.50", None),  # starts left of the name column
+        ("    Duration               msecondx        1.50", None),  # padded unit runs into the gap
+    ],
+)
+def test_split_row_by_rule_widths(row: str, cells: list[str] | None) -> None:
+    spans = [(4, 22), (23, 34), (35, 47)]  # `    ------------------ ----------- ------------`
+    assert ncu_text.split_row(row, spans) == cells
+
+
 def test_rule_results_and_separators_are_skipped_not_warned(tmp_path: Path) -> None:
     df = read_text(tmp_path, TEXT_2024)
     warnings = df.attrs["nsroof"]["warnings"]
