@@ -326,6 +326,7 @@ def records_from_events(events: Sequence[Any], *, cuda: bool) -> list[OpRecord]:
             return _kernel_records(kernels, cpu_ops, tree)
 
     records: list[OpRecord] = []
+    device = cpu_name()
     for e in cpu_ops:
         unit = tree.costed_ancestor(e)
         if unit is not None and unit is not e:
@@ -340,7 +341,7 @@ def records_from_events(events: Sequence[Any], *, cuda: bool) -> list[OpRecord]:
             op=e.name, kernel_name=e.name, input_shapes=_shapes_text(e), nvtx_path="/".join(path),
             module=_module_of(path), start_us=float(e.time_range.start), duration_s=duration_us * 1e-6,
             duration_source=duration_source, flops=cost.flops, bytes=cost.bytes, precision=cost.precision,
-            formula=cost.formula, label=cost.label, missing=cost.missing, thread=int(e.thread),
+            formula=cost.formula, label=cost.label, missing=cost.missing, thread=int(e.thread), device=device,
         ))
     return records
 
@@ -381,11 +382,24 @@ def _kernel_records(kernels: list[Any], cpu_ops: list[Any], tree: _Tree) -> list
             input_shapes=_shapes_text(op) if op is not None else "", nvtx_path="/".join(path), module=_module_of(path),
             start_us=float(op.time_range.start if op is not None else k.time_range.start), duration_s=dur_us * 1e-6,
             duration_source="torch.profiler:kernel device time", flops=flops, bytes=nbytes, precision=precision,
-            formula=formula, label=label, missing=missing, device=str(meta.get("device_name", "")),
+            formula=formula, label=label, missing=missing,
+            device=str(meta.get("device_name", "")) or _cuda_device_name(getattr(k, "device_index", None)),
             grid=_dim3(meta.get("grid")), block=_dim3(meta.get("block")),
             stream=_int_or_none(meta.get("stream", getattr(k, "device_resource_id", None))),
         ))
     return records
+
+
+def _cuda_device_name(index: Any) -> str:
+    """The CUDA device's name ('' when torch cannot tell: no CUDA, or an index it does not know)."""
+    try:
+        import torch
+
+        if isinstance(index, int) and index >= 0 and torch.cuda.is_available():
+            return str(torch.cuda.get_device_name(index))
+    except (ImportError, RuntimeError, AssertionError):
+        pass
+    return ""
 
 
 def _kernel_metadata(k: Any) -> dict[str, Any]:
@@ -482,14 +496,13 @@ def frames_from_records(records: Sequence[OpRecord], *, host: str = "", pid: int
     """The kernel table (identity columns + op, input_shapes, module) and the quantities frame
     (nsroof.models.quantities contract, level dram only)."""
     n = len(records)
-    device_default = cpu_name() if any(not r.device for r in records) else ""
     kernels = pd.DataFrame({
         "source": pd.Series([SOURCE] * n, dtype=object),
         "kernel_id": pd.Series(range(n), dtype="int64"),
         "launches": pd.Series([1] * n, dtype="int64"),
         "process_id": pd.array([pid] * n, dtype="Int64"),
         "host": pd.Series([host] * n, dtype=object),
-        "device": pd.Series([r.device or device_default for r in records], dtype=object),
+        "device": pd.Series([r.device for r in records], dtype=object),
         "cc": pd.Series([""] * n, dtype=object),
         "kernel_name": pd.Series([r.kernel_name for r in records], dtype=object),
         "function": pd.Series([r.op or r.kernel_name for r in records], dtype=object),
