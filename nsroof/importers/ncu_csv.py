@@ -22,8 +22,8 @@ import csv
 import io
 import os
 import re
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,8 +36,8 @@ from nsroof.errors import InputError, UnitError
 from nsroof.importers import _ncunumbers as numbers
 from nsroof.importers import _ncutext as text
 from nsroof.importers import names, nvtx
-from nsroof.importers._nculabels import lookup as lookup_label
-from nsroof.importers.kernel_table import IDENTITY_COLUMNS
+from nsroof.importers._nculabels import column_name, disambiguate
+from nsroof.importers.kernel_table import IDENTITY_COLUMNS, fill_launch_identity
 from nsroof.units import UnknownUnitError, scale
 
 FORMAT_DETAILS = "ncu-csv:details"
@@ -60,8 +60,6 @@ _IDENTITY_MAP = {
 }
 _INT_IDENTITY = {"process_id", "context", "stream", "device_id"}
 _DETAILS_COLUMNS = ("Section Name", "Body Item Label", "Metric Name", "Metric Unit", "Metric Value")
-_CLI_SECTION = "Command line profiler metrics"  # --metrics: rows carry metric names, not labels
-_LABEL_NAME = re.compile(r"\(([A-Za-z0-9_]+__[A-Za-z0-9_.]+)\)\s*$")
 
 # Counters whose presence means the roofline can be computed (names from roofline-metrics.md §3-4).
 _BYTES_PATTERN = re.compile(
@@ -296,11 +294,11 @@ def _recover_nvtx_row(layout: _Layout, raw: str) -> list[str] | None:
     k = header.index(layout.push_pop)
     n_after = len(header) - k - 1
     line = raw.rstrip("\r\n")
-    left = re.match(r'^((?:"(?:[^"]|"")*",){%d})' % k, line)
+    left = re.match(r'^((?:"(?:[^"]|"")*",){' + str(k) + "})", line)
     if left is None:
         return None
     head_fields = next(csv.reader([left.group(1)[:-1]]))
-    right = re.search(r'((?:,"(?:[^"]|"")*"){%d})$' % n_after, line) if n_after else None
+    right = re.search(r'((?:,"(?:[^"]|"")*"){' + str(n_after) + "})$", line) if n_after else None
     if n_after and right is None:
         return None
     tail_text = right.group(1) if right is not None else ""
@@ -363,7 +361,7 @@ def _identity_frame(export: text.Export, layout: _Layout, ids: np.ndarray, table
         cols["function"] = [names.short_name(k) for k in cols["kernel_name"]]
     push = table.column(layout.push_pop).to_pylist() if layout.push_pop else [""] * n
     start = table.column(layout.start_end).to_pylist() if layout.start_end else [""] * n
-    ranges = [list(nvtx.ranges(a, b)) for a, b in zip(push, start)]
+    ranges = [list(nvtx.ranges(a, b)) for a, b in zip(push, start, strict=True)]
     cols["nvtx_ranges"] = ranges
     cols["nvtx_path"] = [nvtx.path(r) for r in ranges]
     out: dict[str, Any] = {}
@@ -418,7 +416,7 @@ def _read_details(export: text.Export, layout: _Layout) -> pd.DataFrame:
         kidx = np.searchsorted(kernel_ids, rows.kernel_ids)
         columns, units, style = _pivot_details(export, rows, kidx, len(kernel_ids))
     frame = _assemble(identity, columns)
-    _fill_launch_identity(frame)
+    fill_launch_identity(frame)
     _finish(export, layout, frame, units, style, collected, warnings, hints, FORMAT_DETAILS)
     return frame
 
@@ -706,7 +704,7 @@ def _pivot_details(
             raise UnitError(export.path, f"unknown unit {exc.unit!r} of {label!r}", line=int(row_lines[first[i]]),
                             hint="nsroof knows ncu's units (byte…Tbyte, ns/nsecond…second, hz…Ghz, "
                                  "cycle/nsecond, inst, sector, %, …); re-export with --print-units base") from None
-        name, explicit = _column_name(section, body_label, label, base)
+        name, explicit = column_name(section, body_label, label, base)
         j = col_index.get((name, base))
         if j is None:
             j = len(col_names)
@@ -716,7 +714,7 @@ def _pivot_details(
         combo_col[i] = j
         combo_factor[i] = factor
         combo_explicit[i] = explicit
-    col_names = _disambiguate(col_names, col_units)
+    col_names = disambiguate(col_names, col_units)
 
     cleaned = numbers.cells(rows.values)
     style = numbers.decide_style(cleaned)
@@ -732,31 +730,9 @@ def _pivot_details(
     parsed = numbers.parse(cleaned, style.style)
     return (
         _scatter(parsed, inverse, combo_col, combo_factor, combo_explicit, kidx, n_kernels, col_names),
-        dict(zip(col_names, col_units)),
+        dict(zip(col_names, col_units, strict=True)),
         style,
     )
-
-
-def _column_name(section: str, body: str, label: str, base: str) -> tuple[str, bool]:
-    """(column name, whether the export printed a metric name rather than a label)."""
-    if section == _CLI_SECTION:
-        return label.strip(), True
-    if "__" in label:
-        m = _LABEL_NAME.search(label)  # --print-metric-name label-name: "DRAM Frequency (dram__...)"
-        return (m.group(1) if m else label.strip()), True
-    mapped = lookup_label(section, body, label, base)
-    if mapped is not None:
-        return mapped, False
-    parts = [section] + ([body] if body else []) + [label]
-    return ": ".join(parts), False
-
-
-def _disambiguate(col_names: list[str], col_units: list[str]) -> list[str]:
-    """One label printed in two different units (dimensions) becomes two columns, `name [unit]`."""
-    seen: dict[str, int] = {}
-    for n in col_names:
-        seen[n] = seen.get(n, 0) + 1
-    return [f"{n} [{u or '1'}]" if seen[n] > 1 else n for n, u in zip(col_names, col_units)]
 
 
 def _scatter(
@@ -788,7 +764,7 @@ def _scatter(
     str_cols: dict[int, np.ndarray] = {}
     for j in np.flatnonzero(string_col).tolist():
         str_cols[j] = np.full(n_kernels, "", dtype=object)
-    for r, v in zip(str_rows[::-1].tolist(), str_values[::-1]):  # few rows: string metrics only
+    for r, v in zip(str_rows[::-1].tolist(), str_values[::-1], strict=True):  # few rows: string metrics only
         str_cols[int(col[r])][kidx[r]] = v
     for j, name in enumerate(col_names):
         result[name] = str_cols[j] if string_col[j] else out[:, j]
@@ -880,7 +856,7 @@ def _read_raw(export: text.Export, layout: _Layout) -> pd.DataFrame:
                 strs[missing[j]] = ""
                 columns[c] = strs[order]
     frame = _assemble(identity, columns)
-    _fill_launch_identity(frame)
+    fill_launch_identity(frame)
     _finish(export, layout, frame, {c: units[c] for c in columns}, style, collected, warnings, hints, FORMAT_RAW)
     return frame
 
@@ -904,25 +880,6 @@ def _assemble(identity: pd.DataFrame, columns: dict[str, Any]) -> pd.DataFrame:
         if v.dtype == object and frame[c].dtype != object:
             frame[c] = frame[c].astype(object)
     return frame
-
-
-def _fill_launch_identity(frame: pd.DataFrame) -> None:
-    """grid/block/cc/device from launch__/device__ metrics where the export lacks the columns."""
-    if "device__attribute_display_name" in frame.columns and frame["device"].eq("").all():
-        frame["device"] = pd.Series(
-            [v if isinstance(v, str) else "" for v in frame["device__attribute_display_name"]], index=frame.index,
-            dtype=object)
-    for ident, prefix in (("grid", "launch__grid_dim_"), ("block", "launch__block_dim_")):
-        dims = [f"{prefix}{a}" for a in "xyz"]
-        if frame[ident].eq("").all() and all(d in frame.columns for d in dims):
-            vals = frame[dims].to_numpy(dtype=np.float64)
-            frame[ident] = [
-                "" if np.isnan(r).any() else "(" + ", ".join(str(int(x)) for x in r) + ")" for r in vals
-            ]
-    cc_cols = ["device__attribute_compute_capability_major", "device__attribute_compute_capability_minor"]
-    if frame["cc"].eq("").all() and all(c in frame.columns for c in cc_cols):
-        vals = frame[cc_cols].to_numpy(dtype=np.float64)
-        frame["cc"] = ["" if np.isnan(r).any() else f"{int(r[0])}.{int(r[1])}" for r in vals]
 
 
 def _finish(

@@ -3,7 +3,7 @@
 Push/pop column `thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg` (or the
 shorter `thread Domain:Push/Pop_Range`), cell after CSV unquoting:
 
-    21096  "<default domain>:model.forward:none:none:none:none:none:none"  "nsroof:layer0:none:..." 
+    21096  "<default domain>:model.forward:none:none:none:none:none:none"  "nsroof:layer0:none:..."
 
 one quoted token per stack level, bottom (outermost) first, every domain of the thread concatenated.
 Start/end column `Id:Domain:Start/Stop_Range:...`: ` "100:nsroof:step0:none:..." `.

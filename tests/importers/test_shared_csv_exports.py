@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from nsroof.errors import InputError
@@ -60,7 +61,7 @@ def test_shared_folder_is_complete(shared_fixtures: Path) -> None:
     assert len(_FILES) >= 70 and ERROR_ONLY in _FILES
 
 
-def read(shared: Path, name: str) -> "ncu_csv.pd.DataFrame":
+def read(shared: Path, name: str) -> pd.DataFrame:
     return ncu_csv.read(shared / name).set_index("kernel_id")
 
 
