@@ -477,6 +477,17 @@ def resolve_machine(spec: Machine | str | os.PathLike[str] | None, *, cuda: bool
     return cpu_profile()
 
 
+def cpu_profile_pending() -> str:
+    """Where the CPU profile will be cached when it still has to be measured ('' when it is cached or when
+    the measuring module is not there)."""
+    try:
+        from nsroof.collectors.measure.cache import cache_key, resolve_cache_dir
+    except ImportError:
+        return ""
+    path = resolve_cache_dir() / f"cpu-{cache_key()}.json"
+    return "" if path.is_file() else str(path)
+
+
 def cpu_name() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:

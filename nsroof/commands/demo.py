@@ -36,7 +36,12 @@ def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Pat
                f"{cfg.heads} heads, batch {cfg.batch}×{cfg.seq} tokens; {warmup} warm-up + {steps} recorded "
                f"step(s), {torch.get_num_threads()} thread(s)")
     if machine is None:
-        click.echo("Ceilings: this CPU's measured roofline (nsroof measure's quick CPU sweep; measured once, then cached)")
+        from nsroof.collectors.torch_profile import cpu_profile_pending
+
+        pending = cpu_profile_pending()
+        click.echo("Ceilings: this CPU's measured roofline (nsroof measure's quick CPU sweep" +
+                   (f"; not cached yet: measured after the steps, about a minute, saved to {pending})" if pending
+                    else ", cached)"))
     session = profile(machine=machine, steps=steps, warmup=warmup, cuda=False)
     with session:
         train_tiny.train(warmup + steps, cfg)

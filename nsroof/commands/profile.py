@@ -92,6 +92,7 @@ def profile(steps: int | None, warmup: int, machine: str | None, output: Path, t
     from nsroof.report import parquet
 
     kind, target, args = split_command(command)
+    _announce_cpu_measurement(machine)
     session = nsroof_profile(machine=machine, steps=steps, warmup=warmup)
     with session:
         run_script(kind, target, args)
@@ -107,6 +108,20 @@ def profile(steps: int | None, warmup: int, machine: str | None, output: Path, t
         "warnings": result.warnings,
     })
     click.echo(render_summary(result, top=top, output=str(output)))
+
+
+def _announce_cpu_measurement(machine: str | None) -> None:
+    """The first CPU run measures the CPU's roofline after the script (about a minute): say so up front."""
+    if machine is not None:
+        return
+    import torch
+
+    from nsroof.collectors.torch_profile import cpu_profile_pending
+
+    pending = "" if torch.cuda.is_available() else cpu_profile_pending()
+    if pending:
+        click.echo(f"nsroof: no CPU roofline cached yet: measuring it after the run (about a minute, once; "
+                   f"cached in {pending}); --machine skips this", err=True)
 
 
 def _torch_version() -> str:
