@@ -163,3 +163,16 @@ def test_de_de_file_with_bom_crlf_and_app_output(data_dir: Path) -> None:
     assert df["lts__t_sector_hit_rate.pct"].iloc[0] == pytest.approx(33.26)
     assert df["cc"].tolist() == ["12.0"]  # "12,0" in a de_DE export
     assert df["function"].tolist() == ["saxpy_kernel"]
+
+
+def test_interleaved_launches_and_blank_lines(tmp_path: Path) -> None:
+    # rows of two launches interleaved, a blank line in between: each launch still gets its own values
+    rows = [BASIC[0], BASIC[3], BASIC[1], BASIC[4]]
+    text = details(rows).replace('\n"1","11"', '\n\n"1","11"', 1)
+    check_basic(read_text(tmp_path, text))
+
+
+def test_rule_description_spanning_lines(tmp_path: Path) -> None:
+    # a quoted value holding a newline: the row is one record, whatever the line count
+    text = details(BASIC).replace('"text"', '"first line\nsecond line"')
+    check_basic(read_text(tmp_path, text))
