@@ -3,8 +3,6 @@ through the real pipeline: what is drawn is the report's own numbers."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +26,19 @@ def avery(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> tu
     return report.frame, path
 
 
-def _nsroof(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "nsroof", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=180)
+class _Result:
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def _nsroof(*args: str) -> _Result:
+    """The CLI in-process (click's runner): same commands, no interpreter start-up per call."""
+    from click.testing import CliRunner
+
+    from nsroof.cli import cli
+
+    r = CliRunner().invoke(cli, list(args))
+    return _Result(r.exit_code, r.stdout, r.stderr + (repr(r.exception) if r.exception and r.exit_code != 2 else ""))
 
 
 def test_png_svg_and_html_from_a_real_export(avery: tuple[pd.DataFrame, Path], tmp_path: Path) -> None:
