@@ -87,6 +87,8 @@ def test_warmup_beyond_the_run_is_reported(tmp_path: Path) -> None:
     assert "no ops recorded in steps 3..3" in result.output
 
 
+# runpy warns when an earlier test in this process imported the module already; a real CLI run starts fresh.
+@pytest.mark.filterwarnings("ignore:.*found in sys.modules after import of package")
 def test_python_dash_m_runs_a_module_with_steps(tmp_path: Path) -> None:
     out = tmp_path / "tiny.parquet"
     result = CliRunner().invoke(cli, ["profile", "--machine", str(DATA / "test-cpu.json"), "--warmup", "1",
