@@ -180,7 +180,6 @@ class _Parser:
         self.lines = lines
         self.launches: list[_Launch] = []
         self.rows = _Rows()
-        self.preamble: list[str] = []  # before the first result
         self.messages: list[str] = []  # ==PROF==/==WARNING==/==ERROR== lines anywhere
         self.skipped: list[tuple[int, str]] = []  # lines after the first result that are none of ncu's
         self.process: tuple[int | None, str, str] = (None, "", "")
@@ -205,8 +204,6 @@ class _Parser:
                 self._unclaimed(other)
                 other = None
                 self.messages.append(line.strip())
-                if not self.launches:
-                    self.preamble.append(line)
                 continue
             m = _PROCESS.match(line)
             if m and "@" in m.group("rest"):
@@ -237,12 +234,10 @@ class _Parser:
             raise self._no_results()
 
     def _unclaimed(self, other: tuple[int, str] | None) -> None:
-        if other is None:
-            return
-        if self.launches:
+        """A line that is none of ncu's: application output before the results is expected; after
+        the first result it is counted in a warning."""
+        if other is not None and self.launches:
             self.skipped.append(other)
-        else:
-            self.preamble.append(other[1])
 
     def _kernel_line(self, line: str, ln: int, other: tuple[int, str] | None) -> _Launch | None:
         m = _KERNEL_DIMS_ONLY.match(line)
