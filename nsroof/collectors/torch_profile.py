@@ -596,6 +596,23 @@ def top_ops(report: pd.DataFrame, top: int = 10) -> pd.DataFrame:
     return out.sort_values("time_s", ascending=False).head(top).reset_index(drop=True)
 
 
+def top_modules(report: pd.DataFrame, top: int = 5) -> pd.DataFrame:
+    """Per innermost module: time, share, the bound carrying most of its time and the memory/compute split."""
+    r = report[report["module"].astype(str) != ""]
+    total = float(report["duration_s"].astype("float64").fillna(0.0).sum())
+    rows = []
+    for module, g in r.groupby(r["module"].astype(str), sort=False):
+        d = g["duration_s"].astype("float64").fillna(0.0)
+        t = float(d.sum())
+        by_bound = d.groupby(g["bound"].astype(str)).sum()
+        rows.append({"module": module, "time_s": t, "share": t / total if total > 0 else math.nan,
+                     "bound": str(by_bound.idxmax()) if len(by_bound) else "unknown",
+                     "memory": float(by_bound.get("memory", 0.0)) / t if t > 0 else math.nan,
+                     "compute": float(by_bound.get("compute", 0.0)) / t if t > 0 else math.nan})
+    out = pd.DataFrame(rows, columns=["module", "time_s", "share", "bound", "memory", "compute"])
+    return out.sort_values("time_s", ascending=False).head(top).reset_index(drop=True)
+
+
 def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, output: str | None = None) -> str:
     """Top ops by time with their bound, the share of time memory-/compute-bound, and the coverage."""
     from nsroof.report.summary import human_time
@@ -621,6 +638,14 @@ def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, outpu
         name = row["op"] if len(row["op"]) <= 44 else row["op"][:43] + "…"
         lines.append(f"  {name:<44} {row['calls']:>6} {human_time(row['time_s']):>9} {row['share']:>6.1%}  "
                      f"{row['bound']:<8} {frac:>5} {inten:>8}")
+    modules = top_modules(report, 5)
+    if len(modules):
+        lines.append("")
+        lines.append("Top modules by time (forward and backward; time-weighted bound)")
+        for _, row in modules.iterrows():
+            name = row["module"] if len(row["module"]) <= 44 else row["module"][:43] + "…"
+            lines.append(f"  {name:<44} {human_time(row['time_s']):>9} {row['share']:>6.1%}  {row['bound']:<8} "
+                         f"memory {row['memory']:.0%} / compute {row['compute']:.0%}")
     lines.append("")
     shares = {b: float(d[report["bound"].astype(str) == b].sum() / total) if total > 0 else math.nan
               for b in ("memory", "compute", "unknown")}
