@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 DOMAIN = "nsroof"
@@ -388,7 +388,3 @@ def _ensure_backward_cleanup() -> None:
 
     torch.autograd.Variable._execution_engine.queue_callback(close_leftovers)
 
-
-def iter_module_ranges(path: list[str]) -> Iterator[str]:
-    """The module ranges in a range path, outermost first."""
-    return (name for name in path if name in MODULE_RANGE_NAMES)

@@ -27,7 +27,6 @@ import gzip
 import json
 import math
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -419,6 +418,3 @@ def apply_analytic(kernels: pd.DataFrame, quantities: pd.DataFrame) -> pd.DataFr
     q.loc[still_b, "missing_dram"] = why[still_b]
     return q
 
-
-def shapes_text(dims: Sequence[Any] | None) -> str:
-    return str(list(dims)) if dims and any(dims) else ""
