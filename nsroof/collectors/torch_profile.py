@@ -657,6 +657,11 @@ def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, outpu
         missing["why"] = missing["missing"].astype(str).str.split(",").str[0]
         worst = missing.groupby("why")["duration_s"].sum().sort_values(ascending=False).head(3)
         lines.append("  largest uncovered: " + "; ".join(f"{why} ({human_time(t)})" for why, t in worst.items()))
+    above = report["above_roof"].astype(bool)
+    if above.any():
+        lines.append(f"Above a roof: {int(above.sum())} rows ({float(d[above].sum() / total):.1%} of the time) beat the "
+                     "DRAM roof or the compute peak — the analytic bytes are what DRAM must at least move, so a working "
+                     "set served from caches beats the DRAM roof; a compute peak measured low does the same")
     if isinstance(result, ProfileResult):
         if result.step_source:
             lines.append(f"Steps: {result.steps_marked} marked ({result.step_source})")
