@@ -86,10 +86,8 @@ class _Layout:
 
 @dataclass
 class _Collected:
-    """What the blocks leave behind: compact columns only."""
+    """What reading the rows noticed: row count, repaired rows, skipped text lines."""
 
-    identity: list[pa.Table] = field(default_factory=list)
-    metric_tables: list[pa.Table] = field(default_factory=list)
     n_rows: int = 0
     bad_rows: list[tuple[int, str]] = field(default_factory=list)
     text_lines: list[tuple[int, str]] = field(default_factory=list)
@@ -334,8 +332,7 @@ def _first_per_id(table: pa.Table, ids: np.ndarray) -> tuple[np.ndarray, pa.Tabl
     return uniq[order], table.take(pa.array(first[order]))
 
 
-def _identity_frame(export: text.Export, layout: _Layout, ids: np.ndarray, table: pa.Table,
-                    warnings: list[str]) -> pd.DataFrame:
+def _identity_frame(export: text.Export, layout: _Layout, ids: np.ndarray, table: pa.Table) -> pd.DataFrame:
     """One row per launch, kernel-table identity columns, in ID order."""
     order = np.argsort(ids, kind="stable")
     ids = ids[order]
@@ -407,7 +404,7 @@ def _read_details(export: text.Export, layout: _Layout) -> pd.DataFrame:
         uids, ident_table, rows = _details_robust(export, layout, collected)
     warnings: list[str] = []
     hints: list[str] = []
-    identity = _identity_frame(export, layout, uids, ident_table, warnings)
+    identity = _identity_frame(export, layout, uids, ident_table)
     kernel_ids = identity["kernel_id"].to_numpy()
     columns: dict[str, Any] = {}
     units: dict[str, str] = {}
@@ -628,10 +625,10 @@ def _details_robust(export: text.Export, layout: _Layout, collected: _Collected)
         ids = _ids(export, table.column("ID"), lines)
         u, first = _first_per_id(table.select(ident_cols), ids)
         ident_ids.append(u)
-        ident_tables.append(_compact(first))
+        ident_tables.append(first)  # take() copies: the block can go
         keep = pc.not_equal(table.column("Metric Name"), "")
         keep_np = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
-        metric_parts.append(_compact(table.select(detail_cols).filter(keep)))
+        metric_parts.append(table.select(detail_cols).filter(keep))
         id_parts.append(ids[keep_np])
         line_parts.append(lines[keep_np])
 
@@ -656,11 +653,6 @@ def _details_robust(export: text.Export, layout: _Layout, collected: _Collected)
                      codes("Body Item Label"), codes("Metric Name"), codes("Metric Unit"),
                      metrics.column("Metric Value"))
     return uids, ident_table, rows
-
-
-def _compact(table: pa.Table) -> pa.Table:
-    """Copy a slice/filter result into its own buffers so the block it came from can be freed."""
-    return pa.Table.from_batches([b for b in table.combine_chunks().to_batches()]) if table.num_rows else table
 
 
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
@@ -812,7 +804,7 @@ def _read_raw(export: text.Export, layout: _Layout) -> pd.DataFrame:
                          hint="export one report per file")
     warnings: list[str] = []
     hints: list[str] = []
-    identity = _identity_frame(export, layout, ids, table.select(identity_cols), warnings)
+    identity = _identity_frame(export, layout, ids, table.select(identity_cols))
     order = np.argsort(ids, kind="stable")
 
     units: dict[str, str] = {}
