@@ -55,6 +55,8 @@ POINTWISE_FLOPS: dict[str, tuple[float, str]] = {
     "zero": (0, "write only"),
 }
 
+_FLOATING = ("fp64", "fp32", "fp16", "bf16", "fp8")
+
 # Pointwise ops whose inputs are all the tensors passed (no output tensor among them).
 _WRITE_ONLY = {"fill", "zero"}
 
@@ -295,10 +297,20 @@ def _pointwise(kind: str) -> Reader:
             out_shape = _broadcast(out_shape, shape)
         n = numel(out_shape)
         read_from = tensors[1:] if kind == "copy" else tensors  # copy_(self, src) overwrites self unread
-        reads = 0 if kind in _WRITE_ONLY else sum(numel(shape) for shape, _ in read_from)
-        dtype = _need_dtype(t, tensors[0][1])
+        # The data's dtype: the first floating input (where(cond, a, b) starts with a bool mask).
+        floating = [i for _, i in tensors if _dtype(t, i) in _FLOATING]
+        dtype = _need_dtype(t, floating[0] if floating else tensors[0][1])
+        reads, other_bytes = 0, 0.0
+        if kind not in _WRITE_ONLY:
+            from nsroof.models.ledger.core import dtype_bytes
+
+            for shape, i in read_from:
+                if _dtype(t, i) == dtype:
+                    reads += numel(shape)
+                else:
+                    other_bytes += numel(shape) * dtype_bytes(_need_dtype(t, i))
         return _ledger("pointwise", n=n, read_elements=reads, flops_per_element=float(flops_per_element),
-                       dtype=dtype, op=f"{kind}: {note}")
+                       dtype=dtype, op=f"{kind}: {note}", other_read_bytes=other_bytes)
 
     return read
 

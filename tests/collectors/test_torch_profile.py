@@ -181,8 +181,14 @@ def test_summary_names_top_ops_bounds_and_coverage() -> None:
          None, 0, 8 * 64 + 2 * 4 * 64 * 32),
         # add with a broadcast bias: out [8, 32] (256), reads 256 + 32, writes 256 -> 4·544 bytes, 256 FLOP
         ("aten::add", [[8, 32], [32], []], ["float", "float", "Scalar"], None, 256, 4 * (256 + 32 + 256)),
-        # in-place add_ on a 0-dim step counter: 1 FLOP, 4·(1 + 1 + 1)
-        ("aten::add_", [[], [], []], ["float", "long int", "Scalar"], None, 1, 4 * 3),
+        # where(mask, a, b) over [16] fp32 with a bool mask: a, b and the output at 4 B, the mask at 1 B:
+        # 4·(16 + 16 + 16) + 1·16 = 208 bytes; 1 select per output = 16 FLOP
+        ("aten::where", [[16], [16], [16]], ["bool", "float", "float"], None, 16, 4 * 48 + 16),
+        # in-place add_ of a 0-dim int64 tensor to AdamW's 0-dim fp32 step counter: 1 FLOP;
+        # read 4 (fp32) + 8 (int64), write 4 = 16 bytes
+        ("aten::add_", [[], [], []], ["float", "long int", "Scalar"], None, 1, 4 + 8 + 4),
+        # copy_ of int64 into fp32 [10]: the destination is written, not read: 8·10 + 4·10 = 120 bytes
+        ("aten::copy_", [[10], [10], []], ["float", "long int", "Scalar"], None, 0, 8 * 10 + 4 * 10),
     ],
 )
 def test_op_costs_golden(op: str, shapes: list, dtypes: list, concrete: list | None, flops: float, nbytes: float) -> None:

@@ -50,22 +50,27 @@ def gemm_bias(m: int, n: int, k: int, bias_elements: int, dtype: str = "fp32", b
 
 
 @register("pointwise", source=SRC_TORCH)
-def pointwise(n: int, read_elements: int, flops_per_element: float, dtype: str = "fp32", op: str = "") -> Operator:
+def pointwise(n: int, read_elements: int, flops_per_element: float, dtype: str = "fp32", op: str = "",
+              other_read_bytes: float = 0.0) -> Operator:
     """An n-ary elementwise op: read every input element once (broadcast inputs at their own size), write
-    the n outputs once, `flops_per_element` FLOPs per output."""
+    the n outputs once, `flops_per_element` FLOPs per output. Inputs of another dtype than the data (a
+    bool mask, an index tensor) come in as `other_read_bytes`."""
     _positive("pointwise", n=n)
-    if read_elements < 0 or flops_per_element < 0:
-        raise LedgerError("pointwise: read_elements and flops_per_element must be >= 0")
+    if read_elements < 0 or flops_per_element < 0 or other_read_bytes < 0:
+        raise LedgerError("pointwise: read_elements, flops_per_element and other_read_bytes must be >= 0")
     dt = canonical_dtype(dtype)
     b = dtype_bytes(dt)
-    items = (
+    items = [
         Term("read inputs", bytes=nbytes(read_elements, dt), note=f"sum of input elements·{b:g} B"),
         Term("write output", bytes=nbytes(n, dt), note=f"n·{b:g} B"),
         Term(op or "arithmetic", flops=flops_per_element * n, note=f"{flops_per_element:g} per output element"),
-    )
-    shape = {"n": n, "read_elements": read_elements, "flops_per_element": flops_per_element} | ({"op": op} if op else {})
+    ]
+    if other_read_bytes:
+        items.insert(1, Term("read inputs of other dtypes", bytes=float(other_read_bytes), note="elements·their own size"))
+    shape = {"n": n, "read_elements": read_elements, "flops_per_element": flops_per_element} | (
+        {"op": op} if op else {}) | ({"other_read_bytes": other_read_bytes} if other_read_bytes else {})
     roof_dtype = "fp64" if dt == "fp64" else "fp32"
-    return Operator("pointwise", shape, dt, Cost(items), Roof("simt", roof_dtype))
+    return Operator("pointwise", shape, dt, Cost(tuple(items)), Roof("simt", roof_dtype))
 
 
 @register("reduction", source=SRC_TORCH)
