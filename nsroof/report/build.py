@@ -77,12 +77,24 @@ def dominant_precision(q: pd.DataFrame) -> pd.Series:
 
 
 def _join(*parts: str) -> str:
-    seen: list[str] = []
-    for p in parts:
-        for token in (t.strip() for t in str(p).split(",")):
-            if token and token not in seen:
-                seen.append(token)
+    """Comma-join the non-empty parts, each token once, in order."""
+    present = [p for p in parts if p]
+    if len(present) <= 1:
+        return present[0] if present else ""
+    seen: dict[str, None] = {}
+    for p in present:
+        for token in p.split(","):
+            token = token.strip()
+            if token:
+                seen[token] = None
     return ", ".join(seen)
+
+
+def _text(q: pd.DataFrame, name: str) -> np.ndarray:
+    """A text column as an object array of str ('' for missing)."""
+    if name not in q.columns:
+        return np.full(len(q), "", dtype=object)
+    return q[name].astype(object).where(q[name].notna(), "").astype(str).to_numpy(dtype=object)
 
 
 def _col(q: pd.DataFrame, name: str, default: object = np.nan) -> pd.Series:
@@ -108,22 +120,31 @@ def build_report(
     n = len(kernels)
 
     devices = kernels["device"].fillna("").astype(str) if "device" in kernels else pd.Series([""] * n)
-    machine_of = [resolve(d) for d in devices]
+    # resolve each distinct device once; per-kernel arrays come from integer codes
+    dev_codes, dev_uniques = pd.factorize(devices, sort=False)
+    dev_machines = [resolve(str(d)) for d in dev_uniques]
 
     precision = dominant_precision(q)
     # A kernel without FLOPs is placed under the fp32 roof: its intensity is 0 whatever the roof.
-    roof_precision = precision.where(precision != "", "fp32")
+    roof_precision = precision.where(precision != "", "fp32").to_numpy(dtype=object)
 
     peak = np.full(n, np.nan)
     peak_src = np.full(n, "", dtype=object)
-    ncu_peak = {p: _col(q, f"peak_flop_per_s_{p}").astype("float64").to_numpy() for p in PRECISIONS}
-    ncu_peak_src = {p: _col(q, f"ceiling_source_{p}", "").fillna("").astype(str).to_numpy() for p in PRECISIONS}
-    for i in range(n):
-        p = roof_precision.iat[i]
-        if not np.isnan(ncu_peak[p][i]):
-            peak[i], peak_src[i] = ncu_peak[p][i], ncu_peak_src[p][i] or "ncu"
-        else:
-            peak[i], peak_src[i] = _machine_peak(machine_of[i], p)
+    for p in PRECISIONS:
+        rows = roof_precision == p
+        if not rows.any():
+            continue
+        ncu_value = _col(q, f"peak_flop_per_s_{p}").astype("float64").to_numpy()
+        ncu_src = _col(q, f"ceiling_source_{p}", "").fillna("").astype(str).to_numpy(dtype=object)
+        spec = [_machine_peak(m, p) for m in dev_machines]
+        spec_value = np.array([v for v, _ in spec] or [np.nan], dtype=float)[dev_codes] if n else np.array([])
+        spec_src = np.array([s_ for _, s_ in spec] or [""], dtype=object)[dev_codes] if n else np.array([], dtype=object)
+        from_ncu = rows & ~np.isnan(ncu_value)
+        from_spec = rows & np.isnan(ncu_value)
+        peak[from_ncu] = ncu_value[from_ncu]
+        peak_src[from_ncu] = np.where(ncu_src[from_ncu] == "", "ncu", ncu_src[from_ncu])
+        peak[from_spec] = spec_value[from_spec]
+        peak_src[from_spec] = spec_src[from_spec]
 
     flops_cols = [f"flops_{p}" for p in PRECISIONS]
     base = pd.DataFrame(
@@ -157,37 +178,40 @@ def build_report(
                  "nvtx_path", "source", "duration_source", "flops_source"):
         base[name] = base[name].astype(object).where(base[name].notna(), "").astype(str)
 
+    missing_common = [_text(q, "missing_duration"), _text(q, "missing_flops")]
+    no_peak = np.isnan(peak)
+    peak_reason = np.array(
+        [f"peak_flop_per_s[{p}] (no ncu peak metric; device {d!r} not in the machine table: pass --machine)"
+         for p, d in zip(roof_precision, devices, strict=True)], dtype=object) if no_peak.any() else None
     frames = []
     for level in levels:
         bytes_ = _col(q, f"bytes_{level}").astype("float64").to_numpy()
         bw = _col(q, f"bandwidth_bytes_per_s_{level}").astype("float64").to_numpy().copy()
-        bw_src = _col(q, f"ceiling_source_{level}", "").fillna("").astype(str).to_numpy().copy()
-        for i in range(n):
-            if np.isnan(bw[i]):
-                bw[i], bw_src[i] = _machine_bandwidth(machine_of[i], level)
-            elif not bw_src[i]:
-                bw_src[i] = "ncu"
+        bw_src = _text(q, f"ceiling_source_{level}").copy()
+        spec = [_machine_bandwidth(m, level) for m in dev_machines]
+        if n:
+            spec_bw = np.array([v for v, _ in spec], dtype=float)[dev_codes]
+            spec_src = np.array([s_ for _, s_ in spec], dtype=object)[dev_codes]
+            from_spec = np.isnan(bw)
+            bw[from_spec] = spec_bw[from_spec]
+            bw_src[from_spec] = spec_src[from_spec]
+            bw_src[~from_spec & (bw_src == "")] = "ncu"
         frame = base.copy()
         frame["level"] = level
         frame["bytes"] = bytes_
-        frame["bytes_source"] = _col(q, f"bytes_source_{level}", "").fillna("").astype(str).to_numpy()
+        frame["bytes_source"] = _text(q, f"bytes_source_{level}")
         frame["bandwidth_bytes_per_s"] = bw
         frame["ceiling_source"] = [_ceiling_source(ps, bs) for ps, bs in zip(peak_src, bw_src, strict=True)]
-        missing = []
-        for i in range(n):
-            extra = []
-            if np.isnan(peak[i]):
-                extra.append(f"peak_flop_per_s[{roof_precision.iat[i]}] (no ncu peak metric; device "
-                             f"{devices.iat[i]!r} not in the machine table: pass --machine)")
-            if np.isnan(bw[i]):
-                extra.append(f"bandwidth_bytes_per_s[{level}] (no ncu peak metric or machine figure)")
-            missing.append(_join(
-                str(_col(q, "missing_duration", "").iat[i] or ""),
-                str(_col(q, "missing_flops", "").iat[i] or ""),
-                str(_col(q, f"missing_{level}", "").iat[i] or ""),
-                *extra,
-            ))
-        frame["missing"] = missing
+        bw_reason = f"bandwidth_bytes_per_s[{level}] (no ncu peak metric or machine figure)"
+        no_bw = np.isnan(bw)
+        level_missing = _text(q, f"missing_{level}")
+        frame["missing"] = [
+            _join(md, mf, ml, pr if np_ else "", bw_reason if nb else "")
+            for md, mf, ml, pr, np_, nb in zip(
+                *missing_common, level_missing,
+                peak_reason if peak_reason is not None else np.full(n, "", dtype=object),
+                no_peak, no_bw, strict=True)
+        ]
         frames.append(frame)
 
     report = pd.concat(frames, ignore_index=True) if frames else base.iloc[0:0].copy()
