@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,10 @@ def analyze(
     warnings: list[str] = []
     hints: list[str] = []
     formats: dict[str, str] = {}
+    # hash the inputs (provenance) on a thread while they are parsed: hashlib releases the GIL
+    hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsroof-sha256")
+    digests = {os.fspath(p): hasher.submit(parquet.sha256_of, p) for p in paths}
+    hasher.shutdown(wait=False)
     for path in paths:
         kernels = importers.read(path)
         facts = kernels.attrs.get("nsroof", {})
@@ -91,7 +96,8 @@ def analyze(
 
     used = _machines_used(frame, fixed, resolver)
     metadata = parquet.build_metadata(
-        inputs=[parquet.input_record(p) | {"format": formats.get(Path(p).name, "")} for p in paths],
+        inputs=[{"name": Path(p).name, "path": os.fspath(p), "sha256": digests[os.fspath(p)].result(),
+                 "format": formats.get(Path(p).name, "")} for p in paths],
         machines=used,
         extra={"aggregate": aggregate, "warnings": warnings, "hints": hints,
                "ledger": os.fspath(ledger) if ledger else None},
