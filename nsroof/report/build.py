@@ -274,10 +274,19 @@ def kernel_key(report: pd.DataFrame) -> pd.Series:
 
 
 def limiting_level(report: pd.DataFrame) -> pd.Series:
-    """Per kernel, the level with the largest time floor ('' when no level has one)."""
+    """Per kernel, what sets its time floor: the level whose bytes / bandwidth is largest, or
+    'compute' when flops / peak is at least every level's memory time ('' when nothing is known)."""
     key = kernel_key(report)
-    floors = report["time_floor_s"].astype("float64")
-    best = floors.fillna(-1.0).groupby(key, sort=False).transform("max")
-    is_best = (floors == best) & floors.notna()
-    level_of_best = report["level"].where(is_best).groupby(key, sort=False).transform("first")
-    return level_of_best.fillna("").astype(object)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        memory_s = report["bytes"].astype("float64") / report["bandwidth_bytes_per_s"].astype("float64")
+        compute_s = report["flops"].astype("float64") / report["peak_flop_per_s"].astype("float64")
+    grouped = memory_s.fillna(-1.0).groupby(key, sort=False)
+    worst_memory = grouped.transform("max")
+    is_worst = (memory_s == worst_memory) & memory_s.notna()
+    level_of_worst = report["level"].astype(object).where(is_worst).groupby(key, sort=False).transform("first")
+    worst_compute = compute_s.groupby(key, sort=False).transform("max")
+    compute_wins = worst_compute.notna() & (worst_compute >= worst_memory)
+    out = level_of_worst.where(~compute_wins, "compute")
+    # a kernel with no known floor at any level names nothing
+    known = report["time_floor_s"].astype("float64").notna().groupby(key, sort=False).transform("any")
+    return out.where(known, "").fillna("").astype(object)

@@ -58,6 +58,9 @@ def test_sgemm_is_compute_bound_and_limited_by_compute(report: tuple[pd.DataFram
     # 2,147,483,648 FLOP / 2e-4 s = 1.0737e13 FLOP/s of 19.5e12 -> 0.5506
     assert math.isclose(rows.loc["dram", "roof_fraction"], 2_147_483_648 / 2e-4 / 19.5e12)
     assert rows.loc["dram", "precision"] == "fp32"
+    # compute floor 2,147,483,648 / 19.5e12 = 1.101e-4 s beats DRAM's 12,582,912 / 1.555e12 = 8.09e-6 s
+    # (L2/L1 have no roof in the datasheet table, so they cannot beat it)
+    assert set(rows["limiting"]) == {"compute"}
 
 
 def test_summary_and_metadata(report: tuple[pd.DataFrame, str, Path]) -> None:
