@@ -6,13 +6,12 @@ tests that use them skip when the folder is absent. Never copy those files into 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = Path(os.environ.get("NSROOF_SHARED_FIXTURES", REPO.parent / "shared" / "fixtures"))
+from tests._paths import REPO, SHARED_FIXTURES  # noqa: F401  (REPO re-exported for tests)
+
 DATA = Path(__file__).resolve().parent / "data"
 
 

@@ -18,15 +18,16 @@ Skipped when the shared folder or the `ncu-report` package is absent.
 from __future__ import annotations
 
 import csv
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from tests._paths import SHARED_FIXTURES
+
 REPO = Path(__file__).resolve().parents[1]
-_SHARED = Path(os.environ.get("NSROOF_SHARED_FIXTURES", REPO.parent / "shared" / "fixtures"))
+_SHARED = SHARED_FIXTURES
 NAMES = sorted(
     p.name[: -len(".ncu-rep")]
     for p in (_SHARED / "rep").glob("*.ncu-rep")

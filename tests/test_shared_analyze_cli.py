@@ -4,7 +4,6 @@ one clean line on stderr, exit code 2 and no output file. Skipped when the folde
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -12,9 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from nsroof.cli import cli
+from tests._paths import SHARED_FIXTURES
 
 REPO = Path(__file__).resolve().parents[1]
-_SHARED = Path(os.environ.get("NSROOF_SHARED_FIXTURES", REPO.parent / "shared" / "fixtures"))
+_SHARED = SHARED_FIXTURES
 FOLDERS = ("csv", "converted", "synthetic", "rep", "traces")
 FILES = sorted(f"{p.parent.name}/{p.name}" for folder in FOLDERS for p in (_SHARED / folder).glob("*") if p.is_file())
 

@@ -20,9 +20,10 @@ import pytest
 
 from nsroof.errors import InputError
 from nsroof.importers import ncu_rep
+from tests._paths import SHARED_FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
-_SHARED = Path(os.environ.get("NSROOF_SHARED_FIXTURES", REPO.parent / "shared" / "fixtures"))
+_SHARED = SHARED_FIXTURES
 REPORT_NAMES = sorted(p.name[: -len(".ncu-rep")] for p in (_SHARED / "rep").glob("*.ncu-rep")) or ["<no shared reports>"]
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +16,9 @@ import pytest
 from nsroof.errors import InputError
 from nsroof.importers import ncu_csv
 from nsroof.importers.kernel_table import metric_columns
+from tests._paths import SHARED_FIXTURES
 
-_ROOT = Path(os.environ.get("NSROOF_SHARED_FIXTURES", Path(__file__).resolve().parents[3] / "shared" / "fixtures"))
+_ROOT = SHARED_FIXTURES
 _FILES = sorted(
     p.relative_to(_ROOT).as_posix()
     for folder in ("csv", "converted", "synthetic")
