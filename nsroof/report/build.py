@@ -146,79 +146,83 @@ def build_report(
         peak[from_spec] = spec_value[from_spec]
         peak_src[from_spec] = spec_src[from_spec]
 
-    flops_cols = [f"flops_{p}" for p in PRECISIONS]
-    base = pd.DataFrame(
-        {
-            "source": kernels.get("source", pd.Series([""] * n)).astype(object),
-            "kernel_id": kernels.get("kernel_id", pd.Series(range(n))).astype("Int64"),
-            "launches": kernels.get("launches", pd.Series([1] * n)).astype("Int64"),
-            "kernel_name": kernels.get("kernel_name", pd.Series([""] * n)),
-            "function": kernels.get("function", pd.Series([""] * n)),
-            "op": kernels.get("op", pd.Series([""] * n)),
-            "input_shapes": kernels.get("input_shapes", pd.Series([""] * n)),
-            "module": kernels.get("module", pd.Series([""] * n)),
-            "device": devices,
-            "cc": kernels.get("cc", pd.Series([""] * n)),
-            "host": kernels.get("host", pd.Series([""] * n)),
-            "process_id": kernels.get("process_id", pd.Series([pd.NA] * n)).astype("Int64"),
-            "grid": kernels.get("grid", pd.Series([""] * n)),
-            "block": kernels.get("block", pd.Series([""] * n)),
-            "stream": kernels.get("stream", pd.Series([pd.NA] * n)).astype("Int64"),
-            "nvtx_path": kernels.get("nvtx_path", pd.Series([""] * n)),
-            "duration_s": _col(q, "duration_s").astype("float64"),
-            "duration_source": _col(q, "duration_source", ""),
-            "flops": _col(q, "flops").astype("float64"),
-            **{c: _col(q, c).astype("float64") for c in flops_cols},
-            "flops_source": _col(q, "flops_source", ""),
-            "precision": precision,
-            "peak_flop_per_s": peak,
-        }
-    )
-    for name in ("kernel_name", "function", "op", "input_shapes", "module", "cc", "host", "grid", "block",
-                 "nvtx_path", "source", "duration_source", "flops_source"):
-        base[name] = base[name].astype(object).where(base[name].notna(), "").astype(str)
+    L = len(levels)
 
+    def per_kernel(values: object) -> np.ndarray:
+        """Repeat a per-kernel array once per level: kernel-major rows."""
+        return np.repeat(np.asarray(values), L)
+
+    def text(name: str) -> np.ndarray:
+        return _text(kernels, name)
+
+    def ints(name: str) -> pd.arrays.IntegerArray:
+        if name not in kernels:
+            return pd.array(np.full(n * L, pd.NA), dtype="Int64")
+        return pd.array(kernels[name], dtype="Int64").take(np.repeat(np.arange(n), L))
+
+    columns: dict[str, object] = {
+        "source": per_kernel(text("source")),
+        "kernel_id": pd.array(kernels["kernel_id"] if "kernel_id" in kernels else np.arange(n),
+                              dtype="Int64").take(np.repeat(np.arange(n), L)),
+        "launches": ints("launches") if "launches" in kernels else pd.array(np.ones(n * L, dtype=np.int64), dtype="Int64"),
+        **{name: per_kernel(text(name)) for name in ("kernel_name", "function", "op", "input_shapes", "module")},
+        "device": per_kernel(devices.to_numpy(dtype=object)),
+        "cc": per_kernel(text("cc")),
+        "host": per_kernel(text("host")),
+        "process_id": ints("process_id"),
+        "grid": per_kernel(text("grid")),
+        "block": per_kernel(text("block")),
+        "stream": ints("stream"),
+        "nvtx_path": per_kernel(text("nvtx_path")),
+        "duration_s": per_kernel(_col(q, "duration_s").astype("float64").to_numpy()),
+        "duration_source": per_kernel(_text(q, "duration_source")),
+        "flops": per_kernel(_col(q, "flops").astype("float64").to_numpy()),
+        **{f"flops_{p}": per_kernel(_col(q, f"flops_{p}").astype("float64").to_numpy()) for p in PRECISIONS},
+        "flops_source": per_kernel(_text(q, "flops_source")),
+        "precision": per_kernel(precision.to_numpy(dtype=object)),
+        "peak_flop_per_s": per_kernel(peak),
+        "level": np.tile(np.array(list(levels), dtype=object), n),
+    }
+
+    # per-level columns as (n, L) arrays, raveled kernel-major
+    bytes_ = np.empty((n, L))
+    bytes_source = np.empty((n, L), dtype=object)
+    bandwidth = np.empty((n, L))
+    ceiling = np.empty((n, L), dtype=object)
+    missing = np.empty((n, L), dtype=object)
     missing_common = [_text(q, "missing_duration"), _text(q, "missing_flops")]
     no_peak = np.isnan(peak)
     peak_reason = np.array(
         [f"peak_flop_per_s[{p}] (no ncu peak metric; device {d!r} not in the machine table: pass --machine)"
-         for p, d in zip(roof_precision, devices, strict=True)], dtype=object) if no_peak.any() else None
-    frames = []
-    for level in levels:
-        bytes_ = _col(q, f"bytes_{level}").astype("float64").to_numpy()
+         if flag else "" for p, d, flag in zip(roof_precision, devices, no_peak, strict=True)], dtype=object)
+    for j, level in enumerate(levels):
         bw = _col(q, f"bandwidth_bytes_per_s_{level}").astype("float64").to_numpy().copy()
         bw_src = _text(q, f"ceiling_source_{level}").copy()
-        spec = [_machine_bandwidth(m, level) for m in dev_machines]
         if n:
+            spec = [_machine_bandwidth(m, level) for m in dev_machines]
             spec_bw = np.array([v for v, _ in spec], dtype=float)[dev_codes]
             spec_src = np.array([s_ for _, s_ in spec], dtype=object)[dev_codes]
             from_spec = np.isnan(bw)
             bw[from_spec] = spec_bw[from_spec]
             bw_src[from_spec] = spec_src[from_spec]
             bw_src[~from_spec & (bw_src == "")] = "ncu"
-        frame = base.copy()
-        frame["level"] = level
-        frame["bytes"] = bytes_
-        frame["bytes_source"] = _text(q, f"bytes_source_{level}")
-        frame["bandwidth_bytes_per_s"] = bw
-        frame["ceiling_source"] = [_ceiling_source(ps, bs) for ps, bs in zip(peak_src, bw_src, strict=True)]
+        bytes_[:, j] = _col(q, f"bytes_{level}").astype("float64").to_numpy()
+        bytes_source[:, j] = _text(q, f"bytes_source_{level}")
+        bandwidth[:, j] = bw
+        pairs: dict[tuple[str, str], str] = {}
+        ceiling[:, j] = [pairs.setdefault((ps, bs), _ceiling_source(ps, bs)) if (ps, bs) not in pairs else pairs[(ps, bs)]
+                         for ps, bs in zip(peak_src, bw_src, strict=True)]
         bw_reason = f"bandwidth_bytes_per_s[{level}] (no ncu peak metric or machine figure)"
-        no_bw = np.isnan(bw)
-        level_missing = _text(q, f"missing_{level}")
-        frame["missing"] = [
-            _join(md, mf, ml, pr if np_ else "", bw_reason if nb else "")
-            for md, mf, ml, pr, np_, nb in zip(
-                *missing_common, level_missing,
-                peak_reason if peak_reason is not None else np.full(n, "", dtype=object),
-                no_peak, no_bw, strict=True)
+        missing[:, j] = [
+            _join(md, mf, ml, pr, bw_reason if nb else "")
+            for md, mf, ml, pr, nb in zip(*missing_common, _text(q, f"missing_{level}"), peak_reason,
+                                          np.isnan(bw), strict=True)
         ]
-        frames.append(frame)
-
-    report = pd.concat(frames, ignore_index=True) if frames else base.iloc[0:0].copy()
-    # kernel-major order: all levels of kernel 0, then kernel 1, ...
-    order = np.argsort(np.tile(np.arange(n), len(levels)), kind="stable")
-    report = report.iloc[order].reset_index(drop=True)
-    return classify(report)
+    columns.update({
+        "bytes": bytes_.ravel(), "bytes_source": bytes_source.ravel(), "bandwidth_bytes_per_s": bandwidth.ravel(),
+        "ceiling_source": ceiling.ravel(), "missing": missing.ravel(),
+    })
+    return classify(pd.DataFrame(columns))
 
 
 def _ceiling_source(peak_src: str, bw_src: str) -> str:
