@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import io
+import mmap
 import os
 import re
 from collections.abc import Callable
@@ -174,7 +175,8 @@ def _read_blocks(
             raise InputError(export.path, f"unreadable CSV block ({exc})", line=first_line,
                              hint=text.EXPORT_HINT) from None
         ok_lines, other_lines = _line_numbers(block, first_line, narrow=width < ncols)
-        if len(ok_lines) != table.num_rows:  # blank lines or values with newlines: approximate
+        exact = len(ok_lines) == table.num_rows
+        if not exact:  # blank lines or values with newlines: approximate
             ok_lines = np.arange(first_line, first_line + table.num_rows, dtype=np.int64)
         if rejected:
             extra, extra_lines = _repair(export, layout, include, width, rejected, block, first_line,
@@ -182,6 +184,11 @@ def _read_blocks(
             if extra is not None:
                 table = pa.concat_tables([table, extra.select(table.column_names)])
                 ok_lines = np.concatenate([ok_lines, extra_lines])
+                if exact and len(other_lines) == len(rejected):
+                    # repaired rows back in file order: column order and the first of repeated
+                    # metrics follow the file, as in the other readers
+                    order = np.argsort(ok_lines, kind="stable")
+                    table, ok_lines = table.take(pa.array(order)), ok_lines[order]
         reduce(table, ok_lines)
         collected.n_rows += table.num_rows
         del table
@@ -226,7 +233,7 @@ def _repair(
         if not stripped:
             continue
         if not stripped.startswith('"'):
-            collected.text_lines.append((_line_of(block, raw, first_line), stripped))
+            collected.text_lines.append((line if in_order else _line_of(block, raw, first_line), stripped))
             continue
         fields = _csv_fields(raw)
         if fields is not None and len(fields) >= width and not any(f.strip() for f in fields[ncols:]):
@@ -239,7 +246,7 @@ def _repair(
             continue
         recovered = _recover_nvtx_row(layout, raw)
         if recovered is not None:
-            collected.bad_rows.append((_line_of(block, raw, first_line), raw))
+            collected.bad_rows.append((line if in_order else _line_of(block, raw, first_line), raw))
             fixed.append(recovered[:width])
             lines.append(line)
             continue
@@ -250,7 +257,7 @@ def _repair(
             else "row ends inside a quoted field"
         )
         raise InputError(export.path, f"{cause}: the export is truncated or damaged",
-                         line=_line_of(block, raw, first_line),
+                         line=line if in_order else _line_of(block, raw, first_line),
                          hint="re-export the report; " + text.EXPORT_HINT)
     if not fixed:
         return None, np.zeros(0, np.int64)
@@ -419,7 +426,182 @@ def _read_details(export: text.Export, layout: _Layout) -> pd.DataFrame:
 
 
 def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.Table, _LongRows] | None:
-    """The common case, at the speed of pandas' C tokenizer: only the ID, section, metric, unit and
+    """The common case, without the row-level repairs of _details_robust: the prefix scan for plain
+    files (_details_scan), pandas' C tokenizer for gzip or whatever the scan cannot vouch for
+    (_details_pandas). None sends the file to _details_robust."""
+    scanned = _details_scan(export, layout)
+    return scanned if scanned is not None else _details_pandas(export, layout)
+
+
+# Rows of one launch repeat its identity prefix (ID ... CC, with the kernel name and NVTX cells: ~93% of
+# a large export's bytes) byte for byte, so only each launch's first row is parsed in full; every
+# other row is checked against the prefix (a memcmp) and only its tail (section, metric, unit,
+# value, rule fields) is kept. The tails, ~7% of the file, then go through pyarrow's CSV parser.
+_SCAN_WINDOW_BYTES = 16 << 20
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+
+
+@dataclass
+class _Scanned:
+    tails: list[bytes]  # every row from `Section Name` on, line end kept, file order
+    firsts: list[list[str]]  # all fields of the first row of each run of rows with one prefix
+    starts: list[int]  # index into tails of each run's first row
+    blanks: list[int]  # per skipped blank line: the index of the tail after it
+
+
+def _scan_rows(export: text.Export, section_at: int) -> _Scanned | None:
+    """Split every row after the header into its identity prefix and its tail (see above). None when
+    a row is not what ncu writes: a cell not quoted the way ncu quotes, a non-numeric ID (text among
+    the rows), a newline inside the identity cells, bytes that are not UTF-8, no final newline."""
+    tails: list[bytes] = []
+    firsts: list[list[str]] = []
+    starts: list[int] = []
+    blanks: list[int] = []
+    try:
+        with open(export.path, "rb") as fh:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # empty, or not a regular file
+        return None
+    # Mapped, not read: no copy of the file. Rows are checked by slicing the prefix's length and
+    # comparing (memcmp); mmap.find over the same bytes measured ~50% slower. Pages already scanned
+    # are dropped from this process as it goes, so the resident set stays near one window.
+    can_drop = hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED")
+    try:
+        size = len(mm)
+        if size <= export.data_offset or mm[size - 1] != 10:
+            return None  # every row must end in a newline: the inner loop relies on it
+        find, keep = mm.find, tails.append
+        pos = export.data_offset
+        dropped = 0
+        prefix = b"\n"  # matches no row start: a row never begins with a newline there
+        plen = 1
+        while pos < size:
+            while mm[pos : pos + plen] == prefix:  # the prefix holds no newline: the row goes on
+                after = pos + plen
+                pos = find(b"\n", after) + 1
+                keep(mm[after:pos])
+            if pos >= size:
+                break
+            if can_drop and pos - dropped > _SCAN_WINDOW_BYTES:
+                upto = pos - pos % mmap.PAGESIZE
+                mm.madvise(mmap.MADV_DONTNEED, dropped, upto - dropped)
+                dropped = upto
+            nl = find(b"\n", pos)
+            line = mm[pos:nl]
+            pos = nl + 1
+            if not line.strip():
+                blanks.append(len(tails))
+                continue
+            try:
+                decoded = line.rstrip(b"\r").decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+            fields = _csv_fields(decoded)
+            if fields is None or len(fields) <= section_at or not _ASCII_DIGITS.fullmatch(fields[0]):
+                return None
+            head = ('"' + '","'.join(f.replace('"', '""') for f in fields[:section_at]) + '",').encode("utf-8")
+            if not line.startswith(head):
+                return None
+            prefix, plen = head, len(head)
+            firsts.append(fields)
+            starts.append(len(tails))
+            keep(line[plen:] + b"\n")
+    finally:
+        mm.close()
+    return _Scanned(tails, firsts, starts, blanks)
+
+
+def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.Table, _LongRows] | None:
+    """Details page by prefix scan (see _scan_rows); pyarrow parses the tails at the metric-row width
+    (ragged rows natively), and only the few wider rule rows reach the invalid-row handler, which
+    drops them when they carry no metric (exactly as _details_robust drops them). None whenever
+    anything else shows up."""
+    header = layout.header
+    ncols = len(header)
+    if export.gzipped or "Section Name" not in header:
+        return None
+    s = header.index("Section Name")
+    detail_cols = [c for c in _DETAILS_COLUMNS if c in header]
+    if any(header.index(c) >= s for c in layout.identity_columns) or any(header.index(c) < s for c in detail_cols):
+        return None
+    scanned = _scan_rows(export, s)
+    if scanned is None or not scanned.tails:
+        return None
+    # the width pyarrow reads: the ragged metric-row width, as _read_blocks decides it
+    ragged = text.ragged_width(export.first)
+    width = ragged if ragged is not None and ragged < ncols else ncols
+    if any(header.index(c) >= width for c in detail_cols):
+        width = ncols
+    names = header[s:width]
+    metric_at = names.index("Metric Name")
+    rule_rows: list[int] = []
+    odd_rows: list[int | None] = []
+
+    # a rule row as ncu writes it: wider than a metric row, no wider than the header, quoted, no metric
+    rule_start = re.compile('(?:"(?:[^"]|"")*",){' + str(metric_at) + '}"",')
+
+    def on_invalid(row: Any) -> str:
+        if row.number is None:
+            odd_rows.append(row.number)
+        elif len(names) < row.actual_columns <= ncols - s and rule_start.match(row.text):
+            rule_rows.append(row.number)
+        else:  # the same test, exactly, for anything less regular
+            fields = _csv_fields(row.text)
+            if (fields is not None and len(fields) >= len(names) and fields[metric_at] == ""
+                    and not any(f.strip() for f in fields[ncols - s:])):
+                rule_rows.append(row.number)
+            else:
+                odd_rows.append(row.number)
+        return "skip"
+
+    n = len(scanned.tails)
+    data = b"".join(scanned.tails)
+    scanned.tails.clear()
+    try:
+        table = pacsv.read_csv(
+            pa.py_buffer(data),
+            # one thread: pipeline.analyze hashes the input on the other core meanwhile
+            read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
+            parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in names},
+                                                 include_columns=detail_cols, strings_can_be_null=False,
+                                                 quoted_strings_can_be_null=False),
+        )
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        return None
+    del data
+    if odd_rows or table.num_rows + len(rule_rows) != n:
+        return None
+    kept = np.ones(n, dtype=bool)
+    kept[np.asarray(rule_rows, dtype=np.int64) - 1] = False  # row numbers count from 1
+    starts = np.asarray(scanned.starts, dtype=np.int64)
+    run_ids = np.asarray([int(f[0]) for f in scanned.firsts], dtype=np.int64)
+    ids = np.repeat(run_ids, np.diff(np.append(starts, n)))[kept]
+    tail_index = np.arange(n, dtype=np.int64)
+    lines = export.header_line + 1 + tail_index
+    if scanned.blanks:
+        lines += np.searchsorted(np.asarray(scanned.blanks, dtype=np.int64), tail_index, side="right")
+    lines = lines[kept]
+    has_metric = pc.not_equal(table.column("Metric Name"), "")
+    has_np = np.asarray(has_metric.to_numpy(zero_copy_only=False), dtype=bool)
+    metrics = table.filter(has_metric)
+
+    def codes(col: str) -> tuple[np.ndarray, list[str]]:
+        if col not in metrics.column_names:
+            return np.zeros(metrics.num_rows, np.int64), [""]
+        return _codes(metrics.column(col))
+
+    rows = _LongRows(ids[has_np], lines[has_np], codes("Section Name"), codes("Body Item Label"),
+                     codes("Metric Name"), codes("Metric Unit"), metrics.column("Metric Value"))
+    uids, first = np.unique(run_ids, return_index=True)  # a launch's identity: its first row in the file
+    firsts = [scanned.firsts[i] for i in first.tolist()]
+    ident_table = pa.table({c: pa.array([f[j] for f in firsts], type=pa.string())
+                            for c, j in ((c, header.index(c)) for c in layout.identity_columns)})
+    return uids, ident_table, rows
+
+
+def _details_pandas(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.Table, _LongRows] | None:
+    """At the speed of pandas' C tokenizer: only the ID, section, metric, unit and
     value columns are converted (categoricals: few distinct values), and each launch's identity (the
     long kernel name, NVTX cells) is parsed once, from its first row, located by byte offset (see
     _identity_by_offsets). Returns None whenever the file needs the row-level repairs of
