@@ -58,10 +58,24 @@ def split_tokens(cell: str) -> list[str]:
     return _TOKEN.findall(text[first:])
 
 
+_NO_ATTRIBUTES = ":none:none:none:none:none:none"
+
+
 def _name_of(rest: str) -> str:
-    # drop the six attribute fields PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg
-    parts = rest.rsplit(":", 6)
-    return parts[0] if len(parts) == 7 else rest
+    """`<name>:<PL_Type>:<PL_Value>:<CLR_Type>:<Color>:<Msg_Type>:<Msg>` -> name.
+
+    Both the name and Msg may hold `:`. Without attributes the six fields are `none`. With them, Msg
+    is the range's message, which is what ncu shows as the range's name (the text page prints it
+    alone), so the split where the name equals Msg is the one; failing that, the last six `:` fields."""
+    if rest.endswith(_NO_ATTRIBUTES):
+        return rest[: -len(_NO_ATTRIBUTES)]
+    parts = rest.split(":")
+    for k in range(1, len(parts) - 5):  # name = parts[:k], five fields, Msg = parts[k + 5:]
+        name = ":".join(parts[:k])
+        if name == ":".join(parts[k + 5 :]):
+            return name
+    last = rest.rsplit(":", 6)
+    return last[0] if len(last) == 7 else rest
 
 
 def parse_push_pop(cell: str) -> list[NvtxRange]:

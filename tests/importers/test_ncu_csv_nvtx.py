@@ -1,0 +1,55 @@
+"""NVTX range names from ncu's CSV cells (nsroof.importers.nvtx): names and messages holding `:`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nsroof.importers import ncu_csv, nvtx
+
+NONE6 = ":none:none:none:none:none:none"
+
+
+def q(value: str) -> str:
+    return '"' + value.replace('"', '""') + '"'
+
+
+@pytest.mark.parametrize(
+    ("cell", "names"),
+    [
+        # attributes with a message that holds ':' — the message is the range name
+        ('4242  "train:block 0: mlp:Int64:42:RGB:0xff00ff00:ASCII:block 0: mlp" ', ["block 0: mlp"]),
+        ('1  "nsroof:layer1:Int64:42:RGB:0xff00ff00:ASCII:layer1" ', ["layer1"]),
+        ('1  "nsroof:a:b:c:Int64:1:ARGB:0xff000000:ASCII:a:b:c" ', ["a:b:c"]),
+        # no attributes: the six fields are `none`, the name keeps its ':' and ','
+        (f'7  "<default domain>:aten::addmm, seq = 5, op_id = 72{NONE6}"  "<default domain>:step 0: fwd{NONE6}" ',
+         ["aten::addmm, seq = 5, op_id = 72", "step 0: fwd"]),
+        # a message that is not the name (no such split): the last six fields go
+        ('1  "d:x:y:Int64:1:RGB:0xff:ASCII:other" ', ["x:y"]),
+        ('', []),
+    ],
+)
+def test_push_pop_names(cell: str, names: list[str]) -> None:
+    assert [r.name for r in nvtx.parse_push_pop(cell)] == names
+
+
+def test_start_end_name_with_colons() -> None:
+    cell = ' "100:train:epoch 1: eval:Int64:3:RGB:0xff00ff00:ASCII:epoch 1: eval" '
+    ranges = nvtx.parse_start_end(cell)
+    assert [(r.domain, r.name) for r in ranges] == [("train", "epoch 1: eval")]
+
+
+def test_csv_export_reads_the_name(tmp_path: Path) -> None:
+    header = ["ID", "Process ID", "Process Name", "Host Name",
+              "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg", "Kernel Name", "Context",
+              "Stream", "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit",
+              "Metric Value"]
+    cell = '4242  "train:block 0: mlp:Int64:42:RGB:0xff00ff00:ASCII:block 0: mlp" '
+    row = ["0", "4242", "py", "h", cell, "mlp_kernel(float *)", "1", "7", "(1, 1, 1)", "(1, 1, 1)", "0", "9.0",
+           "Command line profiler metrics", "gpu__time_duration.sum", "nsecond", "1000"]
+    path = tmp_path / "nvtx.csv"
+    path.write_text(",".join(map(q, header)) + "\n" + ",".join(map(q, row)) + ",\n")
+    df = ncu_csv.read(path)
+    assert df["nvtx_ranges"].iloc[0] == ["block 0: mlp"]
+    assert df["nvtx_path"].iloc[0] == "block 0: mlp"
