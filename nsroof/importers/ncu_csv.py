@@ -438,13 +438,13 @@ def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
 # other row is checked against the prefix (a memcmp) and only its tail (section, metric, unit,
 # value, rule fields) is kept. The tails, ~7% of the file, then go through pyarrow's CSV parser.
 _SCAN_WINDOW_BYTES = 16 << 20
-_ASCII_DIGITS = re.compile(r"[0-9]+")
 
 
 @dataclass
 class _Scanned:
     tails: list[bytes]  # every row from `Section Name` on, line end kept, file order
-    firsts: list[list[str]]  # all fields of the first row of each run of rows with one prefix
+    heads: list[bytes]  # the identity prefix of each run of rows sharing one (its cells, no final comma)
+    run_ids: list[int]  # the launch ID of each run
     starts: list[int]  # index into tails of each run's first row
     blanks: list[int]  # per skipped blank line: the index of the tail after it
 
@@ -454,9 +454,13 @@ def _scan_rows(export: text.Export, section_at: int) -> _Scanned | None:
     a row is not what ncu writes: a cell not quoted the way ncu quotes, a non-numeric ID (text among
     the rows), a newline inside the identity cells, bytes that are not UTF-8, no final newline."""
     tails: list[bytes] = []
-    firsts: list[list[str]] = []
+    heads: list[bytes] = []
+    run_ids: list[int] = []
     starts: list[int] = []
     blanks: list[int] = []
+    # the identity prefix: `section_at` cells quoted the way ncu quotes (inner quotes doubled), the
+    # first one a launch ID; a match lies within one line and ends where `Section Name` begins
+    head_re = re.compile(rb'"([0-9]+)",(?:"[^"\n]*(?:""[^"\n]*)*",){' + str(section_at - 1).encode() + rb"}")
     try:
         with open(export.path, "rb") as fh:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -470,7 +474,7 @@ def _scan_rows(export: text.Export, section_at: int) -> _Scanned | None:
         size = len(mm)
         if size <= export.data_offset or mm[size - 1] != 10:
             return None  # every row must end in a newline: the inner loop relies on it
-        find, keep = mm.find, tails.append
+        find, keep, match = mm.find, tails.append, head_re.match
         pos = export.data_offset
         dropped = 0
         prefix = b"\n"  # matches no row start: a row never begins with a newline there
@@ -487,28 +491,23 @@ def _scan_rows(export: text.Export, section_at: int) -> _Scanned | None:
                 mm.madvise(mmap.MADV_DONTNEED, dropped, upto - dropped)
                 dropped = upto
             nl = find(b"\n", pos)
-            line = mm[pos:nl]
-            pos = nl + 1
-            if not line.strip():
+            head = match(mm, pos, nl)
+            if head is None:
+                if mm[pos:nl].strip():
+                    return None  # text among the rows, unquoted cells, a newline inside a cell ...
                 blanks.append(len(tails))
+                pos = nl + 1
                 continue
-            try:
-                decoded = line.rstrip(b"\r").decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-            fields = _csv_fields(decoded)
-            if fields is None or len(fields) <= section_at or not _ASCII_DIGITS.fullmatch(fields[0]):
-                return None
-            head = ('"' + '","'.join(f.replace('"', '""') for f in fields[:section_at]) + '",').encode("utf-8")
-            if not line.startswith(head):
-                return None
-            prefix, plen = head, len(head)
-            firsts.append(fields)
+            prefix = mm[pos : head.end()]
+            plen = len(prefix)
+            heads.append(prefix[:-1])
+            run_ids.append(int(head.group(1)))
             starts.append(len(tails))
-            keep(line[plen:] + b"\n")
+            keep(mm[pos + plen : nl + 1])
+            pos = nl + 1
     finally:
         mm.close()
-    return _Scanned(tails, firsts, starts, blanks)
+    return _Scanned(tails, heads, run_ids, starts, blanks)
 
 
 def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.Table, _LongRows] | None:
@@ -575,7 +574,7 @@ def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
     kept = np.ones(n, dtype=bool)
     kept[np.asarray(rule_rows, dtype=np.int64) - 1] = False  # row numbers count from 1
     starts = np.asarray(scanned.starts, dtype=np.int64)
-    run_ids = np.asarray([int(f[0]) for f in scanned.firsts], dtype=np.int64)
+    run_ids = np.asarray(scanned.run_ids, dtype=np.int64)
     ids = np.repeat(run_ids, np.diff(np.append(starts, n)))[kept]
     tail_index = np.arange(n, dtype=np.int64)
     lines = export.header_line + 1 + tail_index
@@ -594,9 +593,19 @@ def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
     rows = _LongRows(ids[has_np], lines[has_np], codes("Section Name"), codes("Body Item Label"),
                      codes("Metric Name"), codes("Metric Unit"), metrics.column("Metric Value"))
     uids, first = np.unique(run_ids, return_index=True)  # a launch's identity: its first row in the file
-    firsts = [scanned.firsts[i] for i in first.tolist()]
-    ident_table = pa.table({c: pa.array([f[j] for f in firsts], type=pa.string())
-                            for c, j in ((c, header.index(c)) for c in layout.identity_columns)})
+    heads = [scanned.heads[i] for i in first.tolist()]
+    try:
+        ident_table = pacsv.read_csv(
+            pa.py_buffer(b"\n".join(heads) + b"\n"),
+            read_options=pacsv.ReadOptions(column_names=header[:s], use_threads=False),
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in header[:s]},
+                                                 include_columns=layout.identity_columns, strings_can_be_null=False,
+                                                 quoted_strings_can_be_null=False),
+        )
+    except pa.ArrowInvalid:  # not UTF-8
+        return None
+    if ident_table.num_rows != len(heads):
+        return None
     return uids, ident_table, rows
 
 
