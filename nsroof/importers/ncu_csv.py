@@ -370,10 +370,11 @@ def _identity_frame(export: text.Export, layout: _Layout, ids: np.ndarray, table
     cols["nvtx_path"] = [nvtx.path(r) for r in ranges]
     out: dict[str, Any] = {}
     for name, (dtype, _) in IDENTITY_COLUMNS.items():
-        if name in cols:
+        if dtype == "object":
+            # object Series: pandas would otherwise infer its str dtype, then be converted back
+            out[name] = pd.Series(cols[name] if name in cols else [""] * n, dtype=object)
+        elif name in cols:
             out[name] = cols[name]
-        elif dtype == "object":
-            out[name] = [""] * n
         else:
             out[name] = pd.array([pd.NA] * n, dtype="Int64")
     frame = pd.DataFrame(out)
