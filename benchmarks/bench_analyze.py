@@ -100,7 +100,7 @@ def _auto_time(v_s: float) -> tuple[str, str]:
 
 
 def _metric_rows(rng: random.Random) -> list[tuple[str, str, str, str]]:
-    """(section, metric or label, unit, value) for one kernel: 64 rows, consistent with an A100."""
+    """(section, metric or label, unit, value) for one kernel: 65 rows, consistent with an A100."""
     duration = rng.uniform(5e-6, 3e-3)
     dram = rng.uniform(0.05, 0.9) * 1.555e12 * duration
     read = dram * rng.uniform(0.5, 0.8)
@@ -245,6 +245,15 @@ print(json.dumps({"seconds": dt, "read_seconds": spent["read"],
 """
 
 
+def _load() -> str:
+    """The machine's load average: other processes slow both sides, so every figure goes with it."""
+    try:
+        one, five, _ = os.getloadavg()
+    except OSError:
+        return "load average unknown"
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
+
+
 def _run(code: str, src: Path, dst: Path) -> dict[str, float]:
     out = subprocess.run([sys.executable, "-c", code, str(src), str(dst)], capture_output=True, text=True,
                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -267,8 +276,8 @@ def main(argv: list[str] | None = None) -> bool:
         size = generate(src, kernels=args.kernels)
         gen_s = time.perf_counter() - t0
         mb = size / 1e6
-        print(f"export: {mb:.1f} MB, {args.kernels} kernels, 64 metrics + 2 rule rows each "
-              f"(generated in {gen_s:.1f} s)", flush=True)
+        print(f"export: {mb:.1f} MB, {args.kernels} kernels, 65 metrics + 2 rule rows each "
+              f"(generated in {gen_s:.1f} s); {_load()}", flush=True)
         base = min((_run(_BASELINE, src, folder / "baseline.parquet") for _ in range(args.repeat)),
                    key=lambda r: r["seconds"])
         ours = min((_run(_NSROOF, src, folder / "nsroof.parquet") for _ in range(args.repeat)),
@@ -284,6 +293,7 @@ def main(argv: list[str] | None = None) -> bool:
           f"Parquet): {ours['seconds'] - ours['read_seconds']:.2f} s")
     ok_ratio = ratio >= TARGET_RATIO
     ok_rss = rss_ratio <= TARGET_RSS_OVER_SIZE
+    print(f"after the runs: {_load()}")
     print(f"speed ratio nsroof/baseline: {ratio:.2f}x (target >= {TARGET_RATIO}) {'OK' if ok_ratio else 'MISSED'}")
     print(f"nsroof peak RSS / file size: {rss_ratio:.2f} (target <= {TARGET_RSS_OVER_SIZE}) {'OK' if ok_rss else 'MISSED'}")
     return ok_ratio and ok_rss
