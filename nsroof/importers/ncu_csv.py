@@ -5,14 +5,23 @@
 One row per kernel launch: identity columns from the export, every metric under its ncu name in SI
 base units (float64), string metrics as strings, file facts in df.attrs["nsroof"].
 
-How (../shared/docs/ncu-formats.md §1, §5): the file is streamed in row-aligned blocks (gzip, BOM,
-CRLF and text before the header handled in nsroof.importers._ncutext); ragged metric rows (ending after
-`Metric Value` with a trailing comma) set the width pyarrow's multi-threaded CSV parser reads; rows it still rejects
-(text lines, rows broken by an unescaped quote in an NVTX range name) go through a row-level repair.
-Per block only compact columns are kept: launch IDs, section/label/unit strings and value strings
-for the details page, and the identity of each launch once. Then, for the whole file at once: the
-number style is decided from all value cells (nsroof.importers._ncunumbers), units are converted per
-distinct (metric, unit) pair (nsroof.units), and values are scattered into a kernels x metrics array.
+How (../shared/docs/ncu-formats.md §1, §5), details page: three readers, fastest first; each returns
+None for what it cannot vouch for and the next one takes the file (all three give the identical table:
+tests/importers/test_ncu_csv_fastpath.py).
+  1. _details_scan (plain files): rows of one launch repeat its identity prefix byte for byte, so the
+     mapped file is scanned once, each launch's first row matched by a regex, every other row checked
+     against the prefix and cut to its tail (section, metric, unit, value, rule cells); pyarrow parses
+     the tails at the ragged metric-row width (rule rows go through its invalid-row handler).
+  2. _details_pandas (gzip, or what the scan declines): pandas' C tokenizer over ID and the tail columns,
+     each launch's identity read once from its first row.
+  3. _details_robust: the file streamed in row-aligned blocks (gzip, BOM, CRLF and text before the
+     header handled in nsroof.importers._ncutext) through pyarrow at the metric-row width; rows it
+     rejects (text lines, rows broken by an unescaped quote in an NVTX range name) get a row-level
+     repair, or an InputError naming their line.
+Then, for the whole file at once: the number style is decided from all value cells
+(nsroof.importers._ncunumbers), units are converted per distinct (metric, unit) pair (nsroof.units),
+and values are scattered into a kernels x metrics array. The raw page (one row per launch) goes
+through the block reader.
 No per-cell Python on this path.
 """
 
