@@ -27,7 +27,7 @@ def load_report(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         raise InputError(path, "no such file or directory", hint=hint)
     try:
         df = parquet.load(path)
-        metadata = _metadata(path)
+        metadata = parquet.read_metadata(path)
     except (pa.ArrowException, OSError, ValueError) as exc:
         cause = " ".join(str(exc).split())[:200] or type(exc).__name__
         raise InputError(path, f"not a readable Parquet report ({cause})", hint=hint) from None
@@ -35,25 +35,6 @@ def load_report(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     if lacking:
         raise InputError(path, f"not an nsroof report: lacks the columns {', '.join(lacking)}", hint=hint)
     return df, metadata
-
-
-def _metadata(path: Path) -> dict[str, Any]:
-    """The report's metadata; for a dataset folder, that of every part file, inputs and ceilings merged
-    (each part holds its own inputs)."""
-    from nsroof.report import parquet
-
-    if not path.is_dir():
-        return parquet.read_metadata(path)
-    merged: dict[str, Any] = {}
-    for part in sorted(path.rglob("*.parquet")):
-        meta = parquet.read_metadata(part)
-        for key, value in meta.items():
-            if isinstance(value, list) and key in ("inputs", "ceilings"):
-                known = merged.setdefault(key, [])
-                known.extend(v for v in value if v not in known)
-            else:
-                merged.setdefault(key, value)
-    return merged
 
 
 @click.command()

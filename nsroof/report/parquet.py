@@ -93,14 +93,21 @@ def write(
 
 
 def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The `nsroof` metadata of a report file; for a dataset folder, every part file's merged (each
+    part holds its own inputs and ceilings; the other keys come from the first part)."""
     p = Path(path)
-    if p.is_dir():
-        files = sorted(p.rglob("*.parquet"))
-        if not files:
-            return {}
-        p = files[0]
-    raw = pq.read_schema(p).metadata or {}
-    return json.loads(raw[METADATA_KEY]) if METADATA_KEY in raw else {}
+    if not p.is_dir():
+        raw = pq.read_schema(p).metadata or {}
+        return json.loads(raw[METADATA_KEY]) if METADATA_KEY in raw else {}
+    merged: dict[str, Any] = {}
+    for part in sorted(p.rglob("*.parquet")):
+        for key, value in read_metadata(part).items():
+            if isinstance(value, list) and key in ("inputs", "ceilings"):
+                known = merged.setdefault(key, [])
+                known.extend(v for v in value if v not in known)
+            else:
+                merged.setdefault(key, value)
+    return merged
 
 
 def with_categoricals(df: pd.DataFrame) -> pd.DataFrame:
