@@ -91,10 +91,14 @@ def _join(*parts: str) -> str:
 
 
 def _text(q: pd.DataFrame, name: str) -> np.ndarray:
-    """A text column as an object array of str ('' for missing)."""
+    """A text column as an object array of str ('' for missing), without a round trip through
+    pandas' string dtype (which converts to Arrow and back)."""
     if name not in q.columns:
         return np.full(len(q), "", dtype=object)
-    return q[name].astype(object).where(q[name].notna(), "").astype(str).to_numpy(dtype=object)
+    arr = q[name].to_numpy(dtype=object, na_value="")
+    if len(arr) and not isinstance(arr[0], str):
+        arr = np.array([v if isinstance(v, str) else str(v) for v in arr], dtype=object)
+    return arr
 
 
 def _col(q: pd.DataFrame, name: str, default: object = np.nan) -> pd.Series:
@@ -222,7 +226,9 @@ def build_report(
         "bytes": bytes_.ravel(), "bytes_source": bytes_source.ravel(), "bandwidth_bytes_per_s": bandwidth.ravel(),
         "ceiling_source": ceiling.ravel(), "missing": missing.ravel(),
     })
-    return classify(pd.DataFrame(columns))
+    # object columns stay object here (no per-column string-dtype inference); Parquet stores them as strings
+    return classify(pd.DataFrame({k: pd.Series(v, dtype=object) if isinstance(v, np.ndarray) and v.dtype == object
+                                  else v for k, v in columns.items()}))
 
 
 def _ceiling_source(peak_src: str, bw_src: str) -> str:
