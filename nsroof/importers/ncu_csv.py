@@ -436,11 +436,15 @@ def _read_details(export: text.Export, layout: _Layout) -> pd.DataFrame:
 
 
 def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.Table, _LongRows] | None:
-    """The common case, without the row-level repairs of _details_robust: the prefix scan for plain
+    """The common case, without the row-level repairs of _details_robust: polars' tokenizer when it is
+    installed (_details_polars, plain files whose byte layout it can verify), the prefix scan for plain
     files (_details_scan), pandas' C tokenizer for gzip or whatever the scan cannot vouch for
     (_details_pandas). None sends the file to _details_robust."""
-    scanned = _details_scan(export, layout)
-    return scanned if scanned is not None else _details_pandas(export, layout)
+    for reader in (_details_polars, _details_scan, _details_pandas):
+        rows = reader(export, layout)
+        if rows is not None:
+            return rows
+    return None
 
 
 # Rows of one launch repeat its identity prefix (ID ... CC, with the kernel name and NVTX cells: ~93% of
@@ -603,6 +607,12 @@ def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
     rows = _LongRows(ids[has_np], lines[has_np], codes("Section Name"), codes("Body Item Label"),
                      codes("Metric Name"), codes("Metric Unit"), metrics.column("Metric Value"))
     uids, first = np.unique(run_ids, return_index=True)  # a launch's identity: its first row in the file
+    if len(scanned.heads) > len(uids):
+        # rows of a launch that differ from its first row: their cells are not parsed, but must be text
+        try:
+            b"\n".join(scanned.heads).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
     heads = [scanned.heads[i] for i in first.tolist()]
     try:
         ident_table = pacsv.read_csv(
@@ -625,19 +635,50 @@ def _details_pandas(export: text.Export, layout: _Layout) -> tuple[np.ndarray, p
     long kernel name, NVTX cells) is parsed once, from its first row, located by byte offset (see
     _identity_by_offsets). Returns None whenever the file needs the row-level repairs of
     _details_robust (rows wider than the header, text lines among the rows, damaged IDs ...)."""
-    header = layout.header
-    tail = header[header.index("Section Name"):]
-    use = ["ID"] + tail
+    if "Section Name" not in layout.header:
+        return None
     try:
-        df = _read_columns(export, use)
+        df = _read_columns(export, _tail_use(layout))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError):
         return None
+    return _details_from_columns(export, layout, df, exact=False)
+
+
+def _details_polars(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.Table, _LongRows] | None:
+    """_details_pandas with polars' multi-threaded tokenizer (the optional `fast` extra; None when
+    polars is not installed), for plain files only, and only where the byte layout is verified:
+    every launch's first row found where the tail cells put it and the last launch ending at the end
+    of the file (_identity_by_offsets, no search fallback), no cell holding a line break, so every
+    row is one line and the line numbers are exact. Anything else (blank or text lines among the
+    rows, unquoted cells, rows wider than the header, bytes that are not UTF-8, whatever polars
+    raises) returns None and the next reader takes the file."""
+    if export.gzipped or "Section Name" not in layout.header:
+        return None
+    df = _read_columns_polars(export, layout, _tail_use(layout))
+    if df is None:
+        return None
+    return _details_from_columns(export, layout, df, exact=True)
+
+
+def _tail_use(layout: _Layout) -> list[str]:
+    """The columns the tokenizer readers convert: ID and every column from `Section Name` on."""
+    header = layout.header
+    return ["ID"] + header[header.index("Section Name"):]
+
+
+def _details_from_columns(
+    export: text.Export, layout: _Layout, df: pd.DataFrame | None, *, exact: bool
+) -> tuple[np.ndarray, pa.Table, _LongRows] | None:
+    """The details-page triple from a _read_columns frame. exact: the line numbers must be exact and
+    every launch's first row found by offset (else None); otherwise it searches for them."""
     if df is None or len(df) == 0:
         return None
     id_codes = df["ID"].cat.codes.to_numpy().astype(np.int64)
     id_texts = [str(x) for x in df["ID"].cat.categories]
-    if any(not t.isdigit() for t in id_texts) or (id_codes < 0).any():
+    if any(not (t.isascii() and t.isdigit()) for t in id_texts) or (id_codes < 0).any():
         return None  # text lines among the rows, or a damaged ID: let the robust path name the line
+    if exact and _breaks_lines(df):
+        return None
     id_values = np.asarray([int(t) for t in id_texts], dtype=np.int64)
     ids = id_values[id_codes]
     order = np.sort(np.unique(id_codes, return_index=True)[1])  # first row of each launch, file order
@@ -645,12 +686,27 @@ def _details_pandas(export: text.Export, layout: _Layout) -> tuple[np.ndarray, p
     ident_rows = None
     if not export.gzipped:
         ident_rows = _identity_by_offsets(export, layout, df, order, first_texts)
-    if ident_rows is None:
+    if ident_rows is None and not exact:
         ident_rows = _identity_rows(export, layout, first_texts, np.diff(order))
     if ident_rows is None:
         return None
+    if exact and any("\r" in f for row in ident_rows for f in row):
+        return None  # other CSV readers end a row at a lone CR
     lines = export.header_line + 1 + np.arange(len(df), dtype=np.int64)
     return _long_rows(layout, df, ids, lines, ids[order], ident_rows)
+
+
+def _breaks_lines(df: pd.DataFrame) -> bool:
+    """Whether a cell holds a line break (a CR or LF): the row then spans lines, or other CSV readers
+    end it there."""
+    for c in df.columns:
+        col = df[c]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            if any("\n" in str(v) or "\r" in str(v) for v in col.cat.categories):
+                return True
+        elif pc.any(pc.match_substring_regex(pa.array(col), "[\r\n]")).as_py():
+            return True
+    return False
 
 
 def _read_columns(export: text.Export, use: list[str]) -> pd.DataFrame:
@@ -663,6 +719,44 @@ def _read_columns(export: text.Export, use: list[str]) -> pd.DataFrame:
                            dtype={c: ("str" if c == "Metric Value" else "category") for c in use})
     finally:
         stream.close()
+
+
+def _read_columns_polars(export: text.Export, layout: _Layout, use: list[str]) -> pd.DataFrame | None:
+    """_read_columns with polars' tokenizer (plain files): the same frame, or None when polars is not
+    installed or raises (rows wider than the header, bytes that are not UTF-8 ...).
+
+    Every row is read against the full header (polars raises on a wider row, pads a narrower one with
+    empty strings, so a metric row's missing rule cells read as ""); the preamble and the header are
+    skipped as lines (they are text, not CSV), a BOM with them. Categoricals are built in polars (each
+    column's distinct values in order of appearance, then its codes)."""
+    try:
+        import polars as pl
+    except ImportError:
+        return None
+    header = layout.header
+    cats = [c for c in use if c != "Metric Value"]
+    try:
+        frame = pl.read_csv(
+            export.path, has_header=False, skip_lines=export.header_line,
+            schema={c: pl.String for c in header}, columns=[header.index(c) for c in use],
+            infer_schema=False, empty_string_is_null=False, missing_columns="insert", truncate_ragged_lines=False,
+            encoding="utf8", raise_if_empty=False,
+        )
+        # a column no row reaches reads as null: fine for the rule columns, not up to the value
+        needed = [c for c in use if header.index(c) <= header.index("Metric Value")]
+        if frame.height == 0 or frame.select(pl.sum_horizontal(pl.col(needed).null_count())).item():
+            return None
+        frame = frame.fill_null("")  # rule columns no row of the file reaches
+        values = frame.select([pl.col(c).unique(maintain_order=True).implode() for c in cats]).row(0)
+        codes = frame.select([pl.col(c).cast(pl.Enum(v)).to_physical() for c, v in zip(cats, values, strict=True)])
+        metric_values = frame.get_column("Metric Value").to_arrow(compat_level=pl.CompatLevel.oldest())
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError):
+        return None
+    out: dict[str, Any] = {}
+    for c, v in zip(cats, values, strict=True):
+        out[c] = pd.Categorical.from_codes(codes.get_column(c).to_numpy(), categories=pd.Index(list(v)))
+    out["Metric Value"] = pd.array(metric_values, dtype="str")
+    return pd.DataFrame({c: out[c] for c in use})
 
 
 def _long_rows(
@@ -749,7 +843,16 @@ def _identity_by_offsets(
                 return None
             out.append(fields)
             pos += prefix * int(counts[k]) + int(group_rest[k])
-    return out
+        # the last launch must end where the file does (bar blank lines, or a final row without its
+        # newline): otherwise its rows are not what the arithmetic assumed
+        size = os.fstat(fh.fileno()).st_size
+        if pos > size:
+            fh.seek(size - 1)
+            return out if pos - size == len(export.newline) and fh.read(1) != b"\n" else None
+        if size - pos > (1 << 20):
+            return None
+        fh.seek(pos)
+        return out if not fh.read().strip() else None
 
 
 def _identity_rows(

@@ -1,11 +1,14 @@
-"""The details-page readers agree: the prefix scan (_details_scan), pandas' tokenizer (_details_pandas)
-and the block reader with row-level repairs (_details_robust) give the identical kernel table (columns,
-dtypes, values, attrs facts) on every file the faster ones accept; and the faster ones decline (None)
-whatever they cannot vouch for, so the robust reader takes it."""
+"""The details-page readers agree: polars' tokenizer (_details_polars, when polars is installed), the
+prefix scan (_details_scan), pandas' tokenizer (_details_pandas) and the block reader with row-level
+repairs (_details_robust) give the identical kernel table (columns, dtypes, values, attrs facts) on every
+file the faster ones accept; and the faster ones decline (None) whatever they cannot vouch for, so the
+next reader takes it."""
 
 from __future__ import annotations
 
 import gzip
+import importlib.util
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,8 @@ HEADER = ["ID", "Process ID", "Process Name", "Host Name",
           "Metric Value", "Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup"]
 
 Reader = Callable[[Any, Any], Any]
+HAS_POLARS = importlib.util.find_spec("polars") is not None
+needs_polars = pytest.mark.skipif(not HAS_POLARS, reason="polars (the optional `fast` extra) is not installed")
 
 
 def q(value: str) -> str:
@@ -99,8 +104,24 @@ def assert_same(a: pd.DataFrame, b: pd.DataFrame) -> None:
     assert a.attrs == b.attrs
 
 
-def assert_all_readers_agree(path: Path, monkeypatch: pytest.MonkeyPatch, *, scan_applies: bool = True) -> pd.DataFrame:
+def polars_result(path: Path) -> Any:
+    export = text.open_export(path)
+    try:
+        return ncu_csv._details_polars(export, ncu_csv._layout(export))
+    finally:
+        export.close()
+
+
+def assert_all_readers_agree(
+    path: Path, monkeypatch: pytest.MonkeyPatch, *, scan_applies: bool = True, polars_applies: bool = True
+) -> pd.DataFrame:
     robust = read_with(path, None, monkeypatch)
+    if HAS_POLARS:
+        if polars_applies:
+            assert polars_result(path) is not None, "the polars reader declined a file it should read"
+            assert_same(read_with(path, ncu_csv._details_polars, monkeypatch), robust)
+        else:
+            assert polars_result(path) is None, "the polars reader took a file it cannot vouch for"
     if scan_applies:
         assert scan_result(path) is not None, "the prefix scan declined a file it should read"
         assert_same(read_with(path, ncu_csv._details_scan, monkeypatch), robust)
@@ -186,7 +207,8 @@ def test_interleaved_launches_and_blank_lines(tmp_path: Path, monkeypatch: pytes
     a, b = lines[1:8], lines[8:]
     mixed = [lines[0], a[0], b[0], "", a[1], a[2], "", "", b[1], a[3], b[2], *a[4:], *b[3:]]
     path = write(tmp_path, mixed)
-    df = assert_all_readers_agree(path, monkeypatch)
+    # blank lines would shift the line numbers polars cannot report: it declines, the scan counts them
+    df = assert_all_readers_agree(path, monkeypatch, polars_applies=False)
     assert df["gpu__time_duration.sum"].tolist() == pytest.approx([2.5e-6, 3.5e-6])
 
 
@@ -262,7 +284,7 @@ def test_declines_a_wide_row_with_a_metric(tmp_path: Path, monkeypatch: pytest.M
     lines[3] = lines[3][:-1] + ',"R","OPT","x","global","1"'
     path = write(tmp_path, lines)
     assert scan_result(path) is None
-    df = assert_all_readers_agree(path, monkeypatch, scan_applies=False)
+    df = assert_all_readers_agree(path, monkeypatch, scan_applies=False, polars_applies=False)
     assert df["lts__t_bytes.sum"].iloc[0] == pytest.approx(7.488e6)
 
 
@@ -284,3 +306,115 @@ def test_gzip_goes_to_pandas_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     expected = ncu_csv.read(plain)
     expected.attrs["nsroof"]["source"] = packed.name
     pdt.assert_frame_equal(df.drop(columns="source"), expected.drop(columns="source"))
+
+
+# ---------------------------------------------------------------------------------------------
+# the polars reader: what it reads with exact line numbers, what it declines
+# ---------------------------------------------------------------------------------------------
+
+
+@needs_polars
+def test_polars_line_numbers_are_exact(tmp_path: Path) -> None:
+    # preamble of 2 lines, header at line 3, rows from line 4: lines[9] is row 9 of the body -> line 3 + 9 = 12
+    lines = export_lines()
+    lines[9] = metric_row(1, KERNELS[1], "Command line profiler metrics", "dram__bytes_read.sum", "furlong", "1")
+    path = write(tmp_path, ["==PROF== Connected to process 11", 'app output with a " quote', *lines])
+    assert polars_result(path) is not None
+    with pytest.raises(InputError) as err:
+        ncu_csv.read(path)
+    assert ":12:" in str(err.value) and "furlong" in str(err.value)
+
+
+@needs_polars
+def test_polars_reads_a_file_without_final_newline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, ["\r\n".join(export_lines())], end="")
+    assert scan_result(path) is None
+    assert_all_readers_agree(path, monkeypatch, scan_applies=False)
+
+
+@needs_polars
+def test_polars_declines_a_row_wider_than_the_header(tmp_path: Path) -> None:
+    lines = export_lines()
+    lines[4] += ',"extra"'  # a rule row with one field more than the header
+    path = write(tmp_path, lines)
+    assert polars_result(path) is None
+    assert scan_result(path) is None
+    # (the pandas reader ignores the extra field, and the robust reader takes the row for one whose NVTX
+    # cell holds an unescaped quote: known leniencies, see docs/readme/importer.md)
+
+
+@needs_polars
+@pytest.mark.parametrize("row", [2, 13], ids=["first-launch", "last-launch"])
+def test_polars_declines_a_short_row(tmp_path: Path, row: int) -> None:
+    # a metric row without its value; in the last launch only the end-of-file check sees it
+    lines = export_lines()
+    kid = 0 if row < 8 else 1
+    lines[row] = ",".join(q(v) for v in ident(kid, KERNELS[kid]) + ["Launch Statistics", "x.sum", "byte"])
+    path = write(tmp_path, lines)
+    assert polars_result(path) is None
+    assert scan_result(path) is None
+
+
+@needs_polars
+def test_polars_declines_text_and_unquoted_cells(tmp_path: Path) -> None:
+    text_lines = export_lines()
+    text_lines.insert(5, "==PROF== Disconnected from process 11")
+    unquoted = export_lines()
+    unquoted[1] = unquoted[1].replace('"0","4242"', "0,4242", 1)
+    late_unquoted = export_lines()
+    late_unquoted[12] = late_unquoted[12].replace('"1","4242"', "1,4242", 1)
+    for i, lines in enumerate((text_lines, unquoted, late_unquoted)):
+        assert polars_result(write(tmp_path, lines, name=f"{i}.csv")) is None
+
+
+@needs_polars
+def test_polars_declines_line_breaks_in_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a newline in a rule description: every reader reads the row, only polars could not give its line
+    lines = export_lines()
+    lines[4] = lines[4].replace("rule text, with", "rule text,\nwith")
+    path = write(tmp_path, lines)
+    assert_all_readers_agree(path, monkeypatch, scan_applies=False, polars_applies=False)
+    # a lone CR inside a kernel name: other CSV readers end the row there
+    lines = [ln.replace("void silu(float *)", "void silu(\rfloat *)") for ln in export_lines()]
+    assert polars_result(write(tmp_path, lines, name="cr.csv")) is None
+
+
+@needs_polars
+def test_polars_declines_bytes_that_are_not_utf8(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # in a kernel name of a launch's second row: a column polars does not convert, a row not parsed in full
+    path = write(tmp_path, export_lines())
+    data = path.read_bytes().split(b"\n")
+    data[3] = data[3].replace(b"void silu", b"void s\xffl", 1) if b"void silu" in data[3] else data[3].replace(
+        b"void gemm", b"void g\xffm", 1)
+    path.write_bytes(b"\n".join(data))
+    assert polars_result(path) is None
+    assert scan_result(path) is None
+    # (the pandas reader decodes only the columns it converts: a known leniency, see docs/readme/importer.md)
+    with pytest.raises(InputError, match="unreadable CSV block"):
+        read_with(path, None, monkeypatch)
+
+
+@needs_polars
+def test_polars_declines_gzip(tmp_path: Path) -> None:
+    plain = write(tmp_path, export_lines())
+    packed = tmp_path / "x.csv.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert polars_result(packed) is None
+
+
+def test_without_polars_the_scan_reads_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, export_lines())
+    called: list[str] = []
+    scan = ncu_csv._details_scan
+
+    def spy(export: Any, layout: Any) -> Any:
+        called.append("scan")
+        return scan(export, layout)
+
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "polars", None)  # import polars -> ImportError
+        m.setattr(ncu_csv, "_details_scan", spy)
+        assert polars_result(path) is None
+        df = ncu_csv.read(path)
+    assert called == ["scan"]
+    assert_same(df, read_with(path, None, monkeypatch))
