@@ -14,7 +14,7 @@ Each side runs in its own subprocess; the child reports its wall time (after imp
 peak RSS (resource.getrusage(RUSAGE_SELF).ru_maxrss). Targets on a 2-core machine: nsroof at least
 1.5x faster than the baseline, nsroof peak RSS at most 2x the file size.
 
-    python benchmarks/bench_analyze.py [--kernels N] [--repeat R] [--keep DIR]
+    python benchmarks/bench_analyze.py [--kernels N] [--repeat R] [--keep DIR] [--reader auto|polars|no-polars]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 1.5
@@ -223,9 +224,30 @@ print(json.dumps({"seconds": dt, "peak_rss": resource.getrusage(resource.RUSAGE_
 
 _NSROOF = r"""
 import json, resource, sys, time
+src, dst, reader = sys.argv[1], sys.argv[2], sys.argv[3]
+polars_import_s = None
+if reader == "no-polars":
+    sys.modules["polars"] = None  # import polars -> ImportError: the readers nsroof has without the extra
+elif reader == "polars":
+    t = time.perf_counter()
+    import polars  # imported before the clock, as nsroof's own modules (pandas, pyarrow) are
+    polars_import_s = time.perf_counter() - t
 import nsroof.importers, nsroof.pipeline, nsroof.importers.ncu_csv, nsroof.models.quantities, nsroof.report.build
 import nsroof.report.parquet
-src, dst = sys.argv[1], sys.argv[2]
+ncu = nsroof.importers.ncu_csv
+if reader == "polars":
+    ncu.POLARS_MIN_CPUS = 0  # polars first whatever the core count
+used = []
+def record(name):
+    real = getattr(ncu, name)
+    def reader_fn(*args):
+        rows = real(*args)
+        if rows is not None:
+            used.append(name.lstrip("_"))
+        return rows
+    setattr(ncu, name, reader_fn)
+for name in ("_details_polars", "_details_scan", "_details_pandas", "_details_robust"):
+    record(name)
 spent = {"read": 0.0}
 _read = nsroof.importers.read
 def timed_read(path):
@@ -241,7 +263,8 @@ report.write(dst)
 dt = time.perf_counter() - t0
 print(json.dumps({"seconds": dt, "read_seconds": spent["read"],
                   "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                  "kernels": int(report.frame["kernel_id"].nunique())}))
+                  "kernels": int(report.frame["kernel_id"].nunique()), "reader": "+".join(used) or "?",
+                  "polars_import_s": polars_import_s}))
 """
 
 
@@ -254,8 +277,8 @@ def _load() -> str:
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
 
 
-def _run(code: str, src: Path, dst: Path) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", code, str(src), str(dst)], capture_output=True, text=True,
+def _run(code: str, src: Path, dst: Path, *extra: str) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, "-c", code, str(src), str(dst), *extra], capture_output=True, text=True,
                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     if out.returncode != 0:
         raise RuntimeError(f"benchmark child failed:\n{out.stderr[-3000:]}")
@@ -267,6 +290,9 @@ def main(argv: list[str] | None = None) -> bool:
     ap.add_argument("--kernels", type=int, default=3200)
     ap.add_argument("--repeat", type=int, default=1, help="runs per side; the best time counts")
     ap.add_argument("--keep", type=Path, default=None, help="write the export here and keep it")
+    ap.add_argument("--reader", choices=("auto", "polars", "no-polars"), default="auto",
+                    help="details-page reader: as nsroof picks it (auto), polars first whatever the core count "
+                         "(polars, imported before the clock), or as without polars installed (no-polars)")
     args = ap.parse_args(argv if argv is not None else [])
     with tempfile.TemporaryDirectory(prefix="nsroof-bench-") as tmp:
         folder = args.keep or Path(tmp)
@@ -280,7 +306,7 @@ def main(argv: list[str] | None = None) -> bool:
               f"(generated in {gen_s:.1f} s); {_load()}", flush=True)
         base = min((_run(_BASELINE, src, folder / "baseline.parquet") for _ in range(args.repeat)),
                    key=lambda r: r["seconds"])
-        ours = min((_run(_NSROOF, src, folder / "nsroof.parquet") for _ in range(args.repeat)),
+        ours = min((_run(_NSROOF, src, folder / "nsroof.parquet", args.reader) for _ in range(args.repeat)),
                    key=lambda r: r["seconds"])
     ratio = base["seconds"] / ours["seconds"]
     rss_ratio = ours["peak_rss"] / size
@@ -291,6 +317,9 @@ def main(argv: list[str] | None = None) -> bool:
     print(f"  of which nsroof.importers.read (the ncu CSV importer): {ours['read_seconds']:.2f} s, "
           f"{mb / ours['read_seconds']:.1f} MB/s; the rest (quantities, ceilings, classification, metadata, "
           f"Parquet): {ours['seconds'] - ours['read_seconds']:.2f} s")
+    polars_note = (f"; polars imported before the clock in {ours['polars_import_s']:.2f} s"
+                   if ours.get("polars_import_s") is not None else "")
+    print(f"  details-page reader: {ours['reader']} (--reader {args.reader}){polars_note}")
     ok_ratio = ratio >= TARGET_RATIO
     ok_rss = rss_ratio <= TARGET_RSS_OVER_SIZE
     print(f"after the runs: {_load()}")

@@ -5,9 +5,12 @@
 One row per kernel launch: identity columns from the export, every metric under its ncu name in SI
 base units (float64), string metrics as strings, file facts in df.attrs["nsroof"].
 
-How (../shared/docs/ncu-formats.md §1, §5), details page: three readers, fastest first; each returns
-None for what it cannot vouch for and the next one takes the file (all three give the identical table:
-tests/importers/test_ncu_csv_fastpath.py).
+How (../shared/docs/ncu-formats.md §1, §5), details page: three readers, fastest first, and an optional
+fourth; each returns None for what it cannot vouch for and the next one takes the file (all give the
+identical table: tests/importers/test_ncu_csv_fastpath.py).
+  0. _details_polars (polars installed, >= POLARS_MIN_CPUS cores, plain files): polars' multi-threaded
+     tokenizer over ID and the tail columns, then as 2., only where every launch's first row lies where
+     the tail cells put it and no cell breaks a line.
   1. _details_scan (plain files): rows of one launch repeat its identity prefix byte for byte, so the
      mapped file is scanned once, each launch's first row matched by a regex, every other row checked
      against the prefix and cut to its tail (section, metric, unit, value, rule cells); pyarrow parses
@@ -292,6 +295,16 @@ def _csv_fields(raw: str) -> list[str] | None:
     return rows[0]
 
 
+def _csv_rows(texts: list[str]) -> list[list[str]] | None:
+    """Each text parsed as exactly one CSV row, by one reader for all (a reader per row costs more than
+    the parsing); None when one is not (an unclosed quote runs into the next text, or an error)."""
+    try:
+        rows = list(csv.reader(texts, strict=True))
+    except csv.Error:
+        return None
+    return rows if len(rows) == len(texts) else None
+
+
 def _only_trailing_missing(layout: _Layout, n: int) -> bool:
     """A short row is fine when what it lacks is only rule columns (details) — never metric values."""
     return layout.page == "details" and n > layout.header.index("Metric Value")
@@ -436,15 +449,33 @@ def _read_details(export: text.Export, layout: _Layout) -> pd.DataFrame:
 
 
 def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.Table, _LongRows] | None:
-    """The common case, without the row-level repairs of _details_robust: polars' tokenizer when it is
-    installed (_details_polars, plain files whose byte layout it can verify), the prefix scan for plain
+    """The common case, without the row-level repairs of _details_robust: the prefix scan for plain
     files (_details_scan), pandas' C tokenizer for gzip or whatever the scan cannot vouch for
-    (_details_pandas). None sends the file to _details_robust."""
-    for reader in (_details_polars, _details_scan, _details_pandas):
+    (_details_pandas); with polars installed and cores to spare, polars' tokenizer first
+    (_details_polars, plain files whose byte layout it verifies). None sends the file to _details_robust."""
+    readers = (_details_scan, _details_pandas)
+    if _usable_cpus() >= POLARS_MIN_CPUS:
+        readers = (_details_polars, *readers)
+    for reader in readers:
         rows = reader(export, layout)
         if rows is not None:
             return rows
     return None
+
+
+# polars tokenizes every byte of the file on all cores and holds the whole file in memory; the scan skips
+# the repeated identity prefixes (a memcmp per row) on one core. On the 2-core machine (254 MB benchmark
+# export, the input hashed on the other core meanwhile, docs/readme/importer.md) polars' read alone took
+# as long as the whole scan and added the file's size to the peak RSS, so it goes first only where it
+# has more cores to use: from 4 on (its read went 0.33 -> 0.23 s from 1 to 2 threads).
+POLARS_MIN_CPUS = 4
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 # Rows of one launch repeat its identity prefix (ID ... CC, with the kernel name and NVTX cells: ~93% of
@@ -698,15 +729,30 @@ def _details_from_columns(
 
 def _breaks_lines(df: pd.DataFrame) -> bool:
     """Whether a cell holds a line break (a CR or LF): the row then spans lines, or other CSV readers
-    end it there."""
+    end it there. Searched in each column's distinct values, or in its string data at once."""
     for c in df.columns:
         col = df[c]
         if isinstance(col.dtype, pd.CategoricalDtype):
-            if any("\n" in str(v) or "\r" in str(v) for v in col.cat.categories):
-                return True
-        elif pc.any(pc.match_substring_regex(pa.array(col), "[\r\n]")).as_py():
+            data = "".join(str(v) for v in col.cat.categories).encode()
+        else:
+            arr = pa.array(col)
+            chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+            data = b"".join(_string_bytes(ch) for ch in chunks)
+        if b"\n" in data or b"\r" in data:
             return True
     return False
+
+
+def _string_bytes(arr: pa.Array) -> bytes:
+    """The UTF-8 bytes of all the values of a string array, concatenated."""
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        arr = arr.cast(pa.large_string())
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64 if pa.types.is_large_string(arr.type) else np.int32)
+    offsets = offsets[arr.offset : arr.offset + len(arr) + 1]
+    data = arr.buffers()[2]
+    if data is None or len(offsets) < 2:
+        return b""
+    return data.to_pybytes()[int(offsets[0]) : int(offsets[-1])]
 
 
 def _read_columns(export: text.Export, use: list[str]) -> pd.DataFrame:
@@ -754,7 +800,8 @@ def _read_columns_polars(export: text.Export, layout: _Layout, use: list[str]) -
         return None
     out: dict[str, Any] = {}
     for c, v in zip(cats, values, strict=True):
-        out[c] = pd.Categorical.from_codes(codes.get_column(c).to_numpy(), categories=pd.Index(list(v)))
+        # object categories: they are iterated in Python (names, byte lengths), which is slow on str dtype
+        out[c] = pd.Categorical.from_codes(codes.get_column(c).to_numpy(), categories=pd.Index(list(v), dtype=object))
     out["Metric Value"] = pd.array(metric_values, dtype="str")
     return pd.DataFrame({c: out[c] for c in use})
 
@@ -766,8 +813,8 @@ def _long_rows(
     """(sorted launch IDs, their identity columns, the metric rows) from a frame of the rows' tail
     columns (Section Name onward, categoricals but Metric Value) and each launch's first row."""
     header = layout.header
-    ident_table = pa.table({c: pa.array([r[header.index(c)] for r in ident_rows], type=pa.string())
-                            for c in layout.identity_columns})
+    at = {c: header.index(c) for c in layout.identity_columns}
+    ident_table = pa.table({c: pa.array([r[i] for r in ident_rows], type=pa.string()) for c, i in at.items()})
     srt = np.argsort(first_ids, kind="stable")
     uids, ident_table = first_ids[srt], ident_table.take(pa.array(srt))
     keep = (df["Metric Name"] != "").to_numpy()
@@ -826,7 +873,7 @@ def _identity_by_offsets(
         return None
     group_rest = np.add.reduceat(row_rest, order)
     counts = np.diff(np.append(order, len(df)))
-    out: list[list[str]] = []
+    texts: list[str] = []
     need = max(header.index(c) for c in layout.identity_columns) + 1
     pos = export.data_offset
     with open(export.path, "rb") as fh:
@@ -838,21 +885,25 @@ def _identity_by_offsets(
             prefix = len(line) - int(row_rest[order[k]])
             if prefix <= 0:
                 return None
-            fields = _csv_fields(line[:prefix].decode("utf-8", errors="replace"))
-            if fields is None or len(fields) < need:
-                return None
-            out.append(fields)
+            texts.append(line[:prefix].decode("utf-8", errors="replace"))
             pos += prefix * int(counts[k]) + int(group_rest[k])
         # the last launch must end where the file does (bar blank lines, or a final row without its
         # newline): otherwise its rows are not what the arithmetic assumed
         size = os.fstat(fh.fileno()).st_size
         if pos > size:
             fh.seek(size - 1)
-            return out if pos - size == len(export.newline) and fh.read(1) != b"\n" else None
-        if size - pos > (1 << 20):
+            if pos - size != len(export.newline) or fh.read(1) == b"\n":
+                return None
+        elif size - pos > (1 << 20):
             return None
-        fh.seek(pos)
-        return out if not fh.read().strip() else None
+        else:
+            fh.seek(pos)
+            if fh.read().strip():
+                return None
+    out = _csv_rows(texts)
+    if out is None or any(len(fields) < need for fields in out):
+        return None
+    return out
 
 
 def _identity_rows(

@@ -402,19 +402,47 @@ def test_polars_declines_gzip(tmp_path: Path) -> None:
     assert polars_result(packed) is None
 
 
+def spy_readers(m: pytest.MonkeyPatch) -> list[str]:
+    """Record which fast readers ncu_csv.read calls, in order."""
+    called: list[str] = []
+    for name in ("_details_polars", "_details_scan", "_details_pandas"):
+        real = getattr(ncu_csv, name)
+
+        def spy(export: Any, layout: Any, _real: Reader = real, _name: str = name) -> Any:
+            called.append(_name)
+            return _real(export, layout)
+
+        m.setattr(ncu_csv, name, spy)
+    return called
+
+
+@needs_polars
+def test_polars_reads_first_with_cores_to_spare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, export_lines())
+    with monkeypatch.context() as m:
+        m.setattr(ncu_csv, "_usable_cpus", lambda: ncu_csv.POLARS_MIN_CPUS)
+        called = spy_readers(m)
+        df = ncu_csv.read(path)
+    assert called == ["_details_polars"]
+    assert_same(df, read_with(path, None, monkeypatch))
+
+
+def test_on_few_cores_the_scan_reads_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, export_lines())
+    with monkeypatch.context() as m:
+        m.setattr(ncu_csv, "_usable_cpus", lambda: ncu_csv.POLARS_MIN_CPUS - 1)
+        called = spy_readers(m)
+        ncu_csv.read(path)
+    assert called == ["_details_scan"]
+
+
 def test_without_polars_the_scan_reads_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write(tmp_path, export_lines())
-    called: list[str] = []
-    scan = ncu_csv._details_scan
-
-    def spy(export: Any, layout: Any) -> Any:
-        called.append("scan")
-        return scan(export, layout)
-
     with monkeypatch.context() as m:
         m.setitem(sys.modules, "polars", None)  # import polars -> ImportError
-        m.setattr(ncu_csv, "_details_scan", spy)
+        m.setattr(ncu_csv, "_usable_cpus", lambda: 64)
         assert polars_result(path) is None
+        called = spy_readers(m)
         df = ncu_csv.read(path)
-    assert called == ["scan"]
+    assert called == ["_details_polars", "_details_scan"]  # polars declines at its import
     assert_same(df, read_with(path, None, monkeypatch))
