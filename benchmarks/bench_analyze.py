@@ -152,7 +152,7 @@ def _metric_rows(rng: random.Random) -> list[tuple[str, str, str, str]]:
         ("Grid Size", "", _fmt_int(rng.randint(1, 200_000))), ("Registers Per Thread", "register/thread", "64"),
         ("Shared Memory Configuration Size", "Kbyte", "167.94"), ("Driver Shared Memory Per Block", "Kbyte/block", "1.02"),
         ("Dynamic Shared Memory Per Block", "byte/block", "0"), ("Static Shared Memory Per Block", "Kbyte/block", "49.15"),
-        ("Threads", "thread", _fmt_int(rng.randint(256, 5e7))), ("Waves Per SM", "", _fmt(rng.uniform(0.1, 50))),
+        ("Threads", "thread", _fmt_int(rng.randint(256, 50_000_000))), ("Waves Per SM", "", _fmt(rng.uniform(0.1, 50))),
     ]
     rows += [("Launch Statistics", a, b, c) for a, b, c in launch]
     occ = [

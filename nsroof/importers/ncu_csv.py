@@ -453,9 +453,9 @@ def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
     files (_details_scan), pandas' C tokenizer for gzip or whatever the scan cannot vouch for
     (_details_pandas); with polars installed and cores to spare, polars' tokenizer first
     (_details_polars, plain files whose byte layout it verifies). None sends the file to _details_robust."""
-    readers = (_details_scan, _details_pandas)
+    readers = [_details_scan, _details_pandas]
     if _usable_cpus() >= POLARS_MIN_CPUS:
-        readers = (_details_polars, *readers)
+        readers.insert(0, _details_polars)
     for reader in readers:
         rows = reader(export, layout)
         if rows is not None:
