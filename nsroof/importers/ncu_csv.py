@@ -8,9 +8,10 @@ base units (float64), string metrics as strings, file facts in df.attrs["nsroof"
 How (../shared/docs/ncu-formats.md §1, §5), details page: three readers, fastest first, and an optional
 fourth; each returns None for what it cannot vouch for and the next one takes the file (all give the
 identical table: tests/importers/test_ncu_csv_fastpath.py).
-  0. _details_polars (polars installed, >= POLARS_MIN_CPUS cores, plain files): polars' multi-threaded
-     tokenizer over ID and the tail columns, then as 2., only where every launch's first row lies where
-     the tail cells put it and no cell breaks a line.
+  0. _details_polars (polars installed, >= POLARS_MIN_CPUS cores, plain files of >= POLARS_MIN_BYTES
+     unless polars is imported already): polars' multi-threaded tokenizer over ID and the tail columns,
+     then as 2., only where every launch's first row lies where the tail cells put it and no cell
+     breaks a line.
   1. _details_scan (plain files): rows of one launch repeat its identity prefix byte for byte, so the
      mapped file is scanned once, each launch's first row matched by a regex, every other row checked
      against the prefix and cut to its tail (section, metric, unit, value, rule cells); pyarrow parses
@@ -35,6 +36,7 @@ import io
 import mmap
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -454,7 +456,7 @@ def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
     (_details_pandas); with polars installed and cores to spare, polars' tokenizer first
     (_details_polars, plain files whose byte layout it verifies). None sends the file to _details_robust."""
     readers = [_details_scan, _details_pandas]
-    if _usable_cpus() >= POLARS_MIN_CPUS:
+    if _polars_may_pay(export):
         readers.insert(0, _details_polars)
     for reader in readers:
         rows = reader(export, layout)
@@ -467,8 +469,22 @@ def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
 # the repeated identity prefixes (a memcmp per row) on one core. On the 2-core machine (254 MB benchmark
 # export, the input hashed on the other core meanwhile, docs/readme/importer.md) polars' read alone took
 # as long as the whole scan and added the file's size to the peak RSS, so it goes first only where it
-# has more cores to use: from 4 on (its read went 0.33 -> 0.23 s from 1 to 2 threads).
+# has more cores to use: from 4 on (its read went 0.33 -> 0.23 s from 1 to 2 threads). And importing
+# polars takes 0.15-0.3 s, what the scan needs for ~100 MB: unless it is imported already, only for
+# files from POLARS_MIN_BYTES on.
 POLARS_MIN_CPUS = 4
+POLARS_MIN_BYTES = 128 << 20
+
+
+def _polars_may_pay(export: text.Export) -> bool:
+    if export.gzipped or _usable_cpus() < POLARS_MIN_CPUS:
+        return False
+    if "polars" in sys.modules:
+        return sys.modules["polars"] is not None
+    try:
+        return export.path.stat().st_size >= POLARS_MIN_BYTES
+    except OSError:
+        return False
 
 
 def _usable_cpus() -> int:

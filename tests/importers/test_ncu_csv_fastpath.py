@@ -421,10 +421,32 @@ def test_polars_reads_first_with_cores_to_spare(tmp_path: Path, monkeypatch: pyt
     path = write(tmp_path, export_lines())
     with monkeypatch.context() as m:
         m.setattr(ncu_csv, "_usable_cpus", lambda: ncu_csv.POLARS_MIN_CPUS)
+        m.setattr(ncu_csv, "POLARS_MIN_BYTES", path.stat().st_size)  # a file that large pays for the import
         called = spy_readers(m)
         df = ncu_csv.read(path)
     assert called == ["_details_polars"]
     assert_same(df, read_with(path, None, monkeypatch))
+
+
+@needs_polars
+def test_small_files_do_not_import_polars(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, export_lines())
+    with monkeypatch.context() as m:
+        m.setattr(ncu_csv, "_usable_cpus", lambda: ncu_csv.POLARS_MIN_CPUS)
+        m.setattr(ncu_csv, "POLARS_MIN_BYTES", path.stat().st_size + 1)
+        m.delitem(sys.modules, "polars", raising=False)
+        called = spy_readers(m)
+        ncu_csv.read(path)
+        assert "polars" not in sys.modules
+    assert called == ["_details_scan"]
+    # once imported (by whoever), polars costs nothing more to start: it goes first whatever the size
+    import polars  # noqa: F401
+    with monkeypatch.context() as m:
+        m.setattr(ncu_csv, "_usable_cpus", lambda: ncu_csv.POLARS_MIN_CPUS)
+        m.setattr(ncu_csv, "POLARS_MIN_BYTES", path.stat().st_size + 1)
+        called = spy_readers(m)
+        ncu_csv.read(path)
+    assert called == ["_details_polars"]
 
 
 def test_on_few_cores_the_scan_reads_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -444,5 +466,5 @@ def test_without_polars_the_scan_reads_first(tmp_path: Path, monkeypatch: pytest
         assert polars_result(path) is None
         called = spy_readers(m)
         df = ncu_csv.read(path)
-    assert called == ["_details_polars", "_details_scan"]  # polars declines at its import
+    assert called == ["_details_scan"]  # today's order
     assert_same(df, read_with(path, None, monkeypatch))
