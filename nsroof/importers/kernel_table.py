@@ -96,3 +96,21 @@ def fill_launch_identity(frame: pd.DataFrame) -> None:
         vals = frame[cc_cols].to_numpy(dtype=np.float64)
         frame["cc"] = pd.Series(["" if np.isnan(r).any() else f"{int(r[0])}.{int(r[1])}" for r in vals],
                                 index=frame.index, dtype=object)
+
+
+def assemble(identity: pd.DataFrame, columns: dict[str, Any]) -> pd.DataFrame:
+    """The kernel table from identity columns and metric arrays (float64, or object for string metrics).
+    A metric named like an identity column keeps its values under '<name> (metric)'."""
+    clash = [c for c in columns if c in identity.columns]
+    for c in clash:
+        columns[f"{c} (metric)"] = columns.pop(c)
+    metrics = pd.DataFrame(
+        {c: (pd.array(v, dtype="float64") if v.dtype != object else pd.array(v, dtype=object))
+         for c, v in columns.items()},
+        index=identity.index,
+    )
+    frame = pd.concat([identity, metrics], axis=1) if len(metrics.columns) else identity
+    for c, v in columns.items():
+        if v.dtype == object and frame[c].dtype != object:
+            frame[c] = frame[c].astype(object)  # pandas 3 infers `str`; the contract is plain objects
+    return frame

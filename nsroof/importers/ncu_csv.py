@@ -52,7 +52,7 @@ from nsroof.importers import _ncunumbers as numbers
 from nsroof.importers import _ncutext as text
 from nsroof.importers import names, nvtx
 from nsroof.importers._nculabels import column_name, disambiguate
-from nsroof.importers.kernel_table import IDENTITY_COLUMNS, fill_launch_identity
+from nsroof.importers.kernel_table import IDENTITY_COLUMNS, assemble, fill_launch_identity
 from nsroof.units import UnknownUnitError, scale
 
 FORMAT_DETAILS = "ncu-csv:details"
@@ -444,7 +444,7 @@ def _read_details(export: text.Export, layout: _Layout) -> pd.DataFrame:
     if len(rows.kernel_ids):
         kidx = np.searchsorted(kernel_ids, rows.kernel_ids)
         columns, units, style = _pivot_details(export, rows, kidx, len(kernel_ids))
-    frame = _assemble(identity, columns)
+    frame = assemble(identity, columns)
     fill_launch_identity(frame)
     _finish(export, layout, frame, units, style, collected, warnings, hints, FORMAT_DETAILS)
     return frame
@@ -1218,7 +1218,7 @@ def _read_raw(export: text.Export, layout: _Layout) -> pd.DataFrame:
                 strs = np.asarray(cleaned.strings.slice(j * n, n).to_pylist(), dtype=object)
                 strs[missing[j]] = ""
                 columns[c] = strs[order]
-    frame = _assemble(identity, columns)
+    frame = assemble(identity, columns)
     fill_launch_identity(frame)
     _finish(export, layout, frame, {c: units[c] for c in columns}, style, collected, warnings, hints, FORMAT_RAW)
     return frame
@@ -1227,22 +1227,6 @@ def _read_raw(export: text.Export, layout: _Layout) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # shared
 # ---------------------------------------------------------------------------------------------
-
-
-def _assemble(identity: pd.DataFrame, columns: dict[str, Any]) -> pd.DataFrame:
-    clash = [c for c in columns if c in identity.columns]
-    for c in clash:
-        columns[f"{c} (metric)"] = columns.pop(c)
-    metrics = pd.DataFrame(
-        {c: (pd.array(v, dtype="float64") if v.dtype != object else pd.array(v, dtype=object))
-         for c, v in columns.items()},
-        index=identity.index,
-    )
-    frame = pd.concat([identity, metrics], axis=1) if len(metrics.columns) else identity
-    for c, v in columns.items():
-        if v.dtype == object and frame[c].dtype != object:
-            frame[c] = frame[c].astype(object)
-    return frame
 
 
 def _finish(

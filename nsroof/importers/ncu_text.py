@@ -46,7 +46,7 @@ from nsroof.importers import _ncunumbers as numbers
 from nsroof.importers import names, nvtx
 from nsroof.importers._nculabels import column_name, disambiguate
 from nsroof.importers._ncutext import EXPORT_HINT, Preamble
-from nsroof.importers.kernel_table import IDENTITY_COLUMNS, fill_launch_identity
+from nsroof.importers.kernel_table import IDENTITY_COLUMNS, assemble, fill_launch_identity
 from nsroof.units import UnknownUnitError, scale
 
 FORMAT_TEXT = "ncu-text:details"
@@ -391,15 +391,7 @@ class _Parser:
         hints: list[str] = []
         identity = self._identity()
         columns, units, style = self._metrics(len(identity))
-        metrics = pd.DataFrame(
-            {c: (pd.array(v, dtype="float64") if v.dtype != object else pd.array(v, dtype=object))
-             for c, v in columns.items()},
-            index=identity.index,
-        )
-        frame = pd.concat([identity, metrics], axis=1) if len(metrics.columns) else identity
-        for c, v in columns.items():
-            if v.dtype == object and frame[c].dtype != object:
-                frame[c] = frame[c].astype(object)  # pandas 3 infers `str`; the contract is plain objects
+        frame = assemble(identity, columns)
         fill_launch_identity(frame)
         pre = Preamble(self.messages)
         for msg in pre.messages("==ERROR==")[:3] + pre.messages("==WARNING==")[:3]:
