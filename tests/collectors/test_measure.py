@@ -379,6 +379,19 @@ def test_t_star_and_reference_intensities_match_the_seed() -> None:
     assert t == pytest.approx(analysis.t_star(989.4e12 / 3.35e12, 4096, 2))
 
 
+@pytest.mark.parametrize("elem_bytes", [1, 2, 4])
+def test_t_star_solves_the_prefill_intensity_for_every_dtype_width(elem_bytes: int) -> None:
+    # T* is defined by 2Td / (b(2T + d)) = I*, so T* = b·I*·d / (2(d − b·I*)); the seed's
+    # I*·d / (d − b·I*) is that solution only for b = 2.
+    # fp32 (b = 4), I* = 12.05, d = 4096: 4·12.05·4096 / (2·(4096 − 48.2)) = 197,427.2 / 8,095.6 = 24.387
+    ridge, d = 12.05, 4096
+    t = analysis.t_star(ridge, d, elem_bytes)
+    assert 2 * t * d / (elem_bytes * (2 * t + d)) == pytest.approx(ridge, rel=1e-12)
+    if elem_bytes == 4:
+        assert t == pytest.approx(24.387, abs=0.001)
+    assert math.isnan(analysis.t_star(d / elem_bytes, d, elem_bytes))  # b·I* = d: never compute-bound
+
+
 def test_ridges_and_efficiency_against_a_datasheet() -> None:
     ridges = analysis.ridges({"bf16": 800e12}, {"dram": 4e12, "l2": 10e12})
     assert ridges == {"dram": {"bf16": 200.0}, "l2": {"bf16": 80.0}}

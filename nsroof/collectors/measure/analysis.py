@@ -5,8 +5,8 @@ Reference intensities (FLOP per byte, b = bytes per element), as in the lab's me
   decode attention against the KV cache  I = 2g/b         (GQA group g = query heads per KV head;
                                                            the context length cancels)
   square prefill projection, T tokens    I = 2Td / (b(2T + d))   (2·T·d·d FLOP over b(2Td + d²) bytes)
-The ridge is I* = peak / bandwidth; a square [T,d]x[d,d] GEMM reaches it at T* = I*·d / (d − b·I*),
-and never when b·I* >= d.
+The ridge is I* = peak / bandwidth; a square [T,d]x[d,d] GEMM reaches it at T* = b·I*·d / (2(d − b·I*)),
+and never when b·I* >= d. (The seed prints I*·d / (d − b·I*), which is the same only for b = 2.)
 """
 
 from __future__ import annotations
@@ -67,10 +67,11 @@ def ridges(peaks: Mapping[str, float], bandwidths: Mapping[str, float]) -> dict[
 
 
 def t_star(ridge_flop_per_byte: float, d: int, elem_bytes: int) -> float:
-    """Tokens T at which a square [T,d]x[d,d] GEMM reaches the ridge: solve 2Td/(b(2T+d)) = I* for T.
+    """Tokens T at which a square [T,d]x[d,d] GEMM reaches the ridge: solve 2Td/(b(2T+d)) = I* for T,
+    i.e. 2Td = b·I*·(2T + d), so T = b·I*·d / (2(d − b·I*)).
     NaN when b·I* >= d (no batch makes it compute-bound)."""
     denom = d - elem_bytes * ridge_flop_per_byte
-    return ridge_flop_per_byte * d / denom if denom > 0 else math.nan
+    return elem_bytes * ridge_flop_per_byte * d / (2.0 * denom) if denom > 0 else math.nan
 
 
 def reference_workloads(
@@ -94,7 +95,7 @@ def reference_workloads(
                          "bound": "memory" if intensity < ridge else "compute",
                          "attainable_flop_per_s": min(peak, dram_bytes_per_s * intensity)})
         rows.append({"dtype": dtype, "workload": f"T* for a square GEMM of width d={d}",
-                     "formula": "I*·d/(d − b·I*)", "t_star_tokens": t_star(ridge, d, b),
+                     "formula": "b·I*·d/(2(d − b·I*))", "t_star_tokens": t_star(ridge, d, b),
                      "ridge_flop_per_byte": ridge})
     return rows
 
