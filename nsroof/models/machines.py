@@ -22,6 +22,12 @@ JSON shape (one object; a packaged file may hold a list of them):
   "notes": ["..."]                                # caveats a reader of the table should know
 }
 
+Validation: each rate table accepts only its known keys, compared case-insensitively ("FP32" reads as
+fp32, "DRAM" as dram): peak_flop_per_s and sparse_peak_flop_per_s the dtypes fp64 fp32 tf32 bf16 fp16
+fp8 int8 fp4, simt_flop_per_s fp64 fp32 fp16, bandwidth_bytes_per_s dram l2 l1 l3. Any other key is an
+error naming it (a typo would otherwise leave that roof silently unknown), and a profile must hold at
+least one compute peak (dense or SIMT) and one bandwidth.
+
 Lookup is data-driven: `lookup_device(name)` tries every packaged profile's `device_patterns`
 (case-insensitive regular expressions, searched in the device name); `load(spec)` accepts a
 packaged name or alias, or a path to a JSON profile.
@@ -42,6 +48,17 @@ from typing import Any
 from nsroof.errors import InputError, MachineError
 
 RATE_TABLES: tuple[str, ...] = ("peak_flop_per_s", "sparse_peak_flop_per_s", "simt_flop_per_s", "bandwidth_bytes_per_s")
+DENSE_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+SIMT_DTYPES: tuple[str, ...] = ("fp64", "fp32", "fp16")  # the CUDA-core rates the report reads
+LEVELS: tuple[str, ...] = ("dram", "l2", "l1", "l3")  # l3: measured CPU profiles
+# The keys each rate table may hold: anything else (a typo, "hbm", a SIMT tf32) would be read by
+# nobody and leave that roof silently unknown, so it is refused. Keys are compared case-insensitively.
+RATE_KEYS: dict[str, tuple[str, ...]] = {
+    "peak_flop_per_s": DENSE_DTYPES,
+    "sparse_peak_flop_per_s": DENSE_DTYPES,
+    "simt_flop_per_s": SIMT_DTYPES,
+    "bandwidth_bytes_per_s": LEVELS,
+}
 PACKAGE_DATA = "nsroof.data.machines"
 
 
@@ -101,6 +118,13 @@ class Machine:
             bad = [k for k, v in kwargs[key].items() if not v > 0 or v != v or v == float("inf")]
             if bad:
                 raise MachineError(f"{path or d['name']}: '{key}' must hold positive finite numbers, not {bad}")
+            kwargs[key] = _known_keys(kwargs[key], key, path or d["name"])
+        where = path or d["name"]
+        if not kwargs.get("peak_flop_per_s") and not kwargs.get("simt_flop_per_s"):
+            also = "" if kwargs.get("bandwidth_bytes_per_s") else " and no bandwidth"
+            raise MachineError(f"{where}: profile holds no compute peak (peak_flop_per_s or simt_flop_per_s){also}")
+        if not kwargs.get("bandwidth_bytes_per_s"):
+            raise MachineError(f"{where}: profile holds no bandwidth (bandwidth_bytes_per_s)")
         return cls(path=path, **kwargs)
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -121,6 +145,22 @@ class Machine:
 
     def matches(self, device_name: str) -> bool:
         return any(_compiled(p).search(device_name) for p in self.device_patterns)
+
+
+def _known_keys(table: dict[str, float], name: str, where: str) -> dict[str, float]:
+    """The table with its keys lower-cased; an unknown key, or one given twice, is an error."""
+    known = RATE_KEYS[name]
+    out: dict[str, float] = {}
+    for raw, value in table.items():
+        key = raw.strip().casefold()
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            guess = f" (did you mean '{close[0]}'?)" if close else ""
+            raise MachineError(f"{where}: unknown key '{raw}' in '{name}'{guess}; known: {', '.join(known)}")
+        if key in out:
+            raise MachineError(f"{where}: '{name}' gives '{key}' twice (keys are case-insensitive)")
+        out[key] = value
+    return out
 
 
 @functools.cache

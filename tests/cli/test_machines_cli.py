@@ -106,3 +106,19 @@ class TestText:
         result = run("--machine", "h1000")
         assert result.exit_code == 2
         assert result.stderr.startswith("nsroof: error: unknown machine 'h1000'")
+
+
+class TestProfileValidation:
+    def test_misspelled_rate_keys_exit_2(self, tmp_path: Path) -> None:
+        path = tmp_path / "u.json"
+        path.write_text(json.dumps({"name": "x", "peak_flop_per_s": {"fp23": 1e13}, "bandwidth_bytes_per_s": {"dram": 1e12}}))
+        result = run("--machine", str(path))
+        assert result.exit_code == 2
+        assert result.stderr.startswith(f"nsroof: error: {path}: ")
+        assert "unknown key 'fp23'" in result.stderr and "Traceback" not in result.stderr
+
+    def test_empty_profile_exit_2(self, tmp_path: Path) -> None:
+        path = tmp_path / "e.json"
+        path.write_text('{"name": "x"}')
+        result = run("--machine", str(path))
+        assert result.exit_code == 2 and "holds no compute peak" in result.stderr

@@ -299,3 +299,59 @@ def test_spec_dram_matches_ncus_own_ceiling(shared_fixtures: Path, export: str, 
     m = machines.lookup_device(str(k["device"].iloc[0]))
     assert m is not None
     assert m.bandwidth_bytes_per_s["dram"] == pytest.approx(ncu, rel=tolerance)
+
+
+# ---------------------------------------------------------------- rate-table keys are validated
+
+
+def _write(tmp_path: Path, profile: dict[str, object]) -> Path:
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(profile))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("profile", "needles"),
+    [  # a misspelled key would silently leave that roof unknown
+        ({"name": "x", "peak_flop_per_s": {"fp23": 1e13}, "bandwidth_bytes_per_s": {"dram": 1e12}},
+         ["unknown key 'fp23' in 'peak_flop_per_s'", "fp32"]),
+        ({"name": "x", "peak_flop_per_s": {"fp32": 1e13}, "bandwidth_bytes_per_s": {"hbm": 1e12}},
+         ["unknown key 'hbm' in 'bandwidth_bytes_per_s'", "dram"]),
+        ({"name": "x", "peak_flop_per_s": {"fp32": 1e13}, "simt_flop_per_s": {"tf32": 1e13},
+          "bandwidth_bytes_per_s": {"dram": 1e12}}, ["unknown key 'tf32' in 'simt_flop_per_s'"]),
+        ({"name": "x"}, ["holds no compute peak", "no bandwidth"]),
+        ({"name": "x", "bandwidth_bytes_per_s": {"dram": 1e12}}, ["holds no compute peak"]),
+        ({"name": "x", "peak_flop_per_s": {"fp32": 1e13}}, ["holds no bandwidth"]),
+        # only a sparse figure is no roof for dense work
+        ({"name": "x", "sparse_peak_flop_per_s": {"bf16": 1e15}, "bandwidth_bytes_per_s": {"dram": 1e12}},
+         ["holds no compute peak"]),
+        ({"name": "x", "peak_flop_per_s": {"fp32": 1e13, "FP32": 2e13}, "bandwidth_bytes_per_s": {"dram": 1e12}},
+         ["'fp32' twice"]),
+    ],
+)
+def test_profiles_with_unknown_keys_or_no_roofs_are_refused(tmp_path: Path, profile: dict[str, object],
+                                                            needles: list[str]) -> None:
+    path = _write(tmp_path, profile)
+    with pytest.raises(InputError) as exc:
+        machines.load(path)
+    text = str(exc.value)
+    assert exc.value.path == str(path) and "\n" not in text
+    for needle in needles:
+        assert needle in text
+
+
+def test_rate_keys_are_case_insensitive(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"name": "x", "peak_flop_per_s": {"FP32": 1e13}, "simt_flop_per_s": {"Fp32": 1e13},
+                             "bandwidth_bytes_per_s": {"DRAM": 1e12, "L2": 4e12}})
+    m = machines.load(path)
+    assert m.peak_flop_per_s == {"fp32": 1e13} and m.simt_flop_per_s == {"fp32": 1e13}
+    assert m.bandwidth_bytes_per_s == {"dram": 1e12, "l2": 4e12}
+    assert m.ridge_flop_per_byte("fp32") == pytest.approx(10.0)  # 1e13 / 1e12
+
+
+def test_measured_cpu_levels_and_every_dense_dtype_are_accepted(tmp_path: Path) -> None:
+    peaks = {d: 1e12 for d in sorted(DENSE_DTYPES)}
+    path = _write(tmp_path, {"name": "x", "peak_flop_per_s": peaks,
+                             "bandwidth_bytes_per_s": {"l1": 4e11, "l2": 2e11, "l3": 1e11, "dram": 5e10}})
+    m = machines.load(path)
+    assert set(m.peak_flop_per_s) == DENSE_DTYPES and set(m.bandwidth_bytes_per_s) == {"l1", "l2", "l3", "dram"}
