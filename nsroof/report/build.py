@@ -18,14 +18,31 @@ from nsroof.models.machines import Machine
 from nsroof.report.schema import COLUMNS, FIELD_BY_NAME, LEVELS, PRECISIONS
 
 # Machine-table key giving the roof of each report precision, in order of preference. FLOPs that
-# ncu counts from SASS FADD/FMUL/FFMA run on CUDA cores, so their roof is the SIMT rate; tensor
-# FLOPs are compared with the dense fp16/bf16 tensor rate (the counters do not name the dtype).
+# ncu counts from SASS FADD/FMUL/FFMA run on CUDA cores, so their roof is the SIMT rate. Tensor
+# FLOPs are compared with the dense tensor rate of the dtype of the kernel's dominant tensor path
+# (`tensor_metric` from the quantities, see TENSOR_DTYPES); no path named, no machine roof.
 PEAK_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
     "fp64": (("simt_flop_per_s", "fp64"), ("peak_flop_per_s", "fp64")),
     "fp32": (("simt_flop_per_s", "fp32"), ("peak_flop_per_s", "fp32")),
     "fp16": (("simt_flop_per_s", "fp16"),),
-    "tensor": (("peak_flop_per_s", "fp16"), ("peak_flop_per_s", "bf16")),
 }
+
+# sm__ops_path_tensor_<X> source type -> the machine table's dense peak key. Checked in order: the
+# first fragment found in the source type wins ("fp64" before "fp6"; fp4_fp6_fp8 paths mix dtypes:
+# no single roof).
+TENSOR_DTYPES: tuple[tuple[str, str | None], ...] = (
+    ("fp64", "fp64"), ("fp4", None), ("fp6", None), ("int4", None), ("int1", None), ("tf32", "tf32"), ("bf16", "bf16"), ("fp16", "fp16"), ("fp8", "fp8"), ("int8", "int8"),
+)
+
+
+def tensor_dtype(metric: str) -> str | None:
+    """The dtype whose dense tensor peak is the roof for FLOPs counted by `metric` (None: no single one)."""
+    source = metric.split("_src_", 1)[1] if "_src_" in metric else ""
+    source = source.split("_dst_", 1)[0]
+    for fragment, dtype in TENSOR_DTYPES:
+        if fragment in source:
+            return dtype
+    return None
 
 MachineResolver = Callable[[str], "Machine | None"]
 
@@ -50,11 +67,21 @@ def default_resolver(machine: Machine | None) -> MachineResolver:
 def _machine_peak(m: Machine | None, precision: str) -> tuple[float, str]:
     if m is None:
         return np.nan, ""
-    for table, key in PEAK_KEYS.get(precision, ()):
+    keys = PEAK_KEYS.get(precision, ())
+    if precision.startswith("tensor:"):
+        keys = (("peak_flop_per_s", precision.split(":", 1)[1]),)
+    for table, key in keys:
         value = getattr(m, table).get(key)
         if value:
             return float(value), f"{m.label}#{table}.{key}"
     return np.nan, ""
+
+
+def _spec_peak(m: Machine | None, key: str, cache: dict[tuple[int, str], tuple[float, str]]) -> tuple[float, str]:
+    found = cache.get((id(m), key))
+    if found is None:
+        found = cache[(id(m), key)] = _machine_peak(m, key)
+    return found
 
 
 def _machine_bandwidth(m: Machine | None, level: str) -> tuple[float, str]:
@@ -134,21 +161,23 @@ def build_report(
 
     peak = np.full(n, np.nan)
     peak_src = np.full(n, "", dtype=object)
+    cache: dict[tuple[int, str], tuple[float, str]] = {}
     for p in PRECISIONS:
         rows = roof_precision == p
         if not rows.any():
             continue
         ncu_value = _col(q, f"peak_flop_per_s_{p}").astype("float64").to_numpy()
         ncu_src = _col(q, f"ceiling_source_{p}", "").fillna("").astype(str).to_numpy(dtype=object)
-        spec = [_machine_peak(m, p) for m in dev_machines]
-        spec_value = np.array([v for v, _ in spec] or [np.nan], dtype=float)[dev_codes] if n else np.array([])
-        spec_src = np.array([s_ for _, s_ in spec] or [""], dtype=object)[dev_codes] if n else np.array([], dtype=object)
         from_ncu = rows & ~np.isnan(ncu_value)
-        from_spec = rows & np.isnan(ncu_value)
         peak[from_ncu] = ncu_value[from_ncu]
         peak_src[from_ncu] = np.where(ncu_src[from_ncu] == "", "ncu", ncu_src[from_ncu])
-        peak[from_spec] = spec_value[from_spec]
-        peak_src[from_spec] = spec_src[from_spec]
+        # machine roofs per (device, roof key): for tensor FLOPs the key is the dominant path's dtype
+        keys = np.full(n, p, dtype=object)
+        if p == "tensor":
+            keys = np.array([f"tensor:{d}" if d else "tensor:?" for d in
+                             (tensor_dtype(m) for m in _text(q, "tensor_metric"))], dtype=object)
+        for i in np.flatnonzero(rows & np.isnan(ncu_value)):
+            peak[i], peak_src[i] = _spec_peak(dev_machines[dev_codes[i]], keys[i], cache)
 
     L = len(levels)
 
@@ -197,8 +226,9 @@ def build_report(
     missing_common = [_text(q, "missing_duration"), _text(q, "missing_flops")]
     no_peak = np.isnan(peak)
     peak_reason = np.array(
-        [f"peak_flop_per_s[{p}] (no ncu peak metric; device {d!r} not in the machine table: pass --machine)"
-         if flag else "" for p, d, flag in zip(roof_precision, devices, no_peak, strict=True)], dtype=object)
+        ["" if not flag else _peak_reason(p, d, dev_machines[c], tm)
+         for p, d, c, flag, tm in zip(roof_precision, devices, dev_codes, no_peak, _text(q, "tensor_metric"),
+                                      strict=True)], dtype=object)
     for j, level in enumerate(levels):
         bw = _col(q, f"bandwidth_bytes_per_s_{level}").astype("float64").to_numpy().copy()
         bw_src = _text(q, f"ceiling_source_{level}").copy()
@@ -229,6 +259,17 @@ def build_report(
     # object columns stay object here (no per-column string-dtype inference); Parquet stores them as strings
     return classify(pd.DataFrame({k: pd.Series(v, dtype=object) if isinstance(v, np.ndarray) and v.dtype == object
                                   else v for k, v in columns.items()}))
+
+
+def _peak_reason(precision: str, device: str, machine: Machine | None, tensor_metric: str) -> str:
+    if machine is None:
+        return (f"peak_flop_per_s[{precision}] (no ncu peak metric; device {device!r} not in the machine table: "
+                "pass --machine)")
+    if precision == "tensor":
+        dtype = tensor_dtype(tensor_metric)
+        what = f"tensor {dtype}" if dtype else f"tensor path {tensor_metric or '(none named)'}"
+        return f"peak_flop_per_s[{what}] (no ncu peak metric; {machine.label} has no dense figure for it)"
+    return f"peak_flop_per_s[{precision}] (no ncu peak metric; {machine.label} has no figure for it)"
 
 
 def _ceiling_source(peak_src: str, bw_src: str) -> str:

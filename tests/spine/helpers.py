@@ -42,6 +42,7 @@ def quantities(n: int, **columns: Any) -> pd.DataFrame:
         "bytes_dram": nan, "bytes_l2": nan, "bytes_l1": nan,
         "bytes_source_dram": ["dram__bytes.sum"] * n, "bytes_source_l2": [""] * n, "bytes_source_l1": [""] * n,
         "missing_duration": [""] * n, "missing_flops": [""] * n,
+        "tensor_metric": [""] * n,
         "missing_dram": [""] * n, "missing_l2": ["lts__t_bytes.sum"] * n, "missing_l1": ["l1tex__t_bytes.sum"] * n,
     }
     for p in ("fp64", "fp32", "fp16", "tensor"):

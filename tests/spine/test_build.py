@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from nsroof.models.machines import Machine
 from nsroof.report.aggregate import aggregate
 from nsroof.report.build import build_report
 from nsroof.report.schema import COLUMNS
@@ -55,7 +56,8 @@ def test_ncu_ceilings_win_over_the_machine_table() -> None:
 
 
 def test_precision_is_the_one_carrying_most_flops() -> None:
-    q = quantities(2, duration_s=[1e-3, 1e-3], flops_fp32=[1e6, 0.0], flops_tensor=[5e9, 0.0], bytes_dram=[1e6, 1e6])
+    q = quantities(2, duration_s=[1e-3, 1e-3], flops_fp32=[1e6, 0.0], flops_tensor=[5e9, 0.0], bytes_dram=[1e6, 1e6],
+                   tensor_metric=["sm__ops_path_tensor_src_bf16_dst_fp32_sparsity_off", ""])
     r = build_report(kernels(2), q, A100ISH)
     first = r[r["kernel_id"] == 0].iloc[0]
     assert first["precision"] == "tensor" and first["peak_flop_per_s"] == 312e12
@@ -97,3 +99,33 @@ def test_empty_input_gives_empty_report() -> None:
     r = build_report(kernels(0), quantities(0), A100ISH)
     assert len(r) == 0 and list(r.columns) == COLUMNS
     assert isinstance(r, pd.DataFrame)
+
+
+@pytest.mark.parametrize(
+    "metric, peak",
+    [
+        ("sm__ops_path_tensor_src_fp8_sparsity_off", 1979e12),  # H100-ish dense fp8
+        ("sm__ops_path_tensor_src_tf32_dst_fp32_sparsity_off", 494.7e12),
+        ("sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off", 989.4e12),
+        ("sm__ops_path_tensor_src_fp64", 66.9e12),
+        ("sm__ops_path_tensor_src_int8_sparsity_off", 1979e12),
+    ],
+)
+def test_tensor_flops_stand_under_their_dtype_roof(metric: str, peak: float) -> None:
+    h100ish = Machine(name="H", peak_flop_per_s={"fp64": 66.9e12, "tf32": 494.7e12, "bf16": 989.4e12,
+                                                  "fp16": 989.4e12, "fp8": 1979e12, "int8": 1979e12},
+                      bandwidth_bytes_per_s={"dram": 3.35e12})
+    q = quantities(1, duration_s=[1e-3], flops_fp32=[0.0], flops_tensor=[1.5e12], bytes_dram=[1e8],
+                   tensor_metric=[metric])
+    row = build_report(kernels(1), q, h100ish).iloc[0]
+    assert row["peak_flop_per_s"] == peak
+    assert row["ceiling_source"] == "spec:H"
+
+
+def test_a_tensor_path_without_a_single_dtype_has_no_machine_roof() -> None:
+    # fp4/fp6/fp8 lumped in one path: no single dense roof, so NaN and the reason, never the fp16 rate
+    q = quantities(1, duration_s=[1e-3], flops_fp32=[0.0], flops_tensor=[1e12], bytes_dram=[1e8],
+                   tensor_metric=["sm__ops_path_tensor_src_fp4_fp6_fp8_dst_fp32"])
+    row = build_report(kernels(1), q, A100ISH).iloc[0]
+    assert np.isnan(row["peak_flop_per_s"]) and row["bound"] == "unknown"
+    assert "tensor path sm__ops_path_tensor_src_fp4_fp6_fp8_dst_fp32" in row["missing"]
