@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
+OVERVIEW_ROOFS: tuple[str, ...] = ("peak_flop_per_s.bf16", "peak_flop_per_s.fp16")  # what the overview's ridge names
 
 
 def _tflops(value: float | None) -> str:
@@ -75,14 +76,25 @@ def overview(profiles: list[Machine]) -> str:
              "bandwidth in FLOP/byte; decode batch = ridge · weight bytes / 2, the batch that leaves the memory-bound regime.",
              "", head, "-" * len(head)]
     traps: list[str] = []
+    no_half: list[str] = []
     for m in profiles:
         table = ledger.decode_batch_table(m)
-        batch = " / ".join(_fmt(table["batch"][d], 0) for d in ("bf16", "fp16", "fp8", "fp32"))
+        ridge = table["ridge"]
+        batches = [table["batch"][d] for d in ("bf16", "fp16", "fp8", "fp32")]
+        if table["roof"] not in OVERVIEW_ROOFS:
+            # decode_batch_table falls back to another roof (fp32 for CPUs, named in --machine/--json);
+            # under this header's "bf16 (else fp16)" label that number would claim the wrong dtype
+            ridge, batches = math.nan, [math.nan] * len(batches)
+            no_half.append(f"  {m.name}: no dense bf16 or fp16 figure; `nsroof machines --machine '{m.name}'` "
+                           f"gives the decode table at its {table['roof']} roof, named as such")
+        batch = " / ".join(_fmt(b, 0) for b in batches)
         lines.append(f"{m.name:<18}" + "".join(f"{_tflops(m.peak_flop_per_s.get(d)):>8}" for d in DTYPES[:6])
                      + f"{_bandwidth(m.bandwidth_bytes_per_s.get('dram')):>12}"
                      + f"{_bandwidth(m.bandwidth_bytes_per_s.get('l2')):>12}"
-                     + f"{_fmt(table['ridge'], 0):>8}   {batch}")
+                     + f"{_fmt(ridge, 0):>8}   {batch}")
         traps += [f"  {m.name} {t}" for t in sparse_traps(m)[:1]]
+    if no_half:
+        lines += ["", "— under ridge and decode batch: no dense bf16 or fp16 peak to take them from.", *no_half]
     if traps:
         lines += ["", "The 2:4-sparse trap: datasheet headlines often double the dense rate with structured sparsity,",
                   "which a dense GEMM never reaches. nsroof keeps them apart and never uses them for dense work:",

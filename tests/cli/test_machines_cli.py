@@ -95,6 +95,15 @@ class TestText:
         h100 = next(line for line in out.splitlines() if line.startswith("H100 SXM "))
         assert h100.rstrip().endswith("295   295 / 295 / 148 / 591")
 
+    @pytest.mark.parametrize("name", ["A10G", "GTX 1650", "GTX 1660 Ti"])
+    def test_overview_shows_no_ridge_without_a_bf16_or_fp16_figure(self, name: str) -> None:
+        # the header promises "ridge = dense bf16 (else fp16)": these profiles have neither (no tensor
+        # figures), so the FP32 ridge (A10G: 35.02e12 / 600e9 = 58) must not appear under that label
+        out = run().stdout
+        line = next(line for line in out.splitlines() if line.startswith(f"{name} "))
+        assert line.rstrip().endswith("—   — / — / — / —"), line
+        assert f"{name}: no dense bf16 or fp16 figure" in out
+
     def test_detail_names_every_source(self) -> None:
         out = run("--machine", "v100").stdout
         assert "peak_flop_per_s.fp16             125        138.9         40.3" in out
