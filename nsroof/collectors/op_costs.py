@@ -69,6 +69,7 @@ class OpCost:
     label: str  # e.g. gemm(m=512, n=256, k=1024, dtype=fp32)
     precision: str  # report precision: fp64, fp32, fp16, tensor ('' when unknown)
     missing: str  # why flops/bytes are NaN ('' when known)
+    tensor_dtype: str = ""  # for precision "tensor": the dtype whose dense tensor peak is the roof
 
     @property
     def known(self) -> bool:
@@ -415,4 +416,6 @@ def op_cost(op: str, shapes: Sequence[Any] | None, dtypes: Sequence[Any] | None,
         return unknown(f"{op}: {exc}")
     from nsroof.models.ledger.ops_torch import report_precision
 
-    return OpCost(operator.flops, operator.bytes, operator.formula, operator.label, report_precision(operator), "")
+    precision = report_precision(operator)
+    tensor_dtype = operator.roof.dtype if precision == "tensor" else ""
+    return OpCost(operator.flops, operator.bytes, operator.formula, operator.label, precision, "", tensor_dtype)

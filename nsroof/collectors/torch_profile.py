@@ -67,6 +67,7 @@ class OpRecord:
     block: str = ""
     stream: int | None = None
     thread: int | None = None
+    tensor_dtype: str = ""  # the roof dtype of tensor-core FLOPs (precision "tensor")
 
 
 @dataclass
@@ -342,6 +343,7 @@ def records_from_events(events: Sequence[Any], *, cuda: bool) -> list[OpRecord]:
             module=_module_of(path), start_us=float(e.time_range.start), duration_s=duration_us * 1e-6,
             duration_source=duration_source, flops=cost.flops, bytes=cost.bytes, precision=cost.precision,
             formula=cost.formula, label=cost.label, missing=cost.missing, thread=int(e.thread), device=device,
+            tensor_dtype=cost.tensor_dtype,
         ))
     return records
 
@@ -367,14 +369,14 @@ def _kernel_records(kernels: list[Any], cpu_ops: list[Any], tree: _Tree) -> list
         if unit is not None:
             cost = costs[id(unit)]
             share = dur_us / unit_time_us[id(unit)] if unit_time_us[id(unit)] > 0 else 0.0
-            flops, nbytes, precision = cost.flops * share, cost.bytes * share, cost.precision
+            flops, nbytes, precision, tensor_dtype = cost.flops * share, cost.bytes * share, cost.precision, cost.tensor_dtype
             label = cost.label if share == 1.0 else f"{cost.label} ×{share:.4g} (share of {unit.name} by kernel time)"
             formula, missing = cost.formula, ""
         else:
             reason = (costs[id(op)].missing if op is not None else
                       "no launching op (kernel without a correlated CPU op)")
             flops = nbytes = math.nan
-            precision = formula = label = ""
+            precision = formula = label = tensor_dtype = ""
             missing = reason
         path = tree.path(op) if op is not None else []
         records.append(OpRecord(
@@ -386,6 +388,7 @@ def _kernel_records(kernels: list[Any], cpu_ops: list[Any], tree: _Tree) -> list
             device=str(meta.get("device_name", "")) or _cuda_device_name(getattr(k, "device_index", None)),
             grid=_dim3(meta.get("grid")), block=_dim3(meta.get("block")),
             stream=_int_or_none(meta.get("stream", getattr(k, "device_resource_id", None))),
+            tensor_dtype=tensor_dtype,
         ))
     return records
 
@@ -542,6 +545,7 @@ def frames_from_records(records: Sequence[OpRecord], *, host: str = "", pid: int
         # A known cost puts all its FLOPs under its precision and 0 under the others; unknown stays NaN.
         q[f"flops_{p}"] = np.array(
             [(r.flops if r.precision == p else 0.0) if r.precision else math.nan for r in records], dtype="float64")
+    q["tensor_dtype"] = pd.Series([r.tensor_dtype for r in records], dtype=object)
     quantities = pd.DataFrame(q)
     quantities["ledger_label"] = pd.Series([r.label for r in records], dtype=object)
     return kernels, quantities

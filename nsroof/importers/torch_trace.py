@@ -342,13 +342,14 @@ def _analytic(ops: _Ops, launcher: np.ndarray, dur_s: np.ndarray) -> dict[str, A
             unit_time[int(u)] = unit_time.get(int(u), 0.0) + (d if d == d else 0.0)
     flops, nbytes = np.full(n, np.nan), np.full(n, np.nan)
     precision, formula, label, missing = [""] * n, [""] * n, [""] * n, [""] * n
+    tensor_dtype = [""] * n
     for i in range(n):
         u, j = int(unit[i]), int(launcher[i])
         if u >= 0:
             cost = ops.cost(u)
             share = dur_s[i] / unit_time[u] if unit_time[u] > 0 else 0.0
             flops[i], nbytes[i] = cost.flops * share, cost.bytes * share
-            precision[i], formula[i] = cost.precision, cost.formula
+            precision[i], formula[i], tensor_dtype[i] = cost.precision, cost.formula, cost.tensor_dtype
             label[i] = cost.label if share == 1.0 else f"{cost.label} ×{share:.4g} (share by kernel time)"
         elif j >= 0:
             missing[i] = ops.cost(j).missing
@@ -358,6 +359,7 @@ def _analytic(ops: _Ops, launcher: np.ndarray, dur_s: np.ndarray) -> dict[str, A
         "analytic_flops": flops, "analytic_bytes": nbytes,
         "analytic_precision": pd.Series(precision, dtype=object), "analytic_formula": pd.Series(formula, dtype=object),
         "analytic_label": pd.Series(label, dtype=object), "analytic_missing": pd.Series(missing, dtype=object),
+        "analytic_tensor_dtype": pd.Series(tensor_dtype, dtype=object),
     }
 
 
@@ -408,6 +410,10 @@ def apply_analytic(kernels: pd.DataFrame, quantities: pd.DataFrame) -> pd.DataFr
     q.loc[take_f, "flops"] = af[take_f]
     q.loc[take_f, "flops_source"] = ["analytic:" + s for s in label[take_f]]
     q.loc[take_f, "missing_flops"] = ""
+    if "analytic_tensor_dtype" in kernels.columns:
+        dtypes = np.full(len(q), "", dtype=object)
+        dtypes[take_f] = kernels["analytic_tensor_dtype"].astype(str).to_numpy()[take_f]
+        q["tensor_dtype"] = dtypes
     take_b = q["bytes_dram"].isna().to_numpy() & ~np.isnan(ab)
     q.loc[take_b, "bytes_dram"] = ab[take_b]
     q.loc[take_b, "bytes_source_dram"] = ["analytic:" + s for s in formula[take_b]]

@@ -174,8 +174,7 @@ def build_report(
         # machine roofs per (device, roof key): for tensor FLOPs the key is the dominant path's dtype
         keys = np.full(n, p, dtype=object)
         if p == "tensor":
-            keys = np.array([f"tensor:{d}" if d else "tensor:?" for d in
-                             (tensor_dtype(m) for m in _text(q, "tensor_metric"))], dtype=object)
+            keys = np.array([f"tensor:{d}" if d else "tensor:?" for d in _tensor_dtypes(q)], dtype=object)
         for i in np.flatnonzero(rows & np.isnan(ncu_value)):
             peak[i], peak_src[i] = _spec_peak(dev_machines[dev_codes[i]], keys[i], cache)
 
@@ -226,9 +225,9 @@ def build_report(
     missing_common = [_text(q, "missing_duration"), _text(q, "missing_flops")]
     no_peak = np.isnan(peak)
     peak_reason = np.array(
-        ["" if not flag else _peak_reason(p, d, dev_machines[c], tm)
-         for p, d, c, flag, tm in zip(roof_precision, devices, dev_codes, no_peak, _text(q, "tensor_metric"),
-                                      strict=True)], dtype=object)
+        ["" if not flag else _peak_reason(p, d, dev_machines[c], tm, td)
+         for p, d, c, flag, tm, td in zip(roof_precision, devices, dev_codes, no_peak, _text(q, "tensor_metric"),
+                                          _tensor_dtypes(q), strict=True)], dtype=object)
     for j, level in enumerate(levels):
         bw = _col(q, f"bandwidth_bytes_per_s_{level}").astype("float64").to_numpy().copy()
         bw_src = _text(q, f"ceiling_source_{level}").copy()
@@ -261,12 +260,19 @@ def build_report(
                                   else v for k, v in columns.items()}))
 
 
-def _peak_reason(precision: str, device: str, machine: Machine | None, tensor_metric: str) -> str:
+def _tensor_dtypes(q: pd.DataFrame) -> list[str | None]:
+    """Per kernel, the dtype of its tensor roof: stated by an analytic source (`tensor_dtype`, e.g. a
+    bf16 matmul), else read from the dominant sm__ops_path_tensor_* metric (`tensor_metric`)."""
+    stated = _text(q, "tensor_dtype")
+    return [s or tensor_dtype(m) for s, m in zip(stated, _text(q, "tensor_metric"), strict=True)]
+
+
+def _peak_reason(precision: str, device: str, machine: Machine | None, tensor_metric: str,
+                 dtype: str | None) -> str:
     if machine is None:
         return (f"peak_flop_per_s[{precision}] (no ncu peak metric; device {device!r} not in the machine table: "
                 "pass --machine)")
     if precision == "tensor":
-        dtype = tensor_dtype(tensor_metric)
         what = f"tensor {dtype}" if dtype else f"tensor path {tensor_metric or '(none named)'}"
         return f"peak_flop_per_s[{what}] (no ncu peak metric; {machine.label} has no dense figure for it)"
     return f"peak_flop_per_s[{precision}] (no ncu peak metric; {machine.label} has no figure for it)"

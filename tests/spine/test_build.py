@@ -129,3 +129,10 @@ def test_a_tensor_path_without_a_single_dtype_has_no_machine_roof() -> None:
     row = build_report(kernels(1), q, A100ISH).iloc[0]
     assert np.isnan(row["peak_flop_per_s"]) and row["bound"] == "unknown"
     assert "tensor path sm__ops_path_tensor_src_fp4_fp6_fp8_dst_fp32" in row["missing"]
+
+
+def test_an_analytic_source_states_its_tensor_dtype() -> None:
+    # a profiled bf16 matmul has no ncu metric: the collector names the dtype instead
+    q = quantities(1, duration_s=[1e-3], flops_fp32=[0.0], flops_tensor=[1e12], bytes_dram=[1e8],
+                   tensor_dtype=["bf16"])
+    assert build_report(kernels(1), q, A100ISH).iloc[0]["peak_flop_per_s"] == 312e12
