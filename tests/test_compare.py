@@ -112,6 +112,32 @@ def test_per_nvtx_range_rollup(pair: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     assert r.loc["train/fwd", "delta_bytes_dram"] == pytest.approx(-1e9)
 
 
+def test_emit_nvtx_counters_do_not_break_matching(tmp_path: Path) -> None:
+    # one op added upstream shifts every seq / op_id / input_op_ids; the shapes stay and still key
+    def marker(op: str, seq: int, op_id: int, sizes: str) -> str:
+        return f"{op}, seq = {seq}, op_id = {op_id}, sizes = {sizes}, input_op_ids = [({op_id - 1}, 0)]"
+
+    names = [k[0] for k in BEFORE[:4]]
+    shapes = ["[[64, 128]]", "[[64, 128]]", "[[64, 128], [128, 256]]", "[[64, 256]]"]
+    paths_a = [f"fwd/{marker('aten::' + str(i), 10 + i, 50 + i, s)}" for i, s in enumerate(shapes)]
+    paths_b = [f"fwd/{marker('aten::' + str(i), 11 + i, 51 + i, s)}" for i, s in enumerate(shapes)]
+    # the same op with a new shape is a different kernel call: it must not match
+    paths_b[3] = f"fwd/{marker('aten::3', 14, 54, '[[64, 512]]')}"
+    a = report(tmp_path, "a", BEFORE[:4], paths_a)
+    b = report(tmp_path, "b", AFTER[:4], paths_b)
+    k = cmp.compare_kernels(a, b)
+    both = k[k["status"] == "both"]
+    assert sorted(both["function"]) == ["axpy", "axpy", "gemm_kernel"] and len(names) == 4
+    assert set(both["nvtx_path"]) == {"fwd/aten::0, sizes = [[64, 128]]", "fwd/aten::1, sizes = [[64, 128]]",
+                                      "fwd/aten::2, sizes = [[64, 128], [128, 256]]"}
+    assert sorted(k.loc[k["status"] != "both", "status"]) == ["added", "removed"]  # softmax: new shape
+    text = cmp.render(k)
+    assert "3 matched by function + NVTX path" in text and "1 only before, 1 only after" in text
+    ranges = cmp.compare_ranges(a, b)
+    fwd = ranges[ranges["nvtx_range"] == "fwd"].iloc[0]
+    assert (fwd.kernels_before, fwd.kernels_after) == (4, 4)
+
+
 def test_kernels_without_nvtx_fall_into_one_range(tmp_path: Path) -> None:
     a = report(tmp_path, "a", BEFORE[:1], [""])
     assert list(cmp.range_table(a).index.get_level_values("nvtx_range")) == [cmp.NO_RANGE]

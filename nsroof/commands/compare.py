@@ -19,8 +19,8 @@ import click
 def compare(before: Path, after: Path, top: int, ranges: bool, machine: str | None, output: Path | None,
             as_json: bool) -> None:
     """Compare two reports (.parquet), datasets (folders written by `nsroof analyze -o DIR`) or exports
-    (analyzed on the fly): kernels matched by function name + NVTX path; the change in time, in bytes
-    at DRAM/L2/L1 and in bound."""
+    (analyzed on the fly): kernels matched by function name + NVTX path (torch emit_nvtx's seq / op_id /
+    input_op_ids counters ignored, sizes kept); the change in time, in bytes at DRAM/L2/L1 and in bound."""
     from nsroof.report import compare as cmp
 
     a = cmp.load_side(before, machine=machine)

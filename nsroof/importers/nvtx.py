@@ -115,3 +115,33 @@ def enclosing(push_pop: list[NvtxRange], start_end: list[NvtxRange]) -> tuple[st
 
 def path(names: tuple[str, ...] | list[str]) -> str:
     return "/".join(names)
+
+
+# torch.autograd.profiler.emit_nvtx names each range "aten::addmm, seq = 12, op_id = 5, sizes = [[64, 128],
+# [128, 256]], input_op_ids = [(3, 0)]". seq / op_id / input_op_ids are counters that shift whenever one op
+# is added upstream, so they cannot identify a call across two runs; sizes can (a new shape is a new call).
+_EMIT_NVTX_FIELD = re.compile(r",\s*(seq|op_id|sizes|input_op_ids)\s*=\s*")
+_COUNTERS: frozenset[str] = frozenset({"seq", "op_id", "input_op_ids"})
+
+
+@functools.lru_cache(maxsize=65536)
+def stable_range_name(name: str, *, keep_sizes: bool = True) -> str:
+    """One range name without emit_nvtx's counters (and without `sizes` unless keep_sizes).
+    The fields are found by their ', key = ' markers, so a shape list holding ', ' stays whole."""
+    marks = list(_EMIT_NVTX_FIELD.finditer(name))
+    if not marks:
+        return name
+    kept = [name[: marks[0].start()]]
+    for m, nxt in zip(marks, [*marks[1:], None], strict=True):
+        if m.group(1) in _COUNTERS or (m.group(1) == "sizes" and not keep_sizes):
+            continue
+        kept.append(name[m.start() : nxt.start() if nxt is not None else len(name)])
+    return "".join(kept)
+
+
+def stable_nvtx_path(nvtx_path: str, *, keep_sizes: bool = True) -> str:
+    """An NVTX path that means the same call in two runs: every range name without emit_nvtx's
+    `seq`, `op_id` and `input_op_ids` counters; `sizes` stays unless keep_sizes=False (grouping by op)."""
+    if not nvtx_path:
+        return ""
+    return "/".join(stable_range_name(part, keep_sizes=keep_sizes) for part in nvtx_path.split("/"))

@@ -1,6 +1,10 @@
 """Before/after comparison of two reports (or datasets, or raw exports): per kernel matched by
 function name + NVTX path, and per NVTX range, the change in time, in bytes per level, in bound.
 
+The NVTX path is keyed without torch emit_nvtx's `seq = …`, `op_id = …` and `input_op_ids = …`
+counters (nsroof.importers.nvtx.stable_nvtx_path): they shift whenever one op is added upstream, so
+with them nothing would match after a code change. `sizes = …` stays: a new shape is a different call.
+
 Kernels with the same (function, nvtx_path) are merged on each side first (launch counts add up),
 so a change in launch count shows as a change in `launches`, not as unmatched rows. A kernel's bound
 at a level, after merging, is the bound that holds for most of its time there (time-weighted
@@ -52,6 +56,7 @@ def kernel_table(report: pd.DataFrame) -> pd.DataFrame:
     for col in ("function", "nvtx_path", "level", "bound", "source"):
         if col in df.columns:
             df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
+    df["nvtx_path"] = _stable_paths(df["nvtx_path"])
     df["duration_s"] = pd.to_numeric(df["duration_s"], errors="coerce")
     df["bytes"] = pd.to_numeric(df["bytes"], errors="coerce")
     if "launches" not in df.columns:
@@ -75,6 +80,14 @@ def kernel_table(report: pd.DataFrame) -> pd.DataFrame:
         base[f"bound_{level}"] = _majority_bound(at)
     base[[f"bound_{lv}" for lv in LEVELS]] = base[[f"bound_{lv}" for lv in LEVELS]].fillna("")
     return base
+
+
+def _stable_paths(paths: pd.Series) -> pd.Series:
+    """Each distinct path rewritten once (a report repeats each path on every launch and level)."""
+    from nsroof.importers.nvtx import stable_nvtx_path
+
+    mapping = {p: stable_nvtx_path(p) for p in paths.unique()}
+    return paths.map(mapping).astype(object)
 
 
 def _majority_bound(at: pd.DataFrame) -> pd.Series:

@@ -82,15 +82,13 @@ def kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-# torch.autograd.profiler.emit_nvtx names each range "aten::mm, seq = 10, op_id = 64, sizes = [...]":
-# the counters make every range unique, so the table groups by the names without them
-_EMIT_NVTX_TAIL = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=.*$")
-
-
 def group_path(nvtx_path: str) -> str:
     """The NVTX path a kernel is grouped under: each range name without emit_nvtx's ', seq = …,
-    op_id = …, sizes = …' tail (the full path stays on the row)."""
-    return "/".join(_EMIT_NVTX_TAIL.sub("", part) for part in nvtx_path.split("/")) if nvtx_path else ""
+    op_id = …, sizes = …, input_op_ids = …' fields (the full path stays on the row). The same helper
+    keys `nsroof compare`, which keeps the sizes."""
+    from nsroof.importers.nvtx import stable_nvtx_path
+
+    return stable_nvtx_path(nvtx_path, keep_sizes=False)
 
 
 def ledger_ran(df: pd.DataFrame) -> bool:

@@ -53,3 +53,25 @@ def test_csv_export_reads_the_name(tmp_path: Path) -> None:
     df = ncu_csv.read(path)
     assert df["nvtx_ranges"].iloc[0] == ["block 0: mlp"]
     assert df["nvtx_path"].iloc[0] == "block 0: mlp"
+
+
+# ---------------------------------------------------------------- stable paths (emit_nvtx counters out)
+
+
+@pytest.mark.parametrize(
+    ("path", "stable", "grouped"),
+    [
+        # the real emit_nvtx layout: seq, op_id, sizes, input_op_ids (shapes hold ', ' themselves)
+        ("fwd/aten::addmm, seq = 12, op_id = 5, sizes = [[64, 128], [128, 256]], input_op_ids = [(3, 0)]",
+         "fwd/aten::addmm, sizes = [[64, 128], [128, 256]]", "fwd/aten::addmm"),
+        ("aten::linear, seq = 12, op_id = 3/aten::relu, seq = 13, op_id = 6",
+         "aten::linear/aten::relu", "aten::linear/aten::relu"),
+        ("aten::mm, op_id = 7, sizes = [[2], []]", "aten::mm, sizes = [[2], []]", "aten::mm"),
+        # names that are not emit_nvtx's keep every character
+        ("train/step 0: fwd, bwd", "train/step 0: fwd, bwd", "train/step 0: fwd, bwd"),
+        ("", "", ""),
+    ],
+)
+def test_stable_nvtx_path_drops_the_counters(path: str, stable: str, grouped: str) -> None:
+    assert nvtx.stable_nvtx_path(path) == stable
+    assert nvtx.stable_nvtx_path(path, keep_sizes=False) == grouped
