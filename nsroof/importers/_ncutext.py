@@ -23,6 +23,7 @@ BLOCK_BYTES = 16 << 20
 _HEADER = re.compile(rb'(?m)^"ID",')
 _BOM = b"\xef\xbb\xbf"
 EXPORT_HINT = "export it with `ncu -i REPORT.ncu-rep --csv --page raw --print-units base > export.csv`"
+TRUNCATED_HINT = "the file was cut off (an interrupted ncu run, copy or download): produce it again in full"
 
 
 @dataclass
@@ -78,6 +79,33 @@ class Export:
         finally:
             stream.close()
 
+    def check_complete(self) -> None:
+        """InputError naming the last line when the (decompressed) file does not end in a newline.
+
+        ncu ends every line it writes, so a last line without one was cut off, wherever the cut fell:
+        inside a quoted cell, or after a closing quote, where every cell left still parses. Checked
+        before any reader runs, so all of them refuse the same file with the same error. A plain
+        file costs one seek; a gzip file one decompressing pass (the format has no way to its end)."""
+        if self.gzipped:
+            last = b""
+            stream = _open(self.path)
+            try:
+                while chunk := stream.read(1 << 20):
+                    last = chunk[-1:]
+            except (OSError, EOFError) as exc:
+                raise InputError(self.path, f"damaged gzip file ({exc})",
+                                 hint="re-compress it or pass the plain file") from None
+            finally:
+                stream.close()
+        else:
+            with open(self.path, "rb") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                fh.seek(max(size - 1, 0))
+                last = fh.read(1)
+        if last in (b"", b"\n"):
+            return
+        raise truncated(self.path, _count_newlines(self.path) + 1)
+
     def reopen(self) -> BinaryIO:
         """A fresh stream positioned at the header (the export's own stream stays where it is)."""
         stream = _open(self.path)
@@ -86,6 +114,23 @@ class Export:
 
     def close(self) -> None:
         self.stream.close()
+
+
+def truncated(path: str | os.PathLike[str], last_line: int) -> InputError:
+    """The one error for a file cut off inside its last line (CSV and text output alike)."""
+    return InputError(path, "truncated: the last line ends without a newline", line=last_line, hint=TRUNCATED_HINT)
+
+
+def _count_newlines(path: Path) -> int:
+    """Newlines in the (decompressed) file; for the error path only."""
+    stream = _open(path)
+    n = 0
+    try:
+        while chunk := stream.read(1 << 22):
+            n += chunk.count(b"\n")
+    finally:
+        stream.close()
+    return n
 
 
 def _row_boundary(buf: bytes) -> int:

@@ -112,6 +112,7 @@ def read(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read an ncu CSV export (details or raw page) into the normalized kernel table."""
     export = text.open_export(path)
     try:
+        export.check_complete()
         layout = _layout(export)
         if layout.page == "details":
             frame = _read_details(export, layout)

@@ -45,7 +45,7 @@ from nsroof.errors import InputError, UnitError
 from nsroof.importers import _ncunumbers as numbers
 from nsroof.importers import names, nvtx
 from nsroof.importers._nculabels import column_name, disambiguate
-from nsroof.importers._ncutext import EXPORT_HINT, Preamble
+from nsroof.importers._ncutext import EXPORT_HINT, Preamble, truncated
 from nsroof.importers.kernel_table import IDENTITY_COLUMNS, assemble, fill_launch_identity
 from nsroof.units import UnknownUnitError, scale
 
@@ -129,6 +129,10 @@ def _lines(p: Path) -> list[str]:
     if b"\0" in data[: 1 << 16]:
         raise InputError(p, "binary file, not ncu text output", line=1, hint=EXPORT_HINT)
     data = data.removeprefix(b"\xef\xbb\xbf")
+    if data and not data.endswith(b"\n"):
+        # ncu ends every line it prints: without the last newline the output was cut off, and a cut
+        # after a table or inside a rule result's text would otherwise read as fewer kernels
+        raise truncated(p, data.count(b"\n") + 1)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

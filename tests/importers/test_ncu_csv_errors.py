@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,6 +74,51 @@ def test_truncated_mid_row(tmp_path: Path) -> None:
     text = HEADER + "\n" + good + "\n" + '"1","1","a","h","k(int, fl'
     err = error_of(write(tmp_path, text))
     assert err.line == 3 and ("truncated" in err.cause or "damaged" in err.cause)
+
+
+def _two_launches(newline: str = "\n") -> str:
+    rows = [ROW.format(id=i, m=m, u="nsecond", v="10") for i in (0, 1) for m in ("gpu__time_duration.sum", "b__y.sum")]
+    return newline.join([HEADER, *rows]) + newline  # header on line 1, rows on lines 2-5
+
+
+@pytest.mark.parametrize(("cut", "line"), [
+    # the last row loses everything after a closing quote: '..."0","8.0"' — every cell that is left parses
+    (lambda t: t[: t.rstrip("\n").rfind('","') + 1], 5),
+    (lambda t: t[: t.rstrip("\n").rfind('","') - 3], 5),  # inside a quoted cell
+    (lambda t: t.rstrip("\n"), 5),  # the whole last row, but not its newline
+    (lambda t: t[: t.find("\n", len(HEADER) + 1) + 5], 3),  # a few bytes into line 3
+], ids=["after-a-cell", "inside-a-cell", "before-the-newline", "early"])
+def test_details_page_cut_anywhere_in_a_line_is_truncated(tmp_path: Path, cut: Any, line: int) -> None:
+    # ncu ends every line with a newline: an export whose last byte is not one was cut off
+    err = error_of(write(tmp_path, cut(_two_launches())))
+    assert err.line == line and err.cause.startswith("truncated")
+
+
+def test_cut_between_cr_and_lf_is_truncated(tmp_path: Path) -> None:
+    text = _two_launches("\r\n")
+    err = error_of(write(tmp_path, text[:-1]))
+    assert err.line == 5 and err.cause.startswith("truncated")
+
+
+def test_cut_inside_a_gzip_member_content_is_truncated(tmp_path: Path) -> None:
+    # a well-formed gzip whose content was cut before compressing: the check runs on the decompressed bytes
+    text = _two_launches()
+    err = error_of(write(tmp_path, gzip.compress(text[: text.rfind('","') + 1].encode()), "cut.csv.gz"))
+    assert err.line == 5 and err.cause.startswith("truncated")
+
+
+def test_raw_page_cut_at_a_field_boundary_is_truncated(tmp_path: Path) -> None:
+    text = ('"ID","Process ID","Kernel Name","gpu__time_duration.sum","dram__bytes.sum"\n'
+            '"","","","nsecond","byte"\n"0","1","k()","10","100"\n"1","1","k()","10"')
+    err = error_of(write(tmp_path, text))
+    assert err.line == 4 and err.cause.startswith("truncated")
+
+
+def test_export_cut_at_a_line_end_is_read(tmp_path: Path) -> None:
+    # cut right after a newline: indistinguishable from an export of fewer launches, so it is read
+    text = _two_launches()
+    df = ncu_csv.read(write(tmp_path, text[: text.find("\n", text.find('"1","1"')) + 1]))
+    assert df["kernel_id"].tolist() == [0, 1]
 
 
 def test_row_wider_than_the_header(tmp_path: Path) -> None:

@@ -255,10 +255,42 @@ def test_declines_text_among_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert any("non-CSV" in w for w in df.attrs["nsroof"]["warnings"])
 
 
-def test_declines_missing_final_newline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def assert_all_readers_refuse(path: Path, monkeypatch: pytest.MonkeyPatch) -> InputError:
+    """Every reader, forced in turn, raises the one identical InputError."""
+    readers: list[Reader | None] = [None, ncu_csv._details_pandas, ncu_csv._details_scan]
+    if HAS_POLARS:
+        readers.append(ncu_csv._details_polars)
+    messages = set()
+    for reader in readers:
+        with pytest.raises(InputError) as err:
+            read_with(path, reader, monkeypatch)
+        messages.add(str(err.value))
+    with pytest.raises(InputError) as err:
+        ncu_csv.read(path)
+    messages.add(str(err.value))
+    assert len(messages) == 1, messages
+    return err.value
+
+
+def test_every_reader_refuses_a_missing_final_newline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the last row is complete but for its newline: ncu ends every line, so the export was cut off;
+    # 1 header line + 14 rows: the last row is line 15
     path = write(tmp_path, export_lines(), end="")
     assert scan_result(path) is None
-    assert_all_readers_agree(path, monkeypatch, scan_applies=False)
+    err = assert_all_readers_refuse(path, monkeypatch)
+    assert err.line == 15 and err.cause.startswith("truncated")
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.9])
+def test_every_reader_refuses_an_export_cut_at_a_cell_boundary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep: float
+) -> None:
+    data = write(tmp_path, export_lines()).read_bytes()
+    cut = data.rfind(b'","', 0, int(len(data) * keep)) + 1  # ends on a closing quote: every cell left parses
+    path = tmp_path / "cut.csv"
+    path.write_bytes(data[:cut])
+    err = assert_all_readers_refuse(path, monkeypatch)
+    assert err.line == data[:cut].count(b"\n") + 1 and err.cause.startswith("truncated")
 
 
 def test_declines_unquoted_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -326,10 +358,10 @@ def test_polars_line_numbers_are_exact(tmp_path: Path) -> None:
 
 
 @needs_polars
-def test_polars_reads_a_file_without_final_newline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_polars_refuses_a_crlf_file_without_final_newline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write(tmp_path, ["\r\n".join(export_lines())], end="")
     assert scan_result(path) is None
-    assert_all_readers_agree(path, monkeypatch, scan_applies=False)
+    assert assert_all_readers_refuse(path, monkeypatch).cause.startswith("truncated")
 
 
 @needs_polars

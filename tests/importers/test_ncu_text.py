@@ -424,6 +424,36 @@ def test_truncated_table(tmp_path: Path) -> None:
     assert err.line == 27 and "truncated" in err.cause and "GPU Speed Of Light Throughput" in err.cause
 
 
+@pytest.mark.parametrize("marker", [
+    "performance of this device.",  # inside a rule result, after every table of the launch
+    "2.62\n    SM Frequency",  # inside a table row: the value column is cut
+])
+def test_output_cut_inside_a_line_is_truncated(tmp_path: Path, marker: str) -> None:
+    # ncu ends every line it prints: a last line without its newline means the output was cut off
+    cut = TEXT_2024[: TEXT_2024.index(marker) + len(marker) // 2]
+    err = _error(tmp_path, cut)
+    assert err.line == cut.count("\n") + 1 and err.cause.startswith("truncated")
+
+
+def test_gzipped_output_cut_inside_a_line_is_truncated(tmp_path: Path) -> None:
+    cut = TEXT_2024[: TEXT_2024.index("Est. Speedup") + 5]
+    p = tmp_path / "cut.txt.gz"
+    p.write_bytes(gzip.compress(cut.encode()))
+    with pytest.raises(InputError) as info:
+        ncu_text.read(p)
+    assert info.value.line == cut.count("\n") + 1 and info.value.cause.startswith("truncated")
+
+
+def test_shared_capture_cut_short_is_truncated(shared_fixtures: Path, tmp_path: Path) -> None:
+    # the review's repro: the first 1,500 bytes of a real capture end inside a rule result's text
+    data = (shared_fixtures / "synthetic" / "fixture_ncu2024_details_text_nvtx.txt").read_bytes()[:1500]
+    p = tmp_path / "cut.txt"
+    p.write_bytes(data)
+    with pytest.raises(InputError) as info:
+        ncu_text.read(p)
+    assert info.value.line == data.count(b"\n") + 1 and info.value.cause.startswith("truncated")
+
+
 def test_row_that_does_not_fit_the_columns(tmp_path: Path) -> None:
     broken = TEXT_2024.replace("    SM Frequency            cycle/nsecond         1.98",
                                "   SM Frequency             cycle/nsecond         1.98")
