@@ -83,9 +83,9 @@ def analyze(
             kernels, quantities = merge_launches(kernels, quantities)
         levels = facts.get("levels") or build.LEVELS
         built = build.build_report(kernels, quantities, levels=levels, resolver=resolver)
-        hint = completing_metrics_hint(built)
-        if hint:
-            hints.append(f"{name}: {hint}")
+        for hint in (completing_metrics_hint(built), ceilings_hint(built)):
+            if hint:
+                hints.append(f"{name}: {hint}")
         frames.append(built)
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=build.COLUMNS)
 
@@ -111,7 +111,8 @@ def completing_metrics_hint(report: pd.DataFrame) -> str:
     # Only rows the missing counters left unclassified: a partial FLOP count (e.g. no HADD/HMUL in a
     # --set full export) still classifies, and needs no re-profiling.
     unknown = report[report["bound"].astype(str) == "unknown"]
-    lacking = unknown[unknown["missing"].astype(str).str.contains("__", regex=False)]
+    blocked = unknown["flops"].isna() | unknown["bytes"].isna() | unknown["duration_s"].isna()
+    lacking = unknown[blocked & unknown["missing"].astype(str).str.contains("__", regex=False)]
     if lacking.empty:
         return ""
     from nsroof.models.metric_formulas import required_metrics
@@ -120,6 +121,20 @@ def completing_metrics_hint(report: pd.DataFrame) -> str:
     metrics = required_metrics(ccs[0] if len(ccs) == 1 else None)
     n = lacking.drop_duplicates(["source", "kernel_id"]).shape[0]
     return f"{n} kernel(s) lack roofline counters; profile with `ncu --metrics {','.join(metrics)}`"
+
+
+def ceilings_hint(report: pd.DataFrame) -> str:
+    """When kernels lack roofs because their device is unknown, say how to give them one."""
+    no_roof = report["peak_flop_per_s"].isna() | report["bandwidth_bytes_per_s"].isna()
+    unknown_device = report["missing"].astype(str).str.contains("not in the machine table", regex=False)
+    rows = report[no_roof & unknown_device]
+    if rows.empty:
+        return ""
+    devices = sorted({d or "(unnamed)" for d in rows["device"].astype(str)})
+    n = rows.drop_duplicates(["source", "kernel_id"]).shape[0]
+    return (f"{n} kernel(s) have no roofs: device {', '.join(repr(d) for d in devices)} is not in the machine "
+            "table (the export names no GPU); pass --machine NAME (see `nsroof machines`) or a profile from "
+            "`nsroof measure`")
 
 
 def _machines_used(frame: pd.DataFrame, fixed: Machine | None, resolver: Any) -> list[Machine]:

@@ -17,7 +17,7 @@ from nsroof.errors import InputError
 @click.option("--machine", help="Machine ceilings: a name from `nsroof machines` or a JSON profile (e.g. from `nsroof measure`).")
 @click.option("--aggregate", is_flag=True, help="Merge repeated launches of the same kernel under the same NVTX path.")
 @click.option("--ledger", "ledger", type=click.Path(path_type=Path), help="YAML/JSON map of kernel patterns to ledger formulas.")
-@click.option("--top", default=10, show_default=True, help="Kernels listed in the summary.")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Kernels listed in the summary.")
 @click.option("-j", "--jobs", type=int, default=None, help="Dataset mode: worker processes (default: the number of cores).")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
               help="Dataset mode: a local process pool, or an existing Dask cluster.")
@@ -30,9 +30,9 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     """Classify every kernel of Nsight Compute exports (CSV of any version/locale, .ncu-rep) or
     torch.profiler traces at DRAM, L2 and L1, and write a Parquet report.
 
-    One file gives one report file. Several files, globs or directories give one hive-partitioned
-    dataset (host=…/rank=…/source=…) under -o DIR; a failed input is listed and the others still land
-    (exit code 1 when any failed)."""
+    One file gives one report file. Several files, globs or directories (or -o naming an existing
+    folder) give one hive-partitioned dataset (host=…/rank=…/source=…) under -o DIR; a failed input is
+    listed and the others still land (exit code 1 when any failed)."""
     dataset_mode = (len(inputs) > 1 or any(p.is_dir() for p in inputs) or executor == "dask"
                     or jobs is not None or (output is not None and output.is_dir()))
     if dataset_mode:
@@ -44,8 +44,11 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     from nsroof.pipeline import default_output
     from nsroof.report.summary import render
 
-    report = run(list(inputs), machine=machine, aggregate=aggregate, ledger=ledger)
     out = output or default_output(inputs[0])
+    if out.exists() and inputs[0].exists() and out.resolve() == inputs[0].resolve():
+        raise InputError(os.fspath(out), "the output would overwrite the input export",
+                         hint="choose another -o path, e.g. report.parquet")
+    report = run(list(inputs), machine=machine, aggregate=aggregate, ledger=ledger)
     report.write(out)
     click.echo(render(report, top=top, output=str(out)))
 

@@ -47,8 +47,9 @@ def sniff(path: str | os.PathLike[str]) -> str:
         try:
             with gzip.open(p, "rb") as fh:
                 head = fh.read(65536)
-        except OSError as exc:
-            raise InputError(p, f"damaged gzip file ({exc})", hint="re-compress or pass the plain file") from None
+        except (OSError, EOFError) as exc:
+            raise InputError(p, f"damaged gzip file ({exc or type(exc).__name__})",
+                             hint="re-compress or pass the plain file") from None
     text = head.lstrip(b"\xef\xbb\xbf").lstrip()
     # a chrome trace is a JSON object, or a JSON array of event objects; ncu's text output also
     # starts with '[' ("[18548] app@host"), so an array must open on an object

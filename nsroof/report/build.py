@@ -247,7 +247,7 @@ def build_report(
                          for ps, bs in zip(peak_src, bw_src, strict=True)]
         bw_reason = f"bandwidth_bytes_per_s[{level}] (no ncu peak metric or machine figure)"
         missing[:, j] = [
-            _join(md, mf, ml, pr, bw_reason if nb else "")
+            _join(pr, bw_reason if nb else "", md, mf, ml)  # what blocks the verdict first
             for md, mf, ml, pr, nb in zip(*missing_common, _text(q, f"missing_{level}"), peak_reason,
                                           np.isnan(bw), strict=True)
         ]
@@ -332,7 +332,7 @@ def kernel_key(report: pd.DataFrame) -> pd.Series:
 
 def limiting_level(report: pd.DataFrame) -> pd.Series:
     """Per kernel, what sets its time floor: the level whose bytes / bandwidth is largest, or
-    'compute' when flops / peak is at least every level's memory time ('' when nothing is known)."""
+    'compute' when flops / peak is at least every level's memory time; '' unless all are known."""
     key = kernel_key(report)
     with np.errstate(divide="ignore", invalid="ignore"):
         memory_s = report["bytes"].astype("float64") / report["bandwidth_bytes_per_s"].astype("float64")
@@ -344,6 +344,7 @@ def limiting_level(report: pd.DataFrame) -> pd.Series:
     worst_compute = compute_s.groupby(key, sort=False).transform("max")
     compute_wins = worst_compute.notna() & (worst_compute >= worst_memory)
     out = level_of_worst.where(~compute_wins, "compute")
-    # a kernel with no known floor at any level names nothing
-    known = report["time_floor_s"].astype("float64").notna().groupby(key, sort=False).transform("any")
+    # Only a kernel whose every level and compute floor are known names one: an unknown level's floor
+    # could be the largest, and nsroof does not guess.
+    known = (memory_s.notna() & compute_s.notna()).groupby(key, sort=False).transform("all")
     return out.where(known, "").fillna("").astype(object)

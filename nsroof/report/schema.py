@@ -68,7 +68,8 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("roof_fraction", _F, "1", "achieved / attainable: achieved_flop_per_s / attainable_flop_per_s, "
           "or achieved_bytes_per_s / bandwidth when the kernel has no FLOPs"),
     Field("limiting", _S, "", "what sets this kernel's time floor: the level with the largest bytes / bandwidth, "
-          "or 'compute' when flops / peak is at least every level's memory time ('' when none is known)", True),
+          "or 'compute' when flops / peak is at least every level's memory time ('' unless every level and the "
+          "compute floor are known)", True),
     Field("above_roof", _B, "", "achieved exceeds a roof by more than 5% (a counting or unit error)"),
     Field("ceiling_source", _S, "", "where the roofs came from: ncu:<metrics>, spec:<machine>, measured:<file>, file:<path>", True),
     Field("missing", _S, "", "metric names whose absence left a quantity NaN, comma-separated ('' when none)"),

@@ -58,9 +58,26 @@ def test_sgemm_is_compute_bound_and_limited_by_compute(report: tuple[pd.DataFram
     # 2,147,483,648 FLOP / 2e-4 s = 1.0737e13 FLOP/s of 19.5e12 -> 0.5506
     assert math.isclose(rows.loc["dram", "roof_fraction"], 2_147_483_648 / 2e-4 / 19.5e12)
     assert rows.loc["dram", "precision"] == "fp32"
-    # compute floor 2,147,483,648 / 19.5e12 = 1.101e-4 s beats DRAM's 12,582,912 / 1.555e12 = 8.09e-6 s
-    # (L2/L1 have no roof in the datasheet table, so they cannot beat it)
-    assert set(rows["limiting"]) == {"compute"}
+    # the datasheet has no L2/L1 roof for the A100, so those floors are unknown and nothing is named
+    assert set(rows["limiting"]) == {""}
+
+
+def test_with_every_roof_known_the_compute_floor_limits_sgemm(tmp_path: Path) -> None:
+    profile = tmp_path / "a100ish.json"
+    profile.write_text('{"name": "a100ish", "source": "measured", "simt_flop_per_s": {"fp32": 19.5e12},'
+                       ' "peak_flop_per_s": {"fp32": 19.5e12},'
+                       ' "bandwidth_bytes_per_s": {"dram": 1.555e12, "l2": 5e12, "l1": 15e12}}')
+    out = tmp_path / "r.parquet"
+    result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(out), "--machine", str(profile)])
+    assert result.exit_code == 0, result.output
+    df = pd.read_parquet(out)
+    sgemm = df[df["function"] == "sgemm_kernel"]
+    # compute 2,147,483,648 / 19.5e12 = 1.101e-4 s beats DRAM 12,582,912 / 1.555e12 = 8.1e-6 s,
+    # L2 402,653,184 / 5e12 = 8.05e-5 s and L1 1,610,612,736 / 15e12 = 1.074e-4 s
+    assert set(sgemm["limiting"]) == {"compute"}
+    saxpy = df[df["function"] == "saxpy"]
+    # saxpy: DRAM 8.09e-6 s > L2 12,582,912 / 5e12 = 2.5e-6 s > compute 2,097,152 / 19.5e12 = 1.1e-7 s
+    assert set(saxpy["limiting"]) == {"dram"}
 
 
 def test_summary_and_metadata(report: tuple[pd.DataFrame, str, Path]) -> None:

@@ -35,8 +35,8 @@ def test_memory_bound_kernel_against_machine_roofs() -> None:
     assert dram["ceiling_source"] == "spec:Test A100"
     # L2: I = 2e9 / 8e8 = 2.5, ridge = 19.5e12 / 7e12 = 2.79 -> memory; floor 8e8 / 7e12 = 1.143e-4
     assert r.loc["l2", "bound"] == "memory"
-    # DRAM floor 4e8 / 1.555e12 = 2.572e-4 s beats L2's 1.143e-4 s: DRAM limits
-    assert set(r["limiting"]) == {"dram"}
+    # DRAM's floor 4e8 / 1.555e12 = 2.572e-4 s beats L2's 1.143e-4 s, but L1's is unknown: no verdict
+    assert set(r["limiting"]) == {""}
     # L1 has neither bytes nor a bandwidth: unknown, and says which metric is missing
     assert r.loc["l1", "bound"] == "unknown"
     assert "l1tex__t_bytes.sum" in r.loc["l1", "missing"]
