@@ -100,7 +100,8 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
         cells = " ".join(f"{row[b]:>8.1%}" if np.isfinite(row[b]) else f"{'?':>8}" for b in ("memory", "compute", "unknown"))
         lines.append(f"  {row['level']:<6} {cells}")
 
-    gains = _gain_lines(frame, top)
+    metadata = getattr(report, "metadata", {}) or {}
+    gains = _gain_lines(frame, top, ledger_used=bool(metadata.get("ledger")))
     if gains:
         lines.append("")
         lines.extend(gains)
@@ -150,19 +151,20 @@ def _ceiling_family(source: str) -> str:
     return " + ".join(parts)
 
 
-def _gain_lines(frame: pd.DataFrame, top: int) -> list[str]:
-    if "ideal_time_s" not in frame or frame["ideal_time_s"].isna().all():
+def _gain_lines(frame: pd.DataFrame, top: int, ledger_used: bool = False) -> list[str]:
+    """The ledger join's part of the summary: always how many kernels matched when a mapping was given,
+    then the kernels and NVTX ranges ranked by the time that could be gained."""
+    has_ideal = "ideal_time_s" in frame and not frame["ideal_time_s"].isna().all()
+    if not (ledger_used or has_ideal):
         return []
-    try:
-        from nsroof.report.ledger_join import gain_table
-    except ImportError:
-        return []
-    table = gain_table(frame)
-    if table is None or len(table) == 0:
-        return []
-    from nsroof.report.ledger_join import coverage
+    from nsroof.report.ledger_join import coverage, gain_table
 
     matched, total = coverage(frame)
+    table = gain_table(frame) if has_ideal else None
+    if table is None or len(table) == 0:
+        why = "" if matched else " — check the mapping's patterns against the kernel names and NVTX paths"
+        return [f"Ledger: {matched} of {total} kernels matched a formula; no ideal time could be computed"
+                f"{' (no roofs: pass --machine)' if matched else ''}{why}"]
     lines = [f"Time that could be gained (duration - ideal time from the ledger; {matched} of {total} kernels matched)"]
     for _, r in table.head(top).iterrows():
         label = f"[{r['kind']}] {r['name']}"

@@ -130,3 +130,13 @@ def test_an_export_without_byte_counters_still_reports_and_says_what_to_collect(
     for level, metric in (("dram", "dram__bytes.sum"), ("l2", "lts__t_bytes.sum"), ("l1", "l1tex__t_bytes.sum")):
         assert df.loc[df["level"] == level, "missing"].str.contains(metric, regex=False).all()
     assert "profile with `ncu --metrics" in result.stdout and "dram__bytes" in result.stdout
+
+
+def test_a_ledger_that_matches_nothing_says_so(tmp_path: Path) -> None:
+    mapping = tmp_path / "map.yaml"
+    mapping.write_text("dtype: fp32\nrules:\n  - kernel: 'no_such_kernel'\n    formula: gemm\n"
+                       "    shape: {m: 1, n: 1, k: 1}\n")
+    result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(tmp_path / "r.parquet"),
+                                      "--ledger", str(mapping)])
+    assert result.exit_code == 0, result.output
+    assert "Ledger: 0 of 2 kernels matched a formula" in result.stdout
