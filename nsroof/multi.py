@@ -22,6 +22,11 @@ Rank and host come from evidence only, first hit wins:
         4. a ``host=<name>`` parent folder
 Nothing is inferred from process IDs: a file holding several processes keeps ``process_id`` per row.
 
+Inside folders, exports are picked by content; a file named like an export (.ncu-rep, .csv, .json,
+.txt, each also .gz) is never dropped in silence: if its start cannot be judged (truncated gzip, no
+.ncu-rep magic, empty) it is analyzed and fails with the reader's error, otherwise it is listed as
+skipped (``DatasetResult.skipped``, the summary, ``_nsroof_dataset.json``).
+
 Each worker analyzes one file and writes its own partition; the parent only collects small
 per-file summaries, so its memory does not grow with the number or size of the inputs.
 """
@@ -35,6 +40,7 @@ import re
 import sys
 import time
 import urllib.parse
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
@@ -84,7 +90,8 @@ def export_kind(path: Path) -> str | None:
             return None
     text = head.lstrip(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
     stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
+    # JSON is an object or an array of objects; ncu's text page also opens on '[' ("[18548] app@host")
+    if stripped.startswith("{") or (stripped.startswith("[") and stripped[1:].lstrip()[:1] in ("{", "]")):
         return "torch-trace" if re.search(r'"(traceEvents|deviceProperties|schemaVersion)"', text) else None
     if re.search(r'^\s*"?ID"?,', text, re.MULTILINE) or "==PROF==" in text or "==ERROR==" in text:
         return "ncu-csv"
@@ -93,14 +100,93 @@ def export_kind(path: Path) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A file found while recursing a folder, named like an export, whose content is none of ours."""
+
+    input: str
+    reason: str
+
+
+@dataclass
+class Discovery:
+    files: list[Path]
+    failures: list[Failure]  # specs that matched nothing
+    skipped: list[Skipped]  # export-named files found in folders that hold something else
+
+
+# A file named like this is never dropped in silence: taken when its content is ours or cannot be
+# judged (truncated gzip, no .ncu-rep magic, empty), listed as skipped otherwise.
+EXPORT_SUFFIXES: tuple[str, ...] = (".ncu-rep", ".csv", ".json", ".txt")
+SKIP_REASON = ("not an ncu CSV, ncu text page, .ncu-rep or torch trace (no ID header, ==PROF== line, "
+               "'[N] kernel' line or traceEvents key in its first 64 KiB); name it explicitly to analyze it anyway")
+
+
+def export_named(path: Path) -> bool:
+    return path.name.lower().removesuffix(".gz").endswith(EXPORT_SUFFIXES)
+
+
+def damage(path: Path) -> str | None:
+    """Why the start of a file cannot be judged by content (so the reader must judge it); None when it can."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(65536)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if not head:
+        return "empty file"
+    if path.name.lower().endswith(".ncu-rep") and head[:4] != b"NVR\0":
+        return "no .ncu-rep magic"
+    if path.name.lower().endswith(".gz") and head[:2] != b"\x1f\x8b":
+        return "named .gz but not gzip"
+    if head[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as fh:
+                fh.read(65536)
+        except (OSError, EOFError, zlib.error) as exc:
+            return f"gzip stream truncated or corrupt ({exc})"
+    return None
+
+
+def scan_file(path: Path) -> Skipped | None | bool:
+    """A file met while recursing a folder: True to analyze it, a Skipped to list, None to ignore
+    (not named like an export: README, images, Parquet outputs ...)."""
+    if export_kind(path) is not None:
+        return True
+    if not export_named(path):
+        return None
+    if damage(path) is not None:
+        return True  # a damaged export fails in the reader, with its cause, and fails the run
+    return Skipped(os.fspath(path), SKIP_REASON)
+
+
 def expand_inputs(inputs: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[Failure]]:
     """Files named explicitly, glob patterns, and directories recursed (exports picked by content).
     Returns the de-duplicated files in a stable order and the specs that matched nothing."""
+    found = discover(inputs)
+    return found.files, found.failures
+
+
+def discover(inputs: Iterable[str | os.PathLike[str]]) -> Discovery:
+    """expand_inputs, plus the export-named files in folders that were skipped (and why)."""
     import glob
 
     files: list[Path] = []
     failures: list[Failure] = []
+    skipped: list[Skipped] = []
     seen: set[Path] = set()
+    seen_skipped: set[Path] = set()
+
+    def scan(root: Path) -> list[Path]:
+        taken: list[Path] = []
+        for f in _walk(root):
+            verdict = scan_file(f)
+            if verdict is True:
+                taken.append(f)
+            elif isinstance(verdict, Skipped) and _absolute(f) not in seen_skipped:
+                seen_skipped.add(_absolute(f))
+                skipped.append(verdict)
+        return taken
 
     def add(p: Path) -> None:
         key = _absolute(p)  # the same file named twice; two links to one export stay two inputs
@@ -112,7 +198,7 @@ def expand_inputs(inputs: Iterable[str | os.PathLike[str]]) -> tuple[list[Path],
         text = os.fspath(spec)
         p = Path(text)
         if p.is_dir():
-            found = [f for f in _walk(p) if export_kind(f) is not None]
+            found = scan(p)
             if not found:
                 failures.append(Failure(text, "directory holds no ncu CSV, .ncu-rep or torch trace"))
             for f in found:
@@ -124,7 +210,7 @@ def expand_inputs(inputs: Iterable[str | os.PathLike[str]]) -> tuple[list[Path],
             found = []
             for m in map(Path, matches):
                 if m.is_dir():
-                    found += [f for f in _walk(m) if export_kind(f) is not None]
+                    found += scan(m)
                 elif m.is_file():
                     found.append(m)
             if not found:
@@ -133,7 +219,9 @@ def expand_inputs(inputs: Iterable[str | os.PathLike[str]]) -> tuple[list[Path],
                 add(f)
         else:
             failures.append(Failure(text, "no such file or directory"))
-    return files, failures
+    # a file also named explicitly (or found by a glob) is an input, not skipped
+    taken = {_absolute(f) for f in files}
+    return Discovery(files, failures, [sk for sk in skipped if _absolute(Path(sk.input)) not in taken])
 
 
 def _walk(root: Path) -> list[Path]:
@@ -500,6 +588,7 @@ class DatasetResult:
     jobs: int
     wall_s: float
     summary_path: str = ""
+    skipped: list[Skipped] = field(default_factory=list)  # export-named files that hold none of our formats
 
     @property
     def ok(self) -> list[Outcome]:
@@ -545,7 +634,8 @@ def analyze_many(
         from nsroof.models import machines as _machines
 
         machine = _machines.load(os.fspath(machine))  # fail fast, once, on a bad --machine
-    files, failures = expand_inputs(inputs)
+    found = discover(inputs)
+    files, failures = found.files, found.failures
     out = os.fspath(out_dir)
     if "://" not in out:
         if Path(out).exists() and not Path(out).is_dir():
@@ -576,7 +666,8 @@ def analyze_many(
     outcomes.sort(key=lambda o: order[o.input])
     failures = failures + [Failure(o.input, o.error) for o in outcomes if not o.ok]
     result = DatasetResult(out_dir=out, outcomes=outcomes, failures=failures, executor=executor,
-                           jobs=workers if executor == "local" else 0, wall_s=time.perf_counter() - t0)
+                           jobs=workers if executor == "local" else 0, wall_s=time.perf_counter() - t0,
+                           skipped=found.skipped)
     result.summary_path = _write_summary(result)
     return result
 
@@ -696,6 +787,7 @@ def _write_summary(result: DatasetResult) -> str:
         "partitioning": list(PARTITION_KEYS),
         "inputs": sorted(records.values(), key=lambda r: (str(r["source"]), str(r.get("rank")))),
         "unmatched": [asdict(f) for f in result.failures if f.input not in {o.input for o in result.outcomes}],
+        "skipped": [asdict(sk) for sk in result.skipped],
         "last_run": {"executor": result.executor, "jobs": result.jobs, "wall_s": round(result.wall_s, 3),
                      "inputs": len(result.outcomes), "failed": len(result.failures)},
     }
@@ -765,6 +857,12 @@ def render_summary(result: DatasetResult) -> str:
         for f in result.failures:
             text = f.error if f.error.startswith(f.input) else f"{f.input}: {f.error}"
             lines.append(f"    {text}")
+    if result.skipped:
+        lines.append("")
+        lines.append(f"  skipped ({len(result.skipped)}), named like exports but holding none of nsroof's formats"
+                     " (name one explicitly to analyze it anyway):")
+        for sk in result.skipped:
+            lines.append(f"    {sk.input}")
     lines.append("")
     lines.append(f"  load: nsroof.report.parquet.load({result.out_dir!r}, filters=[('rank', '=', 0)])")
     return "\n".join(lines)

@@ -92,6 +92,69 @@ def test_export_kind_reads_content_not_extension(tmp_path: Path) -> None:
                      "r.ncu-rep": "ncu-rep", "d.csv": None}
 
 
+def _trace_json(events: int) -> bytes:
+    ev = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": i, "dur": 1, "pid": 0, "tid": 7} for i in range(events)]
+    return json.dumps({"schemaVersion": 1, "deviceProperties": [], "traceEvents": ev}).encode()
+
+
+def test_damaged_exports_in_a_folder_are_inputs_not_dropped(tmp_path: Path) -> None:
+    # a damaged rank must fail loudly, never vanish from the dataset: content sniffing cannot judge
+    # these, so a file named like an export is taken and the reader says what is wrong with it
+    whole = gzip.compress(_trace_json(20_000))
+    (tmp_path / "rank1.pt.trace.json.gz").write_bytes(whole[:1100])  # cut mid-stream (a copy that died)
+    (tmp_path / "rank2.ncu-rep").write_bytes(b"\0" * 64)  # no NVR magic
+    (tmp_path / "rank3.csv").write_bytes(b"")  # ncu killed before it wrote anything
+    (tmp_path / "rank4.json.gz").write_bytes(b"not gzip at all")
+    (tmp_path / "rank0.csv").write_text(raw_csv(KERNELS))
+    (tmp_path / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(20))  # not export-named: ignored
+    found = multi.discover([tmp_path])
+    assert sorted(f.name for f in found.files) == ["rank0.csv", "rank1.pt.trace.json.gz", "rank2.ncu-rep",
+                                                   "rank3.csv", "rank4.json.gz"]
+    assert found.failures == [] and found.skipped == []
+
+
+def test_an_ncu_text_page_opening_on_its_pid_line_is_an_export(tmp_path: Path) -> None:
+    # "[18548] app@host" starts with '[' like a JSON array: it must not be judged as a non-trace JSON
+    page = tmp_path / "details.txt"
+    page.write_text("[18548] MC_EstimatePi.exe@127.0.0.1\n  initRNG(unsigned int) (156160, 1, 1)x(128, 1, 1), "
+                    "Context 1, Stream 7, Device 0, CC 8.6\n    Section: GPU Speed Of Light\n")
+    assert multi.export_kind(page) == "ncu-csv"
+    assert multi.export_kind(tmp_path / "x") is None  # unreadable: no kind (the folder scan takes it if export-named)
+    found = multi.discover([tmp_path])
+    assert found.files == [page] and found.skipped == []
+
+
+def test_export_named_files_that_hold_something_else_are_listed_as_skipped(tmp_path: Path) -> None:
+    (tmp_path / "rank0.csv").write_text(raw_csv(KERNELS))
+    (tmp_path / "config.json").write_text('{"lr": 0.1}')
+    (tmp_path / "losses.csv").write_text("step,loss\n1,0.5\n")
+    (tmp_path / "README.md").write_text("# notes\n")  # not export-named: ignored without a word
+    found = multi.discover([tmp_path])
+    assert [f.name for f in found.files] == ["rank0.csv"] and found.failures == []
+    assert [Path(s.input).name for s in found.skipped] == ["config.json", "losses.csv"]
+    assert all("not an ncu CSV, ncu text page, .ncu-rep or torch trace" in s.reason for s in found.skipped)
+    result = multi.analyze_many([tmp_path], tmp_path / "ds", jobs=1)
+    assert result.exit_code == 0  # skipped is not failed, but it is said
+    text = result.summary()
+    assert "skipped (2)" in text and str(tmp_path / "config.json") in text and "README.md" not in text
+    recorded = json.loads((tmp_path / "ds" / multi.SUMMARY_FILE).read_text())
+    assert [Path(s["input"]).name for s in recorded["skipped"]] == ["config.json", "losses.csv"]
+
+
+def test_a_truncated_trace_in_a_folder_fails_the_run(tmp_path: Path) -> None:
+    # review repro: a trace cut to its first 1,100 bytes next to a good CSV
+    job = tmp_path / "m2"
+    job.mkdir()
+    (job / "h.json.gz").write_bytes(gzip.compress(_trace_json(20_000))[:1100])
+    (job / "saxpy.csv").write_text(raw_csv(KERNELS))
+    result = multi.analyze_many([job], tmp_path / "ds4", jobs=1)
+    assert result.exit_code == 1
+    assert [Path(f.input).name for f in result.failures] == ["h.json.gz"]
+    assert str(job / "h.json.gz") in result.failures[0].error and "\n" not in result.failures[0].error
+    text = result.summary()
+    assert "1 of 2 inputs analyzed" in text and "FAILED (1)" in text
+
+
 def test_globs_explicit_files_and_missing_specs(inputs: Path, tmp_path: Path) -> None:
     files, failures = multi.expand_inputs([str(inputs / "rank*" / "*.csv"), inputs / "rank0" / "profile.csv",
                                            inputs / "notes" / "README.md", tmp_path / "absent.csv", str(tmp_path / "*.nope")])
