@@ -139,6 +139,57 @@ class TestApply:
         assert r["ideal_time_s"] == pytest.approx(2_147_483_648 / 2e12)  # gemm's roof: matmul fp32
 
 
+class TestRuleWarnings:
+    """A rule that matches a kernel but cannot be evaluated on it is said once, in attrs["ledger"]["warnings"]:
+    the mapping file and line of the rule, how many kernels, the first one, the expression, why."""
+
+    def test_one_warning_per_failing_rule(self, joined: pd.DataFrame, data_dir: Path) -> None:
+        # kernel 4's marker 'aten::mm, seq = 9' records no sizes: rule 3 (formula aten, line 13) fails on it
+        (warning,) = joined.attrs["ledger"]["warnings"]
+        path = str(data_dir / "ledger" / "mapping.yaml")
+        assert warning.startswith(f"{path}:13: rule 3 (aten) matched 1 kernel(s) but could not evaluate them; ")
+        assert "first: cutlass_hgemm (t.csv kernel 4): no recorded sizes for aten::mm" in warning
+        assert "\n" not in warning
+
+    def test_the_expression_that_failed_and_the_sizes_it_saw(self, report: pd.DataFrame, tmp_path: Path) -> None:
+        # gemm-bias written for addmm's three recorded inputs (bias, mat1, mat2) meets markers with two
+        two_inputs = "aten::addmm, seq = 12, op_id = 5, sizes = [[64, 128], [128, 256]], input_op_ids = []"
+        extra = pd.DataFrame(kernel_rows(6, "sgemm_a", duration_s=1e-5, flops=1.0, dram_bytes=1.0,
+                                         nvtx_path=f"x/{two_inputs}")
+                             + kernel_rows(7, "sgemm_b", duration_s=1e-5, flops=1.0, dram_bytes=1.0,
+                                           nvtx_path=f"y/{two_inputs}"), columns=COLUMNS)
+        p = tmp_path / "m.yaml"
+        p.write_text("dtype: fp32\nrules:\n  - nvtx: 'aten::addmm'\n    formula: gemm-bias\n"
+                     "    shape: {m: 'sizes[1][0]', k: 'sizes[1][1]', n: 'sizes[2][1]', bias_elements: 'sizes[0][0]'}\n")
+        frame = lj.apply(pd.concat([report, extra], ignore_index=True), lj.load_mapping(p))
+        # kernel 1's marker has three inputs and evaluates; kernels 6 and 7 fail at n = sizes[2][1]
+        assert lj.coverage(frame) == (1, 8)
+        (warning,) = frame.attrs["ledger"]["warnings"]
+        assert warning.startswith(f"{p}:3: rule 1 (gemm-bias) matched 2 kernel(s) but could not evaluate them; ")
+        assert "first: sgemm_a (t.csv kernel 6): " in warning
+        assert "n = sizes[2][1]: no input 2 in the recorded sizes [[64, 128], [128, 256]]" in warning
+        # the per-kernel reason stays in `missing` too
+        assert "ledger: n = sizes[2][1]: no input 2" in dram(frame, 7)["missing"]
+
+    def test_no_warnings_when_every_match_evaluates(self, report: pd.DataFrame, data_dir: Path) -> None:
+        frame = lj.apply(report[report["kernel_id"] != 4], lj.load_mapping(data_dir / "ledger" / "mapping.yaml"))
+        assert frame.attrs["ledger"]["warnings"] == []
+        assert frame.attrs["ledger"]["matched"] == 4 and frame.attrs["ledger"]["kernels"] == 5
+
+    def test_repo_mapping_on_the_shared_nvtx_export(self, shared_fixtures: Path, data_dir: Path) -> None:
+        # the review's repro: mapping.yaml's gemm-bias rule reads addmm's bias at sizes[0]; this export's
+        # marker records only mat1 and mat2, so it cannot be evaluated, and the relu marker has no sizes
+        from nsroof.pipeline import analyze
+
+        export = shared_fixtures / "synthetic" / "fixture_ncu2024_raw_nvtx_base.csv"
+        frame = lj.apply(analyze(export).frame, lj.load_mapping(data_dir / "ledger" / "mapping.yaml"))
+        assert lj.coverage(frame) == (0, 2)
+        gemm_bias, aten = frame.attrs["ledger"]["warnings"]
+        assert ":9: rule 2 (gemm-bias) matched 1 kernel(s)" in gemm_bias and "initRNG" in gemm_bias
+        assert "n = sizes[2][1]: no input 2 in the recorded sizes [[64, 128], [128, 256]]" in gemm_bias
+        assert ":13: rule 3 (aten) matched 1 kernel(s)" in aten and "no recorded sizes for aten::relu" in aten
+
+
 class TestGainTable:
     def test_ranks_by_gain_not_duration(self, joined: pd.DataFrame) -> None:
         t = lj.gain_table(joined)

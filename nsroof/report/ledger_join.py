@@ -32,7 +32,9 @@ Columns (per kernel row; the same on each of its level rows; × launches for agg
 The roofs are the report's own (the kernel's precision roof and its DRAM row's bandwidth, with their
 ceiling_source); where the report has none, the formula's roof on `machine` (or the packaged profile
 matched from the device name). A rule that matches but cannot be evaluated leaves NaN and says why
-in `missing` as `ledger: <reason>`.
+in `missing` as `ledger: <reason>`, and once per rule in the returned frame's
+attrs["ledger"]["warnings"] (one line each: file:line of the rule, how many kernels, the first one,
+the expression and why), next to attrs["ledger"]["matched"] and ["kernels"].
 """
 
 from __future__ import annotations
@@ -353,21 +355,25 @@ def _op_and_sizes(rule: Rule, nvtx_path: str, op: str, input_shapes: str) -> tup
     return op, shapes
 
 
-def _evaluate(value: Any, sizes: list[list[int]] | None) -> Any:
+def _evaluate(name: str, value: Any, sizes: list[list[int]] | None) -> Any:
+    """A shape parameter's value: a literal as is, a size expression on the recorded sizes. LookupError
+    names the parameter, its expression and what the sizes lack."""
     if not (isinstance(value, str) and "sizes" in value):
         return value
     if sizes is None:
-        raise LookupError("no recorded sizes (NVTX marker or input_shapes)")
+        raise LookupError(f"{name} = {value}: no recorded sizes (NVTX marker or input_shapes)")
     product = 1
     for factor in _parse_expression(value):
         if isinstance(factor, int):
             product *= factor
             continue
         i, j = factor
-        try:
-            product *= sizes[i][j]
-        except IndexError:
-            raise LookupError(f"sizes[{i}][{j}] not in recorded sizes {sizes}") from None
+        if not -len(sizes) <= i < len(sizes):
+            raise LookupError(f"{name} = {value}: no input {i} in the recorded sizes {sizes} "
+                              f"({len(sizes)} input(s))")
+        if not -len(sizes[i]) <= j < len(sizes[i]):
+            raise LookupError(f"{name} = {value}: input {i} of the recorded sizes {sizes} has no dimension {j}")
+        product *= sizes[i][j]
     return product
 
 
@@ -398,7 +404,7 @@ def evaluate(rule: Rule, nvtx_path: str, op: str, input_shapes: str) -> Match:
         roof = READERS[base_name(op_name)](sizes, dtypes, []).roof
         return Match(rule.name or cost.label, cost.flops, cost.bytes, roof, "")
     try:
-        shape = {k: _evaluate(v, sizes) for k, v in rule.shape.items()}
+        shape = {k: _evaluate(k, v, sizes) for k, v in rule.shape.items()}
         operator: Operator = ledger.operator(rule.formula, **shape)
     except LookupError as exc:
         return Match("", math.nan, math.nan, None, str(exc.args[0]))
@@ -511,8 +517,38 @@ def apply(report_df: pd.DataFrame, mapping: Mapping, *, machine: Machine | None 
         joined = [", ".join(x for x in (a, b) if x) for a, b in zip(missing, why, strict=True)]
         frame["missing"] = pd.Series(joined, index=frame.index, dtype=object)
     matched, total = coverage(frame)
-    frame.attrs = dict(frame.attrs) | {"ledger": {"mapping": mapping.path, "matched": matched, "kernels": total}}
+    warnings = _rule_warnings(frame, mapping, rules, results, codes)
+    frame.attrs = dict(frame.attrs) | {"ledger": {"mapping": mapping.path, "matched": matched, "kernels": total,
+                                                  "warnings": warnings}}
     return frame
+
+
+def _rule_warnings(frame: pd.DataFrame, mapping: Mapping, rules: list[Rule | None], results: list[Match | None],
+                   codes: np.ndarray) -> list[str]:
+    """One line per rule that matched kernels it could not evaluate (first-match-wins: those kernels get no
+    other rule): where the rule is, how many kernels, the first of them in report order and why."""
+    failed: dict[int, list[int]] = {}  # rule index -> distinct (kernel, nvtx, op, shapes) it failed on
+    for u, (rule, result) in enumerate(zip(rules, results, strict=True)):
+        if rule is not None and result is not None and result.reason:
+            failed.setdefault(rule.index, []).append(u)
+    if not failed:
+        return []
+    keys = _kernel_keys(frame).to_numpy()
+    function, kernel_name = _text(frame, "function").to_numpy(), _text(frame, "kernel_name").to_numpy()
+    source, kernel_id = _text(frame, "source").to_numpy(), _text(frame, "kernel_id").to_numpy()
+    out = []
+    for index in sorted(failed):
+        rule = mapping.rules[index]
+        rows = np.flatnonzero(np.isin(codes, failed[index]))
+        first = int(rows[0])
+        name = function[first] or kernel_name[first] or "(unnamed)"
+        where = f"{mapping.path}:{rule.line}" if rule.line else mapping.path
+        result = results[int(codes[first])]
+        reason = result.reason if result is not None else ""
+        out.append(f"{where}: rule {index + 1} ({rule.name or rule.formula}) matched "
+                   f"{len(set(keys[rows]))} kernel(s) but could not evaluate them; first: {name} "
+                   f"({source[first]} kernel {kernel_id[first]}): {reason}")
+    return out
 
 
 def _lookup(device: str) -> Machine | None:
