@@ -93,6 +93,7 @@ def analyze(
         from nsroof.report import ledger_join
 
         frame = ledger_join.apply(frame, ledger_join.load_mapping(ledger), machine=fixed)
+        warnings += list((frame.attrs.get("ledger") or {}).get("warnings", []))
 
     used = _machines_used(frame, fixed, resolver)
     metadata = parquet.build_metadata(

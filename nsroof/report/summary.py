@@ -162,8 +162,9 @@ def _gain_lines(frame: pd.DataFrame, top: int, ledger_used: bool = False) -> lis
     matched, total = coverage(frame)
     table = gain_table(frame) if has_ideal else None
     if table is None or len(table) == 0:
-        why = "" if matched else " — check the mapping's patterns against the kernel names and NVTX paths"
-        return [f"Ledger: {matched} of {total} kernels matched a formula; no ideal time could be computed"
+        why = "" if matched else (" — check the mapping's patterns against the kernel names and NVTX paths, "
+                                  "and the warnings below")
+        return [f"Ledger: {matched} of {total} kernels matched and evaluated a formula; no ideal time could be computed"
                 f"{' (no roofs: pass --machine)' if matched else ''}{why}"]
     lines = [f"Time that could be gained (duration - ideal time from the ledger; {matched} of {total} kernels matched)"]
     for _, r in table.head(top).iterrows():

@@ -139,4 +139,15 @@ def test_a_ledger_that_matches_nothing_says_so(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(tmp_path / "r.parquet"),
                                       "--ledger", str(mapping)])
     assert result.exit_code == 0, result.output
-    assert "Ledger: 0 of 2 kernels matched a formula" in result.stdout
+    assert "Ledger: 0 of 2 kernels matched and evaluated a formula" in result.stdout
+
+
+def test_a_rule_that_cannot_be_evaluated_is_a_warning(tmp_path: Path) -> None:
+    # sizes come from emit_nvtx markers; this export has none, so the rule matches but cannot evaluate
+    mapping = tmp_path / "map.yaml"
+    mapping.write_text("dtype: fp32\nrules:\n  - kernel: 'saxpy'\n    formula: gemm\n"
+                       "    shape: {m: 'sizes[0][0]', n: 1, k: 1}\n")
+    result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(tmp_path / "r.parquet"),
+                                      "--ledger", str(mapping)])
+    assert result.exit_code == 0, result.output
+    assert "warning:" in result.stdout and "could not evaluate" in result.stdout
