@@ -4,8 +4,6 @@ numbers, everything escaped, and the same bytes for the same report."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +11,7 @@ import pandas as pd
 import pytest
 
 from nsroof.report import html
+from tests._cli import invoke, nsroof_process
 from tests.report.page_parse import Page
 from tests.report.report_frames import five_kernels, kernel, make_report
 
@@ -152,20 +151,7 @@ def test_same_report_same_bytes(report: pd.DataFrame, page_text: str) -> None:
 # -------------------------------------------------------------------------------------------- CLI
 
 
-def _nsroof(*args: str) -> subprocess.CompletedProcess[str]:
-    """A real process: exit code and stderr exactly as a user sees them."""
-    return subprocess.run([sys.executable, "-m", "nsroof", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
-
-
-def _invoke(*args: str) -> tuple[int, str, str]:
-    """The same command in-process (click's runner): fast enough for every error case."""
-    from click.testing import CliRunner
-
-    from nsroof.cli import cli
-
-    r = CliRunner().invoke(cli, list(args))
-    return r.exit_code, r.stdout, r.stderr
+_nsroof, _invoke = nsroof_process, invoke
 
 
 def test_cli_writes_the_page_and_refuses_bad_input(report: pd.DataFrame, tmp_path: Path) -> None:

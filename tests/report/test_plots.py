@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +13,7 @@ import pytest
 
 from nsroof.errors import NsroofError
 from nsroof.report import plots
+from tests._cli import invoke, nsroof_process
 from tests.report.report_frames import five_kernels, kernel, make_report
 
 REPO = Path(__file__).resolve().parents[2]
@@ -326,20 +325,7 @@ def test_two_renders_give_identical_svg(report: pd.DataFrame, tmp_path: Path) ->
 # -------------------------------------------------------------------------------------------- CLI
 
 
-def _nsroof(*args: str) -> subprocess.CompletedProcess[str]:
-    """A real process: exit code and stderr exactly as a user sees them."""
-    return subprocess.run([sys.executable, "-m", "nsroof", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
-
-
-def _invoke(*args: str) -> tuple[int, str, str]:
-    """The same command in-process (click's runner): fast enough for every error case."""
-    from click.testing import CliRunner
-
-    from nsroof.cli import cli
-
-    r = CliRunner().invoke(cli, list(args))
-    return r.exit_code, r.stdout, r.stderr
+_nsroof, _invoke = nsroof_process, invoke
 
 
 def test_cli_writes_png_and_svg_and_refuses_bad_input(report: pd.DataFrame, tmp_path: Path) -> None:
