@@ -93,3 +93,11 @@ def test_reports_get_the_usual_file_permissions(tmp_path: Path) -> None:
         os.umask(old)
     assert code == 0
     assert out.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0o600
+
+
+def test_usage_errors_are_one_line_too() -> None:
+    code, _, stderr = run(["analyze", "x.csv", "--top", "-3"])
+    assert code == 2
+    assert stderr.strip().splitlines() == [
+        "nsroof: error: Invalid value for '--top': -3 is not in the range x>=0. (see `nsroof analyze --help`)"
+    ]
