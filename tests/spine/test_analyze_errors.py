@@ -98,6 +98,7 @@ def test_reports_get_the_usual_file_permissions(tmp_path: Path) -> None:
 def test_usage_errors_are_one_line_too() -> None:
     code, _, stderr = run(["analyze", "x.csv", "--top", "-3"])
     assert code == 2
-    assert stderr.strip().splitlines() == [
-        "nsroof: error: Invalid value for '--top': -3 is not in the range x>=0. (see `nsroof analyze --help`)"
-    ]
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("nsroof: error: Invalid value for '--top': -3 is not in the range x>=0.")
+    assert lines[0].endswith("analyze --help`)")
