@@ -10,13 +10,14 @@ import numpy as np
 import pandas as pd
 
 GROUP_KEYS: tuple[str, ...] = ("source", "device", "kernel_name", "nvtx_path")
-_ADDITIVE_PREFIXES = ("duration_s", "flops", "bytes_")
 
 
 def _is_additive(column: str) -> bool:
-    return column in ("duration_s", "flops") or column.startswith(("flops_", "bytes_")) and not column.startswith(
-        ("flops_source", "flops_estimated", "bytes_source")
-    )
+    """Totals that add over launches: duration, FLOPs (per precision too) and bytes per level."""
+    if column in ("duration_s", "flops"):
+        return True
+    return column.startswith(("flops_", "bytes_")) and not column.startswith(
+        ("flops_source", "flops_estimated", "flops_partial", "bytes_source"))
 
 
 def aggregate(kernels: pd.DataFrame, quantities: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
