@@ -121,18 +121,20 @@ def empty_range_ns(n: int = 100_000, repeats: int = 5) -> float:
     from nsroof import annotate
 
     r = annotate("x")
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(n):
+    return max(min(_range_ns(r, n) for _ in range(repeats)), 0.0)
+
+
+def _range_ns(r: Any, n: int) -> float:
+    """ns per `with r:` over n iterations, the empty loop's cost subtracted."""
+    start = time.perf_counter()
+    for _ in range(n):
+        pass
+    loop = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in range(n):
+        with r:
             pass
-        loop = time.perf_counter() - start
-        start = time.perf_counter()
-        for _ in range(n):
-            with r:
-                pass
-        best = min(best, (time.perf_counter() - start - loop) / n * 1e9)
-    return max(best, 0.0)
+    return (time.perf_counter() - start - loop) / n * 1e9
 
 
 def profiled_range_ns(n: int = 20_000, repeats: int = 3) -> float:
@@ -146,15 +148,7 @@ def profiled_range_ns(n: int = 20_000, repeats: int = 3) -> float:
     best = float("inf")
     for _ in range(repeats):
         with torch_profile(activities=[ProfilerActivity.CPU]):
-            start = time.perf_counter()
-            for _ in range(n):
-                pass
-            loop = time.perf_counter() - start
-            start = time.perf_counter()
-            for _ in range(n):
-                with r:
-                    pass
-            best = min(best, (time.perf_counter() - start - loop) / n * 1e9)
+            best = min(best, _range_ns(r, n))
     return best
 
 

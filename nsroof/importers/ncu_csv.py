@@ -1029,6 +1029,22 @@ def _details_robust(export: text.Export, layout: _Layout, collected: _Collected)
     return uids, ident_table, rows
 
 
+def _file_style(export: text.Export, cleaned: Any, where: Callable[[int], str],
+                line_of: Callable[[int], int]) -> numbers.StyleDecision:
+    """The file's one number style; conflicting evidence is an InputError naming both cells."""
+    style = numbers.decide_style(cleaned)
+    if style.conflict is not None:
+        a, b = style.conflict
+        raise InputError(
+            export.path,
+            f"numbers mix styles: {cleaned.strings[a].as_py()!r} ({where(a)}) is en_US/C but "
+            f"{cleaned.strings[b].as_py()!r} ({where(b)}) is de_DE",
+            line=line_of(b),
+            hint="re-export with LC_ALL=C so every number has one format",
+        )
+    return style
+
+
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     enc = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
     if isinstance(enc, pa.ChunkedArray):
@@ -1083,16 +1099,7 @@ def _pivot_details(
     col_names = disambiguate(col_names, col_units)
 
     cleaned = numbers.cells(rows.values)
-    style = numbers.decide_style(cleaned)
-    if style.conflict is not None:
-        a, b = style.conflict
-        raise InputError(
-            export.path,
-            f"numbers mix styles: {cleaned.strings[a].as_py()!r} (line {int(row_lines[a])}) is en_US/C but "
-            f"{cleaned.strings[b].as_py()!r} is de_DE",
-            line=int(row_lines[b]),
-            hint="re-export with LC_ALL=C so every number has one format",
-        )
+    style = _file_style(export, cleaned, lambda i: f"line {int(row_lines[i])}", lambda i: int(row_lines[i]))
     parsed = numbers.parse(cleaned, style.style)
     return (
         _scatter(parsed, inverse, combo_col, combo_factor, combo_explicit, kidx, n_kernels, col_names),
@@ -1200,16 +1207,7 @@ def _read_raw(export: text.Export, layout: _Layout) -> pd.DataFrame:
     if metric_cols:
         cells = pa.concat_arrays([numbers._as_strings(table.column(c)) for c in metric_cols])
         cleaned = numbers.cells(cells)
-        style = numbers.decide_style(cleaned)
-        if style.conflict is not None:
-            a, b = style.conflict
-            raise InputError(
-                export.path,
-                f"numbers mix styles: {cleaned.strings[a].as_py()!r} ({metric_cols[a // n]}) is en_US/C but "
-                f"{cleaned.strings[b].as_py()!r} ({metric_cols[b // n]}) is de_DE",
-                line=int(lines[b % n]),
-                hint="re-export with LC_ALL=C so every number has one format",
-            )
+        style = _file_style(export, cleaned, lambda i: metric_cols[i // n], lambda i: int(lines[i % n]))
         parsed = numbers.parse(cleaned, style.style)
         values = parsed.values.reshape(len(metric_cols), n)
         numeric = parsed.numeric.reshape(len(metric_cols), n)
