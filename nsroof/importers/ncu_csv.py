@@ -504,74 +504,131 @@ _SCAN_WINDOW_BYTES = 16 << 20
 
 @dataclass
 class _Scanned:
-    tails: list[bytes]  # every row from `Section Name` on, line end kept, file order
+    data: bytes  # every row from `Section Name` on, line end kept, file order, concatenated
+    count: int  # rows in `data` (each ends in its only newline)
     heads: list[bytes]  # the identity prefix of each run of rows sharing one (its cells, no final comma)
     run_ids: list[int]  # the launch ID of each run
-    starts: list[int]  # index into tails of each run's first row
-    blanks: list[int]  # per skipped blank line: the index of the tail after it
+    starts: list[int]  # index (among the rows) of each run's first row
+    blanks: list[int]  # per skipped blank line: the index of the row after it
 
 
-def _scan_rows(export: text.Export, section_at: int) -> _Scanned | None:
+def _compiled_scan() -> Callable[..., Any] | None:
+    """The compiled row splitter (nsroof/importers/_rowscan.c), None where it was not built."""
+    try:
+        from nsroof.importers import _rowscan  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    scan: Callable[..., Any] = _rowscan.scan
+    return scan
+
+
+# the identity prefix: `section_at` cells quoted the way ncu quotes (inner quotes doubled), the first
+# one a launch ID; a match lies within one line and ends where `Section Name` begins
+def _head_pattern(section_at: int) -> re.Pattern[bytes]:
+    return re.compile(rb'"([0-9]+)",(?:"[^"\n]*(?:""[^"\n]*)*",){' + str(section_at - 1).encode() + rb"}")
+
+
+def _scan_rows(export: text.Export, section_at: int, *, compiled: bool = True) -> _Scanned | None:
     """Split every row after the header into its identity prefix and its tail (see above). None when
     a row is not what ncu writes: a cell not quoted the way ncu quotes, a non-numeric ID (text among
-    the rows), a newline inside the identity cells, bytes that are not UTF-8, no final newline."""
-    tails: list[bytes] = []
-    heads: list[bytes] = []
-    run_ids: list[int] = []
-    starts: list[int] = []
-    blanks: list[int] = []
-    # the identity prefix: `section_at` cells quoted the way ncu quotes (inner quotes doubled), the
-    # first one a launch ID; a match lies within one line and ends where `Section Name` begins
-    head_re = re.compile(rb'"([0-9]+)",(?:"[^"\n]*(?:""[^"\n]*)*",){' + str(section_at - 1).encode() + rb"}")
+    the rows), a newline inside the identity cells, bytes that are not UTF-8, no final newline.
+    The compiled splitter and the Python loop give the same result (tests/importers/test_ncu_csv_scan.py);
+    the compiled one also declines IDs of more than 18 digits (int64)."""
     try:
         with open(export.path, "rb") as fh:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):  # empty, or not a regular file
         return None
-    # Mapped, not read: no copy of the file. `mm.readline` (memchr and one copy, in C) hands over each
-    # row, `startswith` compares the prefix (memcmp): measured ~20% faster than slicing the prefix
-    # out of the mapping, comparing and `find`ing the newline; `mmap.find` for the prefix ~50% slower.
-    # Pages already scanned are dropped from this process as it goes, so the resident set stays near
-    # one window.
-    can_drop = hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED")
     try:
         size = len(mm)
         if size <= export.data_offset or mm[size - 1] != 10:
             return None  # every row must end in a newline: then every line read holds exactly one
-        keep, match = tails.append, head_re.match
-        mm.seek(export.data_offset)
-        dropped = 0
-        prefix = b"\n\n"  # matches no line: a line holds one newline, at its end
-        plen = 2
-        for line in iter(mm.readline, b""):
-            if line.startswith(prefix):  # the prefix holds no newline: the row goes on
-                keep(line[plen:])
-                continue
-            if can_drop and mm.tell() - dropped > _SCAN_WINDOW_BYTES:
-                upto = mm.tell() - len(line)  # where this line starts
-                upto -= upto % mmap.PAGESIZE
-                if upto > dropped:  # not so when this one line is longer than a window
-                    mm.madvise(mmap.MADV_DONTNEED, dropped, upto - dropped)
-                    dropped = upto
-            head = match(line)
-            if head is None:
-                if line.strip():
-                    return None  # text among the rows, unquoted cells, a newline inside a cell ...
-                if not heads and line == b"\n":
-                    # an empty line before the first launch: declined, as the scan always has (the
-                    # pandas reader takes the file)
-                    return None
-                blanks.append(len(tails))
-                continue
-            prefix = line[: head.end()]
-            plen = len(prefix)
-            heads.append(prefix[:-1])
-            run_ids.append(int(head.group(1)))
-            starts.append(len(tails))
-            keep(line[plen:])
+        scan = _compiled_scan() if compiled else None
+        if scan is not None:
+            return _scan_rows_compiled(scan, mm, export.data_offset, section_at)
+        return _scan_rows_python(mm, export.data_offset, section_at)
     finally:
         mm.close()
-    return _Scanned(tails, heads, run_ids, starts, blanks)
+
+
+def _drop_pages(mm: mmap.mmap, start: int, end: int) -> int:
+    """Drop the mapped pages in [start, end) from this process (the page cache keeps them): the scan's
+    resident set stays near one window. Returns where the next drop starts."""
+    end -= end % mmap.PAGESIZE
+    if end > start and hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+        mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+        return end
+    return start
+
+
+def _scan_rows_compiled(scan: Callable[..., Any], mm: mmap.mmap, pos: int, section_at: int) -> _Scanned | None:
+    """One call of the compiled splitter per window of _SCAN_WINDOW_BYTES (it reads each row whole)."""
+    chunks: list[bytes] = []
+    heads: list[bytes] = []
+    run_ids: list[int] = []
+    starts: list[int] = []
+    blanks: list[int] = []
+    count = 0
+    prefix = b""
+    have_heads = False
+    dropped = 0
+    size = len(mm)
+    while pos < size:
+        got = scan(mm, pos, min(size, pos + _SCAN_WINDOW_BYTES), prefix, section_at, have_heads)
+        if got is None:
+            return None
+        data, n, runs, blank_at, end, prefix, have_heads = got
+        chunks.append(data)
+        if runs:
+            quads = np.frombuffer(runs, dtype=np.int64).reshape(-1, 4)
+            run_ids += quads[:, 0].tolist()
+            starts += (quads[:, 1] + count).tolist()
+            heads += [mm[a:b] for a, b in quads[:, 2:].tolist()]
+        if blank_at:
+            blanks += (np.frombuffer(blank_at, dtype=np.int64) + count).tolist()
+        count += n
+        dropped = _drop_pages(mm, dropped, end)  # the prefix in force and the heads are copies
+        pos = end
+    return _Scanned(b"".join(chunks), count, heads, run_ids, starts, blanks)
+
+
+def _scan_rows_python(mm: mmap.mmap, start: int, section_at: int) -> _Scanned | None:
+    """The row splitter in Python: `mm.readline` (memchr and one copy, in C) hands over each row,
+    `startswith` compares the prefix (memcmp): measured ~20% faster than slicing the prefix out of
+    the mapping, comparing and `find`ing the newline; `mmap.find` for the prefix ~50% slower."""
+    tails: list[bytes] = []
+    heads: list[bytes] = []
+    run_ids: list[int] = []
+    starts: list[int] = []
+    blanks: list[int] = []
+    keep, match = tails.append, _head_pattern(section_at).match
+    mm.seek(start)
+    dropped = 0
+    prefix = b"\n\n"  # matches no line: a line holds one newline, at its end
+    plen = 2
+    for line in iter(mm.readline, b""):
+        if line.startswith(prefix):  # the prefix holds no newline: the row goes on
+            keep(line[plen:])
+            continue
+        if mm.tell() - dropped > _SCAN_WINDOW_BYTES:
+            dropped = _drop_pages(mm, dropped, mm.tell() - len(line))  # up to where this line starts
+        head = match(line)
+        if head is None:
+            if line.strip():
+                return None  # text among the rows, unquoted cells, a newline inside a cell ...
+            if not heads and line == b"\n":
+                # an empty line before the first launch: declined, as the scan always has (the
+                # pandas reader takes the file)
+                return None
+            blanks.append(len(tails))
+            continue
+        prefix = line[: head.end()]
+        plen = len(prefix)
+        heads.append(prefix[:-1])
+        run_ids.append(int(head.group(1)))
+        starts.append(len(tails))
+        keep(line[plen:])
+    return _Scanned(b"".join(tails), len(tails), heads, run_ids, starts, blanks)
 
 
 def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.Table, _LongRows] | None:
@@ -588,7 +645,7 @@ def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
     if any(header.index(c) >= s for c in layout.identity_columns) or any(header.index(c) < s for c in detail_cols):
         return None
     scanned = _scan_rows(export, s)
-    if scanned is None or not scanned.tails:
+    if scanned is None or not scanned.count:
         return None
     # the width pyarrow reads: the ragged metric-row width, as _read_blocks decides it
     ragged = text.ragged_width(export.first)
@@ -617,9 +674,9 @@ def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
                 odd_rows.append(row.number)
         return "skip"
 
-    n = len(scanned.tails)
-    data = b"".join(scanned.tails)
-    scanned.tails.clear()
+    n = scanned.count
+    data = scanned.data
+    scanned.data = b""
     try:
         table = pacsv.read_csv(
             pa.py_buffer(data),

@@ -1,15 +1,16 @@
-"""The prefix scan's row splitter (ncu_csv._scan_rows, one `mm.readline` per row) returns exactly what
-the earlier splitter (one prefix slice, compare and `find` per row, kept below as the reference)
-returned: the same tails, heads, launch IDs, run starts and blank-line positions, on every details
-fixture and on generated rows built to sit at the edge of the prefix test (a row one byte short of
-the prefix, a prefix that differs in its last byte, a row that is the prefix and nothing else, blank
-lines of every kind). Never laxer: a row it keeps as a continuation is one the reference kept."""
+"""The prefix scan's row splitters — the compiled one (nsroof/importers/_rowscan.c) and the Python loop
+(one `mm.readline` per row) — return exactly what the earlier splitter (one prefix slice, compare and
+`find` per row, kept below as the reference) returned: the same tails, heads, launch IDs, run starts
+and blank-line positions, on every details fixture and on generated rows built to sit at the edge of
+the prefix test (a row one byte short of the prefix, a prefix that differs in its last byte, a row
+that is the prefix and nothing else, blank lines of every kind). Never laxer: a row either keeps as a
+continuation is one the reference kept. Tests of the compiled splitter skip where it was not built."""
 
 from __future__ import annotations
 
 import mmap
 import re
-from dataclasses import astuple
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ from tests.importers.test_ncu_csv_fastpath import (
 )
 
 
-def reference_scan_rows(export: text.Export, section_at: int) -> ncu_csv._Scanned | None:
+def reference_scan_rows(export: text.Export, section_at: int) -> Split | None:
     """The splitter _scan_rows replaced (commit b00309f), unchanged but for the madvise calls."""
     tails: list[bytes] = []
     heads: list[bytes] = []
@@ -78,20 +79,55 @@ def reference_scan_rows(export: text.Export, section_at: int) -> ncu_csv._Scanne
             pos = nl + 1
     finally:
         mm.close()
-    return ncu_csv._Scanned(tails, heads, run_ids, starts, blanks)
+    return Split(tails, heads, run_ids, starts, blanks)
 
 
-def both(path: Path) -> tuple[ncu_csv._Scanned | None, ncu_csv._Scanned | None]:
+@dataclass
+class Split:
+    """A splitter's result with its tails as a list (the reference's form)."""
+
+    tails: list[bytes]
+    heads: list[bytes]
+    run_ids: list[int]
+    starts: list[int]
+    blanks: list[int]
+
+
+def as_split(s: ncu_csv._Scanned | None) -> Split | None:
+    if s is None:
+        return None
+    # each row ends in its only newline (a CR before it stays in the row, as splitlines would not)
+    tails = [t + b"\n" for t in s.data.split(b"\n")[:-1]]
+    assert len(tails) == s.count
+    return Split(tails, s.heads, s.run_ids, s.starts, s.blanks)
+
+
+SPLITTERS = ["compiled", "python"]
+
+
+def needs(splitter: str) -> str:
+    if splitter == "compiled" and ncu_csv._compiled_scan() is None:
+        pytest.skip("the compiled splitter was not built (no C compiler at install time)")
+    return splitter
+
+
+@pytest.fixture(params=SPLITTERS)
+def splitter(request: pytest.FixtureRequest) -> str:
+    return needs(str(request.param))
+
+
+def both(path: Path, splitter: str = "python") -> tuple[Split | None, Split | None]:
     export = text.open_export(path)
     try:
         section_at = ncu_csv._layout(export).header.index("Section Name")
-        return ncu_csv._scan_rows(export, section_at), reference_scan_rows(export, section_at)
+        new = ncu_csv._scan_rows(export, section_at, compiled=splitter == "compiled")
+        return as_split(new), reference_scan_rows(export, section_at)
     finally:
         export.close()
 
 
-def assert_identical(path: Path) -> ncu_csv._Scanned | None:
-    new, ref = both(path)
+def assert_identical(path: Path, splitter: str = "python") -> Split | None:
+    new, ref = both(path, splitter)
     assert (new is None) == (ref is None)
     if new is not None and ref is not None:
         assert astuple(new) == astuple(ref)
@@ -99,22 +135,22 @@ def assert_identical(path: Path) -> ncu_csv._Scanned | None:
 
 
 @pytest.mark.parametrize("name", LOCAL)
-def test_repo_fixtures(name: str) -> None:
+def test_repo_fixtures(name: str, splitter: str) -> None:
     path = DATA / "ncu" / name
     if not is_details(path):
         pytest.skip("raw page: no scan")
-    assert assert_identical(path) is not None
+    assert assert_identical(path, splitter) is not None
 
 
 @pytest.mark.parametrize("name", SHARED)
-def test_shared_fixtures(shared_fixtures: Path, name: str) -> None:
+def test_shared_fixtures(shared_fixtures: Path, name: str, splitter: str) -> None:
     path = shared_fixtures / name
     if not is_details(path) or path.suffix == ".gz":
         pytest.skip("raw page, gzip or no export: no scan")
-    assert_identical(path)
+    assert_identical(path, splitter)
 
 
-def test_generated_edge_rows(tmp_path: Path) -> None:
+def test_generated_edge_rows(tmp_path: Path, splitter: str) -> None:
     lines = export_lines()
     row = metric_row(0, KERNELS[0], "S", "m", "u", "1")
     prefix = row[: row.index('"S"')]
@@ -122,7 +158,7 @@ def test_generated_edge_rows(tmp_path: Path) -> None:
         lines[0], *lines[1:4],
         prefix[:-1],  # the prefix without its last comma, alone on its line: text, declined by both
     ]
-    assert assert_identical(write(tmp_path, edge, name="short.csv")) is None
+    assert assert_identical(write(tmp_path, edge, name="short.csv"), splitter) is None
     # the prefix with its last cell changed by one byte: a new launch, not a continuation
     other = prefix[:-3] + '9",' + '"S","m","u","2",'
     cases = {
@@ -133,15 +169,17 @@ def test_generated_edge_rows(tmp_path: Path) -> None:
     }
     for name, body in cases.items():
         path = write(tmp_path, body, name=name, newline="\r\n" if name == "crlf.csv" else "\n")
-        assert assert_identical(path) is not None, name
+        assert assert_identical(path, splitter) is not None, name
 
 
-def test_empty_line_before_the_first_launch_is_declined_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_empty_line_before_the_first_launch_is_declined_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, splitter: str
+) -> None:
     # the reference took a bare LF there for the (empty) prefix it started with and kept the next row
     # whole as a tail, so _details_scan declined; the new splitter declines it outright
     lines = export_lines()
     path = write(tmp_path, [lines[0], "", *lines[1:]])
-    new, ref = both(path)
+    new, ref = both(path, splitter)
     assert new is None and ref is not None and ref.tails[0].startswith(b'"0","4242"')
     assert scan_result(path) is None
     assert_all_readers_agree(path, monkeypatch, scan_applies=False, polars_applies=False)
@@ -158,11 +196,12 @@ _PIECES = st.one_of(
 )
 
 
+@pytest.mark.parametrize("which", SPLITTERS)
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_PIECES, min_size=1, max_size=12))
-def test_random_rows(tmp_path_factory: pytest.TempPathFactory, body: list[str]) -> None:
+def test_random_rows(tmp_path_factory: pytest.TempPathFactory, which: str, body: list[str]) -> None:
     path = write(tmp_path_factory.mktemp("scan"), [export_lines()[0], *body])
-    new, ref = both(path)
+    new, ref = both(path, needs(which))
     if new is None:
         # stricter than the reference only where it went wrong: a bare LF before the first launch
         assert ref is None or "" in body
@@ -171,9 +210,12 @@ def test_random_rows(tmp_path_factory: pytest.TempPathFactory, body: list[str]) 
 
 
 @pytest.mark.parametrize("window_bytes", [64, 4096])
-def test_windows_shorter_than_a_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window_bytes: int) -> None:
-    # pages are dropped per window; a window shorter than a row (~400 bytes here) must not break it
+def test_windows_shorter_than_a_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window_bytes: int, splitter: str
+) -> None:
+    # pages are dropped per window (and the compiled splitter is called per window); a window shorter
+    # than a row (~400 bytes here) must not break it
     monkeypatch.setattr(ncu_csv, "_SCAN_WINDOW_BYTES", window_bytes)
     lines = export_lines()
     path = write(tmp_path, [lines[0], *(lines[1:] * 20)])
-    assert assert_identical(path) is not None
+    assert assert_identical(path, splitter) is not None
