@@ -75,6 +75,8 @@ _IDENTITY_MAP = {
 }
 _INT_IDENTITY = {"process_id", "context", "stream", "device_id"}
 _DETAILS_COLUMNS = ("Section Name", "Body Item Label", "Metric Name", "Metric Unit", "Metric Value")
+_CODED_COLUMNS = ("Section Name", "Body Item Label", "Metric Name", "Metric Unit")
+_DICT_TEXT = pa.dictionary(pa.int32(), pa.string())
 
 # Counters whose presence means the roofline can be computed (names from roofline-metrics.md §3-4).
 _BYTES_PATTERN = re.compile(
@@ -683,7 +685,10 @@ def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
             # one thread: pipeline.analyze hashes the input on the other core meanwhile
             read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
             parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
-            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in names},
+            # the text columns dictionary-encoded as they are parsed (few distinct values): their codes
+            # come without a pass over the strings
+            convert_options=pacsv.ConvertOptions(column_types={c: _DICT_TEXT if c in _CODED_COLUMNS else pa.string()
+                                                               for c in names},
                                                  include_columns=detail_cols, strings_can_be_null=False,
                                                  quoted_strings_can_be_null=False),
         )
@@ -1102,10 +1107,15 @@ def _file_style(export: text.Export, cleaned: Any, where: Callable[[int], str],
     return style
 
 
-def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
-    enc = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
-    if isinstance(enc, pa.ChunkedArray):
-        enc = enc.combine_chunks()
+def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str]]:
+    """Integer codes and the distinct strings of a text column (plain, or dictionary-typed as pyarrow's
+    CSV reader builds it chunk by chunk: the chunks' dictionaries are unified first)."""
+    if pa.types.is_dictionary(column.type):
+        enc = (column.unify_dictionaries().combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+    else:
+        enc = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+        if isinstance(enc, pa.ChunkedArray):
+            enc = enc.combine_chunks()
     return (
         np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64),
         [str(v) for v in enc.dictionary.to_pylist()],
@@ -1122,7 +1132,11 @@ def _pivot_details(
     (met, met_names), (unit, unit_names) = rows.metric, rows.unit
     row_lines = rows.lines
     key = ((sec * len(body_names) + body) * len(met_names) + met) * len(unit_names) + unit
-    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    # distinct keys numbered in order of first appearance (a hash table, not a sort): a row holds a
+    # key's first appearance where its code exceeds every code before it
+    inverse, uniq = pd.factorize(key, sort=False)
+    seen_before = np.maximum.accumulate(np.concatenate([[-1], inverse[:-1]])) if len(inverse) else inverse
+    first = np.flatnonzero(inverse > seen_before)
 
     # per distinct (section, body, metric/label, unit): column name, factor, priority
     combo_col = np.empty(len(uniq), np.int64)

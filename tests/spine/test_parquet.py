@@ -57,3 +57,29 @@ def test_a_failed_write_leaves_no_file(tmp_path: Path, report: pd.DataFrame) -> 
     with pytest.raises(ValueError):
         parquet.write(report.drop(columns=["bound"]), target)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("size", [0, 1, 4095, 4096, 4097, 3 * 4096 + 5])
+def test_input_hash_across_windows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    # the file is hashed in windows of the mapping (4 KiB here: the page size, so every size above
+    # crosses window edges); the digest is the one of the whole byte string
+    import hashlib
+
+    monkeypatch.setattr(parquet, "_HASH_WINDOW_BYTES", 4096)
+    data = bytes(range(256)) * (size // 256) + b"z" * (size % 256)
+    path = tmp_path / "in.csv"
+    path.write_bytes(data)
+    assert parquet.sha256_of(path) == hashlib.sha256(data).hexdigest()
+
+
+def test_input_hash_of_a_pipe(tmp_path: Path) -> None:
+    # not mappable: read instead. sha256("abc") = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad
+    import os
+    import threading
+
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(b"abc"))
+    writer.start()
+    assert parquet.sha256_of(fifo) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    writer.join()
