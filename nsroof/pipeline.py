@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nsroof.models.machines import Machine
@@ -111,27 +112,36 @@ def completing_metrics_hint(report: pd.DataFrame) -> str:
     (from nsroof.models.metric_formulas, the single source of that list)."""
     # Only rows the missing counters left unclassified: a partial FLOP count (e.g. no HADD/HMUL in a
     # --set full export) still classifies, and needs no re-profiling.
-    unknown = report[report["bound"].astype(str) == "unknown"]
-    blocked = unknown["flops"].isna() | unknown["bytes"].isna() | unknown["duration_s"].isna()
-    lacking = unknown[blocked & unknown["missing"].astype(str).str.contains("__", regex=False)]
+    blocked = report["flops"].isna() | report["bytes"].isna() | report["duration_s"].isna()
+    unknown = report[["source", "kernel_id", "missing"]][
+        blocked.to_numpy() & (report["bound"].to_numpy(dtype=object) == "unknown")]
+    lacking = unknown[_contains(unknown["missing"], "__")]
     if lacking.empty:
         return ""
     from nsroof.models.metric_formulas import required_metrics
 
-    ccs = sorted({c for c in report["cc"].astype(str) if c})
+    ccs = sorted({str(c) for c in report["cc"].astype(str).unique() if c})
     metrics = required_metrics(ccs[0] if len(ccs) == 1 else None)
     n = lacking.drop_duplicates(["source", "kernel_id"]).shape[0]
     return f"{n} kernel(s) lack roofline counters; profile with `ncu --metrics {','.join(metrics)}`"
 
 
+def _contains(column: pd.Series, needle: str) -> np.ndarray:
+    """Which cells of a text column contain `needle`: tested once per distinct value (a report repeats
+    few `missing` texts over thousands of rows)."""
+    codes, uniques = pd.factorize(column.astype(str).to_numpy(dtype=object))
+    hit = np.array([needle in u for u in uniques], dtype=bool)
+    return hit[codes] if len(uniques) else np.zeros(len(column), dtype=bool)
+
+
 def ceilings_hint(report: pd.DataFrame) -> str:
     """When kernels lack roofs because their device is unknown, say how to give them one."""
-    no_roof = report["peak_flop_per_s"].isna() | report["bandwidth_bytes_per_s"].isna()
-    unknown_device = report["missing"].astype(str).str.contains("not in the machine table", regex=False)
-    rows = report[no_roof & unknown_device]
+    no_roof = report[["source", "kernel_id", "device", "missing"]][
+        (report["peak_flop_per_s"].isna() | report["bandwidth_bytes_per_s"].isna()).to_numpy()]
+    rows = no_roof[_contains(no_roof["missing"], "not in the machine table")]
     if rows.empty:
         return ""
-    devices = sorted({d or "(unnamed)" for d in rows["device"].astype(str)})
+    devices = sorted({str(d) or "(unnamed)" for d in rows["device"].astype(str).unique()})
     n = rows.drop_duplicates(["source", "kernel_id"]).shape[0]
     return (f"{n} kernel(s) have no roofs: device {', '.join(repr(d) for d in devices)} is not in the machine "
             "table (the export names no GPU); pass --machine NAME (see `nsroof machines`) or a profile from "

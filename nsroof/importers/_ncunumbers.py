@@ -30,6 +30,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nsroof._distinct import first_appearances
+
 STYLES = ("C", "en_US", "de_DE")
 MISSING_TOKENS = frozenset(["", "n/a", "no data", "nan", "-nan", "na", "none", "null", "--"])
 
@@ -115,8 +117,8 @@ def _encode(strings: pa.Array) -> tuple[np.ndarray, list[str], np.ndarray]:
     enc = pc.dictionary_encode(shapes_of(strings))
     codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
     shapes = [str(s) for s in enc.dictionary.to_pylist()]
-    # every code occurs, so np.unique's first indices line up with the dictionary
-    first = np.unique(codes, return_index=True)[1].astype(np.int64) if len(codes) else np.zeros(0, np.int64)
+    # Arrow numbers the dictionary in order of first appearance
+    first = first_appearances(codes)
     return codes, shapes, first
 
 

@@ -47,6 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from nsroof._distinct import first_appearances
 from nsroof.errors import InputError, UnitError
 from nsroof.importers import _ncunumbers as numbers
 from nsroof.importers import _ncutext as text
@@ -1132,11 +1133,9 @@ def _pivot_details(
     (met, met_names), (unit, unit_names) = rows.metric, rows.unit
     row_lines = rows.lines
     key = ((sec * len(body_names) + body) * len(met_names) + met) * len(unit_names) + unit
-    # distinct keys numbered in order of first appearance (a hash table, not a sort): a row holds a
-    # key's first appearance where its code exceeds every code before it
+    # distinct keys numbered in order of first appearance (a hash table, not a sort)
     inverse, uniq = pd.factorize(key, sort=False)
-    seen_before = np.maximum.accumulate(np.concatenate([[-1], inverse[:-1]])) if len(inverse) else inverse
-    first = np.flatnonzero(inverse > seen_before)
+    first = first_appearances(inverse)
 
     # per distinct (section, body, metric/label, unit): column name, factor, priority
     combo_col = np.empty(len(uniq), np.int64)

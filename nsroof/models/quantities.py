@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from nsroof._distinct import map_rows, row_codes
 from nsroof.models import metric_formulas as mf
 from nsroof.models.metric_formulas import DURATION, LEVELS, PRECISIONS, TENSOR_FLOP_PER_INST, Formula
 
@@ -71,11 +72,15 @@ class _Kernels:
         self._cache: dict[str, np.ndarray] = {}
         frame = self.frame
         cc = frame["cc"] if "cc" in frame.columns else pd.Series([""] * self.n, index=frame.index)
-        self.cc = np.array([mf.normalize_cc(c) for c in cc.astype(object).where(cc.notna(), "")], dtype=object)
-        self.cc_num = np.array([float(c) if c else np.nan for c in self.cc], dtype=_FLOAT)
+        # one device's CC over thousands of launches: each distinct value normalized once
+        raw_cc = cc.astype(object).where(cc.notna(), "").to_numpy(dtype=object)
+        codes, first = row_codes(raw_cc)
+        distinct = [mf.normalize_cc(raw_cc[i]) for i in first.tolist()]
+        self.cc = np.array(distinct, dtype=object)[codes]
+        self.cc_num = np.array([float(c) if c else np.nan for c in distinct], dtype=_FLOAT)[codes]
         self.duration_s = np.full(self.n, np.nan)
         self.tensor_flop_per_inst = np.array(
-            [mf.TENSOR_FLOP_PER_INST_BY_CC.get(c, np.nan) for c in self.cc], dtype=_FLOAT)
+            [mf.TENSOR_FLOP_PER_INST_BY_CC.get(c, np.nan) for c in distinct], dtype=_FLOAT)[codes]
 
     def has(self, name: str) -> bool:
         return name in self._present
@@ -251,16 +256,20 @@ def _tensor_peak(k: _Kernels, dominant: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def _join_rows(columns: list[np.ndarray], sep: str) -> np.ndarray:
-    n = len(columns[0]) if columns else 0
-    out = np.full(n, "", dtype=object)
-    for i in range(n):
+    """Per row, the columns' texts joined with `sep`, each once, in order (", "-separated texts count
+    token by token); computed once per distinct row."""
+    if not columns:
+        return np.full(0, "", dtype=object)
+
+    def join(*values: object) -> str:
         seen: list[str] = []
-        for c in columns:
-            for token in (str(c[i]).split(", ") if sep == ", " else [str(c[i])]):
+        for value in values:
+            for token in (str(value).split(", ") if sep == ", " else [str(value)]):
                 if token and token not in seen:
                     seen.append(token)
-        out[i] = sep.join(seen)
-    return out
+        return sep.join(seen)
+
+    return map_rows(join, *columns)
 
 
 def derive(kernels: pd.DataFrame) -> pd.DataFrame:

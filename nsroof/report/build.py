@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from nsroof._distinct import map_rows
 from nsroof.models import roofline
 from nsroof.models.machines import Machine
 from nsroof.report.schema import COLUMNS, FIELD_BY_NAME, LEVELS, PRECISIONS
@@ -156,6 +157,7 @@ def build_report(
     dev_machines = [resolve(str(d)) for d in dev_uniques]
 
     precision = dominant_precision(q)
+    tensor_dtypes = _tensor_dtypes(q)
     # A kernel without FLOPs is placed under the fp32 roof: its intensity is 0 whatever the roof.
     roof_precision = precision.where(precision != "", "fp32").to_numpy(dtype=object)
 
@@ -174,9 +176,12 @@ def build_report(
         # machine roofs per (device, roof key): for tensor FLOPs the key is the dominant path's dtype
         keys = np.full(n, p, dtype=object)
         if p == "tensor":
-            keys = np.array([f"tensor:{d}" if d else "tensor:?" for d in _tensor_dtypes(q)], dtype=object)
-        for i in np.flatnonzero(rows & np.isnan(ncu_value)):
-            peak[i], peak_src[i] = _spec_peak(dev_machines[dev_codes[i]], keys[i], cache)
+            keys = np.array([f"tensor:{d}" if d else "tensor:?" for d in tensor_dtypes], dtype=object)
+        spec = np.flatnonzero(rows & np.isnan(ncu_value))
+        if spec.size:
+            found = map_rows(lambda c, key: _spec_peak(dev_machines[c], key, cache), dev_codes[spec], keys[spec])
+            peak[spec] = [value for value, _ in found]
+            peak_src[spec] = [source for _, source in found]
 
     L = len(levels)
 
@@ -224,10 +229,9 @@ def build_report(
     missing = np.empty((n, L), dtype=object)
     missing_common = [_text(q, "missing_duration"), _text(q, "missing_flops")]
     no_peak = np.isnan(peak)
-    peak_reason = np.array(
-        ["" if not flag else _peak_reason(p, d, dev_machines[c], tm, td)
-         for p, d, c, flag, tm, td in zip(roof_precision, devices, dev_codes, no_peak, _text(q, "tensor_metric"),
-                                          _tensor_dtypes(q), strict=True)], dtype=object)
+    peak_reason = map_rows(lambda flag, p, d, c, tm, td: _peak_reason(p, d, dev_machines[c], tm, td) if flag else "",
+                           no_peak, roof_precision, devices.to_numpy(dtype=object), dev_codes,
+                           _text(q, "tensor_metric"), tensor_dtypes)
     for j, level in enumerate(levels):
         bw = _col(q, f"bandwidth_bytes_per_s_{level}").astype("float64").to_numpy().copy()
         bw_src = _text(q, f"ceiling_source_{level}").copy()
@@ -242,15 +246,11 @@ def build_report(
         bytes_[:, j] = _col(q, f"bytes_{level}").astype("float64").to_numpy()
         bytes_source[:, j] = _text(q, f"bytes_source_{level}")
         bandwidth[:, j] = bw
-        pairs: dict[tuple[str, str], str] = {}
-        ceiling[:, j] = [pairs.setdefault((ps, bs), _ceiling_source(ps, bs)) if (ps, bs) not in pairs else pairs[(ps, bs)]
-                         for ps, bs in zip(peak_src, bw_src, strict=True)]
+        ceiling[:, j] = map_rows(_ceiling_source, peak_src, bw_src)
         bw_reason = f"bandwidth_bytes_per_s[{level}] (no ncu peak metric or machine figure)"
-        missing[:, j] = [
-            _join(pr, bw_reason if nb else "", md, mf, ml)  # what blocks the verdict first
-            for md, mf, ml, pr, nb in zip(*missing_common, _text(q, f"missing_{level}"), peak_reason,
-                                          np.isnan(bw), strict=True)
-        ]
+        missing[:, j] = map_rows(
+            lambda pr, nb, md, mf, ml: _join(pr, bw_reason if nb else "", md, mf, ml),  # what blocks the verdict first
+            peak_reason, np.isnan(bw), *missing_common, _text(q, f"missing_{level}"))
     columns.update({
         "bytes": bytes_.ravel(), "bytes_source": bytes_source.ravel(), "bandwidth_bytes_per_s": bandwidth.ravel(),
         "ceiling_source": ceiling.ravel(), "missing": missing.ravel(),
@@ -260,11 +260,12 @@ def build_report(
                                   else v for k, v in columns.items()}))
 
 
-def _tensor_dtypes(q: pd.DataFrame) -> list[str | None]:
-    """Per kernel, the dtype of its tensor roof: stated by an analytic source (`tensor_dtype`, e.g. a
-    bf16 matmul), else read from the dominant sm__ops_path_tensor_* metric (`tensor_metric`)."""
-    stated = _text(q, "tensor_dtype")
-    return [s or tensor_dtype(m) for s, m in zip(stated, _text(q, "tensor_metric"), strict=True)]
+def _tensor_dtypes(q: pd.DataFrame) -> np.ndarray:
+    """Per kernel, the dtype of its tensor roof (None: no single one): stated by an analytic source
+    (`tensor_dtype`, e.g. a bf16 matmul), else read from the dominant sm__ops_path_tensor_* metric
+    (`tensor_metric`)."""
+    return map_rows(lambda stated, metric: stated or tensor_dtype(metric), _text(q, "tensor_dtype"),
+                    _text(q, "tensor_metric"))
 
 
 def _peak_reason(precision: str, device: str, machine: Machine | None, tensor_metric: str,

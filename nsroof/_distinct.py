@@ -1,0 +1,52 @@
+"""Per-row text functions evaluated once per distinct row.
+
+Report columns repeat a few distinct texts over thousands of rows (a provenance formula, a missing-
+metric list, a kernel name once per level), so a Python function over rows runs once per distinct
+combination of its inputs and the results are spread back with integer codes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+def row_codes(*columns: Sequence[Any] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(code per row, index of each code's first row): rows with equal values in every column share a
+    code; codes are numbered in order of first appearance. Each column holds values of one type (as
+    equal values of two types, True and 1, would share a code); None and NaN are one missing value."""
+    n = len(columns[0]) if columns else 0
+    key = np.zeros(n, dtype=np.int64)
+    for column in columns:
+        codes, uniques = pd.factorize(np.asarray(column, dtype=object), use_na_sentinel=False)
+        # both factors are below n: the product stays far inside int64
+        key, _ = pd.factorize(key * max(len(uniques), 1) + codes)
+        key = np.asarray(key, dtype=np.int64)
+    return key, first_appearances(key)
+
+
+def first_appearances(codes: np.ndarray) -> np.ndarray:
+    """For codes numbered in order of first appearance (pandas.factorize, Arrow's dictionary_encode),
+    the index of each code's first row, code by code: a row holds one where its code exceeds every
+    code before it (one pass, no sort)."""
+    codes = np.asarray(codes)
+    if not len(codes):
+        return np.zeros(0, dtype=np.int64)
+    seen_before = np.maximum.accumulate(np.concatenate([[-1], codes[:-1]]))
+    return np.flatnonzero(codes > seen_before)
+
+
+def map_rows(func: Callable[..., Any], *columns: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """[func(*row) for row in zip(*columns)] as an object array, with func called once per distinct row."""
+    n = len(columns[0]) if columns else 0
+    if n == 0:
+        return np.empty(0, dtype=object)
+    codes, first = row_codes(*columns)
+    arrays = [np.asarray(c, dtype=object) for c in columns]
+    results = np.empty(len(first), dtype=object)
+    for j, i in enumerate(first.tolist()):
+        results[j] = func(*(a[i] for a in arrays))
+    return results[codes]

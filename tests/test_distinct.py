@@ -1,0 +1,58 @@
+"""Per-row text functions evaluated once per distinct row (nsroof._distinct) give what a plain loop
+over the rows gives (None and NaN being one missing value), and call the function once per distinct row."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nsroof._distinct import first_appearances, map_rows, row_codes
+
+# a column holds one type, as report columns do; None and NaN are its missing value
+_COLUMN_OF = {
+    "text": st.one_of(st.sampled_from(["", "a", "b", "a, b", "long " * 50]), st.none()),
+    "int": st.integers(0, 3),
+    "bool": st.booleans(),
+    "float": st.one_of(st.sampled_from([0.5, 1e9]), st.just(float("nan"))),
+}
+
+
+@st.composite
+def tables(draw: st.DrawFn) -> list[list[object]]:
+    kinds = draw(st.lists(st.sampled_from(sorted(_COLUMN_OF)), min_size=1, max_size=3))
+    n = draw(st.integers(0, 60))
+    return [draw(st.lists(_COLUMN_OF[k], min_size=n, max_size=n)) for k in kinds]
+
+
+def _key(v: object) -> object:
+    return "missing" if v is None or (isinstance(v, float) and v != v) else v
+
+
+@given(tables())
+def test_map_rows_equals_the_loop(columns: list[list[object]]) -> None:
+    calls: list[tuple[object, ...]] = []
+
+    def f(*values: object) -> str:
+        calls.append(values)
+        return "|".join(repr(_key(v)) for v in values)
+
+    got = map_rows(f, *[np.array(c, dtype=object) for c in columns])
+    rows = list(zip(*columns, strict=True))
+    assert got.tolist() == ["|".join(repr(_key(v)) for v in r) for r in rows]
+    assert len(calls) == len({tuple(_key(v) for v in r) for r in rows})  # once per distinct row
+
+
+def test_row_codes_number_rows_in_order_of_first_appearance() -> None:
+    codes, first = row_codes(["x", "y", "x", "z", "y"], [1, 1, 1, 2, 2])
+    # rows (x,1) (y,1) (x,1) (z,2) (y,2): four distinct, first seen at rows 0, 1, 3, 4
+    assert codes.tolist() == [0, 1, 0, 2, 3]
+    assert first.tolist() == [0, 1, 3, 4]
+
+
+@given(st.lists(st.integers(0, 5), max_size=80))
+def test_first_appearances_match_a_sort(values: list[int]) -> None:
+    codes, _ = pd.factorize(np.array(values, dtype=np.int64))
+    expected = np.unique(codes, return_index=True)[1] if len(codes) else np.zeros(0, np.int64)
+    assert first_appearances(codes).tolist() == expected.tolist()
