@@ -249,7 +249,7 @@ def build_report(
         ceiling[:, j] = map_rows(_ceiling_source, peak_src, bw_src)
         bw_reason = f"bandwidth_bytes_per_s[{level}] (no ncu peak metric or machine figure)"
         missing[:, j] = map_rows(
-            lambda pr, nb, md, mf, ml: _join(pr, bw_reason if nb else "", md, mf, ml),  # what blocks the verdict first
+            lambda pr, nb, md, mf, ml, why=bw_reason: _join(pr, why if nb else "", md, mf, ml),  # what blocks first
             peak_reason, np.isnan(bw), *missing_common, _text(q, f"missing_{level}"))
     columns.update({
         "bytes": bytes_.ravel(), "bytes_source": bytes_source.ravel(), "bandwidth_bytes_per_s": bandwidth.ravel(),
