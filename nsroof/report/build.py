@@ -177,11 +177,12 @@ def build_report(
         keys = np.full(n, p, dtype=object)
         if p == "tensor":
             keys = np.array([f"tensor:{d}" if d else "tensor:?" for d in tensor_dtypes], dtype=object)
-        spec = np.flatnonzero(rows & np.isnan(ncu_value))
-        if spec.size:
-            found = map_rows(lambda c, key: _spec_peak(dev_machines[c], key, cache), dev_codes[spec], keys[spec])
-            peak[spec] = [value for value, _ in found]
-            peak_src[spec] = [source for _, source in found]
+        from_spec = np.flatnonzero(rows & np.isnan(ncu_value))
+        if from_spec.size:
+            found = map_rows(lambda c, key: _spec_peak(dev_machines[c], key, cache), dev_codes[from_spec],
+                             keys[from_spec])
+            peak[from_spec] = [value for value, _ in found]
+            peak_src[from_spec] = [source for _, source in found]
 
     L = len(levels)
 
