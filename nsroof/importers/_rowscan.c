@@ -214,8 +214,373 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------
+   split_tails: the tails' cells, for the common case only.
+
+    split_tails(tails, width, max_fields, metric_at, key_first, key_last, value_at)
+        -> (keys, codes, rows, offsets, values, rules) | None
+
+tails       the rows' tails as _scan_rows returned them (each ends in its only newline)
+width       the cells of a metric row (ncu ends them after `Metric Value` with a trailing comma)
+max_fields  the cells of the header's tail: rule rows are wider than metric rows, up to this
+metric_at, key_first, key_last, value_at
+            cell indexes: `Metric Name`; the first and last of the text cells that name a metric
+            (section, body item label, metric, unit); `Metric Value`
+keys        per distinct key, its cells from key_first to key_last as they stand in the file (quoted)
+codes       int32 per kept row: its key's index in `keys`
+rows        int64 per kept row: its index among the tails
+offsets, values
+            the kept rows' values, unquoted, as an Arrow string array's int32 offsets and data
+rules       how many rule rows (wider than a metric row, no metric) were dropped
+
+Kept rows are the metric rows with a metric name; rows of `width` cells without one are dropped, as
+the pyarrow route drops them. None for anything else, and the caller takes the pyarrow route: a row
+narrower than a metric row or wider than the header, a wide row with a metric, an empty line, a quote
+inside an unquoted cell or after a closing quote, a carriage return other than before the line end,
+bytes in the metric cells that are not UTF-8. So this accepts a strict subset of what pyarrow reads,
+and reads it the same way (tests/importers/test_ncu_csv_scan.py holds the two routes equal).
+--------------------------------------------------------------------------------------------- */
+
+#define MAX_WIDTH 64
+
+typedef struct {
+    size_t start, end; /* the raw cell, quotes included */
+    int quoted, escapes;
+} cell_span;
+
+/* strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF), as Arrow validates it */
+static int utf8_ok(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        if (n - i >= 8) { /* eight ASCII bytes at a time */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if ((w & 0x8080808080808080ULL) == 0) {
+                i += 8;
+                continue;
+            }
+        }
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t need;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) {
+            need = 1;
+        } else if (c == 0xE0) {
+            need = 2;
+            lo = 0xA0;
+        } else if (c >= 0xE1 && c <= 0xEC) {
+            need = 2;
+        } else if (c == 0xED) {
+            need = 2;
+            hi = 0x9F;
+        } else if (c >= 0xEE && c <= 0xEF) {
+            need = 2;
+        } else if (c == 0xF0) {
+            need = 3;
+            lo = 0x90;
+        } else if (c >= 0xF1 && c <= 0xF3) {
+            need = 3;
+        } else if (c == 0xF4) {
+            need = 3;
+            hi = 0x8F;
+        } else {
+            return 0;
+        }
+        if (n - i <= need) {
+            return 0; /* the sequence runs past the cell */
+        }
+        if (s[i + 1] < lo || s[i + 1] > hi) {
+            return 0;
+        }
+        for (size_t k = 2; k <= need; k++) {
+            if (s[i + k] < 0x80 || s[i + k] > 0xBF) {
+                return 0;
+            }
+        }
+        i += need + 1;
+    }
+    return 1;
+}
+
+static int cell_empty(const cell_span *c) {
+    return c->end - c->start == (c->quoted ? 2u : 0u);
+}
+
+typedef struct {
+    int32_t *slots; /* key index + 1; 0 = free */
+    size_t mask;
+    growbuf store;  /* the keys' bytes */
+    growbuf bounds; /* per key: (offset, length) as two size_t */
+    growbuf next;   /* per key: the key that followed it last (int32, -1 none): consecutive launches
+                       list their metrics in one order, so a row's key is nearly always the one that
+                       followed the previous row's key last time: a memcmp instead of a hash */
+    int32_t count;
+} keytable;
+
+static uint64_t fnv1a(const unsigned char *s, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static int key_equal(const keytable *t, int32_t k, const unsigned char *s, size_t n) {
+    const size_t *b = (const size_t *)t->bounds.data + 2 * (size_t)k;
+    return b[1] == n && memcmp(t->store.data + b[0], s, n) == 0;
+}
+
+static int keytable_grow(keytable *t) {
+    size_t cap = (t->mask + 1) * 2;
+    int32_t *slots = PyMem_RawCalloc(cap, sizeof(int32_t));
+    if (slots == NULL) {
+        return -1;
+    }
+    for (int32_t k = 0; k < t->count; k++) {
+        const size_t *b = (const size_t *)t->bounds.data + 2 * (size_t)k;
+        size_t i = (size_t)fnv1a((const unsigned char *)t->store.data + b[0], b[1]) & (cap - 1);
+        while (slots[i]) {
+            i = (i + 1) & (cap - 1);
+        }
+        slots[i] = k + 1;
+    }
+    PyMem_RawFree(t->slots);
+    t->slots = slots;
+    t->mask = cap - 1;
+    return 0;
+}
+
+/* the key's index, added if new; -1 when out of memory */
+static int32_t keytable_code(keytable *t, int32_t prev, const unsigned char *s, size_t n) {
+    if (prev >= 0) {
+        int32_t guess = ((const int32_t *)t->next.data)[prev];
+        if (guess >= 0 && key_equal(t, guess, s, n)) {
+            return guess;
+        }
+    }
+    size_t i = (size_t)fnv1a(s, n) & t->mask;
+    int32_t code = -1;
+    while (t->slots[i]) {
+        if (key_equal(t, t->slots[i] - 1, s, n)) {
+            code = t->slots[i] - 1;
+            break;
+        }
+        i = (i + 1) & t->mask;
+    }
+    if (code < 0) {
+        size_t b[2] = {t->store.len, n};
+        int32_t none = -1;
+        if (grow_append(&t->store, s, n) < 0 || grow_append(&t->bounds, b, sizeof b) < 0 ||
+            grow_append(&t->next, &none, sizeof none) < 0) {
+            return -1;
+        }
+        code = t->count++;
+        t->slots[i] = code + 1;
+        if ((size_t)t->count * 2 > t->mask + 1 && keytable_grow(t) < 0) {
+            return -1;
+        }
+    }
+    if (prev >= 0) {
+        ((int32_t *)t->next.data)[prev] = code;
+    }
+    return code;
+}
+
+/* append a cell's content, unquoted ("" inside a quoted cell is one quote) */
+static int append_content(growbuf *out, const unsigned char *buf, const cell_span *c) {
+    if (!c->quoted) {
+        return grow_append(out, buf + c->start, c->end - c->start);
+    }
+    if (!c->escapes) {
+        return grow_append(out, buf + c->start + 1, c->end - c->start - 2);
+    }
+    for (size_t i = c->start + 1; i < c->end - 1; i++) {
+        if (grow_append(out, buf + i, 1) < 0) {
+            return -1;
+        }
+        if (buf[i] == '"') {
+            i++; /* the second quote of a pair */
+        }
+    }
+    return 0;
+}
+
+static PyObject *split_tails(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t width, max_fields, metric_at, key_first, key_last, value_at;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*nnnnnn", &view, &width, &max_fields, &metric_at, &key_first, &key_last,
+                          &value_at)) {
+        return NULL;
+    }
+    if (width < 1 || width > MAX_WIDTH || max_fields < width || metric_at < 0 || metric_at >= width ||
+        key_first < 0 || key_last < key_first || key_last >= width || value_at < 0 || value_at >= width) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "split_tails: cell indexes outside the metric row");
+        return NULL;
+    }
+    const unsigned char *buf = view.buf;
+    size_t size = (size_t)view.len;
+    growbuf codes = {0}, rows = {0}, offsets = {0}, values = {0};
+    keytable keys = {0};
+    int64_t rules = 0;
+    int failed = 0, nomem = 0;
+    int32_t zero = 0;
+    keys.slots = PyMem_RawCalloc(64, sizeof(int32_t));
+    keys.mask = 63;
+    if (keys.slots == NULL || grow_append(&offsets, &zero, sizeof zero) < 0) {
+        nomem = 1;
+    }
+
+    Py_BEGIN_ALLOW_THREADS
+    cell_span cells[MAX_WIDTH];
+    size_t at = 0;
+    int64_t row = 0;
+    int32_t prev = -1;
+    while (!nomem && !failed && at < size) {
+        const unsigned char *nl = memchr(buf + at, '\n', size - at);
+        if (nl == NULL) {
+            failed = 1;
+            break;
+        }
+        size_t end = (size_t)(nl - buf);
+        size_t stop = (end > at && buf[end - 1] == '\r') ? end - 1 : end;
+        if (stop == at) {
+            failed = 1; /* an empty line: pyarrow skips it */
+            break;
+        }
+        Py_ssize_t nf = 0;
+        size_t p = at;
+        for (;;) {
+            cell_span c = {p, p, 0, 0};
+            if (p < stop && buf[p] == '"') {
+                c.quoted = 1;
+                p++;
+                for (;;) {
+                    const unsigned char *q = p < stop ? memchr(buf + p, '"', stop - p) : NULL;
+                    if (q == NULL) {
+                        failed = 1; /* no closing quote before the line end */
+                        break;
+                    }
+                    p = (size_t)(q - buf);
+                    if (p + 1 < stop && buf[p + 1] == '"') {
+                        c.escapes = 1; /* a doubled quote inside the cell */
+                        p += 2;
+                        continue;
+                    }
+                    p++;
+                    break;
+                }
+                if (failed || (p < stop && buf[p] != ',')) {
+                    failed = 1;
+                    break;
+                }
+            } else {
+                while (p < stop && buf[p] != ',') {
+                    if (buf[p] == '"' || buf[p] == '\r') {
+                        failed = 1;
+                        break;
+                    }
+                    p++;
+                }
+                if (failed) {
+                    break;
+                }
+            }
+            c.end = p;
+            if (nf < MAX_WIDTH) {
+                cells[nf] = c;
+            }
+            nf++;
+            if (p >= stop) {
+                break;
+            }
+            p++; /* the comma; a cell follows it, empty at the line end */
+        }
+        if (failed) {
+            break;
+        }
+        if (nf == width) {
+            size_t k0 = cells[key_first].start, k1 = cells[key_last].end;
+            const cell_span *v = &cells[value_at];
+            if (!utf8_ok(buf + k0, k1 - k0) || !utf8_ok(buf + v->start, v->end - v->start)) {
+                failed = 1;
+                break;
+            }
+            if (!cell_empty(&cells[metric_at])) {
+                int32_t code = keytable_code(&keys, prev, buf + k0, k1 - k0);
+                if (code < 0 || grow_append(&codes, &code, sizeof code) < 0 ||
+                    grow_append(&rows, &row, sizeof row) < 0 || append_content(&values, buf, v) < 0) {
+                    nomem = 1;
+                    break;
+                }
+                if (values.len > INT32_MAX) {
+                    failed = 1; /* past int32 offsets: the pyarrow route chunks it */
+                    break;
+                }
+                int32_t off = (int32_t)values.len;
+                if (grow_append(&offsets, &off, sizeof off) < 0) {
+                    nomem = 1;
+                    break;
+                }
+                prev = code;
+            }
+        } else if (nf > width && nf <= max_fields && cell_empty(&cells[metric_at])) {
+            rules++;
+        } else {
+            failed = 1;
+            break;
+        }
+        row++;
+        at = end + 1;
+    }
+    Py_END_ALLOW_THREADS
+
+    PyBuffer_Release(&view);
+    PyObject *result = NULL;
+    if (nomem) {
+        PyErr_NoMemory();
+    } else if (failed) {
+        result = Py_NewRef(Py_None);
+    } else {
+        PyObject *list = PyList_New(keys.count);
+        if (list != NULL) {
+            for (int32_t k = 0; k < keys.count; k++) {
+                const size_t *b = (const size_t *)keys.bounds.data + 2 * (size_t)k;
+                PyObject *item = PyBytes_FromStringAndSize(keys.store.data + b[0], (Py_ssize_t)b[1]);
+                if (item == NULL) {
+                    Py_CLEAR(list);
+                    break;
+                }
+                PyList_SET_ITEM(list, k, item);
+            }
+        }
+        if (list != NULL) {
+            result = Py_BuildValue("(Ny#y#y#y#L)", list, codes.data ? codes.data : "", (Py_ssize_t)codes.len,
+                                   rows.data ? rows.data : "", (Py_ssize_t)rows.len, offsets.data,
+                                   (Py_ssize_t)offsets.len, values.data ? values.data : "", (Py_ssize_t)values.len,
+                                   (long long)rules);
+        }
+    }
+    PyMem_RawFree(codes.data);
+    PyMem_RawFree(rows.data);
+    PyMem_RawFree(offsets.data);
+    PyMem_RawFree(values.data);
+    PyMem_RawFree(keys.slots);
+    PyMem_RawFree(keys.store.data);
+    PyMem_RawFree(keys.bounds.data);
+    PyMem_RawFree(keys.next.data);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Split a window of details-page rows into identity prefixes and tails."},
+    {"split_tails", split_tails, METH_VARARGS, "The metric cells of the tails (the common case; None otherwise)."},
     {NULL, NULL, 0, NULL},
 };
 

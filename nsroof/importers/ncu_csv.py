@@ -635,10 +635,9 @@ def _scan_rows_python(mm: mmap.mmap, start: int, section_at: int) -> _Scanned | 
 
 
 def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.Table, _LongRows] | None:
-    """Details page by prefix scan (see _scan_rows); pyarrow parses the tails at the metric-row width
-    (ragged rows natively), and only the few wider rule rows reach the invalid-row handler, which
-    drops them when they carry no metric (exactly as _details_robust drops them). None whenever
-    anything else shows up."""
+    """Details page by prefix scan (see _scan_rows); the tails' cells split by the compiled splitter
+    (_split_tails_compiled) or, for what it does not vouch for, by pyarrow (_split_tails_pyarrow): the
+    same rows either way. None whenever anything else shows up."""
     header = layout.header
     ncols = len(header)
     if export.gzipped or "Section Name" not in header:
@@ -656,69 +655,24 @@ def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
     if any(header.index(c) >= width for c in detail_cols):
         width = ncols
     names = header[s:width]
-    metric_at = names.index("Metric Name")
-    rule_rows: list[int] = []
-    odd_rows: list[int | None] = []
-
-    # a rule row as ncu writes it: wider than a metric row, no wider than the header, quoted, no metric
-    rule_start = re.compile('(?:"(?:[^"]|"")*",){' + str(metric_at) + '}"",')
-
-    def on_invalid(row: Any) -> str:
-        if row.number is None:
-            odd_rows.append(row.number)
-        elif len(names) < row.actual_columns <= ncols - s and rule_start.match(row.text):
-            rule_rows.append(row.number)
-        else:  # the same test, exactly, for anything less regular
-            fields = _csv_fields(row.text)
-            if (fields is not None and len(fields) >= len(names) and fields[metric_at] == ""
-                    and not any(f.strip() for f in fields[ncols - s:])):
-                rule_rows.append(row.number)
-            else:
-                odd_rows.append(row.number)
-        return "skip"
-
     n = scanned.count
     data = scanned.data
     scanned.data = b""
-    try:
-        table = pacsv.read_csv(
-            pa.py_buffer(data),
-            # one thread: pipeline.analyze hashes the input on the other core meanwhile
-            read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
-            parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
-            # the text columns dictionary-encoded as they are parsed (few distinct values): their codes
-            # come without a pass over the strings
-            convert_options=pacsv.ConvertOptions(column_types={c: _DICT_TEXT if c in _CODED_COLUMNS else pa.string()
-                                                               for c in names},
-                                                 include_columns=detail_cols, strings_can_be_null=False,
-                                                 quoted_strings_can_be_null=False),
-        )
-    except (pa.ArrowInvalid, UnicodeDecodeError):
-        return None
+    split = _split_tails_compiled(data, names, ncols - s)
+    if split is None:
+        split = _split_tails_pyarrow(data, n, names, detail_cols, ncols - s)
     del data
-    if odd_rows or table.num_rows + len(rule_rows) != n:
+    if split is None:
         return None
-    kept = np.ones(n, dtype=bool)
-    kept[np.asarray(rule_rows, dtype=np.int64) - 1] = False  # row numbers count from 1
+    metric_rows, coded, values = split
     starts = np.asarray(scanned.starts, dtype=np.int64)
     run_ids = np.asarray(scanned.run_ids, dtype=np.int64)
-    ids = np.repeat(run_ids, np.diff(np.append(starts, n)))[kept]
-    tail_index = np.arange(n, dtype=np.int64)
-    lines = export.header_line + 1 + tail_index
+    ids = np.repeat(run_ids, np.diff(np.append(starts, n)))[metric_rows]
+    lines = export.header_line + 1 + metric_rows
     if scanned.blanks:
-        lines += np.searchsorted(np.asarray(scanned.blanks, dtype=np.int64), tail_index, side="right")
-    lines = lines[kept]
-    has_metric = pc.not_equal(table.column("Metric Name"), "")
-    has_np = np.asarray(has_metric.to_numpy(zero_copy_only=False), dtype=bool)
-    metrics = table.filter(has_metric)
-
-    def codes(col: str) -> tuple[np.ndarray, list[str]]:
-        if col not in metrics.column_names:
-            return np.zeros(metrics.num_rows, np.int64), [""]
-        return _codes(metrics.column(col))
-
-    rows = _LongRows(ids[has_np], lines[has_np], codes("Section Name"), codes("Body Item Label"),
-                     codes("Metric Name"), codes("Metric Unit"), metrics.column("Metric Value"))
+        lines += np.searchsorted(np.asarray(scanned.blanks, dtype=np.int64), metric_rows, side="right")
+    rows = _LongRows(ids, lines, coded["Section Name"], coded["Body Item Label"], coded["Metric Name"],
+                     coded["Metric Unit"], values)
     uids, first = np.unique(run_ids, return_index=True)  # a launch's identity: its first row in the file
     if len(scanned.heads) > len(uids):
         # rows of a launch that differ from its first row: their cells are not parsed, but must be text
@@ -740,6 +694,107 @@ def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
     if ident_table.num_rows != len(heads):
         return None
     return uids, ident_table, rows
+
+
+_Split = tuple[np.ndarray, dict[str, tuple[np.ndarray, list[str]]], pa.Array | pa.ChunkedArray]
+
+
+def _compiled_split() -> Callable[..., Any] | None:
+    """The compiled cell splitter for tails (nsroof/importers/_rowscan.c), None where it was not built."""
+    try:
+        from nsroof.importers import _rowscan  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    split: Callable[..., Any] = _rowscan.split_tails
+    return split
+
+
+def _split_tails_compiled(data: bytes, names: list[str], max_fields: int) -> _Split | None:
+    """The tails' metric rows by the compiled splitter: (index among the tails of each row with a metric,
+    codes and distinct texts per text column, the values). None where it does not vouch for the
+    tails (see split_tails in _rowscan.c): the pyarrow route reads them then."""
+    split = _compiled_split()
+    coded = [c for c in _CODED_COLUMNS if c in names]
+    if split is None or "Metric Value" not in names:
+        return None
+    key_first, key_last = min(names.index(c) for c in coded), max(names.index(c) for c in coded)
+    got = split(data, len(names), max_fields, names.index("Metric Name"), key_first, key_last,
+                names.index("Metric Value"))
+    if got is None:
+        return None
+    keys, key_codes_b, rows_b, offsets_b, values_b, _rules = got
+    metric_rows = np.frombuffer(rows_b, dtype=np.int64)
+    key_codes = np.frombuffer(key_codes_b, dtype=np.int32)
+    try:  # each distinct key once: its cells as they stand in the file (quoted, one line)
+        cells = [next(csv.reader([k.decode("utf-8")])) for k in keys]
+    except (UnicodeDecodeError, csv.Error, StopIteration):
+        return None
+    if any(len(row) != key_last - key_first + 1 for row in cells):
+        return None
+    codes: dict[str, tuple[np.ndarray, list[str]]] = {}
+    for col in _CODED_COLUMNS:
+        if col not in coded:
+            codes[col] = (np.zeros(len(metric_rows), np.int64), [""])
+            continue
+        at = names.index(col) - key_first
+        per_key, distinct = pd.factorize(np.array([row[at] for row in cells], dtype=object))
+        codes[col] = (np.asarray(per_key, dtype=np.int64)[key_codes], [str(v) for v in distinct])
+    values = pa.StringArray.from_buffers(len(metric_rows), pa.py_buffer(offsets_b), pa.py_buffer(values_b))
+    return metric_rows, codes, values
+
+
+def _split_tails_pyarrow(data: bytes, n: int, names: list[str], detail_cols: list[str], max_fields: int) -> _Split | None:
+    """pyarrow parses the tails at the metric-row width (ragged rows natively), and only the few wider
+    rule rows reach the invalid-row handler, which drops them when they carry no metric (exactly as
+    _details_robust drops them). None whenever anything else shows up."""
+    metric_at = names.index("Metric Name")
+    rule_rows: list[int] = []
+    odd_rows: list[int | None] = []
+
+    # a rule row as ncu writes it: wider than a metric row, no wider than the header, quoted, no metric
+    rule_start = re.compile('(?:"(?:[^"]|"")*",){' + str(metric_at) + '}"",')
+
+    def on_invalid(row: Any) -> str:
+        if row.number is None:
+            odd_rows.append(row.number)
+        elif len(names) < row.actual_columns <= max_fields and rule_start.match(row.text):
+            rule_rows.append(row.number)
+        else:  # the same test, exactly, for anything less regular
+            fields = _csv_fields(row.text)
+            if (fields is not None and len(fields) >= len(names) and fields[metric_at] == ""
+                    and not any(f.strip() for f in fields[max_fields:])):
+                rule_rows.append(row.number)
+            else:
+                odd_rows.append(row.number)
+        return "skip"
+
+    try:
+        table = pacsv.read_csv(
+            pa.py_buffer(data),
+            # one thread: pipeline.analyze hashes the input on the other core meanwhile
+            read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
+            parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
+            # the text columns dictionary-encoded as they are parsed (few distinct values): their codes
+            # come without a pass over the strings
+            convert_options=pacsv.ConvertOptions(column_types={c: _DICT_TEXT if c in _CODED_COLUMNS else pa.string()
+                                                               for c in names},
+                                                 include_columns=detail_cols, strings_can_be_null=False,
+                                                 quoted_strings_can_be_null=False),
+        )
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        return None
+    if odd_rows or table.num_rows + len(rule_rows) != n:
+        return None
+    kept = np.ones(n, dtype=bool)
+    kept[np.asarray(rule_rows, dtype=np.int64) - 1] = False  # row numbers count from 1
+    has_metric = pc.not_equal(table.column("Metric Name"), "")
+    has_np = np.asarray(has_metric.to_numpy(zero_copy_only=False), dtype=bool)
+    metrics = table.filter(has_metric)
+    codes: dict[str, tuple[np.ndarray, list[str]]] = {}
+    for col in _CODED_COLUMNS:
+        codes[col] = (_codes(metrics.column(col)) if col in metrics.column_names
+                      else (np.zeros(metrics.num_rows, np.int64), [""]))
+    return np.flatnonzero(kept)[has_np], codes, metrics.column("Metric Value")
 
 
 def _details_pandas(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.Table, _LongRows] | None:

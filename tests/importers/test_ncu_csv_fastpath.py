@@ -125,6 +125,12 @@ def assert_all_readers_agree(
     if scan_applies:
         assert scan_result(path) is not None, "the prefix scan declined a file it should read"
         assert_same(read_with(path, ncu_csv._details_scan, monkeypatch), robust)
+        # and without the compiled splitters (an install without a C compiler): the Python loop, pyarrow
+        with monkeypatch.context() as m:
+            m.setattr(ncu_csv, "_compiled_scan", lambda: None)
+            m.setattr(ncu_csv, "_compiled_split", lambda: None)
+            assert scan_result(path) is not None, "the pure-Python prefix scan declined a file it should read"
+            assert_same(read_with(path, ncu_csv._details_scan, m), robust)
     pandas_path = ncu_csv._details_pandas
     if _declines(pandas_path, path):
         pytest.fail("the pandas reader declined a file it should read")
