@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nsroof.importers import ncu_csv, nvtx
 
@@ -75,3 +78,21 @@ def test_csv_export_reads_the_name(tmp_path: Path) -> None:
 def test_stable_nvtx_path_drops_the_counters(path: str, stable: str, grouped: str) -> None:
     assert nvtx.stable_nvtx_path(path) == stable
     assert nvtx.stable_nvtx_path(path, keep_sizes=False) == grouped
+
+
+# the token pattern as first written (lazy, the lookahead tried at every character): the reference
+_LAZY_TOKEN = re.compile(r'"(.*?)"(?=\s+"|\s*$)', re.DOTALL)
+_PIECES = st.sampled_from(['"', " ", "  ", "a", ":", "\n", "none", "<default domain>", ",", "\t"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=16).map("".join))
+def test_token_pattern_equals_the_lazy_one(text: str) -> None:
+    assert nvtx._TOKEN.findall(text) == _LAZY_TOKEN.findall(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_PIECES, max_size=16).map("".join), st.lists(_PIECES, max_size=16).map("".join))
+def test_ranges_are_the_parsed_ranges_names(push_pop: str, start_end: str) -> None:
+    expected = nvtx.enclosing(nvtx.parse_push_pop(push_pop), nvtx.parse_start_end(start_end))
+    assert nvtx.ranges.__wrapped__(push_pop, start_end) == expected
