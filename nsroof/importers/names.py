@@ -9,12 +9,13 @@ function` shows them: no return type, no namespaces, no template arguments, no p
         -> ampere_sgemm_32x32_sliced1x4_tn
 
 Names reach thousands of characters with nested templates, lambdas and quotes, so this scans once,
-tracking bracket depth, instead of using regular expressions that backtrack.
+from bracket to bracket tracking the depth, instead of using regular expressions that backtrack.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 
 _OPEN = {"<": ">", "(": ")", "[": "]", "{": "}"}
 _CLOSE = {v: k for k, v in _OPEN.items()}
@@ -22,35 +23,42 @@ _CLOSE = {v: k for k, v in _OPEN.items()}
 _LEADING_WORDS = ("void ", "static ", "__global__ ", "extern ", "inline ")
 
 
+# The characters that open or close a bracket: the scan jumps from one to the next (kernel names are
+# ~1 KB of template arguments; a character-by-character loop spent ~0.2 ms on each).
+_BRACKET = re.compile(r"[<>\[\]{}()]")
+_ANONYMOUS = "(anonymous namespace)"
+
+
 def _top_level_segments(name: str) -> tuple[str, str]:
     """(text before the first top-level '(' with top-level template args removed, rest)."""
     depth = 0
     kept: list[str] = []
-    i = 0
-    n = len(name)
-    while i < n:
-        ch = name[i]
+    pos = 0  # the text from here to the next bracket lies at `depth`
+    while True:
+        m = _BRACKET.search(name, pos)
+        if m is None:
+            if depth == 0:
+                kept.append(name[pos:])
+            return "".join(kept), ""
+        at = m.start()
+        if depth == 0:
+            kept.append(name[pos:at])
+        ch = name[at]
         if ch in "<[{":
             # `operator<` / `operator<<` are names, not template brackets; rare in kernels, tolerate
             depth += 1
-        elif ch in ">]}":
+        elif ch in ">]}" or ch == ")":
             depth = max(0, depth - 1)
-        elif ch == "(":
-            if depth == 0:
-                prefix = "".join(kept)
-                # `(anonymous namespace)::` is a namespace, not the parameter list
-                if name.startswith("(anonymous namespace)", i):
-                    kept.append("(anonymous namespace)")
-                    i += len("(anonymous namespace)")
-                    continue
-                return prefix, name[i:]
+        elif depth == 0:  # "(" at the top level
+            # `(anonymous namespace)::` is a namespace, not the parameter list
+            if name.startswith(_ANONYMOUS, at):
+                kept.append(_ANONYMOUS)
+                pos = at + len(_ANONYMOUS)
+                continue
+            return "".join(kept), name[at:]
+        else:
             depth += 1
-        elif ch == ")":
-            depth = max(0, depth - 1)
-        elif depth == 0:
-            kept.append(ch)
-        i += 1
-    return "".join(kept), ""
+        pos = at + 1
 
 
 @functools.lru_cache(maxsize=65536)

@@ -367,6 +367,16 @@ def _first_per_id(table: pa.Table, ids: np.ndarray) -> tuple[np.ndarray, pa.Tabl
     return uniq[order], table.take(pa.array(first[order]))
 
 
+def _texts(column: pa.ChunkedArray | pa.Array) -> list[str]:
+    """A text column as Python strings, one object per distinct value: launches repeat a few kernel
+    names (~1 KB each for templated kernels), so each is decoded once and later hashing (short names,
+    factorising, Parquet) works on shared, already-hashed objects."""
+    enc = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+    distinct = np.empty(len(enc.dictionary), dtype=object)
+    distinct[:] = enc.dictionary.to_pylist()
+    return list(distinct[np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)])
+
+
 def _identity_frame(export: text.Export, layout: _Layout, ids: np.ndarray, table: pa.Table) -> pd.DataFrame:
     """One row per launch, kernel-table identity columns, in ID order."""
     order = np.argsort(ids, kind="stable")
@@ -383,16 +393,18 @@ def _identity_frame(export: text.Export, layout: _Layout, ids: np.ndarray, table
         if dst in _INT_IDENTITY:
             cleaned = pc.replace_substring_regex(values, r"[,.\s]", "")
             ok = pc.match_substring_regex(cleaned, r"^-?\d+$")
-            as_int = pc.cast(pc.if_else(ok, cleaned, pa.scalar(None, pa.string())), pa.int64())
-            cols[dst] = pd.array(as_int.to_pylist(), dtype="Int64")
+            as_int = pc.cast(pc.if_else(ok, cleaned, pa.scalar(None, pa.string())), pa.int64()).combine_chunks()
+            cols[dst] = pd.arrays.IntegerArray(
+                np.asarray(as_int.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64),
+                np.asarray(as_int.is_null().to_numpy(zero_copy_only=False), dtype=bool))
         elif dst == "cc":
-            cols[dst] = [v.replace(",", ".") for v in values.to_pylist()]
+            cols[dst] = [v.replace(",", ".") for v in _texts(values)]
         else:
-            cols[dst] = values.to_pylist()
+            cols[dst] = _texts(values)
     if "kernel_name" in cols:
         cols["function"] = [names.short_name(k) for k in cols["kernel_name"]]
-    push = table.column(layout.push_pop).to_pylist() if layout.push_pop else [""] * n
-    start = table.column(layout.start_end).to_pylist() if layout.start_end else [""] * n
+    push = _texts(table.column(layout.push_pop)) if layout.push_pop else [""] * n
+    start = _texts(table.column(layout.start_end)) if layout.start_end else [""] * n
     ranges = [list(nvtx.ranges(a, b)) for a, b in zip(push, start, strict=True)]
     cols["nvtx_ranges"] = ranges
     cols["nvtx_path"] = [nvtx.path(r) for r in ranges]

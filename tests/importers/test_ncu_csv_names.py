@@ -4,6 +4,8 @@ importer uses them."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nsroof.importers import names, nvtx
 
@@ -84,3 +86,37 @@ def test_column_names() -> None:
     assert nvtx.is_push_pop_column("thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg")
     assert nvtx.is_push_pop_column("thread Domain:Push/Pop_Range")  # shorter form said to appear in 2026+
     assert nvtx.is_start_end_column("Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg")
+
+
+def _segments_char_by_char(name: str) -> tuple[str, str]:
+    """The bracket scan as first written, one character at a time: the reference."""
+    depth = 0
+    kept: list[str] = []
+    i = 0
+    while i < len(name):
+        ch = name[i]
+        if ch in "<[{":
+            depth += 1
+        elif ch in ">]}":
+            depth = max(0, depth - 1)
+        elif ch == "(":
+            if depth == 0:
+                if name.startswith("(anonymous namespace)", i):
+                    kept.append("(anonymous namespace)")
+                    i += len("(anonymous namespace)")
+                    continue
+                return "".join(kept), name[i:]
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            kept.append(ch)
+        i += 1
+    return "".join(kept), ""
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["<", ">", "(", ")", "[", "]", "{", "}", "a", "::", " ", "void ",
+                                 "(anonymous namespace)", "operator<"]), max_size=20).map("".join))
+def test_bracket_scan_equals_the_character_loop(name: str) -> None:
+    assert names._top_level_segments(name) == _segments_char_by_char(name)
