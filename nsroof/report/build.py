@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from nsroof._distinct import map_rows
+from nsroof._distinct import map_rows, row_codes
 from nsroof.models import roofline
 from nsroof.models.machines import Machine
 from nsroof.report.schema import COLUMNS, FIELD_BY_NAME, LEVELS, PRECISIONS
@@ -335,18 +335,28 @@ def kernel_key(report: pd.DataFrame) -> pd.Series:
 def limiting_level(report: pd.DataFrame) -> pd.Series:
     """Per kernel, what sets its time floor: the level whose bytes / bandwidth is largest, or
     'compute' when flops / peak is at least every level's memory time; '' unless all are known."""
-    key = kernel_key(report)
+    n = len(report)
+    if n == 0:
+        return pd.Series([], index=report.index, dtype=object)
+    group, _ = row_codes(report["source"].to_numpy(dtype=object), report["kernel_id"].to_numpy(dtype=object))
+    groups = int(group.max()) + 1
     with np.errstate(divide="ignore", invalid="ignore"):
-        memory_s = report["bytes"].astype("float64") / report["bandwidth_bytes_per_s"].astype("float64")
-        compute_s = report["flops"].astype("float64") / report["peak_flop_per_s"].astype("float64")
-    grouped = memory_s.fillna(-1.0).groupby(key, sort=False)
-    worst_memory = grouped.transform("max")
-    is_worst = (memory_s == worst_memory) & memory_s.notna()
-    level_of_worst = report["level"].astype(object).where(is_worst).groupby(key, sort=False).transform("first")
-    worst_compute = compute_s.groupby(key, sort=False).transform("max")
-    compute_wins = worst_compute.notna() & (worst_compute >= worst_memory)
-    out = level_of_worst.where(~compute_wins, "compute")
+        memory_s = report["bytes"].to_numpy(float) / report["bandwidth_bytes_per_s"].to_numpy(float)
+        compute_s = report["flops"].to_numpy(float) / report["peak_flop_per_s"].to_numpy(float)
     # Only a kernel whose every level and compute floor are known names one: an unknown level's floor
     # could be the largest, and nsroof does not guess.
-    known = (memory_s.notna() & compute_s.notna()).groupby(key, sort=False).transform("all")
-    return out.where(known, "").fillna("").astype(object)
+    unknown = np.zeros(groups, dtype=bool)
+    np.logical_or.at(unknown, group, np.isnan(memory_s) | np.isnan(compute_s))
+    worst_memory = np.full(groups, -np.inf)
+    np.maximum.at(worst_memory, group, np.where(np.isnan(memory_s), -np.inf, memory_s))
+    worst_compute = np.full(groups, -np.inf)
+    np.maximum.at(worst_compute, group, np.where(np.isnan(compute_s), -np.inf, compute_s))
+    # the worst level: the first row (in report order) of its kernel whose memory time is the worst
+    first_worst = np.full(groups, n)
+    rows = np.arange(n)
+    np.minimum.at(first_worst, group, np.where(memory_s == worst_memory[group], rows, n))
+    levels = report["level"].to_numpy(dtype=object)
+    named = np.where(worst_compute >= worst_memory, "compute",
+                     levels[np.minimum(first_worst, n - 1)]).astype(object)
+    named[unknown] = ""
+    return pd.Series(named[group], index=report.index, dtype=object)

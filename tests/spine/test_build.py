@@ -7,10 +7,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nsroof.models.machines import Machine
 from nsroof.report.aggregate import aggregate
-from nsroof.report.build import build_report
+from nsroof.report.build import build_report, limiting_level
 from nsroof.report.schema import COLUMNS
 from tests.spine.helpers import A100ISH, kernels, quantities
 
@@ -136,3 +138,33 @@ def test_an_analytic_source_states_its_tensor_dtype() -> None:
     q = quantities(1, duration_s=[1e-3], flops_fp32=[0.0], flops_tensor=[1e12], bytes_dram=[1e8],
                    tensor_dtype=["bf16"])
     assert build_report(kernels(1), q, A100ISH).iloc[0]["peak_flop_per_s"] == 312e12
+
+
+def _limiting_by_groupby(report: pd.DataFrame) -> pd.Series:
+    """limiting_level as first written (pandas groupby transforms over a string key): the reference."""
+    key = report["source"].astype(str) + "\x00" + report["kernel_id"].astype(str)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        memory_s = report["bytes"].astype("float64") / report["bandwidth_bytes_per_s"].astype("float64")
+        compute_s = report["flops"].astype("float64") / report["peak_flop_per_s"].astype("float64")
+    worst_memory = memory_s.fillna(-1.0).groupby(key, sort=False).transform("max")
+    is_worst = (memory_s == worst_memory) & memory_s.notna()
+    level_of_worst = report["level"].astype(object).where(is_worst).groupby(key, sort=False).transform("first")
+    worst_compute = compute_s.groupby(key, sort=False).transform("max")
+    out = level_of_worst.where(~(worst_compute.notna() & (worst_compute >= worst_memory)), "compute")
+    known = (memory_s.notna() & compute_s.notna()).groupby(key, sort=False).transform("all")
+    return out.where(known, "").fillna("").astype(object)
+
+
+_FLOOR = st.sampled_from([float("nan"), 0.0, 1.0, 2.0, 4.0, float("inf")])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a.csv", "b.csv"]), st.integers(0, 3), st.sampled_from(["dram", "l2", "l1"]),
+                          _FLOOR, _FLOOR, _FLOOR, _FLOOR), max_size=24))
+def test_limiting_level_equals_the_groupby_reference(rows: list[tuple[str, int, str, float, float, float, float]]) -> None:
+    # rows in any order, repeated levels, unknown and zero roofs: the kernel (source, id) groups them
+    frame = pd.DataFrame(rows, columns=["source", "kernel_id", "level", "bytes", "bandwidth_bytes_per_s", "flops",
+                                        "peak_flop_per_s"])
+    frame["kernel_id"] = frame["kernel_id"].astype("Int64")
+    got = limiting_level(frame)
+    assert got.tolist() == _limiting_by_groupby(frame).tolist()
