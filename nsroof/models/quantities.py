@@ -41,7 +41,6 @@ from nsroof.models import metric_formulas as mf
 from nsroof.models.metric_formulas import DURATION, LEVELS, PRECISIONS, TENSOR_FLOP_PER_INST, Formula
 
 _FLOAT = "float64"
-_STR = "str"
 
 
 @dataclass
@@ -337,7 +336,9 @@ def _frame(cols: dict[str, object], index: pd.Index) -> pd.DataFrame:
         elif arr.dtype.kind == "f":
             data[name] = arr.astype(_FLOAT, copy=False)
         else:
-            data[name] = pd.array(arr.astype(object), dtype=_STR)
+            # text stays a plain object column of str, as the report keeps it: build_report reads these
+            # as object arrays, and an Arrow-backed `str` column costs a conversion each way
+            data[name] = pd.Series(arr.astype(object), index=index, dtype=object)
     return pd.DataFrame(data, index=index, copy=False)
 
 
