@@ -217,10 +217,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 /* ---------------------------------------------------------------------------------------------
    split_tails: the tails' cells, for the common case only.
 
-    split_tails(tails, width, max_fields, metric_at, key_first, key_last, value_at)
+    split_tails(chunks, width, max_fields, metric_at, key_first, key_last, value_at)
         -> (keys, codes, rows, offsets, values, rules) | None
 
-tails       the rows' tails as _scan_rows returned them (each ends in its only newline)
+chunks      a list of bytes: the rows' tails as _scan_rows returned them, window by window (each
+            chunk whole rows, each row ending in its only newline)
 width       the cells of a metric row (ncu ends them after `Metric Value` with a trailing comma)
 max_fields  the cells of the header's tail: rule rows are wider than metric rows, up to this
 metric_at, key_first, key_last, value_at
@@ -410,48 +411,29 @@ static int append_content(growbuf *out, const unsigned char *buf, const cell_spa
     return 0;
 }
 
-static PyObject *split_tails(PyObject *self, PyObject *args) {
-    Py_buffer view;
+typedef struct {
     Py_ssize_t width, max_fields, metric_at, key_first, key_last, value_at;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*nnnnnn", &view, &width, &max_fields, &metric_at, &key_first, &key_last,
-                          &value_at)) {
-        return NULL;
-    }
-    if (width < 1 || width > MAX_WIDTH || max_fields < width || metric_at < 0 || metric_at >= width ||
-        key_first < 0 || key_last < key_first || key_last >= width || value_at < 0 || value_at >= width) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "split_tails: cell indexes outside the metric row");
-        return NULL;
-    }
-    const unsigned char *buf = view.buf;
-    size_t size = (size_t)view.len;
-    growbuf codes = {0}, rows = {0}, offsets = {0}, values = {0};
-    keytable keys = {0};
-    int64_t rules = 0;
-    int failed = 0, nomem = 0;
-    int32_t zero = 0;
-    keys.slots = PyMem_RawCalloc(64, sizeof(int32_t));
-    keys.mask = 63;
-    if (keys.slots == NULL || grow_append(&offsets, &zero, sizeof zero) < 0) {
-        nomem = 1;
-    }
+    growbuf codes, rows, offsets, values;
+    keytable keys;
+    int64_t rules, row;
+    int32_t prev;
+    int failed, nomem;
+} tail_state;
 
-    Py_BEGIN_ALLOW_THREADS
+/* the rows of one chunk of tails (whole lines); called without the GIL */
+static void split_chunk(tail_state *st, const unsigned char *buf, size_t size) {
     cell_span cells[MAX_WIDTH];
     size_t at = 0;
-    int64_t row = 0;
-    int32_t prev = -1;
-    while (!nomem && !failed && at < size) {
+    while (!st->nomem && !st->failed && at < size) {
         const unsigned char *nl = memchr(buf + at, '\n', size - at);
         if (nl == NULL) {
-            failed = 1;
+            st->failed = 1;
             break;
         }
         size_t end = (size_t)(nl - buf);
         size_t stop = (end > at && buf[end - 1] == '\r') ? end - 1 : end;
         if (stop == at) {
-            failed = 1; /* an empty line: pyarrow skips it */
+            st->failed = 1; /* an empty line: pyarrow skips it */
             break;
         }
         Py_ssize_t nf = 0;
@@ -464,7 +446,7 @@ static PyObject *split_tails(PyObject *self, PyObject *args) {
                 for (;;) {
                     const unsigned char *q = p < stop ? memchr(buf + p, '"', stop - p) : NULL;
                     if (q == NULL) {
-                        failed = 1; /* no closing quote before the line end */
+                        st->failed = 1; /* no closing quote before the line end */
                         break;
                     }
                     p = (size_t)(q - buf);
@@ -476,19 +458,19 @@ static PyObject *split_tails(PyObject *self, PyObject *args) {
                     p++;
                     break;
                 }
-                if (failed || (p < stop && buf[p] != ',')) {
-                    failed = 1;
+                if (st->failed || (p < stop && buf[p] != ',')) {
+                    st->failed = 1;
                     break;
                 }
             } else {
                 while (p < stop && buf[p] != ',') {
                     if (buf[p] == '"' || buf[p] == '\r') {
-                        failed = 1;
+                        st->failed = 1;
                         break;
                     }
                     p++;
                 }
-                if (failed) {
+                if (st->failed) {
                     break;
                 }
             }
@@ -502,46 +484,89 @@ static PyObject *split_tails(PyObject *self, PyObject *args) {
             }
             p++; /* the comma; a cell follows it, empty at the line end */
         }
-        if (failed) {
+        if (st->failed) {
             break;
         }
-        if (nf == width) {
-            size_t k0 = cells[key_first].start, k1 = cells[key_last].end;
-            const cell_span *v = &cells[value_at];
+        if (nf == st->width) {
+            size_t k0 = cells[st->key_first].start, k1 = cells[st->key_last].end;
+            const cell_span *v = &cells[st->value_at];
             if (!utf8_ok(buf + k0, k1 - k0) || !utf8_ok(buf + v->start, v->end - v->start)) {
-                failed = 1;
+                st->failed = 1;
                 break;
             }
-            if (!cell_empty(&cells[metric_at])) {
-                int32_t code = keytable_code(&keys, prev, buf + k0, k1 - k0);
-                if (code < 0 || grow_append(&codes, &code, sizeof code) < 0 ||
-                    grow_append(&rows, &row, sizeof row) < 0 || append_content(&values, buf, v) < 0) {
-                    nomem = 1;
+            if (!cell_empty(&cells[st->metric_at])) {
+                int32_t code = keytable_code(&st->keys, st->prev, buf + k0, k1 - k0);
+                if (code < 0 || grow_append(&st->codes, &code, sizeof code) < 0 ||
+                    grow_append(&st->rows, &st->row, sizeof st->row) < 0 || append_content(&st->values, buf, v) < 0) {
+                    st->nomem = 1;
                     break;
                 }
-                if (values.len > INT32_MAX) {
-                    failed = 1; /* past int32 offsets: the pyarrow route chunks it */
+                if (st->values.len > INT32_MAX) {
+                    st->failed = 1; /* past int32 offsets: the pyarrow route chunks it */
                     break;
                 }
-                int32_t off = (int32_t)values.len;
-                if (grow_append(&offsets, &off, sizeof off) < 0) {
-                    nomem = 1;
+                int32_t off = (int32_t)st->values.len;
+                if (grow_append(&st->offsets, &off, sizeof off) < 0) {
+                    st->nomem = 1;
                     break;
                 }
-                prev = code;
+                st->prev = code;
             }
-        } else if (nf > width && nf <= max_fields && cell_empty(&cells[metric_at])) {
-            rules++;
+        } else if (nf > st->width && nf <= st->max_fields && cell_empty(&cells[st->metric_at])) {
+            st->rules++;
         } else {
-            failed = 1;
+            st->failed = 1;
             break;
         }
-        row++;
+        st->row++;
         at = end + 1;
     }
-    Py_END_ALLOW_THREADS
+}
 
-    PyBuffer_Release(&view);
+static PyObject *split_tails(PyObject *self, PyObject *args) {
+    PyObject *chunks;
+    tail_state st = {0};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!nnnnnn", &PyList_Type, &chunks, &st.width, &st.max_fields, &st.metric_at,
+                          &st.key_first, &st.key_last, &st.value_at)) {
+        return NULL;
+    }
+    if (st.width < 1 || st.width > MAX_WIDTH || st.max_fields < st.width || st.metric_at < 0 ||
+        st.metric_at >= st.width || st.key_first < 0 || st.key_last < st.key_first || st.key_last >= st.width ||
+        st.value_at < 0 || st.value_at >= st.width) {
+        PyErr_SetString(PyExc_ValueError, "split_tails: cell indexes outside the metric row");
+        return NULL;
+    }
+    int32_t zero = 0;
+    st.prev = -1;
+    st.keys.slots = PyMem_RawCalloc(64, sizeof(int32_t));
+    st.keys.mask = 63;
+    if (st.keys.slots == NULL || grow_append(&st.offsets, &zero, sizeof zero) < 0) {
+        st.nomem = 1;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(chunks) && !st.nomem && !st.failed; i++) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(PyList_GET_ITEM(chunks, i), &view, PyBUF_SIMPLE) < 0) {
+            PyMem_RawFree(st.keys.slots);
+            PyMem_RawFree(st.offsets.data);
+            PyMem_RawFree(st.codes.data);
+            PyMem_RawFree(st.rows.data);
+            PyMem_RawFree(st.values.data);
+            PyMem_RawFree(st.keys.store.data);
+            PyMem_RawFree(st.keys.bounds.data);
+            PyMem_RawFree(st.keys.next.data);
+            return NULL;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        split_chunk(&st, view.buf, (size_t)view.len);
+        Py_END_ALLOW_THREADS
+        PyBuffer_Release(&view);
+    }
+    int nomem = st.nomem, failed = st.failed;
+    growbuf codes = st.codes, rows = st.rows, offsets = st.offsets, values = st.values;
+    keytable keys = st.keys;
+    int64_t rules = st.rules;
+
     PyObject *result = NULL;
     if (nomem) {
         PyErr_NoMemory();

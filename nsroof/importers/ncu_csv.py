@@ -519,8 +519,8 @@ _SCAN_WINDOW_BYTES = 16 << 20
 
 @dataclass
 class _Scanned:
-    data: bytes  # every row from `Section Name` on, line end kept, file order, concatenated
-    count: int  # rows in `data` (each ends in its only newline)
+    chunks: list[bytes]  # every row from `Section Name` on, line end kept, file order; whole rows per chunk
+    count: int  # rows in the chunks (each ends in its only newline)
     heads: list[bytes]  # the identity prefix of each run of rows sharing one (its cells, no final comma)
     run_ids: list[int]  # the launch ID of each run
     starts: list[int]  # index (among the rows) of each run's first row
@@ -604,7 +604,7 @@ def _scan_rows_compiled(scan: Callable[..., Any], mm: mmap.mmap, pos: int, secti
         count += n
         dropped = _drop_pages(mm, dropped, end)  # the prefix in force and the heads are copies
         pos = end
-    return _Scanned(b"".join(chunks), count, heads, run_ids, starts, blanks)
+    return _Scanned(chunks, count, heads, run_ids, starts, blanks)
 
 
 def _scan_rows_python(mm: mmap.mmap, start: int, section_at: int) -> _Scanned | None:
@@ -643,7 +643,7 @@ def _scan_rows_python(mm: mmap.mmap, start: int, section_at: int) -> _Scanned | 
         run_ids.append(int(head.group(1)))
         starts.append(len(tails))
         keep(line[plen:])
-    return _Scanned(b"".join(tails), len(tails), heads, run_ids, starts, blanks)
+    return _Scanned([b"".join(tails)], len(tails), heads, run_ids, starts, blanks)
 
 
 def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.Table, _LongRows] | None:
@@ -668,12 +668,11 @@ def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
         width = ncols
     names = header[s:width]
     n = scanned.count
-    data = scanned.data
-    scanned.data = b""
-    split = _split_tails_compiled(data, names, ncols - s)
+    chunks, scanned.chunks = scanned.chunks, []
+    split = _split_tails_compiled(chunks, names, ncols - s)
     if split is None:
-        split = _split_tails_pyarrow(data, n, names, detail_cols, ncols - s)
-    del data
+        split = _split_tails_pyarrow(b"".join(chunks), n, names, detail_cols, ncols - s)
+    del chunks
     if split is None:
         return None
     metric_rows, coded, values = split
@@ -721,7 +720,7 @@ def _compiled_split() -> Callable[..., Any] | None:
     return split
 
 
-def _split_tails_compiled(data: bytes, names: list[str], max_fields: int) -> _Split | None:
+def _split_tails_compiled(chunks: list[bytes], names: list[str], max_fields: int) -> _Split | None:
     """The tails' metric rows by the compiled splitter: (index among the tails of each row with a metric,
     codes and distinct texts per text column, the values). None where it does not vouch for the
     tails (see split_tails in _rowscan.c): the pyarrow route reads them then."""
@@ -730,7 +729,7 @@ def _split_tails_compiled(data: bytes, names: list[str], max_fields: int) -> _Sp
     if split is None or "Metric Value" not in names:
         return None
     key_first, key_last = min(names.index(c) for c in coded), max(names.index(c) for c in coded)
-    got = split(data, len(names), max_fields, names.index("Metric Name"), key_first, key_last,
+    got = split(chunks, len(names), max_fields, names.index("Metric Name"), key_first, key_last,
                 names.index("Metric Value"))
     if got is None:
         return None

@@ -97,7 +97,7 @@ def as_split(s: ncu_csv._Scanned | None) -> Split | None:
     if s is None:
         return None
     # each row ends in its only newline (a CR before it stays in the row, as splitlines would not)
-    tails = [t + b"\n" for t in s.data.split(b"\n")[:-1]]
+    tails = [t + b"\n" for t in b"".join(s.chunks).split(b"\n")[:-1]]
     assert len(tails) == s.count
     return Split(tails, s.heads, s.run_ids, s.starts, s.blanks)
 
