@@ -379,9 +379,10 @@ def _texts(column: pa.ChunkedArray | pa.Array) -> list[str]:
 
 def _identity_frame(export: text.Export, layout: _Layout, ids: np.ndarray, table: pa.Table) -> pd.DataFrame:
     """One row per launch, kernel-table identity columns, in ID order."""
-    order = np.argsort(ids, kind="stable")
-    ids = ids[order]
-    table = table.take(pa.array(order))
+    if len(ids) > 1 and not bool(np.all(ids[1:] >= ids[:-1])):  # ncu numbers launches in file order
+        order = np.argsort(ids, kind="stable")
+        ids = ids[order]
+        table = table.take(pa.array(order))
     n = len(ids)
     cols: dict[str, Any] = {"source": [export.path.name] * n, "kernel_id": ids.astype(np.int64)}
     for src, dst in _IDENTITY_MAP.items():
