@@ -38,6 +38,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -544,12 +545,19 @@ def _head_pattern(section_at: int) -> re.Pattern[bytes]:
     return re.compile(rb'"([0-9]+)",(?:"[^"\n]*(?:""[^"\n]*)*",){' + str(section_at - 1).encode() + rb"}")
 
 
-def _scan_rows(export: text.Export, section_at: int, *, compiled: bool = True) -> _Scanned | None:
+def _scan_rows(
+    export: text.Export,
+    section_at: int,
+    *,
+    compiled: bool = True,
+    on_chunk: Callable[[bytes, int], None] | None = None,
+) -> _Scanned | None:
     """Split every row after the header into its identity prefix and its tail (see above). None when
     a row is not what ncu writes: a cell not quoted the way ncu quotes, a non-numeric ID (text among
     the rows), a newline inside the identity cells, bytes that are not UTF-8, no final newline.
     The compiled splitter and the Python loop give the same result (tests/importers/test_ncu_csv_scan.py);
-    the compiled one also declines IDs of more than 18 digits (int64)."""
+    the compiled one also declines IDs of more than 18 digits (int64). `on_chunk(tails, first_row)` is
+    handed each window's tails as soon as they are split (the Python loop: all of them at the end)."""
     try:
         with open(export.path, "rb") as fh:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -561,8 +569,11 @@ def _scan_rows(export: text.Export, section_at: int, *, compiled: bool = True) -
             return None  # every row must end in a newline: then every line read holds exactly one
         scan = _compiled_scan() if compiled else None
         if scan is not None:
-            return _scan_rows_compiled(scan, mm, export.data_offset, section_at)
-        return _scan_rows_python(mm, export.data_offset, section_at)
+            return _scan_rows_compiled(scan, mm, export.data_offset, section_at, on_chunk)
+        scanned = _scan_rows_python(mm, export.data_offset, section_at)
+        if scanned is not None and on_chunk is not None:
+            on_chunk(scanned.chunks[0], 0)
+        return scanned
     finally:
         mm.close()
 
@@ -577,7 +588,13 @@ def _drop_pages(mm: mmap.mmap, start: int, end: int) -> int:
     return start
 
 
-def _scan_rows_compiled(scan: Callable[..., Any], mm: mmap.mmap, pos: int, section_at: int) -> _Scanned | None:
+def _scan_rows_compiled(
+    scan: Callable[..., Any],
+    mm: mmap.mmap,
+    pos: int,
+    section_at: int,
+    on_chunk: Callable[[bytes, int], None] | None = None,
+) -> _Scanned | None:
     """One call of the compiled splitter per window of _SCAN_WINDOW_BYTES (it reads each row whole)."""
     chunks: list[bytes] = []
     heads: list[bytes] = []
@@ -595,6 +612,8 @@ def _scan_rows_compiled(scan: Callable[..., Any], mm: mmap.mmap, pos: int, secti
             return None
         data, n, runs, blank_at, end, prefix, have_heads = got
         chunks.append(data)
+        if on_chunk is not None:
+            on_chunk(data, count)
         if runs:
             quads = np.frombuffer(runs, dtype=np.int64).reshape(-1, 4)
             run_ids += quads[:, 0].tolist()
@@ -659,18 +678,23 @@ def _details_scan(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.
     detail_cols = [c for c in _DETAILS_COLUMNS if c in header]
     if any(header.index(c) >= s for c in layout.identity_columns) or any(header.index(c) < s for c in detail_cols):
         return None
-    scanned = _scan_rows(export, s)
-    if scanned is None or not scanned.count:
-        return None
     # the width pyarrow reads: the ragged metric-row width, as _read_blocks decides it
     ragged = text.ragged_width(export.first)
     width = ragged if ragged is not None and ragged < ncols else ncols
     if any(header.index(c) >= width for c in detail_cols):
         width = ncols
     names = header[s:width]
+    splitter = _TailSplitter.start(names, ncols - s)
+    try:
+        scanned = _scan_rows(export, s, on_chunk=splitter.feed if splitter is not None else None)
+        if scanned is None or not scanned.count:
+            return None
+        split = splitter.result() if splitter is not None else None
+    finally:
+        if splitter is not None:
+            splitter.close()
     n = scanned.count
     chunks, scanned.chunks = scanned.chunks, []
-    split = _split_tails_compiled(chunks, names, ncols - s)
     if split is None:
         split = _split_tails_pyarrow(b"".join(chunks), n, names, detail_cols, ncols - s)
     del chunks
@@ -721,38 +745,85 @@ def _compiled_split() -> Callable[..., Any] | None:
     return split
 
 
+class _TailSplitter:
+    """The compiled cell splitter (split_tails in _rowscan.c) fed window by window while the scan goes
+    on: each window is split on a worker thread (both run in C without the GIL, so on two cores they
+    overlap), then the windows' keys are merged. result() is what the pyarrow route would return for
+    the same tails (tests/importers/test_ncu_csv_tails.py), or None where the splitter does not vouch
+    for them: the pyarrow route reads them then."""
+
+    def __init__(self, split: Callable[..., Any], names: list[str], max_fields: int) -> None:
+        self._coded = [c for c in _CODED_COLUMNS if c in names]
+        self._names = names
+        self._key_first = min(names.index(c) for c in self._coded)
+        self._key_last = max(names.index(c) for c in self._coded)
+        self._args = (len(names), max_fields, names.index("Metric Name"), self._key_first, self._key_last,
+                      names.index("Metric Value"))
+        self._split = split
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsroof-split")
+        self._parts: list[tuple[int, Future[Any]]] = []
+
+    @classmethod
+    def start(cls, names: list[str], max_fields: int) -> _TailSplitter | None:
+        split = _compiled_split()
+        if split is None or "Metric Value" not in names or "Metric Name" not in names:
+            return None
+        return cls(split, names, max_fields)
+
+    def feed(self, tails: bytes, first_row: int) -> None:
+        self._parts.append((first_row, self._pool.submit(self._split, [tails], *self._args)))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def result(self) -> _Split | None:
+        key_index: dict[bytes, int] = {}  # each distinct key once over all windows, first seen first
+        rows: list[np.ndarray] = []
+        key_codes: list[np.ndarray] = []
+        values: list[pa.Array] = []
+        for first_row, future in self._parts:
+            got = future.result()
+            if got is None:
+                return None
+            keys, codes_b, rows_b, offsets_b, values_b, _rules = got
+            remap = np.array([key_index.setdefault(k, len(key_index)) for k in keys], dtype=np.int64)
+            window_codes = np.frombuffer(codes_b, dtype=np.int32)
+            key_codes.append(remap[window_codes])
+            rows.append(np.frombuffer(rows_b, dtype=np.int64) + first_row)
+            values.append(pa.StringArray.from_buffers(len(window_codes), pa.py_buffer(offsets_b),
+                                                      pa.py_buffer(values_b)))
+        try:  # each distinct key once: its cells as they stand in the file (quoted, one line)
+            cells = [next(csv.reader([k.decode("utf-8")])) for k in key_index]
+        except (UnicodeDecodeError, csv.Error, StopIteration):
+            return None
+        if any(len(row) != self._key_last - self._key_first + 1 for row in cells):
+            return None
+        metric_rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        all_codes = np.concatenate(key_codes) if key_codes else np.zeros(0, np.int64)
+        coded: dict[str, tuple[np.ndarray, list[str]]] = {}
+        for col in _CODED_COLUMNS:
+            if col not in self._coded:
+                coded[col] = (np.zeros(len(metric_rows), np.int64), [""])
+                continue
+            at = self._names.index(col) - self._key_first
+            per_key, distinct = pd.factorize(np.array([row[at] for row in cells], dtype=object))
+            coded[col] = (np.asarray(per_key, dtype=np.int64)[all_codes], [str(v) for v in distinct])
+        return metric_rows, coded, pa.chunked_array(values, type=pa.string())
+
+
 def _split_tails_compiled(chunks: list[bytes], names: list[str], max_fields: int) -> _Split | None:
-    """The tails' metric rows by the compiled splitter: (index among the tails of each row with a metric,
-    codes and distinct texts per text column, the values). None where it does not vouch for the
-    tails (see split_tails in _rowscan.c): the pyarrow route reads them then."""
-    split = _compiled_split()
-    coded = [c for c in _CODED_COLUMNS if c in names]
-    if split is None or "Metric Value" not in names:
+    """The tails' metric rows by the compiled splitter, all chunks at once (each chunk whole rows)."""
+    splitter = _TailSplitter.start(names, max_fields)
+    if splitter is None:
         return None
-    key_first, key_last = min(names.index(c) for c in coded), max(names.index(c) for c in coded)
-    got = split(chunks, len(names), max_fields, names.index("Metric Name"), key_first, key_last,
-                names.index("Metric Value"))
-    if got is None:
-        return None
-    keys, key_codes_b, rows_b, offsets_b, values_b, _rules = got
-    metric_rows = np.frombuffer(rows_b, dtype=np.int64)
-    key_codes = np.frombuffer(key_codes_b, dtype=np.int32)
-    try:  # each distinct key once: its cells as they stand in the file (quoted, one line)
-        cells = [next(csv.reader([k.decode("utf-8")])) for k in keys]
-    except (UnicodeDecodeError, csv.Error, StopIteration):
-        return None
-    if any(len(row) != key_last - key_first + 1 for row in cells):
-        return None
-    codes: dict[str, tuple[np.ndarray, list[str]]] = {}
-    for col in _CODED_COLUMNS:
-        if col not in coded:
-            codes[col] = (np.zeros(len(metric_rows), np.int64), [""])
-            continue
-        at = names.index(col) - key_first
-        per_key, distinct = pd.factorize(np.array([row[at] for row in cells], dtype=object))
-        codes[col] = (np.asarray(per_key, dtype=np.int64)[key_codes], [str(v) for v in distinct])
-    values = pa.StringArray.from_buffers(len(metric_rows), pa.py_buffer(offsets_b), pa.py_buffer(values_b))
-    return metric_rows, codes, values
+    try:
+        first_row = 0
+        for chunk in chunks:
+            splitter.feed(chunk, first_row)
+            first_row += chunk.count(b"\n")
+        return splitter.result()
+    finally:
+        splitter.close()
 
 
 def _split_tails_pyarrow(data: bytes, n: int, names: list[str], detail_cols: list[str], max_fields: int) -> _Split | None:
