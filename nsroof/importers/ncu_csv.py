@@ -454,14 +454,18 @@ def _read_details(export: text.Export, layout: _Layout) -> pd.DataFrame:
         uids, ident_table, rows = _details_robust(export, layout, collected)
     warnings: list[str] = []
     hints: list[str] = []
-    identity = _identity_frame(export, layout, uids, ident_table)
-    kernel_ids = identity["kernel_id"].to_numpy()
     columns: dict[str, Any] = {}
     units: dict[str, str] = {}
     style = numbers.StyleDecision("C", "no numbers")
-    if len(rows.kernel_ids):
-        kidx = np.searchsorted(kernel_ids, rows.kernel_ids)
-        columns, units, style = _pivot_details(export, rows, kidx, len(kernel_ids))
+    # the value cells are parsed on a worker thread (Arrow compute, mostly without the GIL) while the
+    # identity table is built here (Python)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsroof-numbers") as pool:
+        parsing = pool.submit(_parse_values, export, rows) if len(rows.kernel_ids) else None
+        identity = _identity_frame(export, layout, uids, ident_table)
+        kernel_ids = identity["kernel_id"].to_numpy()
+        if parsing is not None:
+            kidx = np.searchsorted(kernel_ids, rows.kernel_ids)
+            columns, units, style = _pivot_details(export, rows, kidx, len(kernel_ids), parsing)
     frame = assemble(identity, columns)
     fill_launch_identity(frame)
     _finish(export, layout, frame, units, style, collected, warnings, hints, FORMAT_DETAILS)
@@ -1261,12 +1265,23 @@ def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str]]:
     )
 
 
+def _parse_values(export: text.Export, rows: _LongRows) -> tuple[numbers.StyleDecision, numbers.Parsed]:
+    """Every value cell as a number (or text), in the file's one number style."""
+    row_lines = rows.lines
+    cleaned = numbers.cells(rows.values)
+    style = _file_style(export, cleaned, lambda i: f"line {int(row_lines[i])}", lambda i: int(row_lines[i]))
+    return style, numbers.parse(cleaned, style.style)
+
+
 def _pivot_details(
     export: text.Export,
     rows: _LongRows,
     kidx: np.ndarray,
     n_kernels: int,
+    parsing: Future[tuple[numbers.StyleDecision, numbers.Parsed]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, str], numbers.StyleDecision]:
+    """Values scattered into a kernels x columns table. `parsing`: _parse_values(export, rows) under way
+    (its errors come after the unit errors found here, as when it runs here)."""
     (sec, sec_names), (body, body_names) = rows.section, rows.body
     (met, met_names), (unit, unit_names) = rows.metric, rows.unit
     row_lines = rows.lines
@@ -1306,9 +1321,7 @@ def _pivot_details(
         combo_explicit[i] = explicit
     col_names = disambiguate(col_names, col_units)
 
-    cleaned = numbers.cells(rows.values)
-    style = _file_style(export, cleaned, lambda i: f"line {int(row_lines[i])}", lambda i: int(row_lines[i]))
-    parsed = numbers.parse(cleaned, style.style)
+    style, parsed = parsing.result() if parsing is not None else _parse_values(export, rows)
     return (
         _scatter(parsed, inverse, combo_col, combo_factor, combo_explicit, kidx, n_kernels, col_names),
         dict(zip(col_names, col_units, strict=True)),
