@@ -44,7 +44,13 @@ def map_rows(func: Callable[..., Any], *columns: Sequence[Any] | np.ndarray) -> 
     n = len(columns[0]) if columns else 0
     if n == 0:
         return np.empty(0, dtype=object)
-    codes, first = row_codes(*columns)
+    return spread(func, *row_codes(*columns), *columns)
+
+
+def spread(func: Callable[..., Any], codes: np.ndarray, first: np.ndarray,
+           *columns: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """func(*row) for every row, given row_codes of (at least) what func depends on: called on each
+    code's first row, the results spread by code. Lets a key computed once serve several calls."""
     arrays = [np.asarray(c, dtype=object) for c in columns]
     results = np.empty(len(first), dtype=object)
     for j, i in enumerate(first.tolist()):

@@ -31,6 +31,7 @@ kernel's bytes (L2 lts__t vs lts2xbar, L1 l1tex__t vs LSU writeback), never mixe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -260,15 +261,16 @@ def _join_rows(columns: list[np.ndarray], sep: str) -> np.ndarray:
     if not columns:
         return np.full(0, "", dtype=object)
 
-    def join(*values: object) -> str:
-        seen: list[str] = []
-        for value in values:
-            for token in (str(value).split(", ") if sep == ", " else [str(value)]):
-                if token and token not in seen:
-                    seen.append(token)
-        return sep.join(seen)
+    return map_rows(lambda *values: _join_one(values, sep), *columns)
 
-    return map_rows(join, *columns)
+
+def _join_one(values: Sequence[object], sep: str) -> str:
+    seen: list[str] = []
+    for value in values:
+        for token in (str(value).split(", ") if sep == ", " else [str(value)]):
+            if token and token not in seen:
+                seen.append(token)
+    return sep.join(seen)
 
 
 def derive(kernels: pd.DataFrame) -> pd.DataFrame:
@@ -289,8 +291,10 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     for p in PRECISIONS:
         cols[f"flops_{p}"] = flops[p].value
     cols["flops"] = np.where(known.any(axis=1), np.nansum(np.where(known, matrix, 0.0), axis=1), np.nan)
-    cols["flops_source"] = _join_rows(
-        [np.where(flops[p].source != "", f"{p}: " + flops[p].source.astype(str), "") for p in PRECISIONS], "; ")
+    # "fp32: <formula>; tensor: <formula>", built once per distinct combination of formulas
+    cols["flops_source"] = map_rows(
+        lambda *sources: _join_one([f"{p}: {s}" if s else "" for p, s in zip(PRECISIONS, sources, strict=True)], "; "),
+        *[flops[p].source for p in PRECISIONS])
     cols["flops_estimated"] = np.logical_or.reduce([flops[p].estimated for p in PRECISIONS])
 
     byte_defs: dict[str, np.ndarray] = {}

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from nsroof._distinct import map_rows, row_codes
+from nsroof._distinct import map_rows, row_codes, spread
 from nsroof.models import roofline
 from nsroof.models.machines import Machine
 from nsroof.report.schema import COLUMNS, FIELD_BY_NAME, LEVELS, PRECISIONS
@@ -230,9 +230,16 @@ def build_report(
     missing = np.empty((n, L), dtype=object)
     missing_common = [_text(q, "missing_duration"), _text(q, "missing_flops")]
     no_peak = np.isnan(peak)
-    peak_reason = map_rows(lambda flag, p, d, c, tm, td: _peak_reason(p, d, dev_machines[c], tm, td) if flag else "",
-                           no_peak, roof_precision, devices.to_numpy(dtype=object), dev_codes,
-                           _text(q, "tensor_metric"), tensor_dtypes)
+    peak_reason = np.full(n, "", dtype=object)
+    unroofed = np.flatnonzero(no_peak)
+    if unroofed.size:
+        peak_reason[unroofed] = map_rows(
+            lambda p, d, c, tm, td: _peak_reason(p, d, dev_machines[c], tm, td), roof_precision[unroofed],
+            devices.to_numpy(dtype=object)[unroofed], dev_codes[unroofed], _text(q, "tensor_metric")[unroofed],
+            tensor_dtypes[unroofed])
+    # the per-level texts below depend on these per-kernel ones too: keyed once for all levels
+    peak_key, _ = row_codes(peak_src)
+    common_key, _ = row_codes(peak_reason, *missing_common)
     for j, level in enumerate(levels):
         bw = _col(q, f"bandwidth_bytes_per_s_{level}").astype("float64").to_numpy().copy()
         bw_src = _text(q, f"ceiling_source_{level}").copy()
@@ -247,11 +254,12 @@ def build_report(
         bytes_[:, j] = _col(q, f"bytes_{level}").astype("float64").to_numpy()
         bytes_source[:, j] = _text(q, f"bytes_source_{level}")
         bandwidth[:, j] = bw
-        ceiling[:, j] = map_rows(_ceiling_source, peak_src, bw_src)
+        ceiling[:, j] = spread(_ceiling_source, *row_codes(peak_key, bw_src), peak_src, bw_src)
         bw_reason = f"bandwidth_bytes_per_s[{level}] (no ncu peak metric or machine figure)"
-        missing[:, j] = map_rows(
+        no_bw, missing_level = np.isnan(bw), _text(q, f"missing_{level}")
+        missing[:, j] = spread(
             lambda pr, nb, md, mf, ml, why=bw_reason: _join(pr, why if nb else "", md, mf, ml),  # what blocks first
-            peak_reason, np.isnan(bw), *missing_common, _text(q, f"missing_{level}"))
+            *row_codes(common_key, no_bw, missing_level), peak_reason, no_bw, *missing_common, missing_level)
     columns.update({
         "bytes": bytes_.ravel(), "bytes_source": bytes_source.ravel(), "bandwidth_bytes_per_s": bandwidth.ravel(),
         "ceiling_source": ceiling.ravel(), "missing": missing.ravel(),
