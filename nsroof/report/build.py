@@ -308,20 +308,22 @@ def classify(report: pd.DataFrame) -> pd.DataFrame:
     att = roofline.attainable_flop_per_s(i, p, b)
     ach_f = roofline.rate(w, d)
     ach_b = roofline.rate(qb, d)
-    r["intensity"] = i
-    r["ridge"] = rg
-    r["attainable_flop_per_s"] = att
-    r["achieved_flop_per_s"] = ach_f
-    r["achieved_bytes_per_s"] = ach_b
-    r["bound"] = roofline.bound(i, rg)
-    r["time_floor_s"] = roofline.time_floor_s(w, qb, p, b)
-    r["roof_fraction"] = roofline.roof_fraction(w, ach_f, att, ach_b, b)
-    r["above_roof"] = roofline.above_roof(ach_f, p, ach_b, b)
-    r["limiting"] = limiting_level(r)
-    for name in COLUMNS:
-        if name not in r.columns:
-            r[name] = _empty(name, len(r))
-    return r[COLUMNS]
+    derived: dict[str, object] = {
+        "intensity": i,
+        "ridge": rg,
+        "attainable_flop_per_s": att,
+        "achieved_flop_per_s": ach_f,
+        "achieved_bytes_per_s": ach_b,
+        "bound": roofline.bound(i, rg),
+        "time_floor_s": roofline.time_floor_s(w, qb, p, b),
+        "roof_fraction": roofline.roof_fraction(w, ach_f, att, ach_b, b),
+        "above_roof": roofline.above_roof(ach_f, p, ach_b, b),
+        "limiting": limiting_level(r),
+    }
+    # one new frame in schema order (setting ten columns one by one, then reordering, copied it twice)
+    columns = {name: derived[name] if name in derived else r[name] if name in r.columns else _empty(name, len(r))
+               for name in COLUMNS}
+    return pd.DataFrame(columns, index=r.index)
 
 
 def _empty(name: str, n: int) -> object:
