@@ -264,9 +264,7 @@ def build_report(
         "bytes": bytes_.ravel(), "bytes_source": bytes_source.ravel(), "bandwidth_bytes_per_s": bandwidth.ravel(),
         "ceiling_source": ceiling.ravel(), "missing": missing.ravel(),
     })
-    # object columns stay object here (no per-column string-dtype inference); Parquet stores them as strings
-    return classify(pd.DataFrame({k: pd.Series(v, dtype=object) if isinstance(v, np.ndarray) and v.dtype == object
-                                  else v for k, v in columns.items()}))
+    return _classified(columns, pd.RangeIndex(n * L))
 
 
 def _tensor_dtypes(q: pd.DataFrame) -> np.ndarray:
@@ -300,9 +298,17 @@ def _ceiling_source(peak_src: str, bw_src: str) -> str:
 def classify(report: pd.DataFrame) -> pd.DataFrame:
     """Fill the derived columns from flops, bytes, duration and the roofs. Pure: recomputes from scratch,
     so it also serves after aggregation or a join."""
-    r = report
-    w, qb, d = r["flops"].to_numpy(float), r["bytes"].to_numpy(float), r["duration_s"].to_numpy(float)
-    p, b = r["peak_flop_per_s"].to_numpy(float), r["bandwidth_bytes_per_s"].to_numpy(float)
+    return _classified({str(c): report[c] for c in report.columns}, report.index)
+
+
+def _classified(columns: dict[str, object], index: pd.Index) -> pd.DataFrame:
+    """classify() over columns not yet in a frame: the report frame is built once, in schema order."""
+
+    def num(name: str) -> np.ndarray:
+        return np.asarray(columns[name], dtype=float)
+
+    w, qb, d = num("flops"), num("bytes"), num("duration_s")
+    p, b = num("peak_flop_per_s"), num("bandwidth_bytes_per_s")
     i = roofline.intensity(w, qb)
     rg = roofline.ridge(p, b)
     att = roofline.attainable_flop_per_s(i, p, b)
@@ -314,16 +320,25 @@ def classify(report: pd.DataFrame) -> pd.DataFrame:
         "attainable_flop_per_s": att,
         "achieved_flop_per_s": ach_f,
         "achieved_bytes_per_s": ach_b,
-        "bound": roofline.bound(i, rg),
+        "bound": pd.Series(roofline.bound(i, rg), index=index),  # inferred: pandas' string dtype
         "time_floor_s": roofline.time_floor_s(w, qb, p, b),
         "roof_fraction": roofline.roof_fraction(w, ach_f, att, ach_b, b),
         "above_roof": roofline.above_roof(ach_f, p, ach_b, b),
-        "limiting": limiting_level(r),
     }
-    # one new frame in schema order (setting ten columns one by one, then reordering, copied it twice)
-    columns = {name: derived[name] if name in derived else r[name] if name in r.columns else _empty(name, len(r))
-               for name in COLUMNS}
-    return pd.DataFrame(columns, index=r.index)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        memory_s, compute_s = qb / b, w / p
+    derived["limiting"] = pd.Series(_limiting(np.asarray(columns["source"], dtype=object),
+                                              np.asarray(columns["kernel_id"], dtype=object), memory_s, compute_s,
+                                              np.asarray(columns["level"], dtype=object)), index=index, dtype=object)
+    n = len(index)
+
+    def column(name: str) -> object:
+        value = derived[name] if name in derived else columns[name] if name in columns else _empty(name, n)
+        # object arrays stay object (no per-column string-dtype inference); Parquet stores them as strings
+        return pd.Series(value, index=index, dtype=object) if isinstance(value, np.ndarray) and value.dtype == object \
+            else value
+
+    return pd.DataFrame({name: column(name) for name in COLUMNS}, index=index)
 
 
 def _empty(name: str, n: int) -> object:
@@ -345,14 +360,22 @@ def kernel_key(report: pd.DataFrame) -> pd.Series:
 def limiting_level(report: pd.DataFrame) -> pd.Series:
     """Per kernel, what sets its time floor: the level whose bytes / bandwidth is largest, or
     'compute' when flops / peak is at least every level's memory time; '' unless all are known."""
-    n = len(report)
-    if n == 0:
-        return pd.Series([], index=report.index, dtype=object)
-    group, _ = row_codes(report["source"].to_numpy(dtype=object), report["kernel_id"].to_numpy(dtype=object))
-    groups = int(group.max()) + 1
     with np.errstate(divide="ignore", invalid="ignore"):
         memory_s = report["bytes"].to_numpy(float) / report["bandwidth_bytes_per_s"].to_numpy(float)
         compute_s = report["flops"].to_numpy(float) / report["peak_flop_per_s"].to_numpy(float)
+    named = _limiting(report["source"].to_numpy(dtype=object), report["kernel_id"].to_numpy(dtype=object), memory_s,
+                      compute_s, report["level"].to_numpy(dtype=object))
+    return pd.Series(named, index=report.index, dtype=object)
+
+
+def _limiting(source: np.ndarray, kernel_id: np.ndarray, memory_s: np.ndarray, compute_s: np.ndarray,
+              levels: np.ndarray) -> np.ndarray:
+    """limiting_level over arrays: rows of one kernel share (source, kernel_id), in any order."""
+    n = len(levels)
+    if n == 0:
+        return np.empty(0, dtype=object)
+    group, _ = row_codes(source, kernel_id)
+    groups = int(group.max()) + 1
     # Only a kernel whose every level and compute floor are known names one: an unknown level's floor
     # could be the largest, and nsroof does not guess.
     unknown = np.zeros(groups, dtype=bool)
@@ -363,10 +386,8 @@ def limiting_level(report: pd.DataFrame) -> pd.Series:
     np.maximum.at(worst_compute, group, np.where(np.isnan(compute_s), -np.inf, compute_s))
     # the worst level: the first row (in report order) of its kernel whose memory time is the worst
     first_worst = np.full(groups, n)
-    rows = np.arange(n)
-    np.minimum.at(first_worst, group, np.where(memory_s == worst_memory[group], rows, n))
-    levels = report["level"].to_numpy(dtype=object)
+    np.minimum.at(first_worst, group, np.where(memory_s == worst_memory[group], np.arange(n), n))
     named = np.where(worst_compute >= worst_memory, "compute",
                      levels[np.minimum(first_worst, n - 1)]).astype(object)
     named[unknown] = ""
-    return pd.Series(named[group], index=report.index, dtype=object)
+    return named[group]
