@@ -129,8 +129,8 @@ def completing_metrics_hint(report: pd.DataFrame) -> str:
 def _contains(column: pd.Series, needle: str) -> np.ndarray:
     """Which cells of a text column contain `needle`: tested once per distinct value (a report repeats
     few `missing` texts over thousands of rows)."""
-    codes, uniques = pd.factorize(column.astype(str).to_numpy(dtype=object))
-    hit = np.array([needle in u for u in uniques], dtype=bool)
+    codes, uniques = pd.factorize(column.to_numpy(dtype=object), use_na_sentinel=False)
+    hit = np.array([needle in str(u) for u in uniques], dtype=bool)
     return hit[codes] if len(uniques) else np.zeros(len(column), dtype=bool)
 
 
