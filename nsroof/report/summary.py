@@ -66,10 +66,11 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
         return "no kernels"
     kernels = per_kernel(frame)
     total = kernels["duration_s"].astype("float64").sum(min_count=1)
-    devices = ", ".join(sorted({d for d in frame["device"].astype(str) if d})) or "unknown device"
-    sources = ", ".join(sorted({s for s in frame["source"].astype(str) if s}))
+    # each distinct text once (a report repeats a few over thousands of rows)
+    devices = ", ".join(sorted({str(d) for d in frame["device"].astype(str).unique() if d})) or "unknown device"
+    sources = ", ".join(sorted({str(s) for s in frame["source"].astype(str).unique() if s}))
     ceilings = "; ".join(
-        f"{level}: " + ", ".join(sorted({_ceiling_family(c) for c in sub["ceiling_source"].astype(str)}))
+        f"{level}: " + ", ".join(sorted({_ceiling_family(str(c)) for c in sub["ceiling_source"].astype(str).unique()}))
         for level, sub in frame.groupby(frame["level"].astype(str), sort=False, observed=True)
     )
     launches = int(kernels["launches"].fillna(1).sum())
