@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,9 +47,11 @@ def analyze(
     machine: str | os.PathLike[str] | Machine | None = None,
     aggregate: bool = False,
     ledger: str | os.PathLike[str] | None = None,
+    digests: Mapping[str, Future[str]] | None = None,
 ) -> Report:
-    """Read each export, derive its roofline quantities and classify every kernel at every level."""
-    from nsroof import importers
+    """Read each export, derive its roofline quantities and classify every kernel at every level.
+    `digests`: the inputs' SHA-256 already under way (nsroof.digest.start), by os.fspath(path)."""
+    from nsroof import digest, importers
     from nsroof.models.quantities import derive
     from nsroof.report import build, parquet
     from nsroof.report.aggregate import aggregate as merge_launches
@@ -62,10 +64,10 @@ def analyze(
     warnings: list[str] = []
     hints: list[str] = []
     formats: dict[str, str] = {}
-    # hash the inputs (provenance) on a thread while they are parsed: hashlib releases the GIL
-    hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsroof-sha256")
-    digests = {os.fspath(p): hasher.submit(parquet.sha256_of, p) for p in paths}
-    hasher.shutdown(wait=False)
+    # the inputs' digests (provenance), hashed on a thread while they are parsed (hashlib releases the
+    # GIL); the CLI starts them before its imports and hands them over
+    if digests is None or any(os.fspath(p) not in digests for p in paths):
+        digests = {**(digests or {}), **digest.start(p for p in paths if os.fspath(p) not in (digests or {}))}
     for path in paths:
         kernels = importers.read(path)
         facts = kernels.attrs.get("nsroof", {})

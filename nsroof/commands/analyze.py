@@ -40,6 +40,10 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
                          name_template)
         return
 
+    from nsroof import digest
+
+    # hashing first: it runs on another core while pandas and pyarrow are imported below
+    digests = digest.start(inputs)
     from nsroof.pipeline import analyze as run
     from nsroof.pipeline import default_output
     from nsroof.report.summary import render
@@ -48,7 +52,7 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     if out.exists() and inputs[0].exists() and out.resolve() == inputs[0].resolve():
         raise InputError(os.fspath(out), "the output would overwrite the input export",
                          hint="choose another -o path, e.g. report.parquet")
-    report = run(list(inputs), machine=machine, aggregate=aggregate, ledger=ledger)
+    report = run(list(inputs), machine=machine, aggregate=aggregate, ledger=ledger, digests=digests)
     report.write(out)
     click.echo(render(report, top=top, output=str(out)))
 

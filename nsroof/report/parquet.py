@@ -6,9 +6,7 @@ hive-partitioned datasets (directories) lazily through pyarrow.dataset with part
 
 from __future__ import annotations
 
-import hashlib
 import json
-import mmap
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -20,37 +18,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from nsroof import __version__
+from nsroof.digest import sha256_of
 from nsroof.models.machines import Machine
 from nsroof.report.atomic import atomic_path
 from nsroof.report.schema import COLUMNS, REPORT_FIELDS, SCHEMA_VERSION, arrow_schema
 
 METADATA_KEY = b"nsroof"
-
-
-# Hashed in windows of the mapped file: one `update` per window, which releases the GIL for the whole
-# window (pipeline.analyze hashes on a thread while the main thread parses; 1 MiB reads took the GIL
-# back ~500 times for a 254 MB export and finished ~0.15 s later), and each window's pages are dropped
-# from this process after it (the page cache keeps them), so the resident set does not grow by the file.
-_HASH_WINDOW_BYTES = 32 << 20
-
-
-def sha256_of(path: str | os.PathLike[str]) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        try:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):  # empty, or not a regular file: read it
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-            return h.hexdigest()
-    with mm, memoryview(mm) as view:
-        can_drop = hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED")
-        for start in range(0, len(mm), _HASH_WINDOW_BYTES):
-            with view[start : start + _HASH_WINDOW_BYTES] as window:
-                h.update(window)
-            if can_drop:
-                mm.madvise(mmap.MADV_DONTNEED, start, min(_HASH_WINDOW_BYTES, len(mm) - start))
-    return h.hexdigest()
 
 
 def input_record(path: str | os.PathLike[str]) -> dict[str, str]:

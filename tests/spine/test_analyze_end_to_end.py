@@ -6,14 +6,20 @@ FP32 (CUDA cores) 19.5e12 FLOP/s and DRAM 1.555e12 B/s.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import subprocess
+import sys
+from concurrent.futures import Future
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from nsroof import digest
 from nsroof.cli import cli
+from nsroof.pipeline import analyze
 from nsroof.report.parquet import read_metadata
 from nsroof.report.schema import COLUMNS
 
@@ -151,3 +157,36 @@ def test_a_rule_that_cannot_be_evaluated_is_a_warning(tmp_path: Path) -> None:
                                       "--ledger", str(mapping)])
     assert result.exit_code == 0, result.output
     assert "warning:" in result.stdout and "could not evaluate" in result.stdout
+
+
+def test_digests_started_before_the_imports_are_the_ones_recorded(tmp_path: Path) -> None:
+    # the CLI starts hashing before importing pandas; analyze takes those digests over (and hashes
+    # only what it was not given)
+    given: Future[str] = Future()
+    given.set_result("f" * 64)
+    report = analyze([TINY], digests={str(TINY): given})
+    assert report.metadata["inputs"][0]["sha256"] == "f" * 64
+    # not given: hashed here, the file's real digest
+    assert analyze([TINY]).metadata["inputs"][0]["sha256"] == digest.sha256_of(TINY)
+    assert digest.sha256_of(TINY) == hashlib.sha256(TINY.read_bytes()).hexdigest()
+
+
+def test_the_cli_hashes_before_it_imports_pandas(tmp_path: Path) -> None:
+    # in a fresh interpreter: when `nsroof analyze` starts hashing, pandas is not imported yet, so the
+    # digest of a large export is computed while the interpreter imports
+    code = (
+        "import sys\n"
+        "import nsroof.digest as d\n"
+        "real = d.start\n"
+        "def start(paths):\n"
+        "    print('pandas imported:', 'pandas' in sys.modules)\n"
+        "    return real(paths)\n"
+        "d.start = start\n"
+        "from nsroof.cli import main\n"
+        f"sys.argv = ['nsroof', 'analyze', {str(TINY)!r}, '-o', sys.argv[1]]\n"
+        "main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.parquet")], capture_output=True, text=True,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    assert "pandas imported: False" in out.stdout

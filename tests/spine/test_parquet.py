@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from nsroof import digest
 from nsroof.report import parquet
 from nsroof.report.build import build_report
 from nsroof.report.schema import COLUMNS
@@ -65,11 +66,11 @@ def test_input_hash_across_windows(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     # crosses window edges); the digest is the one of the whole byte string
     import hashlib
 
-    monkeypatch.setattr(parquet, "_HASH_WINDOW_BYTES", 4096)
+    monkeypatch.setattr(digest, "HASH_WINDOW_BYTES", 4096)
     data = bytes(range(256)) * (size // 256) + b"z" * (size % 256)
     path = tmp_path / "in.csv"
     path.write_bytes(data)
-    assert parquet.sha256_of(path) == hashlib.sha256(data).hexdigest()
+    assert digest.sha256_of(path) == hashlib.sha256(data).hexdigest()
 
 
 def test_input_hash_of_a_pipe(tmp_path: Path) -> None:
@@ -81,5 +82,5 @@ def test_input_hash_of_a_pipe(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     writer = threading.Thread(target=lambda: fifo.write_bytes(b"abc"))
     writer.start()
-    assert parquet.sha256_of(fifo) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert digest.sha256_of(fifo) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     writer.join()
