@@ -569,7 +569,7 @@ def _write_partition(fs: Any, root: str, rel: str, frame: Any, metadata: dict[st
         table = parquet.to_table(frame, metadata)
         fs.create_dir(directory, recursive=True)
         tmp = f"{directory}/.{PART_FILE}.{os.getpid()}.tmp"
-        pq.write_table(table, tmp, filesystem=fs, compression="zstd")
+        pq.write_table(table, tmp, filesystem=fs, **parquet.write_options(table))
         fs.move(tmp, target)
     for info in fs.get_file_info(pafs.FileSelector(directory, recursive=False)):
         if info.path != target and info.path.endswith(".parquet"):
