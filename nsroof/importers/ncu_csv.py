@@ -13,9 +13,11 @@ identical table: tests/importers/test_ncu_csv_fastpath.py).
      then as 2., only where every launch's first row lies where the tail cells put it and no cell
      breaks a line.
   1. _details_scan (plain files): rows of one launch repeat its identity prefix byte for byte, so the
-     mapped file is scanned once, each launch's first row matched by a regex, every other row checked
-     against the prefix and cut to its tail (section, metric, unit, value, rule cells); pyarrow parses
-     the tails at the ragged metric-row width (rule rows go through its invalid-row handler).
+     mapped file is scanned once, each launch's first row parsed, every other row checked against the
+     prefix and cut to its tail (section, metric, unit, value, rule cells) — in C (_rowscan.scan) where
+     the extension was built, else in Python; the tails' cells are split in C (_rowscan.split_tails,
+     window by window on a worker thread while the scan goes on) or, for what that declines, by pyarrow
+     at the ragged metric-row width (rule rows go through its invalid-row handler).
   2. _details_pandas (gzip, or what the scan declines): pandas' C tokenizer over ID and the tail columns,
      each launch's identity read once from its first row.
   3. _details_robust: the file streamed in row-aligned blocks (gzip, BOM, CRLF and text before the
