@@ -535,14 +535,19 @@ class _Scanned:
     blanks: list[int]  # per skipped blank line: the index of the row after it
 
 
-def _compiled_scan() -> Callable[..., Any] | None:
-    """The compiled row splitter (nsroof/importers/_rowscan.c), None where it was not built."""
+def _compiled(name: str) -> Callable[..., Any] | None:
+    """A function of the compiled splitter (nsroof/importers/_rowscan.c), None where it was not built."""
     try:
         from nsroof.importers import _rowscan  # type: ignore[attr-defined]
     except ImportError:
         return None
-    scan: Callable[..., Any] = _rowscan.scan
-    return scan
+    function: Callable[..., Any] = getattr(_rowscan, name)
+    return function
+
+
+def _compiled_scan() -> Callable[..., Any] | None:
+    """The compiled row splitter (_rowscan.scan)."""
+    return _compiled("scan")
 
 
 # the identity prefix: `section_at` cells quoted the way ncu quotes (inner quotes doubled), the first
@@ -742,13 +747,8 @@ _Split = tuple[np.ndarray, dict[str, tuple[np.ndarray, list[str]]], pa.Array | p
 
 
 def _compiled_split() -> Callable[..., Any] | None:
-    """The compiled cell splitter for tails (nsroof/importers/_rowscan.c), None where it was not built."""
-    try:
-        from nsroof.importers import _rowscan  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    split: Callable[..., Any] = _rowscan.split_tails
-    return split
+    """The compiled cell splitter for tails (_rowscan.split_tails)."""
+    return _compiled("split_tails")
 
 
 class _TailSplitter:
