@@ -466,12 +466,23 @@ def _read_details(export: text.Export, layout: _Layout) -> pd.DataFrame:
         identity = _identity_frame(export, layout, uids, ident_table)
         kernel_ids = identity["kernel_id"].to_numpy()
         if parsing is not None:
-            kidx = np.searchsorted(kernel_ids, rows.kernel_ids)
+            kidx = _positions(kernel_ids, rows.kernel_ids)
             columns, units, style = _pivot_details(export, rows, kidx, len(kernel_ids), parsing)
     frame = assemble(identity, columns)
     fill_launch_identity(frame)
     _finish(export, layout, frame, units, style, collected, warnings, hints, FORMAT_DETAILS)
     return frame
+
+
+def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Where each of `ids` (all among `sorted_ids`, ascending and distinct) stands in `sorted_ids`. ncu
+    numbers launches 0, 1, 2 …: a lookup table then, one gather (a binary search per row cost 5-7 ms
+    for 208,000 rows); a search for IDs far apart."""
+    if len(sorted_ids) and sorted_ids[0] >= 0 and sorted_ids[-1] < 4 * len(sorted_ids) + 4096:
+        table = np.zeros(int(sorted_ids[-1]) + 1, dtype=np.int64)
+        table[sorted_ids] = np.arange(len(sorted_ids))
+        return table[ids]
+    return np.searchsorted(sorted_ids, ids)
 
 
 def _details_fast(export: text.Export, layout: _Layout) -> tuple[np.ndarray, pa.Table, _LongRows] | None:

@@ -219,3 +219,15 @@ def test_windows_shorter_than_a_row(
     lines = export_lines()
     path = write(tmp_path, [lines[0], *(lines[1:] * 20)])
     assert assert_identical(path, splitter) is not None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.one_of(st.integers(0, 50), st.integers(0, 2**62)), min_size=1, max_size=20), st.data())
+def test_launch_positions_by_table_or_search(ids: set[int], data: st.DataObject) -> None:
+    # launches numbered 0, 1, 2 … go through a lookup table, IDs far apart through a binary search:
+    # both give each row's launch index
+    import numpy as np
+
+    sorted_ids = np.array(sorted(ids), dtype=np.int64)
+    rows = np.array(data.draw(st.lists(st.sampled_from(sorted(ids)), max_size=30)), dtype=np.int64)
+    assert ncu_csv._positions(sorted_ids, rows).tolist() == np.searchsorted(sorted_ids, rows).tolist()
