@@ -13,6 +13,7 @@ import re
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -226,8 +227,6 @@ def test_windows_shorter_than_a_row(
 def test_launch_positions_by_table_or_search(ids: set[int], data: st.DataObject) -> None:
     # launches numbered 0, 1, 2 … go through a lookup table, IDs far apart through a binary search:
     # both give each row's launch index
-    import numpy as np
-
     sorted_ids = np.array(sorted(ids), dtype=np.int64)
     rows = np.array(data.draw(st.lists(st.sampled_from(sorted(ids)), max_size=30)), dtype=np.int64)
     assert ncu_csv._positions(sorted_ids, rows).tolist() == np.searchsorted(sorted_ids, rows).tolist()
