@@ -21,9 +21,15 @@ def row_codes(*columns: Sequence[Any] | np.ndarray) -> tuple[np.ndarray, np.ndar
     n = len(columns[0]) if columns else 0
     key = np.zeros(n, dtype=np.int64)
     for column in columns:
-        codes, uniques = pd.factorize(np.asarray(column, dtype=object), use_na_sentinel=False)
-        # both factors are below n: the product stays far inside int64
-        key, _ = pd.factorize(key * max(len(uniques), 1) + codes)
+        values = np.asarray(column)
+        if values.dtype.kind not in "biuf":  # numbers and flags hash as they are; the rest as objects
+            values = values.astype(object, copy=False)
+        # missing values (None, NaN, pd.NA) get code -1, then one code of their own after the others
+        # (factorize with use_na_sentinel=False would make an extra missing-value pass over the column)
+        codes, uniques = pd.factorize(values)
+        codes = np.where(codes < 0, len(uniques), codes).astype(np.int64)
+        # both factors are at most n + 1: the product stays far inside int64
+        key, _ = pd.factorize(key * (len(uniques) + 1) + codes)
         key = np.asarray(key, dtype=np.int64)
     return key, first_appearances(key)
 
