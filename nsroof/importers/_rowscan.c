@@ -34,6 +34,9 @@ typedef struct {
 } growbuf;
 
 static int grow_append(growbuf *b, const void *src, size_t n) {
+    if (n == 0) {
+        return 0; /* memcpy to a buffer not allocated yet is undefined even for no bytes */
+    }
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n) {
