@@ -40,10 +40,19 @@ def sha256_of(path: str | os.PathLike[str]) -> str:
 
 
 def start(paths: Iterable[str | os.PathLike[str]]) -> dict[str, Future[str]]:
-    """Hash each path on a background thread; {os.fspath(path): future digest}. A path that cannot be
-    read gives a future holding the error (the importer reports that file first, in its own words)."""
+    """Hash each regular file on a background thread; {os.fspath(path): future digest}. Anything else
+    (missing, a directory, a pipe — which hashing would drain, and opening could block on) gets a future
+    holding the error, unread: the importer reports that input first, in its own words."""
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsroof-sha256")
+    futures: dict[str, Future[str]] = {}
     try:
-        return {os.fspath(p): pool.submit(sha256_of, p) for p in paths}
+        for p in paths:
+            if os.path.isfile(p):
+                futures[os.fspath(p)] = pool.submit(sha256_of, p)
+            else:
+                failed: Future[str] = Future()
+                failed.set_exception(OSError(f"{os.fspath(p)}: not a regular file; not hashed"))
+                futures[os.fspath(p)] = failed
+        return futures
     finally:
         pool.shutdown(wait=False)

@@ -37,6 +37,10 @@ def sniff(path: str | os.PathLike[str]) -> str:
         raise InputError(p, "no such file", hint="check the path")
     if p.is_dir():
         raise InputError(p, "is a directory, not an export", hint="pass an ncu CSV, .ncu-rep or torch trace file")
+    if not p.is_file():
+        # a pipe (`<(ncu …)`) or a device: the importers read an export more than once, a pipe only once
+        raise InputError(p, "not a regular file (a pipe or a device)",
+                         hint="save the export to a file first, e.g. `ncu -i REPORT --csv --page raw > export.csv`")
     with open(p, "rb") as fh:
         head = fh.read(65536)
     if not head:

@@ -102,3 +102,22 @@ def test_usage_errors_are_one_line_too() -> None:
     assert len(lines) == 1
     assert lines[0].startswith("nsroof: error: Invalid value for '--top': -3 is not in the range x>=0.")
     assert lines[0].endswith("analyze --help`)")
+
+
+def test_a_pipe_is_refused_in_one_line_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    # the importers read an export more than once and the digest reads it once more: a pipe cannot serve
+    # them. A FIFO nobody writes to must give the clean error at once, not hang on open(). A fresh
+    # process with a deadline, so a hang fails the test instead of stalling the run.
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "export.csv"
+    os.mkfifo(fifo)
+    out = tmp_path / "out.parquet"
+    done = subprocess.run([sys.executable, "-m", "nsroof", "analyze", str(fifo), "-o", str(out)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(fifo) in lines[0] and "not a regular file" in lines[0], done.stderr
+    assert not out.exists()
