@@ -20,7 +20,9 @@ first), then the start/end ranges: the same order nsroof.importers.ncu_rep uses.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 PUSH_POP_PREFIX = "thread Domain:Push/Pop_Range"
@@ -80,45 +82,39 @@ def _name_of(rest: str) -> str:
     return last[0] if len(last) == 7 else rest
 
 
-def parse_push_pop(cell: str) -> list[NvtxRange]:
-    out: list[NvtxRange] = []
+def _push_pop_names(cell: str) -> Iterator[tuple[str, str]]:
+    """(domain, name) of each push/pop token: `<domain>:<name>:<6 attribute fields>`."""
     for token in split_tokens(cell):
         domain, sep, rest = token.partition(":")
-        if not sep:
-            continue
-        out.append(NvtxRange(domain, _name_of(rest), "push_pop"))
-    return out
+        if sep:
+            yield domain, _name_of(rest)
 
 
-def parse_start_end(cell: str) -> list[NvtxRange]:
-    out: list[NvtxRange] = []
+def _start_end_names(cell: str) -> Iterator[tuple[str, str]]:
+    """(domain, name) of each start/end token: `<id>:<domain>:<name>:<6 attribute fields>`."""
     for token in split_tokens(cell):
-        range_id, sep, rest = token.partition(":")
+        _range_id, sep, rest = token.partition(":")
         if not sep:
             continue
         domain, sep, rest = rest.partition(":")
-        if not sep:
-            continue
-        out.append(NvtxRange(domain, _name_of(rest), "start_end"))
-    return out
+        if sep:
+            yield domain, _name_of(rest)
+
+
+def parse_push_pop(cell: str) -> list[NvtxRange]:
+    return [NvtxRange(domain, name, "push_pop") for domain, name in _push_pop_names(cell)]
+
+
+def parse_start_end(cell: str) -> list[NvtxRange]:
+    return [NvtxRange(domain, name, "start_end") for domain, name in _start_end_names(cell)]
 
 
 @functools.lru_cache(maxsize=4096)
 def ranges(push_pop_cell: str, start_end_cell: str) -> tuple[str, ...]:
     """Range names enclosing a launch, outermost first: push/pop stacks, then start/end ranges (the
     names of enclosing(parse_push_pop(...), parse_start_end(...)), without the range objects)."""
-    out: list[str] = []
-    for token in split_tokens(push_pop_cell):
-        _domain, sep, rest = token.partition(":")
-        if sep:
-            out.append(_name_of(rest))
-    for token in split_tokens(start_end_cell):
-        _range_id, sep, rest = token.partition(":")
-        if sep:
-            _domain, sep, rest = rest.partition(":")
-            if sep:
-                out.append(_name_of(rest))
-    return tuple(out)
+    return tuple(name for _, name in itertools.chain(_push_pop_names(push_pop_cell),
+                                                      _start_end_names(start_end_cell)))
 
 
 def enclosing(push_pop: list[NvtxRange], start_end: list[NvtxRange]) -> tuple[str, ...]:
