@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsroof._distinct import map_rows
 from nsroof.models.machines import Machine
 
 
@@ -66,8 +67,8 @@ def analyze(
     formats: dict[str, str] = {}
     # the inputs' digests (provenance), hashed on a thread while they are parsed (hashlib releases the
     # GIL); the CLI starts them before its imports and hands them over
-    if digests is None or any(os.fspath(p) not in digests for p in paths):
-        digests = {**(digests or {}), **digest.start(p for p in paths if os.fspath(p) not in (digests or {}))}
+    given = dict(digests or {})
+    digests = {**digest.start(p for p in paths if os.fspath(p) not in given), **given}
     for path in paths:
         kernels = importers.read(path)
         facts = kernels.attrs.get("nsroof", {})
@@ -131,9 +132,7 @@ def completing_metrics_hint(report: pd.DataFrame) -> str:
 def _contains(column: pd.Series, needle: str) -> np.ndarray:
     """Which cells of a text column contain `needle`: tested once per distinct value (a report repeats
     few `missing` texts over thousands of rows)."""
-    codes, uniques = pd.factorize(column.to_numpy(dtype=object), use_na_sentinel=False)
-    hit = np.array([needle in str(u) for u in uniques], dtype=bool)
-    return hit[codes] if len(uniques) else np.zeros(len(column), dtype=bool)
+    return map_rows(lambda text: needle in str(text), column.to_numpy(dtype=object)).astype(bool)
 
 
 def ceilings_hint(report: pd.DataFrame) -> str:

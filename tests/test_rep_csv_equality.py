@@ -17,7 +17,6 @@ Skipped when the shared folder or the `ncu-report` package is absent.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,7 @@ import pandas as pd
 import pytest
 
 from tests._paths import SHARED_FIXTURES
+from tests.importers.test_ncu_rep import _csv_units
 
 REPO = Path(__file__).resolve().parents[1]
 _SHARED = SHARED_FIXTURES
@@ -47,15 +47,6 @@ def _module_or_skip() -> None:
 
     if ncu_rep._load_ncu_report_module() is None:
         pytest.skip("the ncu-report package is not installed")
-
-
-def _csv_units(path: Path) -> dict[str, str]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = csv.reader(fh)
-        for header in rows:
-            if header and header[0] == "ID":
-                return dict(zip(header, next(rows), strict=True))
-    raise AssertionError(f"no header in {path}")
 
 
 def _as_printed(table: pd.DataFrame, csv_units: dict[str, str]) -> pd.DataFrame:

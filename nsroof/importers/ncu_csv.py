@@ -374,10 +374,10 @@ def _texts(column: pa.ChunkedArray | pa.Array) -> list[str]:
     """A text column as Python strings, one object per distinct value: launches repeat a few kernel
     names (~1 KB each for templated kernels), so each is decoded once and later hashing (short names,
     factorising, Parquet) works on shared, already-hashed objects."""
-    enc = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
-    distinct = np.empty(len(enc.dictionary), dtype=object)
-    distinct[:] = enc.dictionary.to_pylist()
-    return list(distinct[np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)])
+    codes, names = _codes(column)
+    distinct = np.empty(len(names), dtype=object)
+    distinct[:] = names
+    return list(distinct[codes])
 
 
 def _identity_frame(export: text.Export, layout: _Layout, ids: np.ndarray, table: pa.Table) -> pd.DataFrame:

@@ -97,6 +97,18 @@ def _majority_bound(at: pd.DataFrame) -> pd.Series:
     return per.drop_duplicates(subset=list(KEY)).set_index(list(KEY))["bound"]
 
 
+def _changes(joined: pd.DataFrame, numeric: tuple[str, ...]) -> None:
+    """On a before/after outer join: the numeric columns (and bytes per level) as numbers, then the time
+    change `delta_s` (a side that is absent counts 0 s), `speedup` = before / after, and `delta_bytes_<level>`."""
+    for col in (*numeric, *(f"bytes_{lv}" for lv in LEVELS)):
+        joined[f"{col}_before"] = pd.to_numeric(joined[f"{col}_before"], errors="coerce")
+        joined[f"{col}_after"] = pd.to_numeric(joined[f"{col}_after"], errors="coerce")
+    joined["delta_s"] = joined["duration_s_after"].fillna(0.0) - joined["duration_s_before"].fillna(0.0)
+    joined["speedup"] = joined["duration_s_before"] / joined["duration_s_after"]
+    for lv in LEVELS:
+        joined[f"delta_bytes_{lv}"] = joined[f"bytes_{lv}_after"] - joined[f"bytes_{lv}_before"]
+
+
 def compare_kernels(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     """Per kernel: before/after launches, time, bytes and bound at each level, the changes, and
     `status` both | removed (only before) | added (only after); sorted by |time change|."""
@@ -105,13 +117,8 @@ def compare_kernels(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     in_a = joined.index.isin(a.index)
     in_b = joined.index.isin(b.index)
     joined["status"] = np.select([in_a & in_b, in_a], ["both", "removed"], "added")
-    for col in ("launches", "duration_s", "flops", *(f"bytes_{lv}" for lv in LEVELS)):
-        joined[f"{col}_before"] = pd.to_numeric(joined[f"{col}_before"], errors="coerce")
-        joined[f"{col}_after"] = pd.to_numeric(joined[f"{col}_after"], errors="coerce")
-    joined["delta_s"] = joined["duration_s_after"].fillna(0.0) - joined["duration_s_before"].fillna(0.0)
-    joined["speedup"] = joined["duration_s_before"] / joined["duration_s_after"]
+    _changes(joined, ("launches", "duration_s", "flops"))
     for lv in LEVELS:
-        joined[f"delta_bytes_{lv}"] = joined[f"bytes_{lv}_after"] - joined[f"bytes_{lv}_before"]
         for side in ("before", "after"):
             joined[f"bound_{lv}_{side}"] = joined[f"bound_{lv}_{side}"].astype(object).where(
                 joined[f"bound_{lv}_{side}"].notna(), "")
@@ -163,13 +170,7 @@ def range_table(report: pd.DataFrame) -> pd.DataFrame:
 def compare_ranges(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     a, b = range_table(before), range_table(after)
     joined = a.join(b, how="outer", suffixes=("_before", "_after"))
-    for col in ("kernels", "launches", "duration_s", "memory_bound_share", *(f"bytes_{lv}" for lv in LEVELS)):
-        joined[f"{col}_before"] = pd.to_numeric(joined[f"{col}_before"], errors="coerce")
-        joined[f"{col}_after"] = pd.to_numeric(joined[f"{col}_after"], errors="coerce")
-    joined["delta_s"] = joined["duration_s_after"].fillna(0.0) - joined["duration_s_before"].fillna(0.0)
-    joined["speedup"] = joined["duration_s_before"] / joined["duration_s_after"]
-    for lv in LEVELS:
-        joined[f"delta_bytes_{lv}"] = joined[f"bytes_{lv}_after"] - joined[f"bytes_{lv}_before"]
+    _changes(joined, ("kernels", "launches", "duration_s", "memory_bound_share"))
     cols = ["nvtx_range", "depth", "kernels_before", "kernels_after", "duration_s_before", "duration_s_after",
             "delta_s", "speedup", *(c for lv in LEVELS for c in (f"bytes_{lv}_before", f"bytes_{lv}_after", f"delta_bytes_{lv}")),
             "memory_bound_share_before", "memory_bound_share_after"]
