@@ -10,9 +10,10 @@ Baseline: pd.read_csv + pd.to_numeric + pivot_table + to_parquet (what a script 
 not even convert units). nsroof: nsroof.pipeline.analyze + Report.write (the full `nsroof analyze`
 path: import, quantities, ceilings, classification, atomic Parquet).
 
-Each side runs in its own subprocess; the child reports its wall time (after imports) and its own
-peak RSS (resource.getrusage(RUSAGE_SELF).ru_maxrss). Targets on a 2-core machine: nsroof at least
-1.5x faster than the baseline, nsroof peak RSS at most 2x the file size.
+Each run is a fresh subprocess; the child reports its wall time (after imports) and its own peak RSS
+(resource.getrusage(RUSAGE_SELF).ru_maxrss). The two sides alternate for --repeat rounds (9); the best run
+of each side gives the ratio, and the median of the rounds' own ratios is printed beside it. Targets on a
+2-core machine: nsroof at least 1.5x faster than the baseline, nsroof peak RSS at most 2x the file size.
 
     python benchmarks/bench_analyze.py [--kernels N] [--repeat R] [--keep DIR] [--reader auto|polars|no-polars]
 """
