@@ -760,7 +760,7 @@ def _write_summary(result: DatasetResult) -> str:
     """`_nsroof_dataset.json`: one record per input ever written into the dataset (a later run
     updates the records of the inputs it analyzed and keeps the others)."""
     from nsroof import __version__
-    from nsroof.report.schema import SCHEMA_VERSION
+    from nsroof.schema import SCHEMA_VERSION
 
     fs, root = filesystem(result.out_dir)
     path = f"{root}/{SUMMARY_FILE}"
@@ -796,7 +796,7 @@ def _write_summary(result: DatasetResult) -> str:
         with fs.open_output_stream(path) as fh:
             fh.write(text.encode("utf-8"))
     else:
-        from nsroof.report.atomic import atomic_write_text
+        from nsroof.atomic import atomic_write_text
 
         atomic_write_text(path, text)
     return path

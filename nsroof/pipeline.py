@@ -1,7 +1,7 @@
 """The spine: input file(s) -> kernel table -> quantities -> classified report.
 
     report = nsroof.analyze(["run.ncu-rep.csv"], machine="a100-40gb")
-    report.frame          # one row per (kernel, level), nsroof.report.schema.COLUMNS
+    report.frame          # one row per (kernel, level), nsroof.schema.COLUMNS
     report.metadata       # what the Parquet file's metadata will hold
 """
 

@@ -251,7 +251,7 @@ def test_directory_to_dataset(inputs: Path, tmp_path: Path) -> None:
     assert set(dram["ceiling_source"].astype(str)) == {"spec:A100 SXM4 40GB"}
     # each partition file is a complete single-file report: same columns, same metadata keys
     one = pd.read_parquet(out / parts[0])
-    from nsroof.report.schema import COLUMNS
+    from nsroof.schema import COLUMNS
 
     assert list(one.columns) == COLUMNS
     meta = parquet.read_metadata(out / parts[0])

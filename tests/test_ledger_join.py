@@ -15,7 +15,7 @@ import pytest
 
 from nsroof.errors import InputError
 from nsroof.report import ledger_join as lj
-from nsroof.report.schema import COLUMNS, FIELD_BY_NAME
+from nsroof.schema import COLUMNS, FIELD_BY_NAME
 
 ADDMM = ("aten::addmm, seq = 5, op_id = 72, sizes = [[256], [64, 128], [128, 256]], "
          "input_op_ids = [(0, 0), (1, 0), (2, 0)]")

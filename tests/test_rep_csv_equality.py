@@ -83,7 +83,7 @@ def _analyze_csv(path: Path) -> pd.DataFrame:
 def _columns() -> tuple[list[str], list[str]]:
     import pyarrow as pa
 
-    from nsroof.report.schema import REPORT_FIELDS
+    from nsroof.schema import REPORT_FIELDS
 
     floats = [f.name for f in REPORT_FIELDS if pa.types.is_floating(f.type)]
     # `source` names the input file, which differs by construction

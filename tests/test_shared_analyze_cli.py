@@ -40,7 +40,7 @@ def _needs_module(relative: str) -> bool:
 
 @pytest.mark.parametrize("relative", [_param(f) for f in FILES if f not in ERROR_ONLY] or ["<no shared fixtures>"])
 def test_analyze_writes_a_full_report(shared_fixtures: Path, tmp_path: Path, relative: str) -> None:
-    from nsroof.report.schema import COLUMNS
+    from nsroof.schema import COLUMNS
 
     if _needs_module(relative):
         pytest.skip("no ncu-report package and no ncu CLI to read .ncu-rep")

@@ -192,7 +192,7 @@ def run(
 
 
 def export(ncu: str, out: Outputs) -> Path:
-    from nsroof.report.atomic import atomic_write_bytes
+    from nsroof.atomic import atomic_write_bytes
 
     proc = subprocess.run(export_command(ncu, out), env=_env(), capture_output=True)
     if proc.returncode != 0:
@@ -314,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     finally:
         if ns.modules_file is not None:
-            from nsroof.report.atomic import atomic_write_text
+            from nsroof.atomic import atomic_write_text
 
             atomic_write_text(ns.modules_file, json.dumps({"module_ranges": sorted(nvtx_ranges.MODULE_RANGE_NAMES)}))
     return 0

@@ -2,7 +2,7 @@
 
     with nsroof.profile(machine="h100") as prof:
         train_step()
-    prof.report        # the report DataFrame, nsroof.report.schema.COLUMNS, level "dram"
+    prof.report        # the report DataFrame, nsroof.schema.COLUMNS, level "dram"
 
 Rows. On CPU, one row per op call that is not inside an op with a known analytic cost: an op with a cost
 (e.g. ``aten::linear``) is one row whose duration is its whole CPU time, children included (so the
@@ -12,7 +12,7 @@ On CUDA, one row per kernel: duration = the kernel's device time; the kernel is 
 launched it through the profiler's correlation id, and the analytic cost of the outermost costed op above
 it is shared among that op's kernels in proportion to their device time.
 
-Costs are analytic (nsroof.collectors.op_costs, the ledger's formulas): flops by precision, compulsory bytes
+Costs are analytic (nsroof.models.ledger.aten, the ledger's formulas): flops by precision, compulsory bytes
 at level dram (bytes_source ``analytic:<formula>``). An op without a formula or without recorded shapes gets
 NaN and says why in ``missing``.
 
@@ -38,7 +38,7 @@ import pandas as pd
 
 from nsroof.errors import NsroofError
 from nsroof.models.machines import Machine
-from nsroof.report.schema import PRECISIONS
+from nsroof.schema import PRECISIONS
 
 SOURCE = "torch.profiler"
 STEP_MARKER = "nsroof::step"
@@ -242,7 +242,7 @@ def _shapes_text(e: Any) -> str:
 
 
 def _cost(e: Any, memo: dict[str, Any]) -> Any:
-    from nsroof.collectors.op_costs import op_cost
+    from nsroof.models.ledger.aten import op_cost
 
     dtypes, concrete = getattr(e, "input_dtypes", None), getattr(e, "concrete_inputs", None)
     # Training steps repeat the same calls: one formula evaluation per distinct (op, shapes, dtypes, args).

@@ -47,8 +47,8 @@ def _records(frame):  # type: ignore[no-untyped-def]
 
 
 def _write(frame, path: Path) -> None:  # type: ignore[no-untyped-def]
+    from nsroof.atomic import atomic_path
     from nsroof.errors import NsroofError
-    from nsroof.report.atomic import atomic_path
 
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet"):

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from nsroof.schema import LEVELS
+
 if TYPE_CHECKING:
     from nsroof.models.machines import Machine
 
 DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
-LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
+
 OVERVIEW_ROOFS: tuple[str, ...] = ("peak_flop_per_s.bf16", "peak_flop_per_s.fp16")  # what the overview's ridge names
 
 

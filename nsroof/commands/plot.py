@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from nsroof.report.schema import LEVELS, PRECISIONS
+from nsroof.schema import LEVELS, PRECISIONS
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -20,25 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-# name -> (pandas dtype, description). Importers fill what the input holds; the rest is NA.
-IDENTITY_COLUMNS: dict[str, tuple[str, str]] = {
-    "source": ("object", "input file name (or 'torch.profiler' for a live profile)"),
-    "kernel_id": ("int64", "launch ID as printed by the profiler (ncu 'ID'); unique within a source"),
-    "process_id": ("Int64", "OS process ID"),
-    "process_name": ("object", "process name"),
-    "host": ("object", "host name"),
-    "device": ("object", "device name, e.g. 'NVIDIA A100-SXM4-40GB' ('' when the export omits it)"),
-    "device_id": ("Int64", "device index"),
-    "cc": ("object", "compute capability, e.g. '8.0' ('' when unknown)"),
-    "kernel_name": ("object", "kernel name exactly as printed"),
-    "function": ("object", "short function name: no return type, template arguments or parameter list"),
-    "grid": ("object", "grid size '(x, y, z)'"),
-    "block": ("object", "block size '(x, y, z)'"),
-    "context": ("Int64", "CUDA context ID"),
-    "stream": ("Int64", "CUDA stream ID"),
-    "nvtx_ranges": ("object", "list of NVTX range names enclosing the launch, outermost first"),
-    "nvtx_path": ("object", "the NVTX range names joined with '/' ('' when none)"),
-}
+from nsroof.schema import IDENTITY_COLUMNS
 
 
 def is_metric_column(name: str) -> bool:

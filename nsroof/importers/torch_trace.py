@@ -10,7 +10,7 @@ One row per GPU kernel event (cat ``kernel``, or ``Kernel`` in 2021 Kineto trace
     the op's ``External id``; when a kernel has none, its ``correlation`` leads to the runtime launch event
     and that event's External id. Columns ``op`` and ``input_shapes`` (when the trace recorded shapes) and
     ``nvtx_path`` (the record_function / user annotations enclosing the op, outermost first);
-  * analytic costs of the op (nsroof.collectors.op_costs): ``analytic_flops``, ``analytic_bytes``,
+  * analytic costs of the op (nsroof.models.ledger.aten): ``analytic_flops``, ``analytic_bytes``,
     ``analytic_precision``, ``analytic_formula``, ``analytic_label``, ``analytic_missing``. Ops without
     shapes get NaN and the reason. A costed op launching several kernels shares its cost among them in
     proportion to their duration. `apply_analytic(kernels, quantities)` puts these into a quantities frame.
@@ -205,7 +205,7 @@ class _Ops:
 
     def cost(self, i: int) -> Any:
         if i not in self._costs:
-            from nsroof.collectors.op_costs import op_cost
+            from nsroof.models.ledger.aten import op_cost
 
             args = self.ops[i].get("args") or {}
             self._costs[i] = op_cost(str(self.ops[i].get("name", "")), args.get("Input Dims"), args.get("Input type"),

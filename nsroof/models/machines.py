@@ -128,7 +128,7 @@ class Machine:
         return cls(path=path, **kwargs)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        from nsroof.report.atomic import atomic_write_text
+        from nsroof.atomic import atomic_write_text
 
         atomic_write_text(path, json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
 

@@ -42,8 +42,6 @@ TENSOR_FLOP_PER_INST = "flop_per_tensor_inst[cc]"
 
 TENSOR_PREFIX = "sm__ops_path_tensor_"
 
-PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "fp16", "tensor")
-LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
 
 
 @dataclass(frozen=True)
@@ -546,6 +544,6 @@ if __name__ == "__main__":
     if target is None:
         sys.stdout.write(render_markdown())
     else:
-        from nsroof.report.atomic import atomic_write_text
+        from nsroof.atomic import atomic_write_text
 
         atomic_write_text(target, splice_markdown(target.read_text(encoding="utf-8")))

@@ -39,7 +39,8 @@ import pandas as pd
 
 from nsroof._distinct import map_rows, row_codes
 from nsroof.models import metric_formulas as mf
-from nsroof.models.metric_formulas import DURATION, LEVELS, PRECISIONS, TENSOR_FLOP_PER_INST, Formula
+from nsroof.models.metric_formulas import DURATION, TENSOR_FLOP_PER_INST, Formula
+from nsroof.schema import LEVELS, PRECISIONS
 
 _FLOAT = "float64"
 

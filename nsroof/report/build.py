@@ -16,7 +16,7 @@ import pandas as pd
 from nsroof._distinct import map_rows, row_codes, spread
 from nsroof.models import roofline
 from nsroof.models.machines import Machine
-from nsroof.report.schema import COLUMNS, FIELD_BY_NAME, LEVELS, PRECISIONS
+from nsroof.schema import COLUMNS, FIELD_BY_NAME, LEVELS, PRECISIONS
 
 # Machine-table key giving the roof of each report precision, in order of preference. FLOPs that
 # ncu counts from SASS FADD/FMUL/FFMA run on CUDA cores, so their roof is the SIMT rate. Tensor

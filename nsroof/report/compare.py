@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.errors import InputError
-from nsroof.report.schema import LEVELS
+from nsroof.schema import LEVELS
 
 KEY: tuple[str, str] = ("function", "nvtx_path")
 NO_RANGE = "(no NVTX range)"

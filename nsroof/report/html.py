@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.report import plots
-from nsroof.report.schema import BOUNDS, LEVELS
+from nsroof.schema import BOUNDS, LEVELS
 
 LEDGER_COLUMNS: tuple[str, ...] = ("ledger_op", "expected_flops", "min_bytes", "flop_ratio", "excess_traffic",
                                    "ideal_time_s", "headroom")
@@ -230,7 +230,7 @@ def render(df: pd.DataFrame, *, metadata: dict[str, Any] | None = None, title: s
 
 def write(df: pd.DataFrame, path: str | os.PathLike[str], **kwargs: Any) -> Path:
     """render() into `path`, atomically."""
-    from nsroof.report.atomic import atomic_write_text
+    from nsroof.atomic import atomic_write_text
 
     atomic_write_text(path, render(df, **kwargs))
     return Path(path)

@@ -1,7 +1,7 @@
 """Measured vs compulsory: join a report with the analytic ledger.
 
     mapping = load_mapping("ledger.yaml")          # YAML or JSON; bad files -> InputError(file, line)
-    report  = apply(report_df, mapping)            # fills ledger_op ... headroom (nsroof.report.schema)
+    report  = apply(report_df, mapping)            # fills ledger_op ... headroom (nsroof.schema)
     table   = gain_table(report)                   # kernels and NVTX ranges by duration - ideal time
     matched, total = coverage(report)
 
@@ -392,7 +392,7 @@ def evaluate(rule: Rule, nvtx_path: str, op: str, input_shapes: str) -> Match:
 
     op_name, sizes = _op_and_sizes(rule, nvtx_path, op, input_shapes)
     if rule.formula == AUTO:
-        from nsroof.collectors.op_costs import READERS, base_name, op_cost
+        from nsroof.models.ledger.aten import READERS, base_name, op_cost
 
         if sizes is None:
             return Match("", math.nan, math.nan, None, f"no recorded sizes for {op_name or 'the op'}")

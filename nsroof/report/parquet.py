@@ -18,10 +18,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from nsroof import __version__
+from nsroof.atomic import atomic_path
 from nsroof.digest import sha256_of
 from nsroof.models.machines import Machine
-from nsroof.report.atomic import atomic_path
-from nsroof.report.schema import COLUMNS, REPORT_FIELDS, SCHEMA_VERSION, arrow_schema
+from nsroof.schema import COLUMNS, REPORT_FIELDS, SCHEMA_VERSION, arrow_schema
 
 METADATA_KEY = b"nsroof"
 

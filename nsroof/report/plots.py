@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.errors import NsroofError
-from nsroof.report.schema import LEVELS, PRECISIONS
+from nsroof.schema import LEVELS, PRECISIONS
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -729,7 +729,7 @@ def save(fig: Figure, path: str | os.PathLike[str], *, salt: str = "nsroof") -> 
     if fmt not in FORMATS:
         raise NsroofError(f"{target}: cannot write a chart as {target.suffix or 'a file without suffix'!r}; "
                           f"use .png, .svg or .pdf")
-    from nsroof.report.atomic import atomic_path
+    from nsroof.atomic import atomic_path
 
     with _rc(salt), atomic_path(target) as tmp:
         fig.savefig(tmp, format=fmt, metadata=_metadata(fmt))

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsroof.report.schema import LEVELS
+from nsroof.schema import LEVELS
 
 
 def human_time(seconds: float) -> str:

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from nsroof.collectors.op_costs import op_cost
+from nsroof.models.ledger.aten import op_cost
 from nsroof.models.machines import Machine
-from nsroof.report.schema import COLUMNS
+from nsroof.schema import COLUMNS
 
 torch = pytest.importorskip("torch")
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from nsroof.errors import NsroofError
 from nsroof.models import metric_formulas as mf
 from nsroof.models.quantities import derive
+from nsroof.schema import LEVELS, PRECISIONS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -618,9 +619,9 @@ class TestRequiredMetrics:
 
 class TestTable:
     def test_every_contract_quantity_has_formulas(self) -> None:
-        for q in ("duration_s", *(f"flops_{p}" for p in mf.PRECISIONS), *(f"bytes_{lv}" for lv in mf.LEVELS),
-                  *(f"peak_flop_per_s_{p}" for p in mf.PRECISIONS),
-                  *(f"bandwidth_bytes_per_s_{lv}" for lv in mf.LEVELS)):
+        for q in ("duration_s", *(f"flops_{p}" for p in PRECISIONS), *(f"bytes_{lv}" for lv in LEVELS),
+                  *(f"peak_flop_per_s_{p}" for p in PRECISIONS),
+                  *(f"bandwidth_bytes_per_s_{lv}" for lv in LEVELS)):
             assert mf.formulas_for(q)
 
     def test_expressions_unique_per_quantity(self) -> None:
@@ -634,7 +635,7 @@ class TestTable:
                 assert f.provenance.startswith("ncu:")
 
     def test_every_level_definition_has_a_ceiling(self) -> None:
-        for level in mf.LEVELS:
+        for level in LEVELS:
             byte_defs = {f.definition for f in mf.formulas_for(f"bytes_{level}")}
             bw_defs = {f.definition for f in mf.formulas_for(f"bandwidth_bytes_per_s_{level}")}
             assert byte_defs == bw_defs, level

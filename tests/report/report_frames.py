@@ -1,4 +1,4 @@
-"""Build small, valid report frames (nsroof.report.schema order) for the chart and HTML tests.
+"""Build small, valid report frames (nsroof.schema order) for the chart and HTML tests.
 
 The derived columns are computed here from their textbook definitions (not with nsroof's own code),
 so the tests compare the chart against numbers worked out independently."""
@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsroof.report.schema import COLUMNS, FIELD_BY_NAME, LEVELS
+from nsroof.schema import COLUMNS, FIELD_BY_NAME, LEVELS
 
 # A made-up device with round roofs: fp32 20 TFLOP/s; DRAM 2 TB/s, L2 5 TB/s, L1 20 TB/s.
 # Ridges: 20e12 / 2e12 = 10, 20e12 / 5e12 = 4, 20e12 / 20e12 = 1 FLOP/byte.

@@ -21,7 +21,7 @@ from nsroof import digest
 from nsroof.cli import cli
 from nsroof.pipeline import analyze
 from nsroof.report.parquet import read_metadata
-from nsroof.report.schema import COLUMNS
+from nsroof.schema import COLUMNS
 
 TINY = Path(__file__).resolve().parents[1] / "data" / "spine" / "tiny_raw.csv"
 

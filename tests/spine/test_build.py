@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from nsroof.models.machines import Machine
 from nsroof.report.aggregate import aggregate
 from nsroof.report.build import build_report, limiting_level
-from nsroof.report.schema import COLUMNS
+from nsroof.schema import COLUMNS
 from tests.spine.helpers import A100ISH, kernels, quantities
 
 

@@ -12,7 +12,7 @@ import pytest
 from nsroof import digest
 from nsroof.report import parquet
 from nsroof.report.build import build_report
-from nsroof.report.schema import COLUMNS
+from nsroof.schema import COLUMNS
 from tests.spine.helpers import A100ISH, kernels, quantities
 
 

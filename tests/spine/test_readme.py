@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from nsroof.cli import COMMANDS
-from nsroof.report.schema import render_markdown
+from nsroof.schema import render_markdown
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -15,7 +15,7 @@ def test_schema_table_matches_the_declared_schema() -> None:
     text = README.read_text(encoding="utf-8")
     found = re.search(r"<!-- BEGIN SCHEMA -->\n(.*?)\n<!-- END SCHEMA -->", text, flags=re.S)
     assert found, "README lacks the schema markers"
-    assert found.group(1).strip() == render_markdown().strip(), "regenerate: python -m nsroof.report.schema"
+    assert found.group(1).strip() == render_markdown().strip(), "regenerate: python -m nsroof.schema"
 
 
 def test_quick_start_is_the_two_commands() -> None:

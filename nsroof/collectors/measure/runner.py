@@ -292,7 +292,7 @@ def write_points_csv(points: list[dict[str, Any]], path: str | os.PathLike[str])
     """Every point, one row each (columns: the union of all points' keys), written atomically."""
     import pandas as pd
 
-    from nsroof.report.atomic import atomic_path
+    from nsroof.atomic import atomic_path
 
     frame = pd.DataFrame.from_records(json_safe(points))
     with atomic_path(path) as tmp:

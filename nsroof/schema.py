@@ -1,12 +1,16 @@
-"""The report schema, declared once: one row per (kernel launch, memory level).
+"""nsroof's tables, declared once with their units.
 
-Every field carries its unit and meaning in the Parquet field metadata; the README's schema
-table is generated from REPORT_FIELDS (tests keep them in step).
+- the kernel table every importer returns (IDENTITY_COLUMNS, plus profiler metrics under their own
+  ncu names in SI base units) and the file facts returned beside it (FileFacts);
+- the report: one row per (kernel launch, memory level), REPORT_FIELDS. Every field carries its unit
+  and meaning in the Parquet field metadata; the README's schema table is generated from
+  REPORT_FIELDS (tests keep them in step).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -14,6 +18,51 @@ SCHEMA_VERSION = "1"
 LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
 BOUNDS: tuple[str, ...] = ("memory", "compute", "unknown")
 PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "fp16", "tensor")
+
+# ---------------------------------------------------------------------------------------------
+# The kernel table: what every importer's `read(path)` returns, one row per kernel launch (or per
+# op call for analytic sources). Every other column whose name contains "__" is a profiler metric
+# under its own ncu name (e.g. ``dram__bytes.sum``), converted to SI base units as float64 (bytes,
+# seconds, Hz, FLOP, cycles, instructions, sectors ...); string-valued metrics stay strings.
+# ---------------------------------------------------------------------------------------------
+
+# name -> (pandas dtype, description). Importers fill what the input holds; the rest is NA.
+IDENTITY_COLUMNS: dict[str, tuple[str, str]] = {
+    "source": ("object", "input file name (or 'torch.profiler' for a live profile)"),
+    "kernel_id": ("int64", "launch ID as printed by the profiler (ncu 'ID'); unique within a source"),
+    "process_id": ("Int64", "OS process ID"),
+    "process_name": ("object", "process name"),
+    "host": ("object", "host name"),
+    "device": ("object", "device name, e.g. 'NVIDIA A100-SXM4-40GB' ('' when the export omits it)"),
+    "device_id": ("Int64", "device index"),
+    "cc": ("object", "compute capability, e.g. '8.0' ('' when unknown)"),
+    "kernel_name": ("object", "kernel name exactly as printed"),
+    "function": ("object", "short function name: no return type, template arguments or parameter list"),
+    "grid": ("object", "grid size '(x, y, z)'"),
+    "block": ("object", "block size '(x, y, z)'"),
+    "context": ("Int64", "CUDA context ID"),
+    "stream": ("Int64", "CUDA stream ID"),
+    "nvtx_ranges": ("object", "list of NVTX range names enclosing the launch, outermost first"),
+    "nvtx_path": ("object", "the NVTX range names joined with '/' ('' when none)"),
+}
+
+
+@dataclass
+class FileFacts:
+    """What an importer learned about the file as a whole, returned beside the kernel table:
+    `kernels, facts = importer.read(path)`."""
+
+    format: str  # e.g. "ncu-csv:details", "ncu-csv:raw", "ncu-rep", "ncu-text:details", "torch-trace"
+    source: str  # the input file name
+    metric_units: dict[str, str] = field(default_factory=dict)  # metric column -> SI unit after conversion
+    warnings: list[str] = field(default_factory=list)  # one-line warnings raised while reading
+    hints: list[str] = field(default_factory=list)  # one-line hints (e.g. the ncu command for missing counters)
+    levels: tuple[str, ...] = ("dram", "l2", "l1")  # memory levels the format can speak for
+    layout: str = ""  # the CSV/text layout recognised ("new", "old", "body-item", "one-line", ...)
+    number_style: str = ""  # CSV/text: the number format decided from the file ("en_US", "C", "de_DE")
+    number_style_evidence: str = ""  # the cell that decided number_style
+    reader: str = ""  # what read the file (e.g. "ncu_report 2024.1", an `ncu -i` command line)
+    extra: dict[str, Any] = field(default_factory=dict)  # format-specific facts (e.g. report_file_version)
 
 
 @dataclass(frozen=True)
