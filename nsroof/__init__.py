@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from nsroof._version import __version__
 
 # Public name -> "module:attribute", resolved on first access (PEP 562).
 _LAZY: dict[str, str] = {

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from nsroof import __version__
+from nsroof._version import __version__
 from nsroof.errors import NsroofError
 
 # command name -> "module:click-command attribute"

@@ -759,7 +759,7 @@ def _progress_fn(progress: ProgressFn | bool | None) -> ProgressFn | None:
 def _write_summary(result: DatasetResult) -> str:
     """`_nsroof_dataset.json`: one record per input ever written into the dataset (a later run
     updates the records of the inputs it analyzed and keeps the others)."""
-    from nsroof import __version__
+    from nsroof._version import __version__
     from nsroof.schema import SCHEMA_VERSION
 
     fs, root = filesystem(result.out_dir)

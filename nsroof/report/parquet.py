@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from nsroof import __version__
+from nsroof._version import __version__
 from nsroof.atomic import atomic_path
 from nsroof.digest import sha256_of
 from nsroof.models.machines import Machine

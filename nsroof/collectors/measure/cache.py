@@ -26,7 +26,7 @@ def resolve_cache_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
 def cache_key() -> str:
     import torch
 
-    from nsroof import __version__
+    from nsroof._version import __version__
     from nsroof.collectors.measure.environment import cpu_model
 
     text = "|".join([cpu_model(), str(torch.get_num_threads()), torch.__version__, __version__])

@@ -195,7 +195,7 @@ def describe_cuda(index: int | None = None) -> dict[str, Any]:
 def _versions() -> dict[str, Any]:
     import torch
 
-    from nsroof import __version__
+    from nsroof._version import __version__
 
     return {
         "torch": torch.__version__,
