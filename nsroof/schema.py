@@ -132,6 +132,45 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("headroom", _F, "1", "duration_s / ideal_time_s"),
 )
 
+# ---------------------------------------------------------------------------------------------
+# The quantities table: nsroof.models.quantities.derive(kernels) -> one row per kernel (same index),
+# the roofline inputs with their provenance, before classification. report/build.py reads it.
+# ---------------------------------------------------------------------------------------------
+
+
+def _quantity_fields() -> tuple[Field, ...]:
+    out: list[Field] = [
+        Field("duration_s", _F, "s", "kernel duration"),
+        Field("duration_source", _S, "", "metric or formula that gave duration_s"),
+        *(Field(f"flops_{p}", _F, "FLOP", f"{p} operations") for p in PRECISIONS),
+        Field("flops", _F, "FLOP", "sum of the precisions that could be computed"),
+        Field("flops_source", _S, "", "formulas that gave the FLOP counts"),
+        Field("flops_estimated", _B, "", "a FLOP count is an estimate (tensor-pipe instructions x FLOP per instruction)"),
+    ]
+    for lv in LEVELS:
+        out += [Field(f"bytes_{lv}", _F, "byte", f"bytes moved at {lv}"),
+                Field(f"bytes_source_{lv}", _S, "", f"metric or formula that gave bytes_{lv}")]
+    for p in PRECISIONS:
+        out += [Field(f"peak_flop_per_s_{p}", _F, "FLOP/s", f"{p} compute roof from the export ('ncu' ceilings)"),
+                Field(f"ceiling_source_{p}", _S, "", f"formula of peak_flop_per_s_{p} ('' when none)")]
+    for lv in LEVELS:
+        out += [Field(f"bandwidth_bytes_per_s_{lv}", _F, "byte/s", f"{lv} bandwidth roof from the export"),
+                Field(f"ceiling_source_{lv}", _S, "", f"formula of bandwidth_bytes_per_s_{lv} ('' when none)")]
+    out += [Field(f"missing_{q}", _S, "", f"metric names whose absence left {q} NaN")
+            for q in ("duration", "flops", *LEVELS)]
+    out += [Field(f"flops_source_{p}", _S, "", f"formula behind flops_{p} ('' when NaN)") for p in PRECISIONS]
+    out += [
+        Field("flops_partial", _B, "", "flops sums only some precisions; the others are named in missing_flops"),
+        Field("flops_tensor_sparse", _F, "FLOP", "tensor FLOPs run with 2:4 sparsity (NaN when not split)"),
+        Field("tensor_metric", _S, "", "sm__ops_path_tensor_* metric carrying most tensor FLOPs ('' when none)"),
+    ]
+    return tuple(out)
+
+
+QUANTITY_FIELDS: tuple[Field, ...] = _quantity_fields()
+QUANTITY_COLUMNS: list[str] = [f.name for f in QUANTITY_FIELDS]
+
+
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in REPORT_FIELDS}
 COLUMNS: list[str] = [f.name for f in REPORT_FIELDS]
 
