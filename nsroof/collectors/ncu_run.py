@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from contextlib import ExitStack
 
     from nsroof.collectors import nvtx_ranges
-    from nsroof.commands.profile import run_script, split_command
+    from nsroof.collectors.script import run_script, split_command
     from nsroof.errors import NsroofError as Error
 
     kind, target, args = split_command(command)
