@@ -99,10 +99,11 @@ def analyze(
         warnings += list((frame.attrs.get("ledger") or {}).get("warnings", []))
 
     used = _machines_used(frame, fixed, resolver)
+    inputs: list[Any] = [{"name": Path(p).name, "path": os.fspath(p), "sha256": digests[os.fspath(p)].result(),
+                          "format": formats.get(Path(p).name, "")}
+                         | ({"facts": file_extra[Path(p).name]} if Path(p).name in file_extra else {}) for p in paths]
     metadata = parquet.build_metadata(
-        inputs=[{"name": Path(p).name, "path": os.fspath(p), "sha256": digests[os.fspath(p)].result(),
-                 "format": formats.get(Path(p).name, "")}
-                | ({"facts": file_extra[Path(p).name]} if Path(p).name in file_extra else {}) for p in paths],
+        inputs=inputs,
         machines=used,
         extra={"aggregate": aggregate, "warnings": warnings, "hints": hints,
                "ledger": os.fspath(ledger) if ledger else None},

@@ -38,7 +38,7 @@ import os
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -75,7 +75,7 @@ TF32_CONV_PREFIX = "conv"
 # TypeError deep in the correlation. Fields not declared here are never read.
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -256,10 +256,10 @@ def step_window(meta: dict[str, Any], annotations: list[dict[str, Any]]) -> tupl
             parts = name.split("#")
             marks.setdefault(parts[1] if len(parts) > 1 else "", []).append(_num(a.get("ts")))
     source = "nsroof" if marks["nsroof"] else ("optimizer" if marks["optimizer"] else "")
-    window = meta.get("steps") if isinstance(meta.get("steps"), dict) else {}
-    warmup = window.get("warmup") if _is_int(window.get("warmup")) else 0
-    steps = window.get("steps") if _is_int(window.get("steps")) else None
-    return (f"{source} steps" if source else ""), sorted(marks.get(source, [])), int(warmup), steps
+    window: dict[str, Any] = meta["steps"] if isinstance(meta.get("steps"), dict) else {}
+    warmup, steps = window.get("warmup"), window.get("steps")
+    return ((f"{source} steps" if source else ""), sorted(marks.get(source, [])), warmup if _is_int(warmup) else 0,
+            steps if _is_int(steps) else None)
 
 
 def in_window(start_us: float, bounds: list[float], warmup: int, steps: int | None) -> bool:
@@ -375,7 +375,8 @@ def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, A
         dev = args.get("device", k.get("pid"))
         device_ids[i] = int(dev) if _is_int(dev) else None
         j, links[i] = tree.launcher(args, launches)
-        launch = launches.get(args.get("correlation")) if _is_int(args.get("correlation")) else None
+        corr = args.get("correlation")
+        launch = launches.get(corr) if _is_int(corr) else None
         starts[i] = _num((launch or k).get("ts"))
         launcher[i] = j
         if j >= 0:
