@@ -10,7 +10,7 @@ path and module of each op, and the ops' analytic costs. The correlation rules l
    launch is not in the trace falls back to its own External id (flagged ``kernel external id``).
 3. backward ops (inside ``autograd::engine::evaluate_function: …``, or carrying a non-zero
    ``Fwd thread id``) take the annotation path and module of the forward op with the same
-   ``Sequence number``: the outermost op carrying it that started last before the backward node.
+   ``Sequence number``: of the outermost ops carrying it, the one that started last (before the node).
 4. The path of an op: the ``user_annotation`` spans (record_function, nsroof ranges, module ranges) on its
    thread that enclose it, outermost first; step markers are left out.
 """
@@ -188,14 +188,20 @@ class OpTree:
         return -1
 
     def _forward_ops(self) -> dict[int, list[tuple[float, int]]]:
-        """Sequence number -> (start, op) of the outermost forward op carrying it on each thread."""
-        first: dict[tuple[tuple[str, str], int], int] = {}
-        for i in sorted(range(len(self.ops)), key=lambda i: self.spans[i][0]):
+        """Sequence number -> (start, op) of the forward op carrying it on each thread: of the outermost ops
+        with that number, the one that started last. torch records the number the next autograd node will
+        get (``sequence_nr`` peeked), so the ops of a thread before a node is created share it and the op
+        that creates the node is the last of them."""
+        pick: dict[tuple[tuple[str, str], int], int] = {}
+        for i in sorted(range(len(self.ops)), key=lambda i: (self.spans[i][0], -self.spans[i][1])):
             seq = self.args[i].get("Sequence number")
             if isinstance(seq, int) and seq >= 0 and self.backward_node(i) < 0:
-                first.setdefault((self.keys[i], seq), i)
+                cur = pick.get((self.keys[i], seq))
+                inside = cur is not None and self.spans[cur][0] <= self.spans[i][0] and self.spans[i][1] <= self.spans[cur][1]
+                if not inside:
+                    pick[(self.keys[i], seq)] = i
         out: dict[int, list[tuple[float, int]]] = {}
-        for (_, seq), i in first.items():
+        for (_, seq), i in pick.items():
             out.setdefault(seq, []).append((self.spans[i][0], i))
         for candidates in out.values():
             candidates.sort()

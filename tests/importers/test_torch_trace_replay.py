@@ -284,3 +284,44 @@ def test_negative_or_non_finite_durations_become_nan_and_say_so(tmp_path: Path, 
     row = df[df["kernel_name"] == "sm90_xmma_gemm_f32f32_tf32f32"].iloc[0]
     assert math.isnan(row["gpu__time_duration.sum"])
     assert any("negative or non-finite 'dur'" in w for w in df.attrs["nsroof"]["warnings"])
+
+
+def test_replay_backward_kernels_carry_their_forward_ops_annotations(shared_fixtures: Path) -> None:
+    """The sampled rank-0 trace has 314 autograd backward nodes; its backward kernels run on autograd's
+    thread, away from the forward's annotations. Brute force here: the kernel's launching op, the backward
+    node enclosing it, the forward op with that node's Sequence number (outermost, latest before the node),
+    and the annotations enclosing that forward op: each must be in the kernel's nvtx_path."""
+    path = shared_fixtures / "traces" / "hta__timeline_analysis_sampled_rank-0.json.gz"
+    events = [e for e in _events(path) if e.get("ph") == "X"]
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    annotations = [e for e in events if e.get("cat") == "user_annotation"]
+    launches = {e["args"]["correlation"]: e for e in events if e.get("cat") in {"cuda_runtime", "cuda_driver"}}
+    df = read(path)
+    rows = df[df["kind"] == "kernel"].reset_index(drop=True)
+    order = sorted([e for e in events if e.get("cat") == "kernel"],
+                   key=lambda e: (e["ts"], e["args"].get("correlation", math.nan)))
+
+    def holds(outer: dict[str, Any], inner: dict[str, Any]) -> bool:
+        return ((outer["pid"], outer["tid"]) == (inner["pid"], inner["tid"]) and outer["ts"] <= inner["ts"]
+                and inner["ts"] + inner.get("dur", 0) <= outer["ts"] + outer["dur"])
+
+    nodes = [op for op in ops if op["name"].startswith("autograd::engine::evaluate_function: ")]
+    forwards = [op for op in ops if isinstance(op["args"].get("Sequence number"), int)
+                and not any(holds(n, op) for n in nodes if n["tid"] == op["tid"])]
+    checked = 0
+    for kernel, (_, row) in zip(order, rows.iterrows(), strict=True):
+        launch = launches.get(kernel["args"].get("correlation"))
+        node = next((n for n in nodes if launch is not None and holds(n, launch)), None)
+        if node is None:
+            continue
+        seq = node["args"].get("Sequence number")
+        candidates = [op for op in forwards if op["args"]["Sequence number"] == seq and op["ts"] <= node["ts"]]
+        if not candidates:
+            continue
+        latest = max(c["ts"] for c in candidates if not any(
+            holds(o, c) for o in candidates if o is not c and o["args"]["Sequence number"] == seq))
+        forward = next(c for c in candidates if c["ts"] == latest)
+        expected = [a["name"] for a in annotations if holds(a, forward)]
+        assert set(expected) <= set(row["nvtx_ranges"]), (row["op"], expected, row["nvtx_path"])
+        checked += len(expected) > 0
+    assert checked >= 10  # 202 of the 1,154 kernels are backward kernels whose forward op is annotated
