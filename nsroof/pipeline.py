@@ -65,6 +65,7 @@ def analyze(
     warnings: list[str] = []
     hints: list[str] = []
     formats: dict[str, str] = {}
+    file_extra: dict[str, dict[str, Any]] = {}  # format-specific facts per input (a trace's step window, TF32)
     # the inputs' digests (provenance), hashed on a thread while they are parsed (hashlib releases the
     # GIL); the CLI starts them before its imports and hands them over
     given = dict(digests or {})
@@ -74,19 +75,17 @@ def analyze(
         facts = kernels.attrs.get("nsroof", {})
         name = Path(path).name
         formats[name] = str(facts.get("format", ""))
+        if facts.get("extra"):
+            file_extra[name] = dict(facts["extra"])
         warnings += [f"{name}: {w}" for w in facts.get("warnings", [])]
         hints += [f"{name}: {h}" for h in facts.get("hints", [])]
         if "source" not in kernels or kernels["source"].eq("").all():
             kernels["source"] = name
-        quantities = derive(kernels)
-        if "analytic_flops" in kernels.columns:  # torch traces: the ops' analytic costs where counters are absent
-            from nsroof.importers.torch_trace import apply_analytic
-
-            quantities = apply_analytic(kernels, quantities)
+        quantities = fill_analytic(kernels, derive(kernels))
         if aggregate:
             kernels, quantities = merge_launches(kernels, quantities)
         levels = facts.get("levels") or build.LEVELS
-        built = build.build_report(kernels, quantities, levels=levels, resolver=resolver)
+        built = analytic_ledger(build.build_report(kernels, quantities, levels=levels, resolver=resolver), quantities)
         for hint in (completing_metrics_hint(built), ceilings_hint(built)):
             if hint:
                 hints.append(f"{name}: {hint}")
@@ -100,14 +99,82 @@ def analyze(
         warnings += list((frame.attrs.get("ledger") or {}).get("warnings", []))
 
     used = _machines_used(frame, fixed, resolver)
+    inputs: list[Any] = [{"name": Path(p).name, "path": os.fspath(p), "sha256": digests[os.fspath(p)].result(),
+                          "format": formats.get(Path(p).name, "")}
+                         | ({"facts": file_extra[Path(p).name]} if Path(p).name in file_extra else {}) for p in paths]
     metadata = parquet.build_metadata(
-        inputs=[{"name": Path(p).name, "path": os.fspath(p), "sha256": digests[os.fspath(p)].result(),
-                 "format": formats.get(Path(p).name, "")} for p in paths],
+        inputs=inputs,
         machines=used,
         extra={"aggregate": aggregate, "warnings": warnings, "hints": hints,
                "ledger": os.fspath(ledger) if ledger else None},
     )
     return Report(frame=frame, metadata=metadata, warnings=warnings, hints=hints)
+
+
+def fill_analytic(kernels: pd.DataFrame, quantities: pd.DataFrame) -> pd.DataFrame:
+    """The one step that puts analytic costs in: FLOPs and DRAM bytes the counters left NaN come from the
+    analytic costs an importer attached to the kernel table (torch traces: ``analytic_*`` columns, the
+    launching op's ledger formula), source ``analytic:<formula>``; rows without one keep NaN and get the
+    reason in missing. A kernel table with a ``duration_source`` column (CPU op rows) names its own."""
+    if "analytic_flops" not in kernels.columns:
+        return quantities
+    from nsroof.schema import PRECISIONS
+
+    q = quantities.copy()
+    af = kernels["analytic_flops"].astype("float64").to_numpy()
+    ab = kernels["analytic_bytes"].astype("float64").to_numpy()
+    prec = kernels["analytic_precision"].astype(str).to_numpy()
+    label = kernels["analytic_label"].astype(str).to_numpy()
+    formula = kernels["analytic_formula"].astype(str).to_numpy()
+    why = kernels["analytic_missing"].astype(str).to_numpy()
+    take_f = q["flops"].isna().to_numpy() & ~np.isnan(af)
+    for p in PRECISIONS:
+        values = q[f"flops_{p}"].astype("float64").to_numpy().copy()
+        values[take_f] = np.where(prec[take_f] == p, af[take_f], 0.0)
+        q[f"flops_{p}"] = values
+    q.loc[take_f, "flops"] = af[take_f]
+    q.loc[take_f, "flops_source"] = ["analytic:" + s for s in label[take_f]]
+    q.loc[take_f, "missing_flops"] = ""
+    dtypes = np.full(len(q), "", dtype=object)
+    dtypes[take_f] = kernels["analytic_tensor_dtype"].astype(str).to_numpy()[take_f]
+    q["tensor_dtype"] = dtypes
+    take_b = q["bytes_dram"].isna().to_numpy() & ~np.isnan(ab)
+    q.loc[take_b, "bytes_dram"] = ab[take_b]
+    q.loc[take_b, "bytes_source_dram"] = ["analytic:" + s for s in formula[take_b]]
+    q.loc[take_b, "missing_dram"] = ""
+    still = q["flops"].isna().to_numpy() & (why != "")
+    q.loc[still, "missing_flops"] = why[still]
+    still_b = q["bytes_dram"].isna().to_numpy() & (why != "")
+    q.loc[still_b, "missing_dram"] = why[still_b]
+    if "duration_source" in kernels.columns:
+        own = kernels["duration_source"].astype(str).to_numpy()
+        q["duration_source"] = np.where(own != "", own, q["duration_source"].astype(str).to_numpy())
+    q["ledger_label"] = np.where(take_f, label, "")
+    return q
+
+
+def analytic_ledger(report: pd.DataFrame, quantities: pd.DataFrame) -> pd.DataFrame:
+    """For rows costed by an analytic formula, the ledger side of the report: the formula (ledger_op), the
+    FLOPs and compulsory bytes it says (expected_flops, min_bytes), the ideal time against the roofs
+    (ideal_time_s = the dram row's time floor) and headroom = duration_s / ideal_time_s."""
+    if "ledger_label" not in quantities.columns or report.empty:
+        return report
+    labels = quantities["ledger_label"].astype(str).to_numpy()
+    if len(report) % max(len(labels), 1):
+        return report
+    label = np.repeat(labels, len(report) // max(len(labels), 1))  # the report is kernel-major
+    costed = (label != "") & (report["level"].astype(str).to_numpy() == "dram")
+    if not costed.any():
+        return report
+    out = report.copy()
+    out["ledger_op"] = np.where(costed, label, out["ledger_op"].astype(object).where(out["ledger_op"].notna(), ""))
+    for column, value in (("expected_flops", "flops"), ("min_bytes", "bytes"), ("ideal_time_s", "time_floor_s")):
+        out[column] = np.where(costed, out[value].astype("float64"), out[column].astype("float64"))
+    ideal = out["ideal_time_s"].to_numpy(dtype="float64")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        headroom = np.where(costed & (ideal > 0), out["duration_s"].to_numpy(dtype="float64") / ideal, np.nan)
+    out["headroom"] = np.where(costed, headroom, out["headroom"].astype("float64"))
+    return out
 
 
 def completing_metrics_hint(report: pd.DataFrame) -> str:

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# `make gpu-check`: nsroof measure --quick on the CUDA device, then the GPU-marked measure tests, then a
-# short table. Needs a CUDA build of torch; runs within 4 minutes on an H100/H200 (each step is capped).
-# Outputs (machine.json, points.csv, logs) go to $OUT when set (the lent device machine returns it),
-# otherwise to a fresh temporary folder. Record each run in docs/measurements.md.
+# `make gpu-check`: everything nsroof can only prove on a GPU, in one call of under 8 minutes:
+#   1. every GPU-marked test (pytest -m gpu), capped at 120 s;
+#   2. `nsroof profile` of the shipped example (nsroof/examples/train_tiny.py on CUDA), capped at 60 s;
+#   3. `nsroof ncu` of the same example when Nsight Compute is there (NSROOF_NCU or ncu on PATH), 120 s;
+#   4. `nsroof measure --quick --device cuda`, capped at 150 s;
+# then writes what it saw (device, date, each step's status and numbers) as a new entry at the top of
+# docs/measurements.md's "GPU runs", and copies it to $OUT. Needs a CUDA build of torch. Outputs go to $OUT
+# when set (the lent device machine returns it), otherwise to a fresh temporary folder.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,38 +25,32 @@ if ! "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1
   echo "gpu-check: $PY's torch sees no CUDA device; nothing to check" >&2
   exit 2
 fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+STEPS="$DEST/steps.tsv"
+: >"$STEPS"
 
-t0=$(date +%s)
-timeout 150 "$PY" -m nsroof measure --quick --device cuda -o "$DEST/machine.json" --csv "$DEST/points.csv" \
-  >"$DEST/measure.txt" 2>"$DEST/measure.log"
-measure_rc=$?
-t1=$(date +%s)
-timeout 80 "$PY" -m pytest -q -m gpu tests/collectors/test_measure_gpu.py -p no:cacheprovider >"$DEST/pytest.txt" 2>&1
-pytest_rc=$?
-t2=$(date +%s)
+step() {  # step NAME SECONDS CMD...: run capped, log to $DEST/NAME.txt, record "name rc seconds"
+  local name=$1 cap=$2; shift 2
+  local t0; t0=$(date +%s)
+  timeout "$cap" "$@" >"$DEST/$name.txt" 2>&1
+  local rc=$?
+  printf '%s\t%s\t%s\n' "$name" "$rc" "$(($(date +%s) - t0))" >>"$STEPS"
+  echo "gpu-check: $name rc=$rc in $(($(date +%s) - t0)) s" >&2
+}
 
-"$PY" - "$DEST/machine.json" <<'PYEOF'
-import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except (OSError, ValueError) as exc:
-    print(f"no machine profile: {exc}")
-    raise SystemExit(0)
-env = d.get("environment", {})
-eff = env.get("derived", {}).get("efficiency", {})
-print(f"{env.get('device_name')}  CC {env.get('compute_capability')}  {env.get('sm_count')} SMs  "
-      f"driver {env.get('driver_version')}  CUDA {env.get('cuda_runtime')}  torch {env.get('torch')}  "
-      f"{env.get('measured_at')}")
-print(f"{'roof':<28}{'measured':>16}{'datasheet':>14}")
-for dtype, v in d.get("peak_flop_per_s", {}).items():
-    e = eff.get(f"peak_flop_per_s.{dtype}")
-    print(f"{'peak ' + dtype:<28}{v / 1e12:>10.1f} TF/s{(format(e['fraction'], '.0%') if e else '—'):>14}")
-for level, v in d.get("bandwidth_bytes_per_s", {}).items():
-    e = eff.get(f"bandwidth_bytes_per_s.{level}")
-    print(f"{'bandwidth ' + level:<28}{v / 1e12:>10.2f} TB/s{(format(e['fraction'], '.0%') if e else '—'):>14}")
-for dtype, why in env.get("not_measured", {}).items():
-    print(f"{'peak ' + dtype:<28}  not measured: {why}")
-PYEOF
-echo "measure: rc=$measure_rc in $((t1 - t0)) s; gpu tests: rc=$pytest_rc in $((t2 - t1)) s — $(tail -1 "$DEST/pytest.txt")"
+step pytest 120 "$PY" -m pytest -q -m gpu tests -p no:cacheprovider
+step profile 60 "$PY" -m nsroof profile --warmup 1 --steps 2 -o "$DEST/profile.parquet" -- \
+  python -m nsroof.examples.train_tiny --steps 4 --device cuda
+NCU="${NSROOF_NCU:-$(command -v ncu || true)}"
+if [ -n "$NCU" ]; then
+  NSROOF_NCU="$NCU" step ncu 120 "$PY" -m nsroof ncu --set minimal -o "$DEST/ncu" -- \
+    "$PY" -m nsroof.examples.train_tiny --steps 1 --device cuda
+else
+  printf 'ncu\tskipped\t0\n' >>"$STEPS"
+fi
+step measure 150 "$PY" -m nsroof measure --quick --device cuda -o "$DEST/machine.json" --csv "$DEST/points.csv"
+
+"$PY" scripts/gpu_check_report.py "$DEST" docs/measurements.md
+cp docs/measurements.md "$DEST/measurements.md"
 echo "files: $DEST"
-[ "$measure_rc" -eq 0 ] && [ "$pytest_rc" -eq 0 ]
+! grep -qvP '\t(0|skipped)\t' "$STEPS"

@@ -27,7 +27,8 @@ def test_demo_profiles_the_tiny_transformer(tmp_path: Path) -> None:
     from nsroof.report.parquet import load, read_metadata
 
     report = load(out)
-    assert set(report["source"].astype(str)) == {"torch.profiler"}
+    assert set(report["source"].astype(str)) == {"demo.trace.json.gz"}  # built from the kept chrome trace
+    assert (tmp_path / "demo.trace.json.gz").is_file()
     assert read_metadata(out)["demo"] is True
     # every module of the model shows up in the rows
     modules = set(report["module"].astype(str))

@@ -3,15 +3,25 @@ export the result and analyze it, kernels joined to ops and modules through thei
 
 The profiling command (``ncu_command``):
 
-    LC_ALL=C ncu --nvtx --nvtx-include nsroof@<range>/ --metrics <required_metrics(cc, set)> --print-units base
+    LC_ALL=C ncu --nvtx --nvtx-include nsroof@<range> --metrics <required_metrics(cc, set)> --print-units base
         -o <out>.ncu-rep -f --log-file <out>.log  <python> -m nsroof.collectors.ncu_run --range <range>
         --modules-file <out>.modules.json -- script.py args…
+
+The filter ``nsroof@<range>`` (no trailing '/') is ncu's syntax for a start/end range of the nsroof domain
+(``ncu --help``: ``--nvtx-include "Domain A@Range A"`` profiles kernels inside start/end range 'Range A' of
+'Domain A'). A start/end range is process-wide: kernels launched from autograd's backward threads and the
+optimizer are inside it, where a push/pop range (``nsroof@<range>/``) holds only its own thread's kernels
+and would profile no backward kernel.
 
 The script runs through a small bootstrap (``main`` below, in the profiled process): it ranges every
 nn.Module forward and backward in the nsroof domain, turns on torch's emit_nvtx (record_shapes) when CUDA is
 there, so each kernel's default-domain stack ends in the aten op that launched it, opens the `<range>`
-range around the whole script unless the user named a range of their own (``--range``), and writes the
-module range names it used, so the join can tell module ranges from other ranges.
+start/end range around the whole script (or, with ``--range NAME``, makes the script's own
+``nsroof.annotate(NAME)`` open one too), and writes the module range names it used, so the join can tell
+module ranges from other ranges.
+
+``nsroof ncu --dry-run`` prints these commands and runs nothing (``dry_run``): on clusters people wrap the
+ncu line in srun/mpirun themselves.
 
 Export: ``LC_ALL=C ncu -i <out>.ncu-rep --csv --page raw --print-units base`` into <out>.csv; then
 nsroof.pipeline.analyze and ``join_nvtx`` fill the report's op, input_shapes and module columns.
@@ -36,6 +46,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DEFAULT_RANGE = "nsroof.run"
+DOMAIN = "nsroof"
 NCU_HINT = ("install the Nsight Compute CLI (it ships with the CUDA toolkit, or from "
             "https://developer.nvidia.com/nsight-compute) and put the folder holding `ncu` on PATH, "
             "or set NSROOF_NCU to its path")
@@ -138,7 +149,7 @@ def ncu_command(
     return [
         ncu,
         "--nvtx",
-        "--nvtx-include", f"nsroof@{range_name}/",
+        "--nvtx-include", nvtx_filter(range_name),
         "--metrics", ",".join(metrics),
         "--print-units", "base",
         "-o", str(out.report),
@@ -146,6 +157,39 @@ def ncu_command(
         "--log-file", str(out.log),
         *bootstrap,
     ]
+
+
+def nvtx_filter(range_name: str) -> str:
+    """ncu's start/end range filter for the nsroof domain's `range_name` (see the module docstring)."""
+    return f"{DOMAIN}@{check_range_name(range_name)}"
+
+
+def dry_run(command: Sequence[str], output: str | os.PathLike[str], *, range_name: str | None = None,
+            metric_set: str = "roofline") -> str:
+    """The exact commands `nsroof ncu` would run (profile, export, analyze), one per line, shell-quoted;
+    nothing runs. Without a local ncu the executable is written `ncu` (resolved where it will run)."""
+    import shlex
+
+    from nsroof.models.metric_formulas import required_metrics
+
+    try:
+        ncu = find_ncu()
+    except ToolNotFoundError:
+        ncu = "ncu"
+    out = outputs_for(output)
+    name = check_range_name(range_name or DEFAULT_RANGE)
+    cmd = ncu_command(ncu, command, out, metrics=required_metrics(device_cc(), metric_set), range_name=name,
+                      user_range=range_name is not None)
+    env = _env()
+    prefix = f"LC_ALL=C PYTHONPATH={shlex.quote(env['PYTHONPATH'])} "
+    return "\n".join([
+        "# 1. profile (wrap this line in srun/mpirun as your cluster needs)",
+        prefix + shlex.join(cmd),
+        "# 2. export the raw page",
+        prefix + shlex.join(export_command(ncu, out)) + " > " + shlex.quote(str(out.csv)),
+        "# 3. analyze: the export joined to ops and modules through the NVTX stack, written to the report",
+        shlex.join(["python", "-m", "nsroof.collectors.ncu_run", "--analyze", str(out.base)]),
+    ])
 
 
 def export_command(ncu: str, out: Outputs) -> list[str]:
@@ -291,14 +335,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--range", default=DEFAULT_RANGE)
     parser.add_argument("--modules-file", type=Path)
     parser.add_argument("--user-range", action="store_true", help="the script opens the range itself")
+    parser.add_argument("--analyze", metavar="BASE", type=Path,
+                        help="instead of running a script: analyze BASE.csv (an export of BASE.ncu-rep) with the module "
+                             "names in BASE.modules.json and write BASE.parquet (`nsroof ncu --dry-run`'s last step)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     ns = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     command = ns.command[1:] if ns.command[:1] == ["--"] else ns.command
+    if ns.analyze is not None:
+        from nsroof.errors import NsroofError as Failure
+
+        try:
+            out = outputs_for(ns.analyze)
+            analyze(out).write(out.parquet)
+        except Failure as exc:
+            print(f"nsroof: error: {exc}", file=sys.stderr)
+            return 2
+        print(out.parquet)
+        return 0
 
     from contextlib import ExitStack
 
     from nsroof.collectors import nvtx_ranges
-    from nsroof.commands.profile import run_script, split_command
+    from nsroof.collectors.script import run_script, split_command
     from nsroof.errors import NsroofError as Error
 
     kind, target, args = split_command(command)
@@ -306,8 +364,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with ExitStack() as stack:
             stack.enter_context(nvtx_ranges.annotate_all_modules())
             stack.enter_context(_emit_nvtx())
-            if not ns.user_range:
-                stack.enter_context(nvtx_ranges.annotate(ns.range))
+            if ns.user_range:
+                nvtx_ranges.PROCESS_WIDE.add(ns.range)  # the script's annotate(NAME) spans every thread
+            else:
+                stack.enter_context(nvtx_ranges.process_range(ns.range))
             run_script(kind, target, args)
     except Error as exc:
         print(f"nsroof: error: {exc}", file=sys.stderr)

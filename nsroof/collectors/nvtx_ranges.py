@@ -105,26 +105,58 @@ def _torch_profiler_recording() -> bool:
 
 def _push(name: str, record_in_profiler: bool = True) -> None:
     domain = _nvtx()
+    process_id = None
     if domain is not None:
         domain.push_range(_attributes(name))
+        if name in PROCESS_WIDE:
+            process_id = domain.start_range(_attributes(name))
     record = None
     if record_in_profiler and _torch_profiler_recording():
         from torch.autograd.profiler import record_function
 
         record = record_function(name)
         record.__enter__()
-    _stack().append((name, record))
+    _stack().append((name, (record, process_id)))
 
 
 def _pop_top() -> str:
     st = _stack()
-    name, record = st.pop()
+    name, (record, process_id) = st.pop()
     if record is not None:
         record.__exit__(None, None, None)
     domain = _nvtx()
     if domain is not None:
         domain.pop_range()
+        if process_id is not None:
+            domain.end_range(process_id)
     return name
+
+
+# Names whose annotate() range is also opened as a process-wide start/end range in the nsroof domain.
+# Push/pop ranges belong to one thread, so kernels launched from autograd's backward threads or a data
+# loader's threads are outside them; a start/end range holds every kernel of the process launched while it
+# is open, which is what `ncu --nvtx-include "nsroof@NAME"` (no trailing '/': start/end syntax) selects.
+PROCESS_WIDE: set[str] = set()
+
+
+class process_range:  # noqa: N801 - used like a function: `with process_range("nsroof.run"):`
+    """A start/end NVTX range in the nsroof domain, open on every thread until closed (see PROCESS_WIDE)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._id: Any = None
+        self._domain: Any = None
+
+    def __enter__(self) -> process_range:
+        self._domain = _nvtx()
+        if self._domain is not None:
+            self._id = self._domain.start_range(_attributes(self.name))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._domain is not None and self._id is not None:
+            self._domain.end_range(self._id)
+        self._id = None
 
 
 def _pop(name: str) -> None:

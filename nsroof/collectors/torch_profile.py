@@ -1,25 +1,31 @@
-"""``nsroof.profile()``: torch.profiler around a region, read back as a roofline report.
+"""``nsroof.profile()``: torch.profiler around a region, its chrome trace kept, read back as a roofline report.
 
-    with nsroof.profile(machine="h100") as prof:
+    with nsroof.profile(machine="h100", trace="run.trace.json.gz") as prof:
         train_step()
     prof.report        # the report DataFrame, nsroof.schema.COLUMNS, level "dram"
+    prof.result.trace  # the kineto trace: open it in Perfetto, TensorBoard or HTA; `nsroof analyze` it
 
-Rows. On CPU, one row per op call that is not inside an op with a known analytic cost: an op with a cost
-(e.g. ``aten::linear``) is one row whose duration is its whole CPU time, children included (so the
-``aten::addmm`` inside is not counted twice); an op without one (``aten::empty``, an autograd node) is a row
-with its self CPU time. The rows' durations add up to the profiled op time exactly once.
-On CUDA, one row per kernel: duration = the kernel's device time; the kernel is linked to the op that
-launched it through the profiler's correlation id, and the analytic cost of the outermost costed op above
-it is shared among that op's kernels in proportion to their device time.
+One correlation path. On exit the profiler's chrome trace is exported (``export_chrome_trace``) and the
+report is built from that file by the same importer and pipeline as ``nsroof analyze trace.json.gz``
+(nsroof.importers.torch_trace; the rules are in nsroof.importers.trace_ops): no second kernel <-> op
+correlation over FunctionEvents. Rows: on CUDA one per GPU activity (kernels classified, memcpy/memset
+kept with their kind, never as compute); on CPU one per op call not inside a costed op.
+
+What the trace lacks goes into it through torch's own means:
+  * shapes, dtypes and concrete arguments of every op: ``record_shapes=True``;
+  * module and range paths: every nsroof range and (``modules=True``) every nn.Module forward opens a
+    ``record_function`` (a ``user_annotation`` in the trace); backward ops inherit their forward op's path
+    through the trace's ``Sequence number`` (nsroof.importers.trace_ops);
+  * step boundaries: zero-length ``nsroof::step#<source>#<n>`` record_functions, at ``nsroof.step()`` or
+    at every optimizer step (a global optimizer post-hook);
+  * facts: ``prof.add_metadata_json("nsroof", …)`` before the profiler stops — the module range names, the
+    step window asked for (``steps``/``warmup``), the TF32 settings in force (matmul precision and
+    ``allow_tf32`` flags, cuDNN ``allow_tf32``), the device and torch version. The importer reads them back,
+    so the saved trace re-analyzed later gives the same report.
 
 Costs are analytic (nsroof.models.ledger.aten, the ledger's formulas): flops by precision, compulsory bytes
 at level dram (bytes_source ``analytic:<formula>``). An op without a formula or without recorded shapes gets
 NaN and says why in ``missing``.
-
-Steps. ``steps``/``warmup`` count step boundaries: ``nsroof.step()`` calls when the profiled code makes
-any, else optimizer steps (a global optimizer post-hook). Boundaries are recorded as zero-length
-``nsroof::step`` markers and the rows are filtered by start time after the run, so the choice between the
-two sources can be made once the run is over.
 """
 
 from __future__ import annotations
@@ -28,9 +34,9 @@ import json
 import math
 import os
 import platform
-import socket
-from collections.abc import Sequence
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,59 +44,35 @@ import pandas as pd
 
 from nsroof.errors import NsroofError
 from nsroof.models.machines import Machine
-from nsroof.schema import PRECISIONS
 
-SOURCE = "torch.profiler"
 STEP_MARKER = "nsroof::step"
-
-
-@dataclass
-class OpRecord:
-    """One row before it becomes a report row: what the profiler said plus the analytic cost."""
-
-    op: str
-    kernel_name: str
-    input_shapes: str
-    nvtx_path: str
-    module: str
-    start_us: float
-    duration_s: float
-    duration_source: str
-    flops: float
-    bytes: float
-    precision: str
-    formula: str
-    label: str
-    missing: str
-    device: str = ""
-    grid: str = ""
-    block: str = ""
-    stream: int | None = None
-    thread: int | None = None
-    tensor_dtype: str = ""  # the roof dtype of tensor-core FLOPs (precision "tensor")
+META_VERSION = 1
 
 
 @dataclass
 class ProfileResult:
     report: pd.DataFrame
-    kernels: pd.DataFrame
-    quantities: pd.DataFrame
     machine: Machine | None
+    trace: Path
     warnings: list[str] = field(default_factory=list)
     steps_marked: int = 0
     step_source: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)  # what the Parquet file's metadata holds
+    trace_facts: dict[str, Any] = field(default_factory=dict)  # what nsroof recorded in the trace
 
 
 # --------------------------------------------------------------------------- the context manager
 
 
 class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p:`
-    """torch.profiler (CPU, plus CUDA when available; shapes recorded) whose exit builds the report.
+    """torch.profiler (CPU, plus CUDA when available; shapes recorded) whose exit builds the report from
+    the chrome trace it saves.
 
     machine: a Machine, a machine name or JSON path; default: the datasheet entry of the CUDA device, or
     on CPU the measured CPU profile (nsroof.collectors.measure.cpu_profile, cached after the first run).
     steps / warmup: record `steps` steps after skipping `warmup` (see the module docstring).
     modules: open a range per nn.Module call (global module hooks) so rows carry their module.
+    trace: where to save the chrome trace (``.json`` or ``.json.gz``); default: a new temporary folder.
     """
 
     def __init__(
@@ -101,6 +83,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         warmup: int = 0,
         cuda: bool | None = None,
         modules: bool = True,
+        trace: str | os.PathLike[str] | None = None,
     ) -> None:
         if steps is not None and steps < 1:
             raise NsroofError(f"steps must be >= 1, got {steps}")
@@ -111,11 +94,13 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         self.warmup = warmup
         self.cuda = cuda
         self.modules = modules
+        self.trace = Path(trace) if trace is not None else None
         self.result: ProfileResult | None = None
         self._prof: Any = None
         self._cleanup: list[Any] = []
         self._counts = {"nsroof": 0, "optimizer": 0}
         self._stopped = False
+        self._facts: dict[str, Any] = {}
 
     # -- public results
     @property
@@ -173,285 +158,76 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
     def _stop(self) -> None:
         if not self._stopped and self._prof is not None:
             self._stopped = True
+            # the facts go in while the profiler still records: kineto takes metadata only then
+            self._facts = trace_facts(cuda=self._use_cuda, steps=self.steps, warmup=self.warmup)
+            self._prof.add_metadata_json("nsroof", json.dumps(self._facts))
             self._prof.__exit__(None, None, None)
 
-    # -- building the report
+    # -- building the report: the saved trace through the importer and the pipeline
     def _build(self) -> ProfileResult:
-        events = list(self._prof.events())
+        from nsroof import pipeline
+
+        trace = self.trace or Path(tempfile.mkdtemp(prefix="nsroof-profile-")) / "trace.json.gz"
+        trace.parent.mkdir(parents=True, exist_ok=True)
+        self._prof.export_chrome_trace(str(trace))
         warnings: list[str] = []
-        records = records_from_events(events, cuda=self._use_cuda)
-        source, starts = step_boundaries(events)
-        steps_marked = len(starts)
-        if self.steps is not None or self.warmup:
-            records = select_steps(records, starts, self.warmup, self.steps)
-            if not records:
-                raise NsroofError(
-                    f"no ops recorded in steps {self.warmup}..{self.warmup + (self.steps or 0) - 1}: the run marked "
-                    f"{steps_marked} step(s) ({source or 'no optimizer step and no nsroof.step()'}) — lower --warmup, "
-                    "or call nsroof.step() at the end of each step")
         machine = resolve_machine(self.machine_spec, cuda=self._use_cuda, warnings=warnings)
-        kernels, quantities = frames_from_records(records, host=socket.gethostname(), pid=os.getpid())
-        report = build_profile_report(kernels, quantities, machine)
-        return ProfileResult(report, kernels, quantities, machine, warnings, steps_marked, source)
+        built = pipeline.analyze([trace], machine=machine)
+        steps_info = _file_extra(built).get("steps", {})
+        source, marked = str(steps_info.get("source", "")), int(steps_info.get("marked", 0))
+        if (self.steps is not None or self.warmup) and built.frame.empty:
+            raise NsroofError(
+                f"no ops recorded in steps {self.warmup}..{self.warmup + (self.steps or 0) - 1}: the run marked "
+                f"{marked} step(s) ({source or 'no optimizer step and no nsroof.step()'}) — lower --warmup, "
+                "or call nsroof.step() at the end of each step")
+        warnings += built.warnings
+        return ProfileResult(built.frame, machine, trace, warnings, marked, source, built.metadata, self._facts)
 
 
-# --------------------------------------------------------------------------- events -> records
+def _file_extra(built: Any) -> dict[str, Any]:
+    """The importer's facts about the one trace (the step window it applied, TF32), as the report's
+    metadata records them under its input."""
+    inputs = built.metadata.get("inputs") or [{}]
+    facts = inputs[0].get("facts") if isinstance(inputs[0], dict) else None
+    return dict(facts) if isinstance(facts, dict) else {}
 
 
-def _is_op(e: Any) -> bool:
-    return not e.is_user_annotation and not getattr(e, "is_python_function", False) and not e.name.startswith(STEP_MARKER)
+def trace_facts(*, cuda: bool, steps: int | None, warmup: int) -> dict[str, Any]:
+    """What nsroof records in the trace (top-level key 'nsroof'): see the module docstring."""
+    import torch
 
+    from nsroof.collectors.nvtx_ranges import MODULE_RANGE_NAMES
 
-def _device_is_cpu(e: Any) -> bool:
-    return str(e.device_type).endswith("CPU")
-
-
-def _op_parent(e: Any) -> Any:
-    p = e.cpu_parent
-    while p is not None and not _is_op(p):
-        p = p.cpu_parent
-    return p
-
-
-def _range_path(e: Any) -> list[str]:
-    """User annotations (record_function / nsroof ranges / module ranges) enclosing `e`, outermost first,
-    consecutive repeats merged (a module annotated twice)."""
-    names: list[str] = []
-    p = e.cpu_parent
-    while p is not None:
-        if p.is_user_annotation and not p.name.startswith(STEP_MARKER):
-            names.append(p.name)
-        p = p.cpu_parent
-    names.reverse()
-    return [n for i, n in enumerate(names) if i == 0 or n != names[i - 1]]
-
-
-def _module_of(path: Sequence[str]) -> str:
-    from nsroof.collectors.nvtx_ranges import BACKWARD_SUFFIX, MODULE_RANGE_NAMES
-
-    for name in reversed(path):
-        base = name.removesuffix(BACKWARD_SUFFIX)
-        if base in MODULE_RANGE_NAMES:
-            return base
-    return ""
-
-
-def _shapes_text(e: Any) -> str:
-    shapes = getattr(e, "input_shapes", None)
-    return str(list(shapes)) if shapes and any(shapes) else ""
-
-
-def _cost(e: Any, memo: dict[str, Any]) -> Any:
-    from nsroof.models.ledger.aten import op_cost
-
-    dtypes, concrete = getattr(e, "input_dtypes", None), getattr(e, "concrete_inputs", None)
-    # Training steps repeat the same calls: one formula evaluation per distinct (op, shapes, dtypes, args).
-    key = f"{e.name}|{e.input_shapes}|{dtypes}|{concrete}"
-    cost = memo.get(key)
-    if cost is None:
-        cost = memo[key] = op_cost(e.name, e.input_shapes, dtypes, concrete)
-    return cost
-
-
-EVALUATE = "autograd::engine::evaluate_function: "
-
-
-class _Tree:
-    """The op tree of one profile: op parents, children, costs and the forward path of backward ops."""
-
-    def __init__(self, cpu_ops: list[Any]) -> None:
-        memo: dict[str, Any] = {}
-        self.costs = {id(e): _cost(e, memo) for e in cpu_ops}
-        self.children: dict[int, list[Any]] = {}
-        for e in cpu_ops:
-            parent = _op_parent(e)
-            if parent is not None:
-                self.children.setdefault(id(parent), []).append(e)
-        # (thread, sequence number) -> the outermost forward op carrying it, for backward attribution.
-        self.forward: dict[tuple[int, int], Any] = {}
-        for e in sorted(cpu_ops, key=lambda e: e.time_range.start):
-            seq = getattr(e, "sequence_nr", -1)
-            if seq is not None and seq >= 0 and self.backward_node(e) is None:
-                self.forward.setdefault((int(e.thread), int(seq)), e)
-
-    def costed_ancestor(self, e: Any) -> Any:
-        """The outermost op at or above `e` with a known cost (None when there is none)."""
-        found = None
-        p = e
-        while p is not None:
-            if _is_op(p) and id(p) in self.costs and self.costs[id(p)].known:
-                found = p
-            p = p.cpu_parent
-        return found
-
-    def self_time_us(self, e: Any) -> float:
-        """Total time minus the total time of its op children (annotations in between are looked through)."""
-        children = self.children.get(id(e), [])
-        return max(float(e.cpu_time_total) - sum(float(c.cpu_time_total) for c in children), 0.0)
-
-    @staticmethod
-    def backward_node(e: Any) -> Any:
-        p = e
-        while p is not None:
-            if p.name.startswith(EVALUATE):
-                return p
-            p = p.cpu_parent
-        return None
-
-    def path(self, e: Any) -> list[str]:
-        """Range path of `e`; a backward op gets the path of the forward op it differentiates, each module
-        range marked ' (backward)'."""
-        from nsroof.collectors.nvtx_ranges import BACKWARD_SUFFIX, MODULE_RANGE_NAMES
-
-        own = _range_path(e)
-        node = self.backward_node(e)
-        if node is None:
-            return own
-        fwd_thread = getattr(node, "fwd_thread", None)
-        key = (int(fwd_thread if fwd_thread else node.thread), int(getattr(node, "sequence_nr", -1)))
-        forward = self.forward.get(key)
-        if forward is None:
-            return own
-        fwd_path = [n + BACKWARD_SUFFIX if n in MODULE_RANGE_NAMES else n for n in _range_path(forward)]
-        return own + [n for n in fwd_path if n not in own]
-
-
-def records_from_events(events: Sequence[Any], *, cuda: bool) -> list[OpRecord]:
-    """Rows from torch.profiler FunctionEvents (see the module docstring for the rules)."""
-    cpu_ops = [e for e in events if _device_is_cpu(e) and _is_op(e)]
-    tree = _Tree(cpu_ops)
-
+    facts: dict[str, Any] = {
+        "version": META_VERSION,
+        "collector": "nsroof.profile",
+        "torch": str(torch.__version__),
+        "module_ranges": sorted(n for n in MODULE_RANGE_NAMES),
+        "steps": {"warmup": warmup, "steps": steps},
+        "tf32": tf32_settings(),
+    }
     if cuda:
-        kernels = [e for e in events if not _device_is_cpu(e) and not e.is_user_annotation]
-        if kernels:
-            return _kernel_records(kernels, cpu_ops, tree)
-
-    records: list[OpRecord] = []
-    device = cpu_name()
-    for e in cpu_ops:
-        unit = tree.costed_ancestor(e)
-        if unit is not None and unit is not e:
-            continue  # folded into the costed op above it
-        cost = tree.costs[id(e)]
-        path = tree.path(e)
-        if cost.known:
-            duration_us, duration_source = float(e.cpu_time_total), "torch.profiler:cpu_time_total"
-        else:
-            duration_us, duration_source = tree.self_time_us(e), "torch.profiler:cpu_time_total - op children"
-        records.append(OpRecord(
-            op=e.name, kernel_name=e.name, input_shapes=_shapes_text(e), nvtx_path="/".join(path),
-            module=_module_of(path), start_us=float(e.time_range.start), duration_s=duration_us * 1e-6,
-            duration_source=duration_source, flops=cost.flops, bytes=cost.bytes, precision=cost.precision,
-            formula=cost.formula, label=cost.label, missing=cost.missing, thread=int(e.thread), device=device,
-            tensor_dtype=cost.tensor_dtype,
-        ))
-    return records
+        index = torch.cuda.current_device()
+        facts["device"] = str(torch.cuda.get_device_name(index))
+    else:
+        facts["cpu"] = cpu_name()
+    return facts
 
 
-def _kernel_records(kernels: list[Any], cpu_ops: list[Any], tree: _Tree) -> list[OpRecord]:
-    costs, costed_ancestor = tree.costs, tree.costed_ancestor
-    by_id = {e.id: e for e in cpu_ops}
-    launcher = {id(k): by_id.get(getattr(k, "linked_correlation_id", -1)) for k in kernels}
-    # Kernels under each costed op, to share its cost by device time.
-    unit_of: dict[int, Any] = {}
-    unit_time_us: dict[int, float] = {}
-    for k in kernels:
-        op = launcher[id(k)]
-        unit = costed_ancestor(op) if op is not None else None
-        unit_of[id(k)] = unit
-        if unit is not None:
-            unit_time_us[id(unit)] = unit_time_us.get(id(unit), 0.0) + float(k.time_range.elapsed_us())
-    records: list[OpRecord] = []
-    for k in kernels:
-        op, unit = launcher[id(k)], unit_of[id(k)]
-        dur_us = float(k.time_range.elapsed_us())
-        meta = _kernel_metadata(k)
-        if unit is not None:
-            cost = costs[id(unit)]
-            share = dur_us / unit_time_us[id(unit)] if unit_time_us[id(unit)] > 0 else 0.0
-            flops, nbytes, precision, tensor_dtype = cost.flops * share, cost.bytes * share, cost.precision, cost.tensor_dtype
-            label = cost.label if share == 1.0 else f"{cost.label} ×{share:.4g} (share of {unit.name} by kernel time)"
-            formula, missing = cost.formula, ""
-        else:
-            reason = (costs[id(op)].missing if op is not None else
-                      "no launching op (kernel without a correlated CPU op)")
-            flops = nbytes = math.nan
-            precision = formula = label = tensor_dtype = ""
-            missing = reason
-        path = tree.path(op) if op is not None else []
-        records.append(OpRecord(
-            op=op.name if op is not None else "", kernel_name=k.name,
-            input_shapes=_shapes_text(op) if op is not None else "", nvtx_path="/".join(path), module=_module_of(path),
-            start_us=float(op.time_range.start if op is not None else k.time_range.start), duration_s=dur_us * 1e-6,
-            duration_source="torch.profiler:kernel device time", flops=flops, bytes=nbytes, precision=precision,
-            formula=formula, label=label, missing=missing,
-            device=str(meta.get("device_name", "")) or _cuda_device_name(getattr(k, "device_index", None)),
-            grid=_dim3(meta.get("grid")), block=_dim3(meta.get("block")),
-            stream=_int_or_none(meta.get("stream", getattr(k, "device_resource_id", None))),
-            tensor_dtype=tensor_dtype,
-        ))
-    return records
+def tf32_settings() -> dict[str, Any]:
+    """The TF32 settings in force: matmul TF32 follows torch.get_float32_matmul_precision() ('highest'
+    forbids it; 'high' and 'medium' allow it) and torch.backends.cuda.matmul.allow_tf32; convolutions follow
+    torch.backends.cudnn.allow_tf32 (True by default)."""
+    import torch
 
-
-def _cuda_device_name(index: Any) -> str:
-    """The CUDA device's name ('' when torch cannot tell: no CUDA, or an index it does not know)."""
-    try:
-        import torch
-
-        if isinstance(index, int) and index >= 0 and torch.cuda.is_available():
-            return str(torch.cuda.get_device_name(index))
-    except (ImportError, RuntimeError, AssertionError):
-        pass
-    return ""
-
-
-def _kernel_metadata(k: Any) -> dict[str, Any]:
-    raw = getattr(k, "event_metadata", None) or ""
-    try:
-        meta = json.loads("{" + raw + "}") if raw and not raw.lstrip().startswith("{") else json.loads(raw or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
-
-
-def _dim3(value: Any) -> str:
-    if isinstance(value, list | tuple) and len(value) == 3:
-        return f"({value[0]}, {value[1]}, {value[2]})"
-    return ""
-
-
-def _int_or_none(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-# --------------------------------------------------------------------------- steps
-
-
-def step_boundaries(events: Sequence[Any]) -> tuple[str, list[float]]:
-    """(source, sorted start times in µs) of the step markers: nsroof.step() marks when there are any,
-    else optimizer steps."""
-    marks: dict[str, list[float]] = {"nsroof": [], "optimizer": []}
-    for e in events:
-        if e.name.startswith(STEP_MARKER + "#"):
-            source = e.name.split("#")[1]
-            marks.setdefault(source, []).append(float(e.time_range.start))
-    source = "nsroof" if marks["nsroof"] else ("optimizer" if marks["optimizer"] else "")
-    return (f"{source} steps" if source else ""), sorted(marks.get(source, []))
-
-
-def select_steps(records: list[OpRecord], starts: Sequence[float], warmup: int, steps: int | None) -> list[OpRecord]:
-    """Records whose op started in steps [warmup, warmup + steps); step i ends at the i-th boundary."""
-    bounds = np.asarray(starts, dtype=float)
-    last = math.inf if steps is None else warmup + steps
-    keep = []
-    for r in records:
-        index = int(np.searchsorted(bounds, r.start_us, side="right"))
-        if warmup <= index < last:
-            keep.append(r)
-    return keep
+    precision = str(torch.get_float32_matmul_precision())
+    matmul_flag = bool(torch.backends.cuda.matmul.allow_tf32)
+    return {
+        "matmul": precision != "highest" or matmul_flag,
+        "matmul_precision": precision,
+        "cuda_matmul_allow_tf32": matmul_flag,
+        "cudnn": bool(torch.backends.cudnn.allow_tf32),
+    }
 
 
 # --------------------------------------------------------------------------- machine
@@ -500,73 +276,6 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "CPU"
-
-
-# --------------------------------------------------------------------------- records -> frames -> report
-
-
-def frames_from_records(records: Sequence[OpRecord], *, host: str = "", pid: int | None = None
-                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The kernel table (identity columns + op, input_shapes, module) and the quantities frame
-    (nsroof.models.quantities contract, level dram only)."""
-    n = len(records)
-    kernels = pd.DataFrame({
-        "source": pd.Series([SOURCE] * n, dtype=object),
-        "kernel_id": pd.Series(range(n), dtype="int64"),
-        "launches": pd.Series([1] * n, dtype="int64"),
-        "process_id": pd.array([pid] * n, dtype="Int64"),
-        "host": pd.Series([host] * n, dtype=object),
-        "device": pd.Series([r.device for r in records], dtype=object),
-        "cc": pd.Series([""] * n, dtype=object),
-        "kernel_name": pd.Series([r.kernel_name for r in records], dtype=object),
-        "function": pd.Series([r.op or r.kernel_name for r in records], dtype=object),
-        "op": pd.Series([r.op for r in records], dtype=object),
-        "input_shapes": pd.Series([r.input_shapes for r in records], dtype=object),
-        "module": pd.Series([r.module for r in records], dtype=object),
-        "grid": pd.Series([r.grid for r in records], dtype=object),
-        "block": pd.Series([r.block for r in records], dtype=object),
-        "stream": pd.array([r.stream for r in records], dtype="Int64"),
-        "nvtx_path": pd.Series([r.nvtx_path for r in records], dtype=object),
-        "nvtx_ranges": pd.Series([r.nvtx_path.split("/") if r.nvtx_path else [] for r in records], dtype=object),
-    })
-    q: dict[str, Any] = {
-        "duration_s": np.array([r.duration_s for r in records], dtype="float64"),
-        "duration_source": pd.Series([r.duration_source for r in records], dtype=object),
-        "flops": np.array([r.flops for r in records], dtype="float64"),
-        "flops_source": pd.Series([f"analytic:{r.label}" if r.label else "" for r in records], dtype=object),
-        "flops_estimated": np.zeros(n, dtype=bool),
-        "bytes_dram": np.array([r.bytes for r in records], dtype="float64"),
-        "bytes_source_dram": pd.Series([f"analytic:{r.formula}" if r.formula else "" for r in records], dtype=object),
-        "missing_duration": pd.Series([""] * n, dtype=object),
-        "missing_flops": pd.Series([r.missing for r in records], dtype=object),
-        "missing_dram": pd.Series([r.missing for r in records], dtype=object),
-    }
-    for p in PRECISIONS:
-        # A known cost puts all its FLOPs under its precision and 0 under the others; unknown stays NaN.
-        q[f"flops_{p}"] = np.array(
-            [(r.flops if r.precision == p else 0.0) if r.precision else math.nan for r in records], dtype="float64")
-    q["tensor_dtype"] = pd.Series([r.tensor_dtype for r in records], dtype=object)
-    quantities = pd.DataFrame(q)
-    quantities["ledger_label"] = pd.Series([r.label for r in records], dtype=object)
-    return kernels, quantities
-
-
-def build_profile_report(kernels: pd.DataFrame, quantities: pd.DataFrame, machine: Machine | None) -> pd.DataFrame:
-    """Classify at level dram with the lead's report builder, then record the ledger side: the formula that
-    gave each row's cost, and the ideal time / headroom against the machine's roofs."""
-    from nsroof.report.build import build_report
-
-    report = build_report(kernels, quantities, machine, levels=("dram",))
-    labels = quantities["ledger_label"].reset_index(drop=True)
-    report["ledger_op"] = labels.astype(object).to_numpy()
-    report["expected_flops"] = report["flops"].astype("float64")
-    report["min_bytes"] = report["bytes"].astype("float64")
-    report["ideal_time_s"] = report["time_floor_s"].astype("float64")
-    ideal = report["ideal_time_s"].to_numpy(dtype="float64")
-    duration = report["duration_s"].to_numpy(dtype="float64")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        report["headroom"] = np.where(ideal > 0, duration / ideal, np.nan)
-    return report
 
 
 # --------------------------------------------------------------------------- the terminal summary

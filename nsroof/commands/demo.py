@@ -42,15 +42,17 @@ def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Pat
         click.echo("Ceilings: this CPU's measured roofline (nsroof measure's quick CPU sweep" +
                    (f"; not cached yet: measured after the steps, about a minute, saved to {pending})" if pending
                     else ", cached)"))
-    session = profile(machine=machine, steps=steps, warmup=warmup, cuda=False)
+    trace = output.with_name(output.name.removesuffix(".parquet") + ".trace.json.gz")
+    session = profile(machine=machine, steps=steps, warmup=warmup, cuda=False, trace=trace)
     with session:
         train_tiny.train(warmup + steps, cfg)
     result = session.result
     assert result is not None
     example = Path(train_tiny.__file__)
-    parquet.write(result.report, output, inputs=[parquet.input_record(example)], machine=result.machine,
-                  extra_metadata={"collector": "torch.profiler", "demo": True, "steps": steps, "warmup": warmup,
-                                  "threads": torch.get_num_threads()})
+    parquet.write(result.report, output, metadata={
+        **result.metadata, "collector": "torch.profiler", "script": parquet.input_record(example),
+        "trace": str(result.trace), "demo": True, "steps": steps, "warmup": warmup,
+        "threads": torch.get_num_threads()})
     click.echo("")
     click.echo(render_summary(result, top=top, output=str(output)))
 

@@ -17,14 +17,21 @@ import click
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("nsroof-ncu"), show_default=True,
               help="Base name: writes BASE.ncu-rep, BASE.log, BASE.csv and the report BASE.parquet.")
 @click.option("--top", default=10, show_default=True, help="Kernels listed in the summary.")
+@click.option("--dry-run", is_flag=True, help="Print the ncu command line and the export/analyze steps; run nothing "
+                                              "(wrap the ncu line in srun/mpirun yourself).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def ncu(range_name: str | None, metric_set: str, machine: str | None, output: Path, top: int,
+def ncu(range_name: str | None, metric_set: str, machine: str | None, output: Path, top: int, dry_run: bool,
         command: tuple[str, ...]) -> None:
     """Run a script under Nsight Compute with exactly the counters the hierarchical roofline needs,
     then export and analyze the result; kernels are joined to their aten op and nn.Module through the
-    NVTX stack."""
+    NVTX stack. The whole step is profiled, backward and optimizer kernels included (a process-wide NVTX
+    range)."""
     from nsroof.collectors import ncu_run
     from nsroof.report.summary import render
+
+    if dry_run:
+        click.echo(ncu_run.dry_run(list(command), output, range_name=range_name, metric_set=metric_set))
+        return
 
     report, out, _cmd = ncu_run.run(list(command), output, range_name=range_name, metric_set=metric_set,
                                     machine=machine)

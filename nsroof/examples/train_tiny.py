@@ -72,16 +72,16 @@ def build_model(cfg: Config = Config()) -> Any:
     return TinyTransformer()
 
 
-def train(steps: int = 3, cfg: Config = Config(), seed: int = 0) -> list[float]:
-    """Run `steps` training steps; returns the losses. Each step ends with an optimizer step (the step
-    boundary nsroof.profile counts)."""
+def train(steps: int = 3, cfg: Config = Config(), seed: int = 0, device: str = "cpu") -> list[float]:
+    """Run `steps` training steps on `device`; returns the losses. Each step ends with an optimizer step
+    (the step boundary nsroof.profile counts)."""
     import torch
     from torch.nn import functional as F  # noqa: N812
 
     torch.manual_seed(seed)
-    model = build_model(cfg)
+    model = build_model(cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    tokens = torch.randint(0, cfg.vocab, (cfg.batch, cfg.seq + 1))
+    tokens = torch.randint(0, cfg.vocab, (cfg.batch, cfg.seq + 1), device=device)
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
     losses = []
     for _ in range(steps):
@@ -98,12 +98,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when torch sees a GPU)")
     args = parser.parse_args(argv)
-    if args.threads:
-        import torch
+    import torch
 
+    if args.threads:
         torch.set_num_threads(args.threads)
-    losses = train(args.steps)
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    losses = train(args.steps, device=device)
     print("losses: " + ", ".join(f"{x:.3f}" for x in losses))
 
 

@@ -10,6 +10,7 @@ import gzip
 import importlib
 import os
 import re
+import zlib
 from pathlib import Path
 
 import pandas as pd
@@ -51,7 +52,7 @@ def sniff(path: str | os.PathLike[str]) -> str:
         try:
             with gzip.open(p, "rb") as fh:
                 head = fh.read(65536)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise InputError(p, f"damaged gzip file ({exc or type(exc).__name__})",
                              hint="re-compress or pass the plain file") from None
     text = head.lstrip(b"\xef\xbb\xbf").lstrip()

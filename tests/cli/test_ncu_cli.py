@@ -87,7 +87,8 @@ def test_profiles_exports_and_joins_kernels_to_ops_and_modules(standin: Path, tm
 
     argv = profile_call["argv"]
     assert profile_call["LC_ALL"] == "C"
-    assert argv[:4] == ["--nvtx", "--nvtx-include", "nsroof@nsroof.run/", "--metrics"]
+    # a start/end range (no trailing '/'): process-wide, so backward and optimizer kernels are inside it
+    assert argv[:4] == ["--nvtx", "--nvtx-include", "nsroof@nsroof.run", "--metrics"]
     assert argv[4].split(",") == required_metrics(None, "minimal")  # no CUDA here: the generic list
     assert argv[5:12] == ["--print-units", "base", "-o", str(Path("run.ncu-rep")), "-f", "--log-file", "run.log"]
     assert argv[12:15] == [sys.executable, "-m", "nsroof.collectors.ncu_run"]
@@ -124,7 +125,7 @@ def test_a_named_range_is_the_nvtx_filter_and_the_script_opens_it(standin: Path,
                                       "--", "train.py", "--lr", "0.1"])
     assert result.exit_code == 0, result.output
     argv = _calls(standin)[0]["argv"]
-    assert argv[argv.index("--nvtx-include") + 1] == "nsroof@train_step/"
+    assert argv[argv.index("--nvtx-include") + 1] == "nsroof@train_step"
     assert argv[argv.index("--metrics") + 1].split(",") == required_metrics(None, "roofline")
     app = argv[argv.index("--log-file") + 2:]
     assert app[0] == sys.executable  # no interpreter given: this one
@@ -166,3 +167,125 @@ def test_join_keeps_rows_without_nvtx_as_they_were() -> None:
     out = join_nvtx(frame, {"TinyNet", "TinyNet.fc1"})
     assert list(out["op"]) == ["", "aten::mm"]
     assert list(out["module"]) == ["", "TinyNet.fc1"]
+
+
+# --------------------------------------------------------------------------- the whole step, dry run, real ncu
+
+
+def _ncu_help_start_end_syntax() -> str:
+    """ncu's own help (2024.1) for a start/end range filter: `--nvtx-include "Domain A@Range A"` profiles
+    kernels inside start/end range 'Range A' of 'Domain A'; push/pop configs end in '/' or ']'. Quoted from
+    ../shared/docs/ncu-formats.md §1.7 and `ncu --help`."""
+    return "Domain A@Range A"
+
+
+def test_the_nvtx_filter_is_a_start_end_range_in_ncus_documented_syntax() -> None:
+    from nsroof.collectors.ncu_run import nvtx_filter
+
+    domain, _, name = _ncu_help_start_end_syntax().partition("@")
+    built = nvtx_filter("nsroof.run")
+    assert built == "nsroof@nsroof.run"
+    # start/end syntax: "<domain>@<range>" with no push/pop level marks ('/', '[', ']', '+', '*')
+    assert built.count("@") == 1 and not set(built) & set("/[]+*")
+    assert domain and name  # the documented form has both parts
+
+
+def test_the_bootstraps_range_is_process_wide_so_backward_threads_are_inside(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bootstrap opens a start/end range (Domain.start_range) around the script: kernels of autograd's
+    threads are inside it. A fake domain records the calls, as an NVTX tool would see them."""
+    from nsroof.collectors import nvtx_ranges
+
+    calls: list[tuple[str, object]] = []
+
+    class Domain:
+        def start_range(self, attributes: object) -> int:
+            calls.append(("start", attributes))
+            return 7
+
+        def end_range(self, range_id: int) -> None:
+            calls.append(("end", range_id))
+
+        def push_range(self, attributes: object) -> None:
+            calls.append(("push", attributes))
+
+        def pop_range(self) -> None:
+            calls.append(("pop", None))
+
+        def get_event_attributes(self, message: str, *args: object) -> str:
+            return message
+
+    monkeypatch.setattr(nvtx_ranges, "_nvtx", lambda: Domain())
+    monkeypatch.setattr(nvtx_ranges, "_attributes", lambda name: name)
+    with nvtx_ranges.process_range("nsroof.run"):
+        pass
+    assert calls == [("start", "nsroof.run"), ("end", 7)]
+    # --range NAME: the script's own annotate(NAME) opens the start/end range too
+    calls.clear()
+    monkeypatch.setattr(nvtx_ranges, "PROCESS_WIDE", {"train_step"})
+    with nvtx_ranges.annotate("train_step"):
+        with nvtx_ranges.annotate("inner"):
+            pass
+    assert calls == [("push", "train_step"), ("start", "train_step"), ("push", "inner"), ("pop", None),
+                     ("pop", None), ("end", 7)]
+
+
+def test_dry_run_prints_the_commands_and_runs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no ncu here: written as `ncu`, resolved where it will run
+    monkeypatch.delenv("NSROOF_NCU", raising=False)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["ncu", "--dry-run", "--set", "minimal", "-o", "run", "--", "python", "train.py",
+                                      "--lr", "0.1"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if not line.startswith("#")]
+    assert len(lines) == 3
+    profile_line, export_line, analyze_line = lines
+    assert profile_line.startswith("LC_ALL=C PYTHONPATH=") and " ncu --nvtx --nvtx-include nsroof@nsroof.run " in profile_line
+    assert f"--metrics {','.join(required_metrics(None, 'minimal'))} " in profile_line
+    assert profile_line.endswith("-- train.py --lr 0.1")
+    assert export_line.endswith("ncu -i run.ncu-rep --csv --page raw --print-units base > run.csv")
+    assert analyze_line == "python -m nsroof.collectors.ncu_run --analyze run"
+    assert list(tmp_path.iterdir()) == []  # nothing ran, nothing written
+
+
+def test_the_dry_runs_last_step_analyzes_an_export(tmp_path: Path) -> None:
+    from nsroof.collectors.ncu_run import main
+
+    (tmp_path / "run.csv").write_bytes((DATA / "ncu_raw_nvtx.csv").read_bytes())
+    (tmp_path / "run.modules.json").write_text(json.dumps({"module_ranges": ["TinyNet", "TinyNet.fc1", "TinyNet.act"]}))
+    assert main(["--analyze", str(tmp_path / "run")]) == 0
+    from nsroof.report.parquet import load
+
+    report = load(tmp_path / "run.parquet")
+    assert set(report["module"].astype(str)) >= {"TinyNet.fc1", "TinyNet.act"}
+
+
+def _real_ncu() -> str | None:
+    import shutil
+
+    explicit = os.environ.get("NSROOF_NCU")
+    if explicit and Path(explicit).is_file():
+        return explicit
+    cached = sorted(Path.home().glob(".cache/nsroof-ncu/usr/lib/x86_64-linux-gnu/nsight-compute/target/*/ncu"))
+    return str(cached[0]) if cached else shutil.which("ncu")
+
+
+def test_a_real_ncu_accepts_the_built_command(tmp_path: Path) -> None:
+    """Nsight Compute 2024.1 (../shared/tools/get-ncu.sh) parses every option, then stops at the CUDA
+    driver on a machine without a GPU: that must be its only complaint."""
+    import subprocess
+
+    from nsroof.collectors.ncu_run import _env, ncu_command, outputs_for
+
+    ncu = _real_ncu()
+    if ncu is None:
+        pytest.skip("no ncu (run ../shared/tools/get-ncu.sh)")
+    (tmp_path / "train.py").write_text("pass\n")
+    for metric_set, cc in (("roofline", "9.0"), ("roofline", "8.0"), ("minimal", None)):
+        cmd = ncu_command(ncu, [sys.executable, str(tmp_path / "train.py")], outputs_for(tmp_path / "run"),
+                          metrics=required_metrics(cc, metric_set))
+        proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        log = (tmp_path / "run.log").read_text() if (tmp_path / "run.log").exists() else ""
+        text = proc.stdout + proc.stderr + log
+        errors = [line for line in text.splitlines() if line.startswith("==ERROR==")]
+        assert errors and "failed to connect to the CUDA driver" in errors[0], text
+        assert not any("option" in e.lower() or "metric" in e.lower() or "nvtx" in e.lower() for e in errors), errors

@@ -42,8 +42,18 @@ def test_profile_a_script_end_to_end_gives_exact_costs(tmp_path: Path) -> None:
     assert set(mm["bound"].astype(str)) == {"compute"}  # 73.1 FLOP/B against a ridge of 10
     meta = read_metadata(out)
     assert meta["collector"] == "torch.profiler"
-    assert meta["inputs"][0]["name"] == "tiny_mm.py"
+    assert meta["script"]["name"] == "tiny_mm.py"
     assert meta["ceilings"][0]["name"] == "test-cpu"
+    # the chrome trace is kept next to the report, and the report is what `nsroof analyze` makes of it
+    trace = tmp_path / "r.trace.json.gz"
+    assert meta["inputs"][0]["name"] == trace.name and meta["trace"] == str(trace)
+    again = tmp_path / "again.parquet"
+    proc = subprocess.run([sys.executable, "-m", "nsroof", "analyze", str(trace), "--machine", str(DATA / "test-cpu.json"),
+                           "-o", str(again)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    replay = load(again)
+    for column in ("op", "kernel_name", "input_shapes", "nvtx_path", "flops", "bytes", "duration_s", "bound"):
+        assert replay[column].astype(str).tolist() == report[column].astype(str).tolist(), column
 
 
 def test_a_missing_script_is_a_one_line_error(tmp_path: Path) -> None:

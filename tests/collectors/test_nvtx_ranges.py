@@ -221,13 +221,16 @@ def test_a_tool_sees_module_ranges_forward_then_backward(nvtx_logger: Path, tmp_
 
 
 def test_the_ncu_bootstrap_opens_the_run_range_around_module_ranges(nvtx_logger: Path, tmp_path: Path) -> None:
-    # What `nsroof ncu` runs under ncu: the filter nsroof@nsroof.run/ must enclose every module range.
+    # What `nsroof ncu` runs under ncu: the filter nsroof@nsroof.run (a start/end range, process-wide, so
+    # autograd's backward threads are inside it) must enclose every module range, backward included.
     script = tmp_path / "train.py"
     script.write_text("import torch\nm = torch.nn.Linear(4, 2)\nm(torch.randn(3, 4)).sum().backward()\n")
     modules = tmp_path / "modules.json"
     code = ("from nsroof.collectors.ncu_run import main\n"
             f"raise SystemExit(main(['--range', 'nsroof.run', '--modules-file', {str(modules)!r}, '--', {str(script)!r}]))\n")
-    log = [line for line in _run_with_tool(nvtx_logger, tmp_path, code) if line.startswith(("push nsroof", "pop nsroof"))]
-    assert log[:2] == ["push nsroof nsroof.run", "push nsroof Linear"]
-    assert log[-1] == "pop nsroof" and "push nsroof Linear (backward)" in log
+    log = [line for line in _run_with_tool(nvtx_logger, tmp_path, code)
+           if line.startswith(("push nsroof", "pop nsroof", "start nsroof", "end nsroof"))]
+    assert log[:2] == ["start nsroof nsroof.run -> 1", "push nsroof Linear"]
+    assert log[-1] == "end nsroof 1" and "push nsroof Linear (backward)" in log
+    assert log.index("push nsroof Linear (backward)") < log.index("end nsroof 1")
     assert "Linear" in modules.read_text()

@@ -13,7 +13,7 @@ import pytest
 
 from nsroof.errors import InputError
 from nsroof.importers import read, sniff
-from nsroof.importers.torch_trace import apply_analytic
+from nsroof.pipeline import fill_analytic
 
 DEVICE = {"id": 0, "name": "NVIDIA A100-SXM4-40GB", "computeMajor": 8, "computeMinor": 0}
 
@@ -130,11 +130,11 @@ def test_json_without_trace_events_is_refused(tmp_path: Path) -> None:
         read(_write(tmp_path, "other.json", {"hello": 1}))
 
 
-def test_apply_analytic_fills_what_the_counters_lack(tmp_path: Path) -> None:
+def test_the_pipeline_step_fills_what_the_counters_lack(tmp_path: Path) -> None:
     from nsroof.models.quantities import derive
 
     kernels = read(_write(tmp_path, "trace.json", _new_style()))
-    q = apply_analytic(kernels, derive(kernels))
+    q = fill_analytic(kernels, derive(kernels))
     row = q.iloc[0]
     assert row["duration_s"] == pytest.approx(12.5e-6)
     assert (row["flops"], row["flops_fp32"], row["bytes_dram"]) == (8448, 8448, 3712)
@@ -157,6 +157,7 @@ TRACES = {
 @pytest.mark.parametrize("name", sorted(TRACES))
 def test_real_traces_import(shared_fixtures: Path, name: str) -> None:
     df = read(shared_fixtures / "traces" / name)
+    df = df[df["kind"] == "kernel"]
     rows, linked = TRACES[name]
     assert len(df) == rows
     assert int((df["op"] != "").sum()) == linked
@@ -165,11 +166,13 @@ def test_real_traces_import(shared_fixtures: Path, name: str) -> None:
 
 def test_real_trace_details(shared_fixtures: Path) -> None:
     alexnet = read(shared_fixtures / "traces" / "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz")
+    alexnet = alexnet[alexnet["kind"] == "kernel"]
     assert set(alexnet["device"]) == {"NVIDIA A100-PG509-200"} and set(alexnet["cc"]) == {"8.0"}
     # recorded without shapes: every cost is NaN with the reason
     assert alexnet["analytic_flops"].isna().all()
     assert alexnet["analytic_missing"].str.contains("no input shapes recorded|no formula").all()
     sampled = read(shared_fixtures / "traces" / "hta__timeline_analysis_sampled_rank-0.json.gz")
+    sampled = sampled[sampled["kind"] == "kernel"]
     assert set(sampled["device"]) == {""}  # no deviceProperties
     assert sampled["analytic_flops"].notna().sum() > 500  # record_shapes trace: mm/addmm/... costed
     kineto = read(shared_fixtures / "traces" / "kineto__after_fix_trace.json").iloc[0]

@@ -151,15 +151,26 @@ def gpu_caches(props: Any) -> list[CacheLevel]:
     return levels
 
 
-def nvidia_smi_query(index: int) -> dict[str, str]:
-    """Driver, clocks and power limit as nvidia-smi reads them now; {} when nvidia-smi is absent."""
+def smi_id(uuid: Any) -> str | None:
+    """nvidia-smi's --id for a device torch knows by UUID: 'GPU-<uuid>'. torch's index counts only the
+    devices CUDA_VISIBLE_DEVICES leaves visible, nvidia-smi's counts all of them, so an index can name
+    another card; the UUID cannot. None when torch gives no UUID."""
+    text = str(uuid or "").strip()
+    if not text:
+        return None
+    return text if text.startswith(("GPU-", "MIG-")) else f"GPU-{text}"
+
+
+def nvidia_smi_query(device: str | None) -> dict[str, str]:
+    """Driver, clocks and power limit as nvidia-smi reads them now for the device with this id (smi_id);
+    {} when nvidia-smi is absent or the device has no UUID (asking by index could read another card)."""
     fields = ["driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem", "power.limit",
               "pstate", "temperature.gpu"]
-    if not shutil.which("nvidia-smi"):
+    if device is None or not shutil.which("nvidia-smi"):
         return {}
     try:
         out = subprocess.run(
-            ["nvidia-smi", f"--id={index}", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+            ["nvidia-smi", f"--id={device}", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
             capture_output=True, text=True, timeout=15, check=False,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
@@ -173,10 +184,12 @@ def describe_cuda(index: int | None = None) -> dict[str, Any]:
 
     idx = torch.cuda.current_device() if index is None else index
     props = torch.cuda.get_device_properties(idx)
-    smi = nvidia_smi_query(idx)
+    uuid = smi_id(getattr(props, "uuid", None))
+    smi = nvidia_smi_query(uuid)
     return {
         "device": "cuda",
         "device_index": idx,
+        "device_uuid": uuid,
         "device_name": props.name,
         "compute_capability": f"{props.major}.{props.minor}",
         "sm_count": props.multi_processor_count,

@@ -66,8 +66,10 @@ def unsupported_reason(dtype: str, device: str) -> str | None:
 
 
 def shape_reason(dtype: str, shape: GemmShape) -> str | None:
-    if dtype == "fp8" and any(d % 16 for d in (shape.m, shape.n, shape.k)):
-        return "torch._scaled_mm needs every dimension divisible by 16"
+    # torch._scaled_mm checks mat1.size(1) (K), mat2.size(0) (K) and mat2.size(1) (N) for multiples of 16;
+    # M, the token count of a decode step, is free.
+    if dtype == "fp8" and any(d % 16 for d in (shape.n, shape.k)):
+        return "torch._scaled_mm needs K and N divisible by 16"
     return None
 
 

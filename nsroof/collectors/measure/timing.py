@@ -85,16 +85,43 @@ class CpuTimer:
 
 @dataclass
 class CudaTimer:
-    """CUDA events recorded on the current stream: device time, not how fast Python enqueues work
-    (launches are asynchronous, so a host clock around them measures the wrong thing)."""
+    """CUDA events recorded on the current stream: device time, not how fast Python enqueues work.
+
+    Device-true for any kernel size: a sample is ``torch.cuda._sleep`` (a spin kernel) queued first, then
+    the start event, the `inner` calls and the end event. The GPU spins while Python enqueues the calls, so
+    they run back to back and the events bracket device work only; without the sleep a small GEMM (a decode
+    shape) finishes before Python launches the next one, and the events time Python. The sleep lasts the
+    measured host enqueue time of the batch plus a margin; if the start event has already completed when
+    the host finishes enqueueing (``Event.query()``), the device caught up and may have idled: the sleep is
+    doubled and the sample taken again (``caught_up`` counts those). Chosen over CUDA graphs because it
+    times the very calls the sweep makes (graph capture changes allocation and needs static operands).
+    """
 
     min_sample_s: float = 1e-3
-    clock: str = "cuda-events"
+    clock: str = "cuda-events+queued-sleep"
+    max_sleep_s: float = 0.5
+    caught_up: int = 0
+    _cycles_per_s: float = 0.0
 
     def synchronize(self) -> None:
         import torch
 
         torch.cuda.synchronize()
+
+    def cycles_per_second(self) -> float:
+        """The spin kernel's cycles per second, timed once with events (clock rates vary by boost state)."""
+        import torch
+
+        if self._cycles_per_s <= 0:
+            cycles = 1_000_000
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            end.synchronize()
+            elapsed_s = start.elapsed_time(end) * 1e-3
+            self._cycles_per_s = cycles / elapsed_s if elapsed_s > 0 else 1e9
+        return self._cycles_per_s
 
     def time(self, fn: Callable[[int], Any], *, warmup: int, reps: int) -> Timing:
         import torch
@@ -106,22 +133,32 @@ class CudaTimer:
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()
+        t0 = time.perf_counter()
         start.record()  # the last warm-up call, timed, sizes the batches
         fn(call)
         call += 1
         end.record()
+        enqueue_s = time.perf_counter() - t0
         end.synchronize()
         inner = inner_count(start.elapsed_time(end) * 1e-3, self.min_sample_s)
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(max(1, reps))]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(max(1, reps))]
-        for s, e in zip(starts, ends, strict=True):
+        # Python's enqueue time of a batch, with room for a slow call: the sleep must outlast it
+        sleep_s = min(self.max_sleep_s, 2.0 * enqueue_s * inner + 50e-6)
+        samples: list[float] = []
+        while len(samples) < max(1, reps):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(max(1, int(sleep_s * self.cycles_per_second())))
             s.record()
             for _ in range(inner):
                 fn(call)
                 call += 1
             e.record()
-        torch.cuda.synchronize()
-        samples = [s.elapsed_time(e) * 1e-3 / inner for s, e in zip(starts, ends, strict=True)]
+            caught_up = bool(s.query())  # the device already passed the start: it may have waited for us
+            e.synchronize()
+            if caught_up and sleep_s < self.max_sleep_s:
+                self.caught_up += 1
+                sleep_s = min(self.max_sleep_s, sleep_s * 2)
+                continue
+            samples.append(s.elapsed_time(e) * 1e-3 / inner)
         return summarize(samples, inner=inner, clock=self.clock)
 
 

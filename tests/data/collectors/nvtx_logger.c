@@ -1,4 +1,4 @@
-/* A minimal NVTX injection library for tests: logs domain creation, push/pop and marks to $NSROOF_NVTX_LOG.
+/* A minimal NVTX injection library for tests: logs domain creation, push/pop, start/end and marks to $NSROOF_NVTX_LOG.
    Loaded through NVTX_INJECTION64_PATH; needs no GPU (see ../shared/docs/ncu-formats.md §3.4). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +36,19 @@ static int pop(nvtxDomainHandle_t d) {
     return 0;
 }
 
+static nvtxRangeId_t next_range = 1;
+
+static nvtxRangeId_t range_start(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
+    fprintf(out, "start %s %s -> %llu\n", name_of(d), message_of(a), (unsigned long long)next_range);
+    fflush(out);
+    return next_range++;
+}
+
+static void range_end(nvtxDomainHandle_t d, nvtxRangeId_t id) {
+    fprintf(out, "end %s %llu\n", name_of(d), (unsigned long long)id);
+    fflush(out);
+}
+
 static void mark(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
     fprintf(out, "mark %s %s\n", name_of(d), message_of(a));
     fflush(out);
@@ -53,5 +66,7 @@ int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table) {
     *table[NVTX_CBID_CORE2_DomainRangePushEx] = (NvtxFunctionPointer)push;
     *table[NVTX_CBID_CORE2_DomainRangePop] = (NvtxFunctionPointer)pop;
     *table[NVTX_CBID_CORE2_DomainMarkEx] = (NvtxFunctionPointer)mark;
+    *table[NVTX_CBID_CORE2_DomainRangeStartEx] = (NvtxFunctionPointer)range_start;
+    *table[NVTX_CBID_CORE2_DomainRangeEnd] = (NvtxFunctionPointer)range_end;
     return 1;
 }
