@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from nsroof.models.machines import Machine
 from nsroof.report.aggregate import aggregate
-from nsroof.report.build import build_report, limiting_level
+from nsroof.report.build import build_report, limiting
 from nsroof.schema import COLUMNS
 from tests.spine.helpers import A100ISH, kernels, quantities
 
@@ -45,16 +45,29 @@ def test_memory_bound_kernel_against_machine_roofs() -> None:
     assert "bandwidth_bytes_per_s[l1]" in r.loc["l1", "missing"]
 
 
-def test_ncu_ceilings_win_over_the_machine_table() -> None:
-    q = quantities(
+def _with_ncu_ceilings() -> pd.DataFrame:
+    return quantities(
         1, duration_s=[1e-3], flops_fp32=[2e9], bytes_dram=[4e8],
         peak_flop_per_s_fp32=[10e12], ceiling_source_fp32=["ncu:ffma.peak_sustained*2*sm_clock"],
         bandwidth_bytes_per_s_dram=[1.0e12], ceiling_source_dram=["ncu:dram.peak_sustained*dram_clock"],
     )
-    dram = build_report(kernels(1), q, A100ISH).iloc[0]
+
+
+def test_ncu_ceilings_win_over_the_machine_table() -> None:
+    # the device's datasheet entry (the resolver) yields to the export's own ceilings
+    dram = build_report(kernels(1), _with_ncu_ceilings(), resolver=lambda _device: A100ISH).iloc[0]
     assert dram["peak_flop_per_s"] == 10e12 and dram["bandwidth_bytes_per_s"] == 1.0e12
     assert dram["ceiling_source"].startswith("compute=ncu:")
     assert dram["ridge"] == 10.0  # 10e12 / 1e12
+
+
+def test_an_explicit_machine_overrides_the_export_ceilings() -> None:
+    # --machine is a what-if: its 19.5e12 and 1.555e12 replace ncu's 10e12 and 1e12 where it has a figure;
+    # L1, which it lacks, would keep ncu's (none here)
+    r = build_report(kernels(1), _with_ncu_ceilings(), A100ISH).set_index("level")
+    assert r.loc["dram", "peak_flop_per_s"] == 19.5e12 and r.loc["dram", "bandwidth_bytes_per_s"] == 1.555e12
+    assert r.loc["dram", "ceiling_source"] == "spec:Test A100"
+    assert r.loc["dram", "ridge"] == pytest.approx(19.5e12 / 1.555e12)  # 12.54
 
 
 def test_precision_is_the_one_carrying_most_flops() -> None:
@@ -141,7 +154,7 @@ def test_an_analytic_source_states_its_tensor_dtype() -> None:
 
 
 def _limiting_by_groupby(report: pd.DataFrame) -> pd.Series:
-    """limiting_level as first written (pandas groupby transforms over a string key): the reference."""
+    """The limiting level as first written (pandas groupby transforms over a string key): the reference."""
     key = report["source"].astype(str) + "\x00" + report["kernel_id"].astype(str)
     with np.errstate(divide="ignore", invalid="ignore"):
         memory_s = report["bytes"].astype("float64") / report["bandwidth_bytes_per_s"].astype("float64")
@@ -166,5 +179,9 @@ def test_limiting_level_equals_the_groupby_reference(rows: list[tuple[str, int, 
     frame = pd.DataFrame(rows, columns=["source", "kernel_id", "level", "bytes", "bandwidth_bytes_per_s", "flops",
                                         "peak_flop_per_s"])
     frame["kernel_id"] = frame["kernel_id"].astype("Int64")
-    got = limiting_level(frame)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        memory_s = frame["bytes"].to_numpy(float) / frame["bandwidth_bytes_per_s"].to_numpy(float)
+        compute_s = frame["flops"].to_numpy(float) / frame["peak_flop_per_s"].to_numpy(float)
+    got = limiting(frame["source"].to_numpy(dtype=object), frame["kernel_id"].to_numpy(dtype=object), memory_s,
+                   compute_s, frame["level"].to_numpy(dtype=object))
     assert got.tolist() == _limiting_by_groupby(frame).tolist()
