@@ -57,10 +57,10 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from collections.abc import Callable, Iterable
 from typing import Any
 
 from nsroof.errors import InputError, MachineError
@@ -230,7 +230,10 @@ class Machine:
                 used.append(f"{l1_hz / 1e6:.0f} MHz L1")
         if not used and bandwidth == self.bandwidth_bytes_per_s:
             return self
-        return replace(self, **tables, bandwidth_bytes_per_s=bandwidth, clock_note=", ".join(used))
+        return replace(self, peak_flop_per_s=tables.get("peak_flop_per_s", self.peak_flop_per_s),
+                       sparse_peak_flop_per_s=tables.get("sparse_peak_flop_per_s", self.sparse_peak_flop_per_s),
+                       simt_flop_per_s=tables.get("simt_flop_per_s", self.simt_flop_per_s),
+                       bandwidth_bytes_per_s=bandwidth, clock_note=", ".join(used))
 
     def flop_per_cycle_per_sm(self, table: str, dtype: str) -> float:
         """The per-SM, per-cycle work behind a datasheet peak: peak / (SMs × boost clock); NaN when the

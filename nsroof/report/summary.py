@@ -137,9 +137,9 @@ def _merge_clocks(families: set[str]) -> list[str]:
     """One entry per machine: launches profiled at slightly different clocks name the first set and a count."""
     by_machine: dict[str, list[str]] = {}
     for family in sorted(families):
-        head, _, clocks = family.partition(" @ ")
-        by_machine.setdefault(head, []).append(clocks)
-    out = []
+        head, _, note = family.partition(" @ ")
+        by_machine.setdefault(head, []).append(note)
+    out: list[str] = []
     for head, clocks in by_machine.items():
         notes = [c for c in clocks if c]
         if len(notes) > 1:
