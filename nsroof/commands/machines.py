@@ -99,6 +99,10 @@ def overview(profiles: list[Machine]) -> str:
         traps += [f"  {m.name} {t}" for t in sparse_traps(m)[:1]]
     if no_half:
         lines += ["", "— under ridge and decode batch: no dense bf16 or fp16 peak to take them from.", *no_half]
+    why_not = [f"  {m.name}: {note}" for m in profiles for note in m.notes
+               if note.startswith(("no L2", "no L1")) and not {"l2", "l1"} <= set(m.bandwidth_bytes_per_s)]
+    if why_not:
+        lines += ["", "— under L2 or L1: no cache roof, and why:", *why_not]
     if traps:
         lines += ["", "The 2:4-sparse trap: datasheet headlines often double the dense rate with structured sparsity,",
                   "which a dense GEMM never reaches. nsroof keeps them apart and never uses them for dense work:",

@@ -234,15 +234,21 @@ def _partial_flops(k: _Kernels, res: _Resolved, quantity: str) -> None:
         present = [(c, m) for c, m in f.terms if not np.isnan(k.col(m)[open_rows]).all()]
         if f.kind != "linear" or not present:
             continue
+        present_masks = [~np.isnan(k.col(m)) for _, m in f.terms]
         values = [np.nan_to_num(k.col(m)) for _, m in f.terms]
-        has_any = np.logical_or.reduce([~np.isnan(k.col(m)) for _, m in f.terms])
         acc = _scale(k, f, sum(c * v for (c, _), v in zip(f.terms, values, strict=True)))
-        take = open_rows & has_any & ~np.isnan(acc)
-        for i in np.flatnonzero(take):
-            lacking = [m for _, m in f.terms if np.isnan(k.col(m)[i])]
-            kept = CounterFormula(quantity, tuple(t for t in f.terms if not np.isnan(k.col(t[1])[i])),
-                                  times=f.times, divide_by=f.divide_by)
-            res.source[i] = f"{kept.expression} (lower bound: lacks {', '.join(lacking)})"
+        take = open_rows & np.logical_or.reduce(present_masks) & ~np.isnan(acc)
+        rows = np.flatnonzero(take)
+        if rows.size:
+            # one provenance text per pattern of present terms (thousands of launches share a few)
+            codes, first = row_codes(*[mask[rows] for mask in present_masks])
+            texts = []
+            for i in rows[first].tolist():
+                kept = tuple(t for t, mask in zip(f.terms, present_masks, strict=True) if mask[i])
+                lacking = [m for (_, m), mask in zip(f.terms, present_masks, strict=True) if not mask[i]]
+                expression = CounterFormula(quantity, kept, times=f.times, divide_by=f.divide_by).expression
+                texts.append(f"{expression} (lower bound: lacks {', '.join(lacking)})")
+            res.source[rows] = np.array(texts, dtype=object)[codes]
         res.value[take] = acc[take]
 
 
@@ -368,7 +374,7 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     cols["flops_partial"] = (known.any(axis=1) & ~known.all(axis=1)) | map_rows(
         lambda *sources: any("lower bound" in str(s) for s in sources), *[flops[p].source for p in PRECISIONS]
     ).astype(bool)
-    estimate = np.array(["pipe_tensor" in str(s) for s in tensor.source], dtype=bool) if k.n else np.zeros(0, bool)
+    estimate = map_rows(lambda source: "pipe_tensor" in str(source), tensor.source).astype(bool)
     inst = np.full(k.n, np.nan)
     for name in ("sm__inst_executed_pipe_tensor.sum", "smsp__inst_executed_pipe_tensor.sum"):
         inst = np.where(np.isnan(inst), k.col(name), inst)

@@ -99,6 +99,15 @@ class TestText:
         assert header.split()[7:10] == ["DRAM", "L2", "L1"]
         assert "10.14 TB/s  33.45 TB/s" in h100
 
+    def test_every_missing_cache_roof_says_why(self) -> None:
+        out = run().stdout
+        header = next(line for line in out.splitlines() if line.startswith("machine "))
+        l2_end = header.index(" L2") + 3
+        for name in ("L4", "L40S", "RTX 5090", "RTX 5070", "B200"):
+            line = next(line for line in out.splitlines() if line.startswith(f"{name} "))
+            assert line[:l2_end].rstrip().endswith("—")  # the L2 cell is empty ...
+            assert f"  {name}: no L2" in out  # ... and the footnote says why
+
     def test_device_name_as_ncu_prints_it(self) -> None:
         # the case: 'NVIDIA A10G' was refused with "did you mean A10G?"
         result = run("--machine", "NVIDIA A10G")

@@ -248,3 +248,14 @@ def test_an_estimate_without_a_machine_keeps_the_default_shape_and_says_so() -> 
     row = build_report(kernels(1), _estimate(1e6)).iloc[0]
     assert row["flops_tensor"] == 4.096e9 and "no roof to check it against" in row["flops_source"]
     assert row["bound"] == "unknown"
+
+
+def test_a_generic_device_name_is_unknown_with_its_candidates_named() -> None:
+    # issue 13: 'NVIDIA H100' is an SXM, PCIe or NVL board (3.35, 2.0 or 3.9 TB/s): no guess, the candidates named
+    q = quantities(1, duration_s=[1e-3], flops_fp32=[2e9], bytes_dram=[4e8])
+    row = build_report(kernels(1, device=["NVIDIA H100"]), q).iloc[0]
+    assert row["bound"] == "unknown"
+    assert "fits several machine entries (H100 SXM, H100 PCIe, H100 NVL): pass --machine" in row["missing"]
+    # the NVL board's own name resolves: 3.9 TB/s
+    row = build_report(kernels(1, device=["NVIDIA H100 NVL"]), q).iloc[0]
+    assert row["bandwidth_bytes_per_s"] == 3.9e12 and row["ceiling_source"] == "spec:H100 NVL"

@@ -26,6 +26,8 @@ def test_the_device_name_as_ncu_prints_it(tmp_path: Path) -> None:
     code, out, err = _analyze(tmp_path, str(TINY), "--machine", "NVIDIA A100-SXM4-40GB")
     assert code == 0, err
     assert out.splitlines()[1] == "ceilings: --machine A100 SXM4 40GB"
+    # the tiny export records no clock: the datasheet roofs are the boost-clock ones, and the summary says so
+    assert out.splitlines()[3] == "  (datasheet roofs without '@ … MHz' are at the boost clock: the export records no clock)"
     assert "warning" not in out
 
 
