@@ -633,7 +633,7 @@ def analyze_many(
     if machine is not None and not _is_machine(machine):
         from nsroof.models import machines as _machines
 
-        machine = _machines.load(os.fspath(machine))  # fail fast, once, on a bad --machine
+        machine = _machines.resolve(os.fspath(machine))  # fail fast, once, on a bad --machine
     found = discover(inputs)
     files, failures = found.files, found.failures
     out = os.fspath(out_dir)

@@ -34,14 +34,6 @@ class Report:
         return parquet.write(self.frame, path, metadata=self.metadata)
 
 
-def resolve_machine(machine: str | os.PathLike[str] | Machine | None) -> Machine | None:
-    if machine is None or isinstance(machine, Machine):
-        return machine
-    from nsroof.models import machines
-
-    return machines.load(os.fspath(machine))
-
-
 def analyze(
     paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     *,
@@ -59,13 +51,16 @@ def analyze(
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    fixed = resolve_machine(machine)
-    resolver = build.default_resolver(fixed)
+    from nsroof.models import machines
+
+    fixed = machines.resolve(machine)
+    resolver = machines.for_devices(fixed)
     frames: list[pd.DataFrame] = []
     warnings: list[str] = []
     hints: list[str] = []
     formats: dict[str, str] = {}
     file_extra: dict[str, dict[str, Any]] = {}  # format-specific facts per input (a trace's step window, TF32)
+    overrides: list[str] = []  # inputs whose ncu ceilings an explicit --machine replaces
     # the inputs' digests (provenance), hashed on a thread while they are parsed (hashlib releases the
     # GIL); the CLI starts them before its imports and hands them over
     given = dict(digests or {})
@@ -85,7 +80,15 @@ def analyze(
         if aggregate:
             kernels, quantities = merge_launches(kernels, quantities)
         levels = facts.get("levels") or build.LEVELS
-        built = analytic_ledger(build.build_report(kernels, quantities, levels=levels, resolver=resolver), quantities)
+        if fixed is not None:
+            devices = kernels["device"].astype(str).unique() if "device" in kernels else []
+            # ncu exports are GPU kernels; a torch trace is when its rows name a CUDA device
+            gpu = facts.get("format") != "torch-trace" or any(machines.device_candidates(d) or "NVIDIA" in d
+                                                              for d in devices)
+            warnings += [f"{name}: {w}" for w in machines.check_against_export(fixed, devices, gpu_export=gpu)]
+            if build.has_ncu_ceilings(quantities):
+                overrides.append(name)
+        built = analytic_ledger(build.build_report(kernels, quantities, fixed, levels=levels), quantities)
         for hint in (completing_metrics_hint(built), ceilings_hint(built)):
             if hint:
                 hints.append(f"{name}: {hint}")
@@ -106,7 +109,9 @@ def analyze(
         inputs=inputs,
         machines=used,
         extra={"aggregate": aggregate, "warnings": warnings, "hints": hints,
-               "ledger": os.fspath(ledger) if ledger else None},
+               "ledger": os.fspath(ledger) if ledger else None,
+               "machine": fixed.label if fixed is not None else None,
+               "machine_overrides": overrides},
     )
     return Report(frame=frame, metadata=metadata, warnings=warnings, hints=hints)
 

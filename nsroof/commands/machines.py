@@ -72,9 +72,10 @@ def machine_json(m: Machine) -> dict[str, Any]:
 def overview(profiles: list[Machine]) -> str:
     from nsroof.models import ledger
 
-    head = (f"{'machine':<18}" + "".join(f"{d.upper():>8}" for d in DTYPES[:6]) + f"{'DRAM':>12}{'L2':>12}"
+    head = (f"{'machine':<18}" + "".join(f"{d.upper():>8}" for d in DTYPES[:6]) + f"{'DRAM':>12}{'L2':>12}{'L1':>12}"
             + f"{'ridge':>8}   decode batch bf16 / fp16 / fp8 / fp32")
-    lines = ["Dense peaks in TFLOP/s (tensor cores where they serve the dtype); ridge = dense bf16 (else fp16) peak / DRAM",
+    lines = ["Dense peaks in TFLOP/s (tensor cores where they serve the dtype) and bandwidths at the boost clock (an",
+             "export that records its clocks gets them at those clocks); ridge = dense bf16 (else fp16) peak / DRAM",
              "bandwidth in FLOP/byte; decode batch = ridge · weight bytes / 2, the batch that leaves the memory-bound regime.",
              "", head, "-" * len(head)]
     traps: list[str] = []
@@ -93,16 +94,38 @@ def overview(profiles: list[Machine]) -> str:
         lines.append(f"{m.name:<18}" + "".join(f"{_tflops(m.peak_flop_per_s.get(d)):>8}" for d in DTYPES[:6])
                      + f"{_bandwidth(m.bandwidth_bytes_per_s.get('dram')):>12}"
                      + f"{_bandwidth(m.bandwidth_bytes_per_s.get('l2')):>12}"
+                     + f"{_bandwidth(m.bandwidth_bytes_per_s.get('l1')):>12}"
                      + f"{_fmt(ridge, 0):>8}   {batch}")
         traps += [f"  {m.name} {t}" for t in sparse_traps(m)[:1]]
     if no_half:
         lines += ["", "— under ridge and decode batch: no dense bf16 or fp16 peak to take them from.", *no_half]
+    why_not = [f"  {m.name}: {note}" for m in profiles for note in m.notes
+               if note.startswith(("no L2", "no L1")) and not {"l2", "l1"} <= set(m.bandwidth_bytes_per_s)]
+    if why_not:
+        lines += ["", "— under L2 or L1: no cache roof, and why:", *why_not]
     if traps:
         lines += ["", "The 2:4-sparse trap: datasheet headlines often double the dense rate with structured sparsity,",
                   "which a dense GEMM never reaches. nsroof keeps them apart and never uses them for dense work:",
                   *traps]
     lines += ["", "Each number's source: nsroof machines --machine NAME (or --json)."]
     return "\n".join(lines)
+
+
+def _per_cycle_lines(m: Machine) -> list[str]:
+    if not m.sm_count or not m.clocks_hz.get("boost"):
+        return ["  no SM count or boost clock: ceilings stay at the datasheet figures whatever clock an export recorded"]
+    clocks = ", ".join(f"{k} {v / 1e6:,.0f} MHz" for k, v in m.clocks_hz.items())
+    out = [f"  {m.sm_count} SMs; clocks: {clocks}"]
+    for key in ("simt_flop_per_s.fp32", "simt_flop_per_s.fp64", "peak_flop_per_s.fp16", "peak_flop_per_s.bf16"):
+        table, dtype = key.split(".")
+        value = m.flop_per_cycle_per_sm(table, dtype)
+        if value == value:
+            out.append(f"  {key:<26}{value:>10,.0f} FLOP/cycle/SM  (peak / (SMs × clock))")
+    for level, what in (("dram", "B per DRAM cycle"), ("l2", "B per L2 cycle"), ("l1", "B per SM per cycle")):
+        if level in m.bytes_per_cycle:
+            out.append(f"  bytes_per_cycle.{level:<10}{m.bytes_per_cycle[level]:>10,.0f} {what}   "
+                       f"{m.sources.get(f'bytes_per_cycle.{level}', '')}")
+    return out
 
 
 def detail(m: Machine) -> str:
@@ -127,7 +150,9 @@ def detail(m: Machine) -> str:
         lines.append(f"  {lvl:<6}{_bandwidth(m.bandwidth_bytes_per_s[lvl]):>12}   {m.sources.get(key, m.label)}")
     missing = [lvl for lvl in LEVELS if lvl not in m.bandwidth_bytes_per_s]
     if missing:
-        lines.append(f"  {', '.join(missing)}: no published figure; kernels are 'unknown' at that level")
+        lines.append(f"  {', '.join(missing)}: no published figure; kernels are 'unknown' at that level "
+                     "unless the export carries ncu's own ceiling")
+    lines += ["", "per cycle (what ncu's ceilings multiply by the profiled clock):"] + _per_cycle_lines(m)
     traps = sparse_traps(m)
     if traps:
         lines += ["", "the 2:4-sparse trap (kept apart, never used for dense work):", *[f"  {t}" for t in traps]]
@@ -149,7 +174,8 @@ def machines(machine: str | None, as_json: bool) -> None:
     number's source."""
     from nsroof.models import machines as table
 
-    profiles = [table.load(machine)] if machine else table.all_machines()
+    found = table.resolve(machine)
+    profiles = [found] if found is not None else table.all_machines()
     if as_json:
         click.echo(json.dumps([machine_json(m) for m in profiles], indent=2, ensure_ascii=False))
     elif machine:

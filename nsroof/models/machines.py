@@ -16,6 +16,14 @@ JSON shape (one object; a packaged file may hold a list of them):
   "simt_flop_per_s": {"fp64": ..., "fp32": ..., "fp16": ...},
         # CUDA-core (non-tensor) rates: the roofs for FLOPs ncu counts from SASS FADD/FMUL/FFMA...
   "bandwidth_bytes_per_s": {"dram": ..., "l2": ..., "l1": ...},   # (l3 for CPUs)
+  "sm_count": 132,                                # SMs: the per-SM figures below are multiplied by it
+  "clocks_hz": {"boost": ..., "base": ..., "dram": ...},
+        # boost: the SM clock the datasheet peaks assume; base: the clock ncu locks to by default
+        # (--clock-control base); dram: the DRAM clock ncu counts dram__cycles in; tensor (optional):
+        # the clock a datasheet's low-precision tensor figures assume when it is not boost (Hopper)
+  "bytes_per_cycle": {"dram": ..., "l2": ..., "l1": ...},
+        # what ncu's chart multiplies by a clock: dram = whole device per DRAM cycle, l2 = whole L2
+        # per L2 cycle, l1 = per SM per SM cycle (× sm_count)
   "sources": {"peak_flop_per_s.bf16": "citation", "bandwidth_bytes_per_s.dram": "citation", ...},
   "environment": {...},                           # measured profiles: device, clocks, versions
   "points": [...],                                # measured profiles: every measured point
@@ -26,11 +34,19 @@ Validation: each rate table accepts only its known keys, compared case-insensiti
 fp32, "DRAM" as dram): peak_flop_per_s and sparse_peak_flop_per_s the dtypes fp64 fp32 tf32 bf16 fp16
 fp8 int8 fp4, simt_flop_per_s fp64 fp32 fp16, bandwidth_bytes_per_s dram l2 l1 l3. Any other key is an
 error naming it (a typo would otherwise leave that roof silently unknown), and a profile must hold at
-least one compute peak (dense or SIMT) and one bandwidth.
+least one compute peak (dense or SIMT) and one bandwidth. clocks_hz accepts boost base dram;
+bytes_per_cycle dram l2 l1.
+
+Ceilings are per-cycle peaks × a clock, as ncu computes its own (`Machine.at_clocks`): FLOP peaks ×
+SM clock / boost (the datasheet peak is per-SM-cycle work × SMs × boost), DRAM bytes/cycle × DRAM clock,
+L2 bytes/cycle × L2 clock, L1 bytes/cycle/SM × SMs × SM clock. An L2 or L1 bandwidth a datasheet does
+not print is derived at the boost clock from bytes_per_cycle when loading (its source says so).
 
 Lookup is data-driven: `lookup_device(name)` tries every packaged profile's `device_patterns`
-(case-insensitive regular expressions, searched in the device name); `load(spec)` accepts a
-packaged name or alias, or a path to a JSON profile.
+(case-insensitive regular expressions, searched in the device name), and a generic name ("NVIDIA H100")
+only where one entry's family fits it (`device_candidates` names them otherwise). `resolve(spec)` is the
+one meaning of `--machine` for every command: a packaged name or alias, a device name exactly as ncu or
+nvidia-smi print it, or a path to a JSON profile.
 """
 
 from __future__ import annotations
@@ -38,9 +54,11 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import math
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -48,6 +66,12 @@ from typing import Any
 from nsroof.errors import InputError, MachineError
 
 RATE_TABLES: tuple[str, ...] = ("peak_flop_per_s", "sparse_peak_flop_per_s", "simt_flop_per_s", "bandwidth_bytes_per_s")
+FLOP_TABLES: tuple[str, ...] = RATE_TABLES[:3]  # scaled with the SM clock
+CLOCK_KEYS: tuple[str, ...] = ("boost", "base", "dram", "tensor")
+# Dense-table dtypes a datasheet may quote at clocks_hz.tensor (Hopper's low-precision figures assume
+# 1.83 GHz, its FP32/FP64 ones 1.98 GHz); FP64 and FP32 stay at the boost clock.
+TENSOR_CLOCK_DTYPES: frozenset[str] = frozenset({"tf32", "bf16", "fp16", "fp8", "int8", "fp4"})
+CYCLE_LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
 DENSE_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 SIMT_DTYPES: tuple[str, ...] = ("fp64", "fp32", "fp16")  # the CUDA-core rates the report reads
 LEVELS: tuple[str, ...] = ("dram", "l2", "l1", "l3")  # l3: measured CPU profiles
@@ -78,29 +102,45 @@ class Machine:
     architecture: str = ""
     cc: str = ""
     notes: tuple[str, ...] = ()
+    sm_count: int = 0
+    clocks_hz: dict[str, float] = field(default_factory=dict)
+    bytes_per_cycle: dict[str, float] = field(default_factory=dict)
     path: str = ""  # file it was loaded from, when any
+    clock_note: str = ""  # set by at_clocks(): the profiled clocks these ceilings were computed at
 
     @property
     def label(self) -> str:
         """How the report's ceiling_source names this machine: spec:<name>, measured:<file>, file:<path>."""
+        at = f" @ {self.clock_note}" if self.clock_note else ""
         if self.source == "spec":
-            return f"spec:{self.name}"
+            return f"spec:{self.name}{at}"
         if self.source == "measured":
-            return f"measured:{Path(self.path).name if self.path else self.name}"
-        return f"file:{self.path or self.name}"
+            return f"measured:{Path(self.path).name if self.path else self.name}{at}"
+        return f"file:{self.path or self.name}{at}"
+
+    @property
+    def kind(self) -> str:
+        """'cpu', 'gpu', or '' when the profile does not say (a hand-written file without either hint)."""
+        device = str(self.environment.get("device", "")).casefold()
+        if device == "cpu" or "l3" in self.bandwidth_bytes_per_s:
+            return "cpu"
+        if device in ("cuda", "gpu") or self.cc or self.sm_count or self.device_patterns:
+            return "gpu"
+        return ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         for key in ("aliases", "device_patterns", "notes"):
             d[key] = list(getattr(self, key))
         d.pop("path")
+        d.pop("clock_note")
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, path: str = "") -> Machine:
         if not isinstance(d, dict) or "name" not in d:
             raise MachineError(f"{path or 'machine profile'}: expected a JSON object with at least 'name'")
-        known = {f for f in cls.__dataclass_fields__ if f != "path"}
+        known = {f for f in cls.__dataclass_fields__ if f not in ("path", "clock_note")}
         kwargs = {k: v for k, v in d.items() if k in known}
         for key in ("aliases", "device_patterns", "notes"):
             value = kwargs.get(key) or ()
@@ -120,6 +160,13 @@ class Machine:
                 raise MachineError(f"{path or d['name']}: '{key}' must hold positive finite numbers, not {bad}")
             kwargs[key] = _known_keys(kwargs[key], key, path or d["name"])
         where = path or d["name"]
+        for key, allowed in (("clocks_hz", CLOCK_KEYS), ("bytes_per_cycle", CYCLE_LEVELS)):
+            kwargs[key] = _positive_table(kwargs.get(key) or {}, key, allowed, where)
+        try:
+            kwargs["sm_count"] = int(kwargs.get("sm_count") or 0)
+        except (TypeError, ValueError):
+            raise MachineError(f"{where}: 'sm_count' must be a whole number") from None
+        _derive_cache_bandwidths(kwargs)
         if not kwargs.get("peak_flop_per_s") and not kwargs.get("simt_flop_per_s"):
             also = "" if kwargs.get("bandwidth_bytes_per_s") else " and no bandwidth"
             raise MachineError(f"{where}: profile holds no compute peak (peak_flop_per_s or simt_flop_per_s){also}")
@@ -145,6 +192,105 @@ class Machine:
 
     def matches(self, device_name: str) -> bool:
         return any(_compiled(p).search(device_name) for p in self.device_patterns)
+
+    def at_clocks(self, *, sm_hz: float = math.nan, dram_hz: float = math.nan, l2_hz: float = math.nan,
+                  l1_hz: float = math.nan) -> Machine:
+        """These ceilings at the clocks a profile recorded, as ncu computes its own: per-cycle peak × clock.
+        FLOP peaks scale by sm_hz / boost; DRAM is bytes_per_cycle.dram × dram_hz; L2 bytes_per_cycle.l2 ×
+        the L2 clock (the SM clock when only that was recorded); L1 bytes_per_cycle.l1 × SMs × the L1 clock
+        (else the SM clock). A clock not recorded, or a figure without its per-cycle form, leaves that
+        ceiling at its datasheet (boost) value. Measured profiles are returned unchanged: they were
+        measured at their own clocks."""
+        if self.source == "measured":
+            return self
+        boost = self.clocks_hz.get("boost")
+        sm_ok, dram_ok = _known(sm_hz), _known(dram_hz)
+        tables: dict[str, dict[str, float]] = {}
+        used: list[str] = []
+        if sm_ok and boost:
+            tables = {t: {k: v * sm_hz / self._reference_clock(t, k) for k, v in getattr(self, t).items()}
+                      for t in FLOP_TABLES}
+            used.append(f"{sm_hz / 1e6:.0f} MHz SM")
+        bandwidth = dict(self.bandwidth_bytes_per_s)
+        per_cycle = self.bytes_per_cycle
+        if dram_ok and per_cycle.get("dram"):
+            bandwidth["dram"] = per_cycle["dram"] * dram_hz
+            used.append(f"{dram_hz / 1e6:.0f} MHz DRAM")
+        l2_clock = l2_hz if _known(l2_hz) else sm_hz
+        if _known(l2_clock) and per_cycle.get("l2"):
+            bandwidth["l2"] = per_cycle["l2"] * l2_clock
+            if _known(l2_hz):
+                used.append(f"{l2_hz / 1e6:.0f} MHz L2")
+        elif sm_ok and boost and "l2" in bandwidth:
+            bandwidth["l2"] *= sm_hz / boost
+        l1_clock = l1_hz if _known(l1_hz) else sm_hz
+        if _known(l1_clock) and per_cycle.get("l1") and self.sm_count:
+            bandwidth["l1"] = per_cycle["l1"] * self.sm_count * l1_clock
+            if not sm_ok and _known(l1_hz):
+                used.append(f"{l1_hz / 1e6:.0f} MHz L1")
+        if not used and bandwidth == self.bandwidth_bytes_per_s:
+            return self
+        return replace(self, peak_flop_per_s=tables.get("peak_flop_per_s", self.peak_flop_per_s),
+                       sparse_peak_flop_per_s=tables.get("sparse_peak_flop_per_s", self.sparse_peak_flop_per_s),
+                       simt_flop_per_s=tables.get("simt_flop_per_s", self.simt_flop_per_s),
+                       bandwidth_bytes_per_s=bandwidth, clock_note=", ".join(used))
+
+    def flop_per_cycle_per_sm(self, table: str, dtype: str) -> float:
+        """The per-SM, per-cycle work behind a datasheet peak: peak / (SMs × boost clock); NaN when the
+        entry lacks any of the three. ncu's `*.peak_sustained` / SM count is the same figure."""
+        peak = getattr(self, table).get(dtype)
+        if not peak or not self.clocks_hz.get("boost") or not self.sm_count:
+            return math.nan
+        return float(peak) / (self.sm_count * self._reference_clock(table, dtype))
+
+    def _reference_clock(self, table: str, dtype: str) -> float:
+        """The SM clock a datasheet figure assumes: clocks_hz.tensor for the low-precision tensor rates
+        where the entry gives one, else the boost clock."""
+        if table != "simt_flop_per_s" and dtype in TENSOR_CLOCK_DTYPES and self.clocks_hz.get("tensor"):
+            return self.clocks_hz["tensor"]
+        return self.clocks_hz["boost"]
+
+
+def _known(value: float) -> bool:
+    return value == value and value > 0 and value != math.inf
+
+
+def _positive_table(table: Any, name: str, allowed: tuple[str, ...], where: str) -> dict[str, float]:
+    if not isinstance(table, dict):
+        raise MachineError(f"{where}: '{name}' must be an object of name -> number")
+    out: dict[str, float] = {}
+    for raw, value in table.items():
+        key = str(raw).strip().casefold()
+        if key not in allowed:
+            raise MachineError(f"{where}: unknown key '{raw}' in '{name}'; known: {', '.join(allowed)}")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise MachineError(f"{where}: '{name}.{key}' is not a number") from None
+        if not _known(number):
+            raise MachineError(f"{where}: '{name}.{key}' must be a positive finite number")
+        out[key] = number
+    return out
+
+
+def _derive_cache_bandwidths(kwargs: dict[str, Any]) -> None:
+    """L2 and L1 bandwidths at the boost clock from their per-cycle figures, where the entry does not
+    print one; each derived number gets its derivation as source."""
+    boost = kwargs["clocks_hz"].get("boost")
+    per_cycle = kwargs["bytes_per_cycle"]
+    bandwidth = dict(kwargs.get("bandwidth_bytes_per_s") or {})
+    sources = dict(kwargs.get("sources") or {})
+    if not boost:
+        return
+    for level, factor, how in (("l2", 1, "bytes_per_cycle.l2 × clocks_hz.boost"),
+                               ("l1", kwargs["sm_count"], "bytes_per_cycle.l1 × sm_count × clocks_hz.boost")):
+        if level in bandwidth or not per_cycle.get(level) or not factor:
+            continue
+        bandwidth[level] = per_cycle[level] * factor * boost
+        sources.setdefault(f"bandwidth_bytes_per_s.{level}", f"derived: {how} (the clock-scaled figure is used "
+                                                              "when the export records clocks)")
+    kwargs["bandwidth_bytes_per_s"] = bandwidth
+    kwargs["sources"] = sources
 
 
 def _known_keys(table: dict[str, float], name: str, where: str) -> dict[str, float]:
@@ -204,9 +350,14 @@ def _by_name() -> dict[str, Machine]:
     return table
 
 
-def load(spec: str | os.PathLike[str]) -> Machine:
-    """A packaged machine by name or alias (case-insensitive), or a JSON profile file
-    (written by `nsroof measure` or by hand: one object in the shape documented above)."""
+def resolve(spec: str | os.PathLike[str] | Machine | None) -> Machine | None:
+    """What `--machine` means, for every command: None stays None; a Machine is itself; otherwise a
+    JSON profile file (written by `nsroof measure` or by hand: one object in the shape documented
+    above), a packaged name or alias (case-insensitive), or a device name exactly as ncu, torch or
+    nvidia-smi print it ('NVIDIA A10G', 'Tesla V100-SXM2-16GB'). A generic device name that fits
+    several entries ('NVIDIA H100') is refused with the candidates named."""
+    if spec is None or isinstance(spec, Machine):
+        return spec
     text = os.fspath(spec)
     path = Path(text)
     if path.is_file():
@@ -216,6 +367,12 @@ def load(spec: str | os.PathLike[str]) -> Machine:
         return found
     if text.endswith(".json") or os.sep in text:
         raise InputError(text, "no such machine profile file", hint="check the path, or pass a name from `nsroof machines`")
+    candidates = device_candidates(text)
+    if len(candidates) == 1:
+        return candidates[0]
+    if len(candidates) > 1:
+        raise MachineError(f"machine '{text}' fits several entries ({', '.join(m.name for m in candidates)}); "
+                           "pass one of those names")
     names = sorted({m.name for m in _packaged()} | {a for m in _packaged() for a in m.aliases})
     close = difflib.get_close_matches(text, names, n=4, cutoff=0.5) or difflib.get_close_matches(
         _normal(text), [_normal(n) for n in names], n=4, cutoff=0.5
@@ -225,6 +382,13 @@ def load(spec: str | os.PathLike[str]) -> Machine:
         f"unknown machine '{text}' — {hint}`nsroof machines` lists the packaged ones; "
         "or pass a JSON profile (`nsroof measure -o FILE.json`)"
     )
+
+
+def load(spec: str | os.PathLike[str]) -> Machine:
+    """resolve() for a spec that is never None (kept for callers that predate resolve())."""
+    found = resolve(spec)
+    assert found is not None
+    return found
 
 
 def load_file(path: str | os.PathLike[str]) -> Machine:
@@ -251,15 +415,64 @@ def load_file(path: str | os.PathLike[str]) -> Machine:
 
 
 def lookup_device(device_name: str) -> Machine | None:
-    """The packaged profile whose device_patterns match the name ncu or torch printed
-    ("NVIDIA A100-SXM4-40GB", "GeForce GTX 1650", "Tesla V100-SXM2-16GB", ...); None when none does."""
-    name = " ".join(str(device_name or "").split())
+    """The packaged profile for the name ncu or torch printed ("NVIDIA A100-SXM4-40GB", "GeForce GTX
+    1650", "Tesla V100-SXM2-16GB", ...); None when none fits, or when a generic name fits several
+    (device_candidates names them)."""
+    candidates = device_candidates(device_name)
+    return candidates[0] if len(candidates) == 1 else None
+
+
+# Vendor and product-line words a device name carries that no entry name does.
+_VENDOR_WORDS = re.compile(r"\b(nvidia|geforce|tesla|quadro)\b", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=256)
+def _candidates(name: str) -> tuple[Machine, ...]:
     if not name:
-        return None
+        return ()
     for m in _packaged():
         if m.matches(name):
-            return m
-    return None
+            return (m,)
+    # A generic name ("NVIDIA H100", "Tesla V100"): the entries whose name starts with what is left
+    # after the vendor words. One entry → it; several → ambiguous; the board variant decides the
+    # peaks, so nsroof does not pick one.
+    core = " ".join(_VENDOR_WORDS.sub(" ", name).split()).casefold()
+    if not core:
+        return ()
+    return tuple(m for m in _packaged() if m.name.casefold() == core or m.name.casefold().startswith(core + " "))
+
+
+def device_candidates(device_name: str) -> list[Machine]:
+    """Every packaged entry the device name could mean: one for a name a device_pattern matches, several
+    for a generic name that fits more than one board ("NVIDIA H100": SXM, PCIe, NVL), none otherwise."""
+    return list(_candidates(" ".join(str(device_name or "").split())))
+
+
+def for_devices(explicit: Machine | None) -> Callable[[str], Machine | None]:
+    """The machine of each device name in an export: `explicit` (--machine) for all of them, otherwise
+    the datasheet entry the name resolves to (None when it does not, or is ambiguous)."""
+    if explicit is not None:
+        return lambda _device: explicit
+    return lambda device: lookup_device(device) if device else None
+
+
+def check_against_export(machine: Machine, devices: Iterable[str], *, gpu_export: bool) -> list[str]:
+    """Warnings for a --machine that does not fit the export; an error for a CPU profile given to a
+    GPU export (its roofs would make every kernel run at 1000s of % of them)."""
+    names = sorted({d for d in devices if d})
+    if gpu_export and machine.kind == "cpu":
+        raise MachineError(f"machine '{machine.name}' is a CPU profile, but the export holds GPU kernels"
+                           f"{' on ' + ', '.join(names) if names else ''}; pass a GPU: a name from "
+                           "`nsroof machines`, or the device name the export prints")
+    warnings: list[str] = []
+    if not gpu_export and machine.kind == "gpu":
+        warnings.append(f"--machine {machine.name} is a GPU, but the export's rows ran on the CPU")
+    for device in names:
+        fits = device_candidates(device)
+        if fits and machine.source == "spec" and machine not in fits:
+            warnings.append(f"--machine {machine.name} is not the export's device {device!r} "
+                            f"({', '.join(m.name for m in fits)}): its roofs are a what-if")
+    return warnings
 
 
 def markdown_table(profiles: list[Machine] | None = None) -> str:
@@ -277,9 +490,13 @@ def markdown_table(profiles: list[Machine] | None = None) -> str:
     def rate(value: float | None) -> str:
         return "—" if not value else (f"{value / 1e12:,.4g} TB/s" if value >= 1e12 else f"{value / 1e9:,.4g} GB/s")
 
+    def mhz(key: str, m: Machine) -> str:
+        value = m.clocks_hz.get(key)
+        return f"{value / 1e6:,.0f}" if value else "—"
+
     rows = [
-        "| machine | match (device name regex) | FP64 | FP32 | TF32 | BF16 | FP16 | FP8 | INT8 | FP4 | SIMT FP64 / FP32 / FP16 | DRAM | L2 | ridge BF16-or-FP16 / DRAM |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| machine | match (device name regex) | FP64 | FP32 | TF32 | BF16 | FP16 | FP8 | INT8 | FP4 | SIMT FP64 / FP32 / FP16 | DRAM | L2 | L1 | SMs, boost / base MHz | ridge BF16-or-FP16 / DRAM |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for m in profiles if profiles is not None else all_machines():
         dense, sparse, simt = m.peak_flop_per_s, m.sparse_peak_flop_per_s, m.simt_flop_per_s
@@ -293,6 +510,7 @@ def markdown_table(profiles: list[Machine] | None = None) -> str:
         rows.append(
             f"| **{m.name}** ({', '.join(m.aliases[:2])}) | {patterns} | " + " | ".join(cells)
             + f" | {simt_text} | {rate(m.bandwidth_bytes_per_s.get('dram'))} | {rate(m.bandwidth_bytes_per_s.get('l2'))}"
+            + f" | {rate(m.bandwidth_bytes_per_s.get('l1'))} | {m.sm_count or '—'}, {mhz('boost', m)} / {mhz('base', m)}"
             + f" | {ridge_text} |"
         )
     lines = [*rows, "", "Sources, per machine (each number's own citation is in `sources` of its JSON entry):", ""]

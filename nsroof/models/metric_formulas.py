@@ -45,7 +45,7 @@ TENSOR_PREFIX = "sm__ops_path_tensor_"
 
 
 @dataclass(frozen=True)
-class Formula:
+class CounterFormula:
     """One way to compute one quantity.
 
     value = (Σ coefficient × metric) × Π times ÷ Π divide_by, evaluated only where every input is a
@@ -67,6 +67,8 @@ class Formula:
     source: str = ""
     # metric sets of required_metrics() that collect this formula's inputs
     collect: tuple[str, ...] = ()
+    # the value is a lower bound (a partial counter set, see PARTIAL_RULES): its provenance says so
+    lower_bound: str = ""
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -102,9 +104,12 @@ class Formula:
 
     @property
     def provenance(self) -> str:
-        """What the report records: ceilings read from the export are prefixed 'ncu:'."""
+        """What the report records: ceilings read from the export are prefixed 'ncu:'; a lower bound
+        says so and why."""
         if self.quantity.startswith(("peak_flop_per_s_", "bandwidth_bytes_per_s_")):
             return f"ncu:{self.expression}"
+        if self.lower_bound:
+            return f"{self.expression} (lower bound: {self.lower_bound})"
         return self.expression
 
 
@@ -131,12 +136,12 @@ def _derived_smsp(op: str) -> str:
     return f"derived__smsp__sass_thread_inst_executed_op_{op}_pred_on{_DERIVED_SUFFIX[op]}"
 
 
-def _flop_formulas(p: str) -> list[Formula]:
+def _flop_formulas(p: str) -> list[CounterFormula]:
     ops = _FLOP_OPS[p]
     q = f"flops_{p}"
     # nsroof ncu collects the sm__ totals; fp16 is not part of the minimal set
     collect = ("roofline",) if p == "fp16" else ("roofline", "minimal")
-    totals = [Formula(q, tuple((c, _sass(u, op)) for c, op in ops), source="[S1] [S2]",
+    totals = [CounterFormula(q, tuple((c, _sass(u, op)) for c, op in ops), source="[S1] [S2]",
                       collect=collect if u == "sm" else ())
               for u in ("sm", "smsp")]
     per_cycle = tuple((c, _sass("smsp", op, ".per_cycle_elapsed")) for c, op in ops)
@@ -145,71 +150,73 @@ def _flop_formulas(p: str) -> list[Formula]:
                     for c, op in ops)
     sm_per_cycle = tuple((c, _sass("sm", op, ".per_cycle_elapsed")) for c, op in ops)
     rates = [
-        Formula(q, per_cycle, times=("smsp__cycles_elapsed.avg",), source="[S1] achieved work × elapsed cycles"),
-        Formula(q, per_cycle, times=("smsp__cycles_elapsed.avg.per_second", DURATION), source="[S1] achieved FLOP/s × duration"),
-        Formula(q, derived, times=("smsp__cycles_elapsed.avg",), source="[S1] derived__smsp__… variant"),
-        Formula(q, derived, times=("smsp__cycles_elapsed.avg.per_second", DURATION), source="[S1] derived__smsp__… variant"),
-        Formula(q, sm_per_cycle, times=("sm__cycles_elapsed.avg",), source="[S1] (sm__ unit)"),
+        CounterFormula(q, per_cycle, times=("smsp__cycles_elapsed.avg",), source="[S1] achieved work × elapsed cycles"),
+        CounterFormula(q, per_cycle, times=("smsp__cycles_elapsed.avg.per_second", DURATION), source="[S1] achieved FLOP/s × duration"),
+        CounterFormula(q, derived, times=("smsp__cycles_elapsed.avg",), source="[S1] derived__smsp__… variant"),
+        CounterFormula(q, derived, times=("smsp__cycles_elapsed.avg.per_second", DURATION), source="[S1] derived__smsp__… variant"),
+        CounterFormula(q, sm_per_cycle, times=("sm__cycles_elapsed.avg",), source="[S1] (sm__ unit)"),
     ]
     return totals + rates
 
 
-def _flop_peak_formulas(p: str) -> list[Formula]:
+def _flop_peak_formulas(p: str) -> list[CounterFormula]:
     op, factor = _PEAK_OP[p]
     q = f"peak_flop_per_s_{p}"
     clock = "sm__cycles_elapsed.avg.per_second"
     out = [
-        Formula(q, ((factor, _sass("sm", op, ".peak_sustained")),), times=(clock,), source="[S1]",
+        CounterFormula(q, ((factor, _sass("sm", op, ".peak_sustained")),), times=(clock,), source="[S1]",
                 collect=("roofline",)),
-        Formula(q, ((1, f"derived__sm__sass_thread_inst_executed_op_{op}_pred_on_x{factor}"),), times=(clock,),
+        CounterFormula(q, ((1, f"derived__sm__sass_thread_inst_executed_op_{op}_pred_on_x{factor}"),), times=(clock,),
                 source="[S1] derived__sm__… = peak_sustained × factor"),
     ]
     if p == "fp16":
         # ncu ≤ 2023 exported derived__sm__…hfma_pred_on_x2 (HFMA counted 2); × 2 restores ncu's current 4.
-        out.append(Formula(q, ((2, "derived__sm__sass_thread_inst_executed_op_hfma_pred_on_x2"),), times=(clock,),
+        out.append(CounterFormula(q, ((2, "derived__sm__sass_thread_inst_executed_op_hfma_pred_on_x2"),), times=(clock,),
                            source="older ncu derived metric (HFMA = 2), rescaled to HFMA2 = 4"))
     return out
 
 
 def _bytes(level: str, definition: str, terms: tuple[tuple[float, str], ...], *, times: tuple[str, ...] = (),
-           source: str, collect: tuple[str, ...] = (), cc_max: float | None = None) -> Formula:
-    return Formula(f"bytes_{level}", terms, times=times, definition=definition, source=source, collect=collect,
-                   cc_max=cc_max)
+           source: str, collect: tuple[str, ...] = (), cc_max: float | None = None,
+           lower_bound: str = "") -> CounterFormula:
+    return CounterFormula(f"bytes_{level}", terms, times=times, definition=definition, source=source, collect=collect,
+                          cc_max=cc_max, lower_bound=lower_bound)
 
 
 def _bw(level: str, definition: str, terms: tuple[tuple[float, str], ...], clock: str, *, source: str,
-        collect: tuple[str, ...] = (), cc_max: float | None = None) -> Formula:
-    return Formula(f"bandwidth_bytes_per_s_{level}", terms, times=(clock,), definition=definition, source=source,
+        collect: tuple[str, ...] = (), cc_max: float | None = None) -> CounterFormula:
+    return CounterFormula(f"bandwidth_bytes_per_s_{level}", terms, times=(clock,), definition=definition, source=source,
                    collect=collect, cc_max=cc_max)
 
 
 _ONE = 1.0
+_NO_WRITES = "DRAM reads only, no write counter collected"
 _R = ("roofline",)
 _RM = ("roofline", "minimal")
 
 # ---------------------------------------------------------------------------------------------
 # THE TABLE. Order within a quantity = precedence.
 
-FORMULAS: tuple[Formula, ...] = (
+FORMULAS: tuple[CounterFormula, ...] = (
     # duration -----------------------------------------------------------------------------
-    Formula("duration_s", ((_ONE, "gpu__time_duration.sum"),), source="ncu Duration", collect=_RM),
-    Formula("duration_s", ((_ONE, "sm__cycles_elapsed.avg"),), divide_by=("sm__cycles_elapsed.avg.per_second",),
+    CounterFormula("duration_s", ((_ONE, "gpu__time_duration.sum"),), source="ncu Duration", collect=_RM),
+    CounterFormula("duration_s", ((_ONE, "sm__cycles_elapsed.avg"),), divide_by=("sm__cycles_elapsed.avg.per_second",),
             source="[S2] NERSC time", collect=_R),
-    Formula("duration_s", ((_ONE, "smsp__cycles_elapsed.avg"),), divide_by=("smsp__cycles_elapsed.avg.per_second",),
+    CounterFormula("duration_s", ((_ONE, "smsp__cycles_elapsed.avg"),), divide_by=("smsp__cycles_elapsed.avg.per_second",),
             source="[S2] with the smsp__ unit"),
     # FLOPs on CUDA cores ---------------------------------------------------------------------
     *_flop_formulas("fp64"),
     *_flop_formulas("fp32"),
     *_flop_formulas("fp16"),
     # FLOPs on tensor cores -------------------------------------------------------------------
-    Formula("flops_tensor", kind="tensor_ops", tensor_suffix=".sum", source="[S1] tensor section", collect=_R),
-    Formula("flops_tensor", kind="tensor_ops", tensor_suffix=".sum.per_cycle_elapsed",
+    CounterFormula("flops_tensor", kind="tensor_ops", tensor_suffix=".sum", source="[S1] tensor section", collect=_R),
+    CounterFormula("flops_tensor", kind="tensor_ops", tensor_suffix=".sum.per_cycle_elapsed",
             times=("sm__cycles_elapsed.avg",), source="[S1] achieved ops/cycle × elapsed cycles"),
-    Formula("flops_tensor", kind="tensor_ops", tensor_suffix=".sum.per_cycle_elapsed",
+    CounterFormula("flops_tensor", kind="tensor_ops", tensor_suffix=".sum.per_cycle_elapsed",
             times=("sm__cycles_elapsed.avg.per_second", DURATION), source="[S1] achieved ops/s × duration"),
-    Formula("flops_tensor", ((_ONE, "sm__inst_executed_pipe_tensor.sum"),), times=(TENSOR_FLOP_PER_INST,),
+    CounterFormula("flops_tensor", ((_ONE, "sm__inst_executed_pipe_tensor.sum"),), times=(TENSOR_FLOP_PER_INST,),
             kind="tensor_estimate", estimated=True, source="[S2] one instruction shape per architecture (estimate)"),
-    Formula("flops_tensor", ((_ONE, "smsp__inst_executed_pipe_tensor.sum"),), times=(TENSOR_FLOP_PER_INST,),
+    CounterFormula("flops_tensor", ((_ONE, "smsp__inst_executed_pipe_tensor.sum"),), times=(TENSOR_FLOP_PER_INST,),
             kind="tensor_estimate", estimated=True, source="[S2] one instruction shape per architecture (estimate)"),
     # DRAM bytes --------------------------------------------------------------------------------
     _bytes("dram", "dram", ((_ONE, "dram__bytes.sum"),), source="[S2]", collect=_RM),
@@ -220,6 +227,11 @@ FORMULAS: tuple[Formula, ...] = (
            times=(DURATION,), source="libnvperf split × duration"),
     _bytes("dram", "dram", ((32, "dram__sectors_read.sum"), (32, "dram__sectors_write.sum")), source="[S3]"),
     _bytes("dram", "dram", ((32, "dram__sectors.sum"),), source="[S3]"),
+    # read counters without their write twins: what DRAM moved at least (PARTIAL_RULES)
+    _bytes("dram", "dram", ((_ONE, "dram__bytes_read.sum"),), source="libnvperf split, read half",
+           lower_bound=_NO_WRITES),
+    _bytes("dram", "dram", ((_ONE, "dram__bytes_op_read.sum"),), source="[S5] read half", lower_bound=_NO_WRITES),
+    _bytes("dram", "dram", ((32, "dram__sectors_read.sum"),), source="[S3] read half", lower_bound=_NO_WRITES),
     # L2 bytes ------------------------------------------------------------------------------------
     _bytes("l2", "lts__t", ((_ONE, "lts__t_bytes.sum"),), source="[S2]", collect=_R),
     _bytes("l2", "lts__t", ((_ONE, "lts__t_bytes.sum.per_second"),), times=(DURATION,), source="ncu ≤2021 roofline × duration"),
@@ -240,11 +252,17 @@ FORMULAS: tuple[Formula, ...] = (
            times=(DURATION,), source="[S1] [S4] achieved × duration"),
     _bytes("l1", "l1tex__t", ((32, "l1tex__t_sectors.sum"),), source="[S3]"),
     _bytes("l1", "lsu", ((128, "l1tex__lsu_writeback_active.sum"),), source="[S4] CC ≤ 7.2", cc_max=7.2),
+    # the clocks the export recorded: datasheet ceilings are scaled to them (models.machines.at_clocks) -
+    CounterFormula("clock_hz_sm", ((_ONE, "sm__cycles_elapsed.avg.per_second"),), source="[S1] the SM clock of ncu's FLOP roofs"),
+    CounterFormula("clock_hz_sm", ((_ONE, "smsp__cycles_elapsed.avg.per_second"),), source="[S1] (smsp__ unit, same clock)"),
+    CounterFormula("clock_hz_dram", ((_ONE, "dram__cycles_elapsed.avg.per_second"),), source="[S1] the clock of ncu's DRAM roof"),
+    CounterFormula("clock_hz_l2", ((_ONE, "lts__cycles_elapsed.avg.per_second"),), source="[S1] the clock of ncu's L2 roof"),
+    CounterFormula("clock_hz_l1", ((_ONE, "l1tex__cycles_elapsed.avg.per_second"),), source="[S1] the clock of ncu's L1 roof"),
     # compute ceilings from the export ---------------------------------------------------------
     *_flop_peak_formulas("fp64"),
     *_flop_peak_formulas("fp32"),
     *_flop_peak_formulas("fp16"),
-    Formula("peak_flop_per_s_tensor", kind="tensor_peak", times=("sm__cycles_elapsed.avg.per_second",),
+    CounterFormula("peak_flop_per_s_tensor", kind="tensor_peak", times=("sm__cycles_elapsed.avg.per_second",),
             source="[S1] tensor section, metric of the kernel's dominant tensor path", collect=_R),
     # bandwidth ceilings from the export: same definition as the bytes they divide -------------
     _bw("dram", "dram", ((_ONE, "dram__bytes.sum.peak_sustained"),), "dram__cycles_elapsed.avg.per_second",
@@ -276,7 +294,7 @@ FORMULAS: tuple[Formula, ...] = (
 QUANTITIES: tuple[str, ...] = tuple(dict.fromkeys(f.quantity for f in FORMULAS))
 
 
-def formulas_for(quantity: str) -> tuple[Formula, ...]:
+def formulas_for(quantity: str) -> tuple[CounterFormula, ...]:
     """The formulas for `quantity`, in order of precedence."""
     out = tuple(f for f in FORMULAS if f.quantity == quantity)
     if not out:
@@ -329,14 +347,26 @@ TENSOR_FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
                                   "op_imma_src_int8+sp")},
 }
 
-# FLOPs per sm__inst_executed_pipe_tensor instruction, valid for ONE instruction shape only (an
-# estimate; NVIDIA: "too many variants of the MMA instruction"). 7.x: HMMA.884 = 2·8·8·4 = 512
-# (NERSC's factor on V100 [S2]); 7.5: HMMA.1688 = 2·16·8·8 = 2048; 8.x: HMMA.16816 = 2·16·8·16 = 4096
-# (the factor of a public A100 script, roofline-metrics.md §3.2). Hopper and later issue wgmma/tcgen05,
-# whose work per instruction is not fixed: no estimate.
-TENSOR_FLOP_PER_INST_BY_CC: dict[str, float] = {
-    "7.0": 512.0, "7.2": 512.0, "7.5": 2048.0, "8.0": 4096.0, "8.6": 4096.0, "8.7": 4096.0, "8.9": 4096.0,
+# FLOPs per sm__inst_executed_pipe_tensor instruction, one per MMA instruction shape the architecture
+# issues (NVIDIA: "too many variants of the MMA instruction"), largest first. 7.x: HMMA.884 = 2·8·8·4 =
+# 512 per warp instruction (NERSC's factor on V100 [S2]); 7.5: HMMA.1688 = 2·16·8·8 = 2048; 8.x:
+# HMMA.16816 = 2·16·8·16 = 4096 (the factor of a public A100 script, roofline-metrics.md §3.2), HMMA.1688
+# = 2048 (f16 m16n8k8, TF32 m16n8k8), HMMA.1684 = 1024 (TF32 m16n8k4). cuBLAS and CUTLASS kernels of the
+# same GEMM can issue shapes 2× apart, so the report picks, per kernel, the largest shape that keeps the
+# estimate within the tensor roof at the profiled clock (nsroof.report.build). Hopper and later issue
+# wgmma/tcgen05, whose work per instruction is not fixed: no estimate.
+TENSOR_SHAPES_BY_CC: dict[str, tuple[tuple[str, float], ...]] = {
+    "7.0": (("HMMA.884", 512.0),), "7.2": (("HMMA.884", 512.0),), "7.5": (("HMMA.1688", 2048.0),),
+    **{cc: (("HMMA.16816", 4096.0), ("HMMA.1688", 2048.0), ("HMMA.1684", 1024.0)) for cc in ("8.0", "8.6", "8.7", "8.9")},
 }
+# The default (largest) shape: the factor quantities.derive applies before a roof is known.
+TENSOR_FLOP_PER_INST_BY_CC: dict[str, float] = {cc: shapes[0][1] for cc, shapes in TENSOR_SHAPES_BY_CC.items()}
+# The dtype whose dense tensor roof bounds a pipe-count estimate: the HMMA (FP16) path every generation
+# with an estimate has; on A100 FP16 = BF16, on GeForce the FP16-accumulate rate (the highest).
+TENSOR_ESTIMATE_DTYPE = "fp16"
+# Tensor-pipe busy cycles, summed over SMs: FLOPs ≤ these × the per-SM, per-cycle dense peak.
+TENSOR_ACTIVE_CYCLES: tuple[str, ...] = ("sm__pipe_tensor_cycles_active.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
+                                         "sm__pipe_tensor_cycles_active_v2.sum")
 
 # Source types that have no 2:4 sparse variant: an unsplit metric of these types is dense work.
 _NEVER_SPARSE = frozenset({"fp64", "int1"})
@@ -494,7 +524,34 @@ _QUANTITY_TITLES: dict[str, str] = {
     "bandwidth_bytes_per_s_dram": "DRAM bandwidth (byte/s)",
     "bandwidth_bytes_per_s_l2": "L2 bandwidth (byte/s)",
     "bandwidth_bytes_per_s_l1": "L1 bandwidth (byte/s)",
+    "clock_hz_sm": "SM clock (Hz)",
+    "clock_hz_dram": "DRAM clock (Hz)",
+    "clock_hz_l2": "L2 clock (Hz)",
+    "clock_hz_l1": "L1 clock (Hz)",
 }
+
+# What a partial counter set gives, applied by nsroof.models.quantities to every importer's kernel table
+# (docs/readme/formulas.md renders this table).
+PARTIAL_RULES: tuple[tuple[str, str, str], ...] = (
+    ("DRAM read counter without its write twin (`dram__bytes_read.sum`, `dram__bytes_op_read.sum`, "
+     "`dram__sectors_read.sum`)", "lower bound",
+     "`bytes` at DRAM = the reads; `bytes_source` ends `(lower bound: DRAM reads only, no write counter collected)`"),
+    ("some terms of a CUDA-core precision (e.g. HFMA without HADD/HMUL)", "lower bound",
+     "`flops_<precision>` = the terms present; `flops_source` ends `(lower bound: lacks …)`; `flops_partial`"),
+    ("one or two CUDA-core precisions absent (e.g. only FFMA/FADD/FMUL collected)", "lower bound",
+     "`flops` = the precisions present; the absent ones' counters are named in `missing`; `flops_partial`"),
+    ("no CUDA-core FP counter at all (FP64, FP32, FP16), tensor counter > 0", "lower bound",
+     "`flops` = the tensor FLOPs; `flops_source` ends `lower bound: no CUDA-core FP counters collected`"),
+    ("no CUDA-core FP counter at all, tensor counter 0 or absent", "NaN",
+     "`flops` NaN, `bound` `unknown`, `missing` names the FP counters (never 0 FLOPs and a 'memory' verdict)"),
+    ("tensor work only as `sm__inst_executed_pipe_tensor.sum`", "estimate",
+     "FLOPs = instructions × the largest MMA shape of the CC that keeps them within the FP16 tensor roof at "
+     "the profiled clock (and within tensor-pipe active cycles × per-cycle peak when collected); "
+     "`flops_source` names the shape; above the roof at every shape → `above_roof`, and the source says so"),
+    ("a clock (`*__cycles_elapsed.avg.per_second`) absent", "boost clock",
+     "datasheet ceilings at the boost clock; `ceiling_source` has no `@ … MHz`"),
+    ("no duration counter", "NaN", "every rate and verdict `unknown`; `missing` names the duration metrics"),
+)
 
 
 def render_markdown() -> str:
@@ -509,6 +566,8 @@ def render_markdown() -> str:
                 notes.append(f"definition `{f.definition}`")
             if f.estimated:
                 notes.append("**estimated**")
+            if f.lower_bound:
+                notes.append("**lower bound**")
             if f.cc_max is not None:
                 notes.append(f"CC ≤ {f.cc_max:g}")
             if f.collect:
@@ -521,8 +580,13 @@ def render_markdown() -> str:
         agg = ", ".join(f"`{p}`" for p in spec["aggregate"])
         per = ", ".join(f"`{p}`" for p in spec["per_class"]) or "—"
         lines.append(f"| {fam} | {', '.join(spec['cc'])} | {agg} | {per} |")
-    lines += ["", "### FLOPs per tensor-pipe instruction (estimate only)", "", "| CC | FLOP/instruction |", "|---|---|"]
-    lines += [f"| {cc} | {v:g} |" for cc, v in TENSOR_FLOP_PER_INST_BY_CC.items()]
+    lines += ["", "### FLOPs per tensor-pipe instruction (estimate only; largest shape first)", "",
+              "| CC | shapes (FLOP/instruction) |", "|---|---|"]
+    lines += [f"| {cc} | " + ", ".join(f"{name} {v:g}" for name, v in shapes) + " |"
+              for cc, shapes in TENSOR_SHAPES_BY_CC.items()]
+    lines += ["", "### Partial counter sets (the same rule for every importer)", "",
+              "| what the export lacks | gives | how the report shows it |", "|---|---|---|"]
+    lines += [f"| {what} | {gives} | {how} |" for what, gives, how in PARTIAL_RULES]
     lines += ["", END_MARK]
     return "\n".join(lines) + "\n"
 

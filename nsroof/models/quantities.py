@@ -20,6 +20,16 @@ and, beyond the contract:
     flops_tensor_sparse        tensor FLOPs run with 2:4 sparsity (NaN when the export does not split them)
     tensor_metric              the sm__ops_path_tensor_* metric carrying most of the kernel's tensor
                                FLOPs; its peak is the tensor ceiling ('' when none)
+    tensor_inst                tensor-pipe instructions behind an estimated flops_tensor (NaN otherwise):
+                               the report re-picks the instruction shape against the roof
+    tensor_cycles_active       tensor-pipe busy cycles summed over SMs, when collected (NaN otherwise)
+    clock_hz_sm, clock_hz_dram, clock_hz_l2, clock_hz_l1
+                               the clocks the export recorded (NaN when not): datasheet ceilings are
+                               computed at them
+
+Partial counter sets follow metric_formulas.PARTIAL_RULES: a precision with some of its terms is a lower
+bound (its source says which terms it lacks); with no CUDA-core FP counter at all, `flops` is the tensor
+count as a lower bound when that is > 0, else NaN — never 0 FLOPs from counters that were not collected.
 
 Every quantity comes from the first formula of nsroof.models.metric_formulas whose inputs the
 kernel has (per row: one kernel may fall through to a later formula than its neighbour). A counter
@@ -39,7 +49,7 @@ import pandas as pd
 
 from nsroof._distinct import map_rows, row_codes
 from nsroof.models import metric_formulas as mf
-from nsroof.models.metric_formulas import DURATION, TENSOR_FLOP_PER_INST, Formula
+from nsroof.models.metric_formulas import DURATION, TENSOR_FLOP_PER_INST, CounterFormula
 from nsroof.schema import LEVELS, PRECISIONS
 
 _FLOAT = "float64"
@@ -100,7 +110,7 @@ class _Kernels:
         return self._cache[name]
 
 
-def _scale(k: _Kernels, f: Formula, acc: np.ndarray) -> np.ndarray:
+def _scale(k: _Kernels, f: CounterFormula, acc: np.ndarray) -> np.ndarray:
     for t in f.times:
         acc = acc * k.col(t)
     for d in f.divide_by:
@@ -110,7 +120,7 @@ def _scale(k: _Kernels, f: Formula, acc: np.ndarray) -> np.ndarray:
     return acc
 
 
-def _evaluate_linear(k: _Kernels, f: Formula) -> np.ndarray:
+def _evaluate_linear(k: _Kernels, f: CounterFormula) -> np.ndarray:
     acc = np.zeros(k.n)
     for coefficient, metric in f.terms:
         acc = acc + coefficient * k.col(metric)  # NaN propagates: every term is required
@@ -124,7 +134,7 @@ class _TensorOps:
     dominant: np.ndarray  # object: base metric name or ""
 
 
-def _evaluate_tensor_ops(k: _Kernels, f: Formula) -> _TensorOps:
+def _evaluate_tensor_ops(k: _Kernels, f: CounterFormula) -> _TensorOps:
     paths = mf.select_tensor_metrics(k.columns, f.tensor_suffix)
     if not paths:
         nan = np.full(k.n, np.nan)
@@ -149,7 +159,7 @@ def _evaluate_tensor_ops(k: _Kernels, f: Formula) -> _TensorOps:
     return _TensorOps(total, sparse, dominant.astype(object))
 
 
-def _missing_names(k: _Kernels, f: Formula, rows: np.ndarray) -> np.ndarray:
+def _missing_names(k: _Kernels, f: CounterFormula, rows: np.ndarray) -> np.ndarray:
     """Comma-separated inputs of `f` that each row lacks (for rows where the quantity is NaN)."""
     out = np.full(k.n, "", dtype=object)
     if not rows.any():
@@ -186,7 +196,7 @@ def _resolve(k: _Kernels, quantity: str, *, match_definition: np.ndarray | None 
             if tensor is not None:
                 tensor[f.tensor_suffix + "|" + "×".join(f.times)] = ops
         elif f.kind == "tensor_estimate":
-            count = _evaluate_linear(k, Formula(f.quantity, f.terms))
+            count = _evaluate_linear(k, CounterFormula(f.quantity, f.terms))
             # a zero count is exactly zero FLOPs whatever the per-instruction factor
             v = np.where(count == 0, 0.0, count * k.tensor_flop_per_inst)
         else:
@@ -211,6 +221,35 @@ def _resolve(k: _Kernels, quantity: str, *, match_definition: np.ndarray | None 
             estimated[take] = v[take] != 0
     missing = _missing_names(k, formulas[0], np.isnan(value))
     return _Resolved(value, source, missing, definition, estimated)
+
+
+def _partial_flops(k: _Kernels, res: _Resolved, quantity: str) -> None:
+    """Rows where no formula of a CUDA-core precision applied but some of its terms were collected (HFMA
+    without HADD/HMUL): the sum of the terms present, a lower bound whose source names the absent ones.
+    The first linear formula with a term present (and its clocks) wins, as for complete formulas."""
+    for f in mf.formulas_for(quantity):
+        open_rows = np.isnan(res.value)
+        if not open_rows.any():
+            return
+        present = [(c, m) for c, m in f.terms if not np.isnan(k.col(m)[open_rows]).all()]
+        if f.kind != "linear" or not present:
+            continue
+        present_masks = [~np.isnan(k.col(m)) for _, m in f.terms]
+        values = [np.nan_to_num(k.col(m)) for _, m in f.terms]
+        acc = _scale(k, f, sum(c * v for (c, _), v in zip(f.terms, values, strict=True)))
+        take = open_rows & np.logical_or.reduce(present_masks) & ~np.isnan(acc)
+        rows = np.flatnonzero(take)
+        if rows.size:
+            # one provenance text per pattern of present terms (thousands of launches share a few)
+            codes, first = row_codes(*[mask[rows] for mask in present_masks])
+            texts = []
+            for i in rows[first].tolist():
+                kept = tuple(t for t, mask in zip(f.terms, present_masks, strict=True) if mask[i])
+                lacking = [m for (_, m), mask in zip(f.terms, present_masks, strict=True) if not mask[i]]
+                expression = CounterFormula(quantity, kept, times=f.times, divide_by=f.divide_by).expression
+                texts.append(f"{expression} (lower bound: lacks {', '.join(lacking)})")
+            res.source[rows] = np.array(texts, dtype=object)[codes]
+        res.value[take] = acc[take]
 
 
 def _tensor_resolution(k: _Kernels) -> tuple[_Resolved, np.ndarray, np.ndarray]:
@@ -285,17 +324,26 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     cols["duration_source"] = duration.source
 
     flops: dict[str, _Resolved] = {p: _resolve(k, f"flops_{p}") for p in ("fp64", "fp32", "fp16")}
+    for p in ("fp64", "fp32", "fp16"):
+        _partial_flops(k, flops[p], f"flops_{p}")
     tensor, tensor_sparse, tensor_dominant = _tensor_resolution(k)
     flops["tensor"] = tensor
     matrix = np.column_stack([flops[p].value for p in PRECISIONS]) if k.n else np.zeros((0, len(PRECISIONS)))
     known = ~np.isnan(matrix)
     for p in PRECISIONS:
         cols[f"flops_{p}"] = flops[p].value
-    cols["flops"] = np.where(known.any(axis=1), np.nansum(np.where(known, matrix, 0.0), axis=1), np.nan)
+    total = np.where(known.any(axis=1), np.nansum(np.where(known, matrix, 0.0), axis=1), np.nan)
+    # No CUDA-core counter collected: the tensor count alone is a lower bound when positive, and says
+    # nothing when 0 (PARTIAL_RULES) — a kernel is not FLOP-free because FFMA was not asked for.
+    no_core = ~known[:, :3].any(axis=1) if k.n else np.zeros(0, dtype=bool)
+    total[no_core & ~(total > 0)] = np.nan
+    cols["flops"] = total
+    no_core_note = np.where(no_core & (total > 0), "lower bound: no CUDA-core FP counters collected", "")
     # "fp32: <formula>; tensor: <formula>", built once per distinct combination of formulas
     cols["flops_source"] = map_rows(
-        lambda *sources: _join_one([f"{p}: {s}" if s else "" for p, s in zip(PRECISIONS, sources, strict=True)], "; "),
-        *[flops[p].source for p in PRECISIONS])
+        lambda note, *sources: _join_one([f"{p}: {s}" if s else "" for p, s in zip(PRECISIONS, sources, strict=True)]
+                                         + [note], "; "),
+        no_core_note, *[flops[p].source for p in PRECISIONS])
     cols["flops_estimated"] = np.logical_or.reduce([flops[p].estimated for p in PRECISIONS])
 
     byte_defs: dict[str, np.ndarray] = {}
@@ -323,7 +371,20 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
 
     for p in PRECISIONS:
         cols[f"flops_source_{p}"] = flops[p].source
-    cols["flops_partial"] = known.any(axis=1) & ~known.all(axis=1)
+    cols["flops_partial"] = (known.any(axis=1) & ~known.all(axis=1)) | map_rows(
+        lambda *sources: any("lower bound" in str(s) for s in sources), *[flops[p].source for p in PRECISIONS]
+    ).astype(bool)
+    estimate = map_rows(lambda source: "pipe_tensor" in str(source), tensor.source).astype(bool)
+    inst = np.full(k.n, np.nan)
+    for name in ("sm__inst_executed_pipe_tensor.sum", "smsp__inst_executed_pipe_tensor.sum"):
+        inst = np.where(np.isnan(inst), k.col(name), inst)
+    cols["tensor_inst"] = np.where(estimate, inst, np.nan)
+    active = np.full(k.n, np.nan)
+    for name in mf.TENSOR_ACTIVE_CYCLES:
+        active = np.where(np.isnan(active), k.col(name), active)
+    cols["tensor_cycles_active"] = active
+    for unit in ("sm", "dram", "l2", "l1"):
+        cols[f"clock_hz_{unit}"] = _resolve(k, f"clock_hz_{unit}").value
     cols["flops_tensor_sparse"] = tensor_sparse
     cols["tensor_metric"] = tensor_dominant
     return _frame(cols, kernels.index)
@@ -346,7 +407,3 @@ def _frame(cols: dict[str, object], index: pd.Index) -> pd.DataFrame:
             data[name] = pd.Series(arr.astype(object), index=index, dtype=object)
     return pd.DataFrame(data, index=index, copy=False)
 
-
-def output_columns() -> list[str]:
-    """Every column derive() returns, in order."""
-    return list(derive(pd.DataFrame({"cc": pd.Series([], dtype=object)})).columns)

@@ -14,7 +14,7 @@ GROUP_KEYS: tuple[str, ...] = ("source", "device", "kernel_name", "nvtx_path")
 
 def _is_additive(column: str) -> bool:
     """Totals that add over launches: duration, FLOPs (per precision too) and bytes per level."""
-    if column in ("duration_s", "flops"):
+    if column in ("duration_s", "flops", "tensor_inst", "tensor_cycles_active"):
         return True
     return column.startswith(("flops_", "bytes_")) and not column.startswith(
         ("flops_source", "flops_estimated", "flops_partial", "bytes_source"))
@@ -44,7 +44,7 @@ def aggregate(kernels: pd.DataFrame, quantities: pd.DataFrame) -> tuple[pd.DataF
             total = values.groupby(codes, sort=True).sum()
             any_nan = values.isna().groupby(codes, sort=True).any()
             out_q[col] = total.where(~any_nan, np.nan).to_numpy()
-        elif col.startswith(("peak_flop_per_s_", "bandwidth_bytes_per_s_")):
+        elif col.startswith(("peak_flop_per_s_", "bandwidth_bytes_per_s_", "clock_hz_")):
             values = q[col].astype("float64")
             wsum = (values * weights).groupby(codes, sort=True).sum(min_count=1)
             wtot = weights.where(values.notna()).groupby(codes, sort=True).sum(min_count=1)

@@ -2,8 +2,10 @@
 
 Inputs are the normalized kernel table (nsroof.importers.kernel_table) and the per-kernel
 quantities (nsroof.models.quantities.derive contract). Roofs come, per kernel and per quantity,
-from the export itself when it holds them (ceiling_source 'ncu:…'), else from the machine given
-with --machine, else from the datasheet entry matched from the device name ('spec:<name>').
+from the export itself when it holds them (ceiling_source 'ncu:…'), else from the datasheet entry
+matched from the device name ('spec:<name>'). A machine given with --machine is a what-if: its
+figures replace the export's for every roof it has. Datasheet figures are taken at the clocks the
+export recorded (models.machines.Machine.at_clocks: 'spec:<name> @ 765 MHz SM'), at boost otherwise.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from nsroof._distinct import map_rows, row_codes, spread
-from nsroof.models import roofline
+from nsroof.models import machines, roofline
+from nsroof.models import metric_formulas as mf
 from nsroof.models.machines import Machine
 from nsroof.schema import COLUMNS, FIELD_BY_NAME, LEVELS, PRECISIONS
 
@@ -46,23 +49,80 @@ def tensor_dtype(metric: str) -> str | None:
     return None
 
 MachineResolver = Callable[[str], "Machine | None"]
+CLOCK_UNITS: tuple[str, ...] = ("sm", "dram", "l2", "l1")
 
 
-def default_resolver(machine: Machine | None) -> MachineResolver:
-    """--machine wins for every kernel; otherwise match each device name in the datasheet table."""
-    if machine is not None:
-        return lambda _device: machine
+def _machines_at_clocks(q: pd.DataFrame, dev_codes: np.ndarray, dev_machines: list[Machine | None]
+                        ) -> tuple[np.ndarray, list[Machine | None]]:
+    """Per kernel, an index into machines evaluated at the clocks that kernel's export recorded
+    (rounded to 1 MHz, so one machine serves all launches at one clock)."""
+    clocks = [np.round(_col(q, f"clock_hz_{u}").astype("float64").to_numpy() / 1e6) * 1e6 for u in CLOCK_UNITS]
+    if not len(dev_codes):
+        return np.zeros(0, dtype=np.int64), []
+    codes, first = row_codes(np.asarray(dev_codes), *clocks)
+    out: list[Machine | None] = []
+    for i in first.tolist():
+        m = dev_machines[dev_codes[i]]
+        at = {f"{u}_hz": float(c[i]) for u, c in zip(CLOCK_UNITS, clocks, strict=True)}
+        out.append(None if m is None else m.at_clocks(**at))
+    return codes, out
 
-    from nsroof.models import machines
 
-    cache: dict[str, Machine | None] = {}
+def _tensor_estimates(q: pd.DataFrame, cc: np.ndarray, codes: np.ndarray, kernel_machines: list[Machine | None]
+                      ) -> pd.DataFrame:
+    """Tensor FLOPs estimated from the pipe-instruction count, re-priced per kernel: the largest MMA shape
+    of its CC that keeps the estimate within the dense FP16 tensor roof at the profiled clock (and within
+    tensor-pipe active cycles × the per-SM-cycle peak when collected). Above the roof at every shape: the
+    smallest shape, and the source says the estimate is above the roof."""
+    inst = _col(q, "tensor_inst").astype("float64").to_numpy()
+    rows = np.flatnonzero(~np.isnan(inst) & (inst > 0))
+    if not rows.size:
+        return q
+    q = q.copy()
+    duration = _col(q, "duration_s").astype("float64").to_numpy()
+    active = _col(q, "tensor_cycles_active").astype("float64").to_numpy()
+    flops_tensor = q["flops_tensor"].astype("float64").to_numpy().copy()
+    total = q["flops"].astype("float64").to_numpy().copy()
+    source_t = _text(q, "flops_source_tensor").copy()
+    source = _text(q, "flops_source").copy()
+    dtype = mf.TENSOR_ESTIMATE_DTYPE
+    for i in rows.tolist():
+        shapes = mf.TENSOR_SHAPES_BY_CC.get(mf.normalize_cc(cc[i]))
+        if not shapes:
+            continue
+        m = kernel_machines[codes[i]]
+        roof = m.peak_flop_per_s.get(dtype, np.nan) if m is not None else np.nan
+        limit = roof * duration[i] * (1 + roofline.ABOVE_ROOF_TOLERANCE)
+        bound = f"the {dtype} tensor roof of {m.label}" if m is not None else ""
+        per_cycle = m.flop_per_cycle_per_sm("peak_flop_per_s", dtype) if m is not None else np.nan
+        if active[i] > 0 and per_cycle > 0:
+            limit = np.fmin(limit, active[i] * per_cycle * (1 + roofline.ABOVE_ROOF_TOLERANCE))
+            bound += " and the tensor pipe's active cycles"
+        metric = source_t[i].split(" × ")[0]
+        if not limit == limit:  # no roof: the default (largest) shape, said to be unchecked
+            name, factor = shapes[0]
+            why = f"{name}, the largest shape at CC {cc[i]}; no roof to check it against"
+        else:
+            fits = [(nm, f) for nm, f in shapes if inst[i] * f <= limit]
+            name, factor = fits[0] if fits else shapes[-1]
+            why = (f"{name}, the largest shape at CC {cc[i]} within {bound}" if fits else
+                   f"{name}, the smallest shape at CC {cc[i]}: above {bound} even so (check the instruction count)")
+        new_source = f"{metric} × {factor:g} (estimate: {why})"
+        value = inst[i] * factor
+        if total[i] == total[i]:
+            total[i] += value - flops_tensor[i]
+        source[i] = source[i].replace(f"tensor: {source_t[i]}", f"tensor: {new_source}")
+        flops_tensor[i], source_t[i] = value, new_source
+    q["flops_tensor"], q["flops"] = flops_tensor, total
+    q["flops_source_tensor"] = pd.Series(source_t, index=q.index, dtype=object)
+    q["flops_source"] = pd.Series(source, index=q.index, dtype=object)
+    return q
 
-    def resolve(device: str) -> Machine | None:
-        if device not in cache:
-            cache[device] = machines.lookup_device(device) if device else None
-        return cache[device]
 
-    return resolve
+def has_ncu_ceilings(quantities: pd.DataFrame) -> bool:
+    """Whether the export carried any ncu ceiling (a --machine then overrides it: a what-if)."""
+    cols = [c for c in quantities.columns if str(c).startswith(("peak_flop_per_s_", "bandwidth_bytes_per_s_"))]
+    return bool(cols) and bool(quantities[cols].notna().to_numpy().any())
 
 
 def _machine_peak(m: Machine | None, precision: str) -> tuple[float, str]:
@@ -155,13 +215,17 @@ def build_report(
         raise ValueError("kernels and quantities must describe the same rows")
     kernels = kernels.reset_index(drop=True)
     q = quantities.reset_index(drop=True)
-    resolve = resolver or default_resolver(machine)
+    resolve = resolver or machines.for_devices(machine)
+    what_if = machine is not None  # --machine: its figures replace the export's ncu ceilings
     n = len(kernels)
 
     devices = kernels["device"].fillna("").astype(str) if "device" in kernels else pd.Series([""] * n)
     # resolve each distinct device once; per-kernel arrays come from integer codes
     dev_codes, dev_uniques = pd.factorize(devices, sort=False)
     dev_machines = [resolve(str(d)) for d in dev_uniques]
+    # ... then each (device, recorded clocks) once: the datasheet figures at the profiled clock
+    mach_codes, kernel_machines = _machines_at_clocks(q, dev_codes, dev_machines)
+    q = _tensor_estimates(q, _text(kernels, "cc"), mach_codes, kernel_machines)
 
     precision = dominant_precision(q)
     tensor_dtypes = _tensor_dtypes(q)
@@ -177,19 +241,24 @@ def build_report(
             continue
         ncu_value = _col(q, f"peak_flop_per_s_{p}").astype("float64").to_numpy()
         ncu_src = _col(q, f"ceiling_source_{p}", "").fillna("").astype(str).to_numpy(dtype=object)
-        from_ncu = rows & ~np.isnan(ncu_value)
-        peak[from_ncu] = ncu_value[from_ncu]
-        peak_src[from_ncu] = np.where(ncu_src[from_ncu] == "", "ncu", ncu_src[from_ncu])
-        # machine roofs per (device, roof key): for tensor FLOPs the key is the dominant path's dtype
+        # machine roofs per (machine at clocks, roof key): for tensor FLOPs the key is the dominant path's dtype
         keys = np.full(n, p, dtype=object)
         if p == "tensor":
             keys = np.array([f"tensor:{d}" if d else "tensor:?" for d in tensor_dtypes], dtype=object)
-        from_spec = np.flatnonzero(rows & np.isnan(ncu_value))
-        if from_spec.size:
-            found = map_rows(lambda c, key: _spec_peak(dev_machines[c], key, cache), dev_codes[from_spec],
-                             keys[from_spec])
-            peak[from_spec] = [value for value, _ in found]
-            peak_src[from_spec] = [source for _, source in found]
+        spec_value = np.full(n, np.nan)
+        spec_src = np.full(n, "", dtype=object)
+        wanted = np.flatnonzero(rows & (np.isnan(ncu_value) | what_if))
+        if wanted.size:
+            found = map_rows(lambda c, key: _spec_peak(kernel_machines[c], key, cache), mach_codes[wanted],
+                             keys[wanted])
+            spec_value[wanted] = [value for value, _ in found]
+            spec_src[wanted] = [source for _, source in found]
+        from_ncu = rows & ~np.isnan(ncu_value) & ~(what_if & ~np.isnan(spec_value))
+        peak[from_ncu] = ncu_value[from_ncu]
+        peak_src[from_ncu] = np.where(ncu_src[from_ncu] == "", "ncu", ncu_src[from_ncu])
+        from_spec = rows & ~from_ncu
+        peak[from_spec] = spec_value[from_spec]
+        peak_src[from_spec] = spec_src[from_spec]
 
     L = len(levels)
 
@@ -241,8 +310,8 @@ def build_report(
     unroofed = np.flatnonzero(no_peak)
     if unroofed.size:
         peak_reason[unroofed] = map_rows(
-            lambda p, d, c, tm, td: _peak_reason(p, d, dev_machines[c], tm, td), roof_precision[unroofed],
-            devices.to_numpy(dtype=object)[unroofed], dev_codes[unroofed], _text(q, "tensor_metric")[unroofed],
+            lambda p, d, c, tm, td: _peak_reason(p, d, kernel_machines[c], tm, td), roof_precision[unroofed],
+            devices.to_numpy(dtype=object)[unroofed], mach_codes[unroofed], _text(q, "tensor_metric")[unroofed],
             tensor_dtypes[unroofed])
     # the per-level texts below depend on these per-kernel ones too: keyed once for all levels
     peak_key, _ = row_codes(peak_src)
@@ -251,10 +320,10 @@ def build_report(
         bw = _col(q, f"bandwidth_bytes_per_s_{level}").astype("float64").to_numpy().copy()
         bw_src = _text(q, f"ceiling_source_{level}").copy()
         if n:
-            spec = [_machine_bandwidth(m, level) for m in dev_machines]
-            spec_bw = np.array([v for v, _ in spec], dtype=float)[dev_codes]
-            spec_src = np.array([s_ for _, s_ in spec], dtype=object)[dev_codes]
-            from_spec = np.isnan(bw)
+            spec = [_machine_bandwidth(m, level) for m in kernel_machines]
+            spec_bw = np.array([v for v, _ in spec], dtype=float)[mach_codes]
+            spec_src = np.array([s_ for _, s_ in spec], dtype=object)[mach_codes]
+            from_spec = np.isnan(bw) | (what_if & ~np.isnan(spec_bw))
             bw[from_spec] = spec_bw[from_spec]
             bw_src[from_spec] = spec_src[from_spec]
             bw_src[~from_spec & (bw_src == "")] = "ncu"
@@ -277,14 +346,20 @@ def build_report(
 def _tensor_dtypes(q: pd.DataFrame) -> np.ndarray:
     """Per kernel, the dtype of its tensor roof (None: no single one): stated by an analytic source
     (`tensor_dtype`, e.g. a bf16 matmul), else read from the dominant sm__ops_path_tensor_* metric
-    (`tensor_metric`)."""
-    return map_rows(lambda stated, metric: stated or tensor_dtype(metric), _text(q, "tensor_dtype"),
-                    _text(q, "tensor_metric"))
+    (`tensor_metric`), else — for FLOPs estimated from the tensor-pipe count — the HMMA FP16 path."""
+    estimated = ~np.isnan(_col(q, "tensor_inst").astype("float64").to_numpy())
+    return map_rows(lambda stated, metric, est: stated or tensor_dtype(metric) or
+                    (mf.TENSOR_ESTIMATE_DTYPE if est else None),
+                    _text(q, "tensor_dtype"), _text(q, "tensor_metric"), estimated)
 
 
 def _peak_reason(precision: str, device: str, machine: Machine | None, tensor_metric: str,
                  dtype: str | None) -> str:
     if machine is None:
+        candidates = machines.device_candidates(device)
+        if len(candidates) > 1:
+            return (f"peak_flop_per_s[{precision}] (no ncu peak metric; device {device!r} fits several machine "
+                    f"entries ({', '.join(m.name for m in candidates)}): pass --machine with one of them)")
         return (f"peak_flop_per_s[{precision}] (no ncu peak metric; device {device!r} not in the machine table: "
                 "pass --machine)")
     if precision == "tensor":
@@ -302,14 +377,9 @@ def _ceiling_source(peak_src: str, bw_src: str) -> str:
     return f"compute={peak_src or 'unknown'}; memory={bw_src or 'unknown'}"
 
 
-def classify(report: pd.DataFrame) -> pd.DataFrame:
-    """Fill the derived columns from flops, bytes, duration and the roofs. Pure: recomputes from scratch,
-    so it also serves after aggregation or a join."""
-    return _classified({str(c): report[c] for c in report.columns}, report.index)
-
-
 def _classified(columns: dict[str, object], index: pd.Index) -> pd.DataFrame:
-    """classify() over columns not yet in a frame: the report frame is built once, in schema order."""
+    """The derived columns (intensity, bound, roof fraction, …) from flops, bytes, duration and the roofs,
+    over columns not yet in a frame: the report frame is built once, in schema order."""
 
     def num(name: str) -> np.ndarray:
         return np.asarray(columns[name], dtype=float)
@@ -334,7 +404,7 @@ def _classified(columns: dict[str, object], index: pd.Index) -> pd.DataFrame:
     }
     with np.errstate(divide="ignore", invalid="ignore"):
         memory_s, compute_s = qb / b, w / p
-    derived["limiting"] = pd.Series(_limiting(np.asarray(columns["source"], dtype=object),
+    derived["limiting"] = pd.Series(limiting(np.asarray(columns["source"], dtype=object),
                                               np.asarray(columns["kernel_id"], dtype=object), memory_s, compute_s,
                                               np.asarray(columns["level"], dtype=object)), index=index, dtype=object)
     n = len(index)
@@ -359,25 +429,11 @@ def _empty(name: str, n: int) -> object:
     return [""] * n
 
 
-def kernel_key(report: pd.DataFrame) -> pd.Series:
-    """Identifies a kernel row group (all levels of one launch or aggregated launch group)."""
-    return report["source"].astype(str) + "\x00" + report["kernel_id"].astype(str)
-
-
-def limiting_level(report: pd.DataFrame) -> pd.Series:
-    """Per kernel, what sets its time floor: the level whose bytes / bandwidth is largest, or
-    'compute' when flops / peak is at least every level's memory time; '' unless all are known."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        memory_s = report["bytes"].to_numpy(float) / report["bandwidth_bytes_per_s"].to_numpy(float)
-        compute_s = report["flops"].to_numpy(float) / report["peak_flop_per_s"].to_numpy(float)
-    named = _limiting(report["source"].to_numpy(dtype=object), report["kernel_id"].to_numpy(dtype=object), memory_s,
-                      compute_s, report["level"].to_numpy(dtype=object))
-    return pd.Series(named, index=report.index, dtype=object)
-
-
-def _limiting(source: np.ndarray, kernel_id: np.ndarray, memory_s: np.ndarray, compute_s: np.ndarray,
+def limiting(source: np.ndarray, kernel_id: np.ndarray, memory_s: np.ndarray, compute_s: np.ndarray,
               levels: np.ndarray) -> np.ndarray:
-    """limiting_level over arrays: rows of one kernel share (source, kernel_id), in any order."""
+    """Per report row, what sets its kernel's time floor: the level whose bytes / bandwidth is largest, or
+    'compute' when flops / peak is at least every level's memory time; '' unless all are known. Rows of
+    one kernel share (source, kernel_id), in any order."""
     n = len(levels)
     if n == 0:
         return np.empty(0, dtype=object)

@@ -297,7 +297,9 @@ def _ceilings_section(df: pd.DataFrame, metadata: dict[str, Any]) -> str:
             "columns (a range where the export gave per-kernel roofs at the profiled clock).</p>")
     text += _table(["device", "roof", "precision / level", "value", "source", "kernels"], rows) if rows else \
         "<p class='muted'>No ceilings in this report: every verdict is unknown (pass --machine to nsroof analyze).</p>"
-    used = {s for src in df["ceiling_source"].astype(str) for s in plots.split_ceiling_source(src)}
+    # a machine's figures are cited whether used at boost or at the profiled clock ('spec:X @ 765 MHz SM')
+    used = {plots.source_family(s).partition(" @ ")[0] for src in df["ceiling_source"].astype(str).unique()
+            for s in plots.split_ceiling_source(src)}
     cites = []
     for m in metadata.get("ceilings") or []:
         if not isinstance(m, dict) or m.get("label") not in used:

@@ -285,7 +285,9 @@ def source_family(source: str) -> str:
     s = str(source)
     if s.startswith("ncu"):
         return "ncu"
-    return s.split("#", 1)[0]
+    # datasheet roofs at each kernel's recorded clock ('spec:A10G @ 1315 MHz SM'): one set, like ncu's
+    head, at, _ = s.split("#", 1)[0].partition(" @ ")
+    return f"{head} @ profiled clock" if at else head
 
 
 def roof_lines(df: pd.DataFrame, *, level: str = "all", nvtx: str | None = None,

@@ -70,12 +70,12 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
     devices = ", ".join(sorted({str(d) for d in frame["device"].astype(str).unique() if d})) or "unknown device"
     sources = ", ".join(sorted({str(s) for s in frame["source"].astype(str).unique() if s}))
     ceilings = "; ".join(
-        f"{level}: " + ", ".join(sorted({_ceiling_family(str(c)) for c in sub["ceiling_source"].astype(str).unique()}))
+        f"{level}: " + ", ".join(_merge_clocks({_ceiling_family(str(c)) for c in sub["ceiling_source"].astype(str).unique()}))
         for level, sub in frame.groupby(frame["level"].astype(str), sort=False, observed=True)
     )
     launches = int(kernels["launches"].fillna(1).sum())
     lines.append(f"{len(kernels)} kernels ({launches} launches, {human_time(total)}) from {sources} on {devices}")
-    lines.append(f"ceilings: {ceilings}")
+    lines += _ceiling_lines(ceilings, getattr(report, "metadata", {}) or {})
     if output:
         lines.append(f"report: {output}")
     levels = [lv for lv in LEVELS if f"bound_{lv}" in kernels] + [
@@ -131,6 +131,37 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
     for h in hints:
         lines.append(f"hint: {h}")
     return "\n".join(lines)
+
+
+def _merge_clocks(families: set[str]) -> list[str]:
+    """One entry per machine: launches profiled at slightly different clocks name the first set and a count."""
+    by_machine: dict[str, list[str]] = {}
+    for family in sorted(families):
+        head, _, note = family.partition(" @ ")
+        by_machine.setdefault(head, []).append(note)
+    out: list[str] = []
+    for head, clocks in by_machine.items():
+        notes = [c for c in clocks if c]
+        if len(notes) > 1:
+            out.append(f"{head} @ the profiled clocks ({len(notes)} sets, e.g. {notes[0]})")
+        else:
+            out += [f"{head} @ {c}" if c else head for c in clocks]
+    return out
+
+
+def _ceiling_lines(per_level: str, metadata: dict[str, Any]) -> list[str]:
+    """Where the roofs came from: an explicit --machine first (a what-if when it replaced the export's own
+    ncu peaks), then per level; datasheet roofs without a recorded clock are at boost, and said so."""
+    lines = []
+    machine = metadata.get("machine")
+    if machine:
+        overrides = metadata.get("machine_overrides") or []
+        what_if = " (overrides the export's ncu peaks: a what-if)" if overrides else ""
+        lines.append(f"ceilings: --machine {machine.removeprefix('spec:')}{what_if}")
+    lines.append(f"ceilings: {per_level}")
+    if "spec:" in per_level and not all("@" in part for part in per_level.split("spec:")[1:]):
+        lines.append("  (datasheet roofs without '@ … MHz' are at the boost clock: the export records no clock)")
+    return lines
 
 
 def _first_names(missing: str, keep: int = 4) -> str:

@@ -94,6 +94,25 @@ class TestText:
         assert "H100 SXM bf16: the 1,979 TFLOP/s headline is 2:4 structured sparsity" in out
         h100 = next(line for line in out.splitlines() if line.startswith("H100 SXM "))
         assert h100.rstrip().endswith("295   295 / 295 / 148 / 591")
+        # L2 and L1 columns: H100 5120 B × 1.98 GHz = 10.14 TB/s, 128 × 132 × 1.98 GHz = 33.45 TB/s
+        header = next(line for line in out.splitlines() if line.startswith("machine "))
+        assert header.split()[7:10] == ["DRAM", "L2", "L1"]
+        assert "10.14 TB/s  33.45 TB/s" in h100
+
+    def test_every_missing_cache_roof_says_why(self) -> None:
+        out = run().stdout
+        header = next(line for line in out.splitlines() if line.startswith("machine "))
+        l2_end = header.index(" L2") + 3
+        for name in ("L4", "L40S", "RTX 5090", "RTX 5070", "B200"):
+            line = next(line for line in out.splitlines() if line.startswith(f"{name} "))
+            assert line[:l2_end].rstrip().endswith("—")  # the L2 cell is empty ...
+            assert f"  {name}: no L2" in out  # ... and the footnote says why
+
+    def test_device_name_as_ncu_prints_it(self) -> None:
+        # the case: 'NVIDIA A10G' was refused with "did you mean A10G?"
+        result = run("--machine", "NVIDIA A10G")
+        assert result.exit_code == 0, result.output
+        assert result.stdout.startswith("A10G (spec:A10G")
 
     @pytest.mark.parametrize("name", ["A10G", "GTX 1650", "GTX 1660 Ti"])
     def test_overview_shows_no_ridge_without_a_bf16_or_fp16_figure(self, name: str) -> None:
@@ -108,7 +127,9 @@ class TestText:
         out = run("--machine", "v100").stdout
         assert "peak_flop_per_s.fp16             125        138.9         40.3" in out
         assert "Deep Learning Performance Guide" in out  # the L2 figure's source
-        assert "l1: no published figure" in out
+        # L1 from its per-cycle figure: 128 B × 80 SMs × 1.53 GHz = 15.67 TB/s; 125e12 / 15.667e12 = 7.98
+        assert "l1      15.67 TB/s   derived: bytes_per_cycle.l1 × sm_count × clocks_hz.boost" in out
+        assert "80 SMs; clocks: boost 1,530 MHz" in out
         assert "bf16 139   fp16 139   fp8 69   fp32 278" in out  # V100 has no bf16: fp16 roof, named
 
     def test_unknown_machine(self) -> None:

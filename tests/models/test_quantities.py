@@ -187,17 +187,29 @@ class TestCudaCoreFlops:
         assert math.isnan(q["flops_fp64"])
         assert sass("sm", "dfma") in q["missing_flops"]
 
-    def test_incomplete_formula_does_not_apply(self) -> None:
-        # FFMA alone is not FP32 work: FADD/FMUL absent → NaN, and the missing ones are named
+    def test_incomplete_formula_is_a_flagged_lower_bound(self) -> None:
+        # PARTIAL_RULES: FFMA alone is at least 2 × 1000 = 2000 FP32 FLOPs; FADD/FMUL stay named as missing
         q = one(**{sass("sm", "ffma"): 1000.0})
-        assert math.isnan(q["flops_fp32"])
+        assert q["flops_fp32"] == 2000.0
+        assert q["flops_source_fp32"] == (f"2 × {sass('sm', 'ffma')} (lower bound: lacks {sass('sm', 'fadd')}, "
+                                          f"{sass('sm', 'fmul')})")
+        assert q["flops_partial"]
         missing = q["missing_flops"].split(", ")
         assert sass("sm", "fadd") in missing and sass("sm", "fmul") in missing
         assert sass("sm", "ffma") not in missing
 
-    def test_string_valued_metric_is_not_a_number(self) -> None:
+    def test_partial_fp16_hfma_only_is_a_lower_bound(self) -> None:
+        # the case: HFMA present, HADD/HMUL not collected → 4 × 250 = 1000 (HFMA2 = 4), flagged
+        q = one(**{sass("sm", o): 1.0 for o in ("fadd", "fmul", "ffma")}, **{sass("sm", "hfma"): 250.0})
+        assert q["flops_fp16"] == 1000.0
+        assert "lower bound: lacks" in q["flops_source_fp16"] and sass("sm", "hadd") in q["flops_source_fp16"]
+        assert q["flops"] == 4.0 + 1000.0 and q["flops_partial"]
+
+    def test_string_valued_metric_is_an_absent_term(self) -> None:
+        # 'n/a' is not a number: FADD counts as not collected → FMUL + 2 × FFMA = 1 + 2 = 3, a lower bound
         q = one(**{sass("sm", "fadd"): "n/a", sass("sm", "fmul"): 1.0, sass("sm", "ffma"): 1.0})
-        assert math.isnan(q["flops_fp32"])
+        assert q["flops_fp32"] == 3.0
+        assert "lacks " + sass("sm", "fadd") in q["flops_source_fp32"]
 
 
 class TestFlopTotal:
@@ -225,6 +237,53 @@ class TestFlopTotal:
         assert math.isnan(q["flops"])
         assert not q["flops_partial"]
         assert q["flops_source"] == ""
+
+    def test_only_a_zero_tensor_counter_is_unknown_not_zero(self) -> None:
+        # the case: no FP64/FP32/FP16 counter collected, tensor reads 0 → FLOPs unknown (NaN), the FP
+        # counters named as missing — not 0 FLOPs and a confident 'memory' verdict
+        q = one(**{"sm__ops_path_tensor_src_fp16_dst_fp32.sum": 0.0, "dram__bytes.sum": 1e6})
+        assert q["flops_tensor"] == 0.0
+        assert math.isnan(q["flops"])
+        assert sass("sm", "ffma") in q["missing_flops"]
+
+    def test_only_a_positive_tensor_counter_is_a_lower_bound(self) -> None:
+        # tensor 5e9 with no CUDA-core counter: flops = 5e9, said to be a lower bound
+        q = one(**{"sm__ops_path_tensor_src_bf16_dst_fp32.sum": 5e9})
+        assert q["flops"] == 5e9
+        assert q["flops_source"].endswith("lower bound: no CUDA-core FP counters collected")
+        assert q["flops_partial"]
+
+
+class TestPartialBytes:
+    def test_dram_reads_without_writes_are_a_lower_bound(self) -> None:
+        # dram__bytes_read.sum = 4e6 and no write counter: bytes_dram = 4e6, the source says why it is a bound
+        q = one(**{"dram__bytes_read.sum": 4e6})
+        assert q["bytes_dram"] == 4e6
+        assert q["bytes_source_dram"] == "dram__bytes_read.sum (lower bound: DRAM reads only, no write counter collected)"
+
+    def test_reads_and_writes_give_the_total(self) -> None:
+        q = one(**{"dram__bytes_read.sum": 4e6, "dram__bytes_write.sum": 1e6})
+        assert q["bytes_dram"] == 5e6 and "lower bound" not in q["bytes_source_dram"]
+
+    def test_sector_reads_only(self) -> None:
+        # 100 read sectors × 32 B = 3200 B, a lower bound
+        q = one(**{"dram__sectors_read.sum": 100.0})
+        assert q["bytes_dram"] == 3200.0 and "lower bound" in q["bytes_source_dram"]
+
+
+class TestClocks:
+    def test_recorded_clocks_sm_from_smsp_when_sm_absent(self) -> None:
+        q = one(**{"smsp__cycles_elapsed.avg.per_second": 765e6, "dram__cycles_elapsed.avg.per_second": 1215e6,
+                   "lts__cycles_elapsed.avg.per_second": 1063e6})
+        assert (q["clock_hz_sm"], q["clock_hz_dram"], q["clock_hz_l2"]) == (765e6, 1215e6, 1063e6)
+        assert math.isnan(q["clock_hz_l1"])
+
+    def test_tensor_estimate_keeps_its_instruction_count(self) -> None:
+        # 1000 HMMA instructions on CC 8.0: estimate 1000 × 4096 (largest shape) until the report checks the roof
+        q = one(**{"sm__inst_executed_pipe_tensor.sum": 1000.0})
+        assert q["flops_tensor"] == 4_096_000.0 and q["tensor_inst"] == 1000.0
+        q = one(**{"sm__ops_path_tensor_src_fp16_dst_fp32.sum": 5.0})
+        assert math.isnan(q["tensor_inst"])
 
 
 # --- tensor cores ----------------------------------------------------------------------------
@@ -686,4 +745,7 @@ class TestProperties:
             assert (q.loc[~nan, missing] == "").all(), name
         # a computed quantity always says which formula made it
         assert (q.loc[q["duration_s"].notna(), "duration_source"] != "").all()
-        assert ((q["flops"].isna()) == (q["flops_source"] == "")).all()
+        assert (q.loc[q["flops"].notna(), "flops_source"] != "").all()
+        # FLOPs unknown although a precision has a source: only the no-CUDA-core-counter rule (PARTIAL_RULES),
+        # and then the absent counters are named
+        assert (q.loc[q["flops"].isna() & (q["flops_source"] != ""), "missing_flops"] != "").all()

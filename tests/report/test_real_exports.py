@@ -67,7 +67,9 @@ def test_real_points_and_roofs_are_the_reports_numbers(avery: tuple[pd.DataFrame
     np.testing.assert_array_equal(shown["y_flop_per_s"], shown["achieved_flop_per_s"])
     assert set(data.loc[~data["plotted"], "level"]) == {"l2"}
     roofs = plots.roof_lines(frame)
-    assert set(roofs["family"]) == {"ncu"} and roofs["ceiling_set"].nunique() == 1
+    # ncu's own roofs, plus the datasheet L2 roof at each kernel's recorded clock (the export has no L2 peak)
+    assert set(roofs["family"]) == {"ncu", "spec:A10G @ profiled clock"}
+    assert set(roofs.loc[roofs["family"] != "ncu", "name"]) == {"l2"}
     comp = roofs[roofs["kind"] == "compute"].iloc[0]
     # ncu's roof at each kernel's clock: the chart spans exactly the report's min..max
     assert comp["value_min"] == frame["peak_flop_per_s"].min()
@@ -76,7 +78,7 @@ def test_real_points_and_roofs_are_the_reports_numbers(avery: tuple[pd.DataFrame
     at_dram = frame[frame["level"] == "dram"]["bandwidth_bytes_per_s"]
     assert (dram["value_min"], dram["value_max"]) == (at_dram.min(), at_dram.max())
     ridges = plots.ridge_points(frame)
-    assert set(ridges["level"]) == {"dram", "l1"}
+    assert set(ridges["level"]) == {"dram", "l2", "l1"}  # L2: ncu compute roof over the datasheet L2 roof
 
 
 def test_real_nvtx_groups_and_unplotted_listing(shared_fixtures: Path) -> None:
@@ -93,7 +95,7 @@ def test_real_nvtx_groups_and_unplotted_listing(shared_fixtures: Path) -> None:
     assert len(missing) == 3 and not missing["partial"].any()
     assert all("sm__sass_thread_inst_executed_op_ffma_pred_on.sum" in r for r in missing["reason"])
     roofs = plots.roof_lines(frame)
-    assert "spec:RTX 3070" in set(roofs["family"])
+    assert "spec:RTX 3070 @ profiled clock" in set(roofs["family"])  # the export records its DRAM clock
 
 
 def test_two_devices_in_one_report_get_two_roof_sets(shared_fixtures: Path) -> None:
@@ -102,12 +104,14 @@ def test_two_devices_in_one_report_get_two_roof_sets(shared_fixtures: Path) -> N
     frame = analyze([shared_fixtures / AVERY, shared_fixtures / NVTX]).frame
     roofs = plots.roof_lines(frame)
     sets = roofs.drop_duplicates("ceiling_set")[["device", "family"]]
+    # the A10G's own ncu roofs and its datasheet L2 roof (the export has no L2 peak), the 3070's datasheet roofs
     assert sorted(map(tuple, sets.to_numpy().tolist())) == [("NVIDIA A10G", "ncu"),
-                                                            ("NVIDIA GeForce RTX 3070", "spec:RTX 3070")]
+                                                            ("NVIDIA A10G", "spec:A10G @ profiled clock"),
+                                                            ("NVIDIA GeForce RTX 3070", "spec:RTX 3070 @ profiled clock")]
     texts = [t.get_text().replace("\n", " ") for t in plots.plot(frame).findobj(
         lambda a: hasattr(a, "get_text"))]
     assert any(t.startswith("[1] roofs: NVIDIA A10G · ncu") for t in texts)
-    assert any(t.startswith("[2] roofs: NVIDIA GeForce RTX 3070 · spec:RTX 3070") for t in texts)
+    assert any(t.startswith("[3] roofs: NVIDIA GeForce RTX 3070 · spec:RTX 3070 @ profiled clock") for t in texts)
 
 
 def test_the_packaged_example(tmp_path: Path) -> None:

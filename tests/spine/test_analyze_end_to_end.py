@@ -64,8 +64,12 @@ def test_sgemm_is_compute_bound_and_limited_by_compute(report: tuple[pd.DataFram
     # 2,147,483,648 FLOP / 2e-4 s = 1.0737e13 FLOP/s of 19.5e12 -> 0.5506
     assert math.isclose(rows.loc["dram", "roof_fraction"], 2_147_483_648 / 2e-4 / 19.5e12)
     assert rows.loc["dram", "precision"] == "fp32"
-    # the datasheet has no L2/L1 roof for the A100, so those floors are unknown and nothing is named
-    assert set(rows["limiting"]) == {""}
+    # the datasheet's L2 and L1 roofs at boost (no clock recorded): 5120 B × 1.41 GHz = 7.219e12 B/s and
+    # 128 B × 108 SMs × 1.41 GHz = 1.949e13 B/s; floors L2 402,653,184 / 7.219e12 = 5.58e-5 s, L1
+    # 1,610,612,736 / 1.949e13 = 8.26e-5 s, DRAM 8.1e-6 s, all below compute 2,147,483,648 / 19.5e12 = 1.101e-4 s
+    assert rows.loc["l2", "bandwidth_bytes_per_s"] == pytest.approx(5120 * 1.41e9)
+    assert rows.loc["l1", "bandwidth_bytes_per_s"] == pytest.approx(128 * 108 * 1.41e9)
+    assert set(rows["limiting"]) == {"compute"}
 
 
 def test_with_every_roof_known_the_compute_floor_limits_sgemm(tmp_path: Path) -> None:

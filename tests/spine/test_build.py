@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from nsroof.models.machines import Machine
 from nsroof.report.aggregate import aggregate
-from nsroof.report.build import build_report, limiting_level
+from nsroof.report.build import build_report, limiting
 from nsroof.schema import COLUMNS
 from tests.spine.helpers import A100ISH, kernels, quantities
 
@@ -45,16 +45,29 @@ def test_memory_bound_kernel_against_machine_roofs() -> None:
     assert "bandwidth_bytes_per_s[l1]" in r.loc["l1", "missing"]
 
 
-def test_ncu_ceilings_win_over_the_machine_table() -> None:
-    q = quantities(
+def _with_ncu_ceilings() -> pd.DataFrame:
+    return quantities(
         1, duration_s=[1e-3], flops_fp32=[2e9], bytes_dram=[4e8],
         peak_flop_per_s_fp32=[10e12], ceiling_source_fp32=["ncu:ffma.peak_sustained*2*sm_clock"],
         bandwidth_bytes_per_s_dram=[1.0e12], ceiling_source_dram=["ncu:dram.peak_sustained*dram_clock"],
     )
-    dram = build_report(kernels(1), q, A100ISH).iloc[0]
+
+
+def test_ncu_ceilings_win_over_the_machine_table() -> None:
+    # the device's datasheet entry (the resolver) yields to the export's own ceilings
+    dram = build_report(kernels(1), _with_ncu_ceilings(), resolver=lambda _device: A100ISH).iloc[0]
     assert dram["peak_flop_per_s"] == 10e12 and dram["bandwidth_bytes_per_s"] == 1.0e12
     assert dram["ceiling_source"].startswith("compute=ncu:")
     assert dram["ridge"] == 10.0  # 10e12 / 1e12
+
+
+def test_an_explicit_machine_overrides_the_export_ceilings() -> None:
+    # --machine is a what-if: its 19.5e12 and 1.555e12 replace ncu's 10e12 and 1e12 where it has a figure;
+    # L1, which it lacks, would keep ncu's (none here)
+    r = build_report(kernels(1), _with_ncu_ceilings(), A100ISH).set_index("level")
+    assert r.loc["dram", "peak_flop_per_s"] == 19.5e12 and r.loc["dram", "bandwidth_bytes_per_s"] == 1.555e12
+    assert r.loc["dram", "ceiling_source"] == "spec:Test A100"
+    assert r.loc["dram", "ridge"] == pytest.approx(19.5e12 / 1.555e12)  # 12.54
 
 
 def test_precision_is_the_one_carrying_most_flops() -> None:
@@ -141,7 +154,7 @@ def test_an_analytic_source_states_its_tensor_dtype() -> None:
 
 
 def _limiting_by_groupby(report: pd.DataFrame) -> pd.Series:
-    """limiting_level as first written (pandas groupby transforms over a string key): the reference."""
+    """The limiting level as first written (pandas groupby transforms over a string key): the reference."""
     key = report["source"].astype(str) + "\x00" + report["kernel_id"].astype(str)
     with np.errstate(divide="ignore", invalid="ignore"):
         memory_s = report["bytes"].astype("float64") / report["bandwidth_bytes_per_s"].astype("float64")
@@ -166,5 +179,83 @@ def test_limiting_level_equals_the_groupby_reference(rows: list[tuple[str, int, 
     frame = pd.DataFrame(rows, columns=["source", "kernel_id", "level", "bytes", "bandwidth_bytes_per_s", "flops",
                                         "peak_flop_per_s"])
     frame["kernel_id"] = frame["kernel_id"].astype("Int64")
-    got = limiting_level(frame)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        memory_s = frame["bytes"].to_numpy(float) / frame["bandwidth_bytes_per_s"].to_numpy(float)
+        compute_s = frame["flops"].to_numpy(float) / frame["peak_flop_per_s"].to_numpy(float)
+    got = limiting(frame["source"].to_numpy(dtype=object), frame["kernel_id"].to_numpy(dtype=object), memory_s,
+                   compute_s, frame["level"].to_numpy(dtype=object))
     assert got.tolist() == _limiting_by_groupby(frame).tolist()
+
+
+# ---------------------------------------------------------------- clocks and tensor-pipe estimates
+
+CLOCKED = Machine(name="Clocked A100", peak_flop_per_s={"fp32": 19.5e12, "fp16": 312e12},
+                  simt_flop_per_s={"fp32": 19.5e12}, bandwidth_bytes_per_s={"dram": 1.555e12}, sm_count=108,
+                  clocks_hz={"boost": 1.41e9}, bytes_per_cycle={"l2": 5120, "l1": 128})
+
+
+def _estimate(inst: float, **extra: list[float]) -> pd.DataFrame:
+    """One kernel whose tensor FLOPs derive() estimated at the default 4096 FLOP/instruction (CC 8.0)."""
+    source = "sm__inst_executed_pipe_tensor.sum × 4096 (FLOP/instruction at this CC)"
+    return quantities(1, duration_s=[1e-3], flops_fp32=[0.0], flops_tensor=[inst * 4096], bytes_dram=[1e6],
+                      tensor_inst=[inst], flops_source_tensor=[source], flops_source=[f"fp32: x; tensor: {source}"],
+                      **extra)
+
+
+def test_datasheet_roofs_at_the_recorded_sm_clock() -> None:
+    # 765 MHz recorded: FP32 19.5e12 × 765 / 1410 = 10.58e12; L2 5120 B × 765e6 = 3.917e12; L1 128 × 108 × 765e6
+    q = quantities(1, duration_s=[1e-3], flops_fp32=[2e9], bytes_dram=[4e8], bytes_l2=[4e8], bytes_l1=[4e8],
+                   clock_hz_sm=[765e6])
+    r = build_report(kernels(1), q, resolver=lambda _d: CLOCKED).set_index("level")
+    assert r.loc["dram", "peak_flop_per_s"] == pytest.approx(19.5e12 * 765 / 1410)
+    assert r.loc["l2", "bandwidth_bytes_per_s"] == pytest.approx(5120 * 765e6)
+    assert r.loc["l1", "bandwidth_bytes_per_s"] == pytest.approx(128 * 108 * 765e6)
+    assert r.loc["dram", "bandwidth_bytes_per_s"] == 1.555e12  # no DRAM clock, no DRAM bytes/cycle: datasheet
+    assert set(r["ceiling_source"]) == {"spec:Clocked A100 @ 765 MHz SM"}
+
+
+@pytest.mark.parametrize(("inst", "clock", "active", "flops", "shape"), [
+    # roof 312e12 × 1e-3 s × 1.05 = 3.276e11 FLOP: 1e6 × 4096 = 4.096e9 fits the largest shape
+    (1e6, np.nan, np.nan, 4.096e9, "HMMA.16816, the largest shape"),
+    # 1e8 × 4096 = 4.096e11 > 3.276e11; 1e8 × 2048 = 2.048e11 fits
+    (1e8, np.nan, np.nan, 2.048e11, "HMMA.1688, the largest shape"),
+    # at 765 MHz the roof is 312e12 × 765/1410 × 1e-3 × 1.05 = 1.777e11: only 1e8 × 1024 = 1.024e11 fits
+    (1e8, 765e6, np.nan, 1.024e11, "HMMA.1684, the largest shape"),
+    # tensor pipe busy 1e5 SM-cycles × 2048.9 FLOP/cycle/SM (312e12 / (108 × 1.41e9)) × 1.05 = 2.151e8:
+    # 1e5 × 4096 = 4.096e8 does not fit, 1e5 × 2048 = 2.048e8 does
+    (1e5, np.nan, 1e5, 2.048e8, "HMMA.1688, the largest shape"),
+])
+def test_tensor_pipe_estimates_take_the_largest_shape_within_the_roof(inst: float, clock: float, active: float,
+                                                                      flops: float, shape: str) -> None:
+    q = _estimate(inst, clock_hz_sm=[clock], tensor_cycles_active=[active])
+    row = build_report(kernels(1), q, resolver=lambda _d: CLOCKED).iloc[0]
+    assert row["flops_tensor"] == pytest.approx(flops) and row["flops"] == pytest.approx(flops)
+    assert row["precision"] == "tensor" and not row["above_roof"]
+    assert shape in row["flops_source"] and "estimate" in row["flops_source"]
+    # the roof of a pipe-count estimate: the dense FP16 tensor rate (at the clock when recorded)
+    assert row["peak_flop_per_s"] == pytest.approx(312e12 * (765 / 1410 if clock == clock else 1))
+
+
+def test_an_estimate_above_the_roof_at_every_shape_is_flagged_not_reported_as_fact() -> None:
+    # 1e9 × 1024 (smallest shape) = 1.024e12 FLOP in 1 ms = 1.024e15 FLOP/s > 312e12 × 1.05
+    row = build_report(kernels(1), _estimate(1e9), resolver=lambda _d: CLOCKED).iloc[0]
+    assert row["flops_tensor"] == pytest.approx(1.024e12)
+    assert row["above_roof"]
+    assert "HMMA.1684, the smallest shape at CC 8.0: above the fp16 tensor roof" in row["flops_source"]
+
+
+def test_an_estimate_without_a_machine_keeps_the_default_shape_and_says_so() -> None:
+    row = build_report(kernels(1), _estimate(1e6)).iloc[0]
+    assert row["flops_tensor"] == 4.096e9 and "no roof to check it against" in row["flops_source"]
+    assert row["bound"] == "unknown"
+
+
+def test_a_generic_device_name_is_unknown_with_its_candidates_named() -> None:
+    # issue 13: 'NVIDIA H100' is an SXM, PCIe or NVL board (3.35, 2.0 or 3.9 TB/s): no guess, the candidates named
+    q = quantities(1, duration_s=[1e-3], flops_fp32=[2e9], bytes_dram=[4e8])
+    row = build_report(kernels(1, device=["NVIDIA H100"]), q).iloc[0]
+    assert row["bound"] == "unknown"
+    assert "fits several machine entries (H100 SXM, H100 PCIe, H100 NVL): pass --machine" in row["missing"]
+    # the NVL board's own name resolves: 3.9 TB/s
+    row = build_report(kernels(1, device=["NVIDIA H100 NVL"]), q).iloc[0]
+    assert row["bandwidth_bytes_per_s"] == 3.9e12 and row["ceiling_source"] == "spec:H100 NVL"
