@@ -324,7 +324,7 @@ def _kernels(kernels: list[dict[str, Any]], cats: dict[str, list[dict[str, Any]]
     frame["gpu__time_duration.sum"] = dur_s
     frame["launch__registers_per_thread"] = registers
     frame["launch__shared_mem_per_block"] = shared
-    for column, values in _analytic(ops, launcher, dur_s).items():
+    for column, values in _analytic(ops, launcher, dur_s, cols["kernel_name"]).items():
         frame[column] = values
     return frame
 
@@ -333,7 +333,9 @@ def _int(value: Any) -> int | None:
     return int(value) if isinstance(value, int | float) and value == value else None
 
 
-def _analytic(ops: _Ops, launcher: np.ndarray, dur_s: np.ndarray) -> dict[str, Any]:
+def _analytic(ops: _Ops, launcher: np.ndarray, dur_s: np.ndarray, kernel_names: Any) -> dict[str, Any]:
+    from nsroof.models.ledger.aten import on_kernel
+
     n = len(launcher)
     unit = np.array([ops.costed_ancestor(int(j)) if j >= 0 else -1 for j in launcher], dtype=np.int64)
     unit_time: dict[int, float] = {}
@@ -346,7 +348,7 @@ def _analytic(ops: _Ops, launcher: np.ndarray, dur_s: np.ndarray) -> dict[str, A
     for i in range(n):
         u, j = int(unit[i]), int(launcher[i])
         if u >= 0:
-            cost = ops.cost(u)
+            cost = on_kernel(ops.cost(u), str(kernel_names[i]))  # the kernel's name tells a TF32 matmul
             share = dur_s[i] / unit_time[u] if unit_time[u] > 0 else 0.0
             flops[i], nbytes[i] = cost.flops * share, cost.bytes * share
             precision[i], formula[i], tensor_dtype[i] = cost.precision, cost.formula, cost.tensor_dtype

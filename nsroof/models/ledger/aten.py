@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 Shape = list[int]
@@ -78,6 +79,7 @@ class OpCost:
     precision: str  # report precision: fp64, fp32, fp16, tensor ('' when unknown)
     missing: str  # why flops/bytes are NaN ('' when known)
     tensor_dtype: str = ""  # for precision "tensor": the dtype whose dense tensor peak is the roof
+    roof_kind: str = ""  # the ledger roof: "matmul" or "simt" ('' when unknown)
 
     @property
     def known(self) -> bool:
@@ -179,19 +181,22 @@ def _mm(s: list[Shape], t: list[str], c: list[Any]) -> Any:
 
 def _addmm(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     _need(len(s) >= 3 and len(s[1]) == 2 and len(s[2]) == 2, "addmm needs a bias and two 2-D inputs")
-    (m, k), (_, n) = s[1], s[2]
+    (m, k), (k2, n) = s[1], s[2]
+    _need(k == k2, f"addmm inner dimensions differ ({k} vs {k2})")
     return _ledger("gemm-bias", m=m, n=n, k=k, bias_elements=max(numel(s[0]), 1), dtype=_need_dtype(t, 1))
 
 
 def _bmm(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     _need(len(s) >= 2 and len(s[0]) == 3 and len(s[1]) == 3, "bmm needs two 3-D inputs")
-    (b, m, k), (_, _, n) = s[0], s[1]
+    (b, m, k), (b2, k2, n) = s[0], s[1]
+    _need(k == k2 and b == b2, f"bmm shapes {s[0]} and {s[1]} do not agree")
     return _ledger("bmm", batch=b, m=m, n=n, k=k, dtype=_need_dtype(t, 0))
 
 
 def _baddbmm(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     _need(len(s) >= 3 and len(s[1]) == 3 and len(s[2]) == 3, "baddbmm needs a bias and two 3-D inputs")
-    (b, m, k), (_, _, n) = s[1], s[2]
+    (b, m, k), (b2, k2, n) = s[1], s[2]
+    _need(k == k2 and b == b2, f"baddbmm shapes {s[1]} and {s[2]} do not agree")
     return _ledger("gemm-bias", m=m, n=n, k=k, batch=b, bias_elements=max(numel(s[0]), 1), dtype=_need_dtype(t, 1))
 
 
@@ -217,6 +222,9 @@ def _matmul(s: list[Shape], t: list[str], c: list[Any]) -> Any:
 def _linear(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     _need(len(s) >= 2 and len(s[0]) >= 1 and len(s[1]) == 2, "linear needs an input and a 2-D weight")
     out_f, in_f = s[1]
+    # linear(input, weight, bias) records 2 or 3 inputs that agree; sampled production traces hold records
+    # with more inputs or disagreeing shapes (HTA's timeline sample): no shape to trust
+    _need(len(s) <= 3 and s[0][-1] == in_f, f"linear inputs {s} are not (input, weight[, bias])")
     has_bias = len(s) > 2 and len(s[2]) == 1
     return _ledger("linear", tokens=numel(s[0][:-1]) or 1, in_features=in_f, out_features=out_f,
                    dtype=_need_dtype(t, 0), bias=has_bias)
@@ -638,4 +646,20 @@ def op_cost(op: str, shapes: Sequence[Any] | None, dtypes: Sequence[Any] | None,
 
     precision = report_precision(operator)
     tensor_dtype = operator.roof.dtype if precision == "tensor" else ""
-    return OpCost(operator.flops, operator.bytes, operator.formula, operator.label, precision, "", tensor_dtype)
+    return OpCost(operator.flops, operator.bytes, operator.formula, operator.label, precision, "", tensor_dtype,
+                  operator.roof.kind)
+
+
+# Kernel names of fp32 matmuls and convolutions run on TF32 tensor cores: cuBLAS / cuDNN name the math
+# ("sm80_xmma_gemm_f32f32_tf32f32_f32…", "…implicit_gemm_tf32f32…", cutlass 3 "…tf32gemm…"), CUTLASS 2 sm80
+# kernels the instruction ("tensorop_s1688gemm": fp32 data through the 16×8×8 TF32 MMA).
+_TF32_KERNEL = re.compile(r"tf32|tensorop_s1688|tensorop_s16816", re.IGNORECASE)
+
+
+def on_kernel(cost: OpCost, kernel_name: str) -> OpCost:
+    """The cost of an op as run by one of its kernels. An fp32 matmul's roof depends on torch's TF32 switch
+    (torch.backends.cuda.matmul.allow_tf32, cudnn.allow_tf32), which no trace records: the kernel's name
+    does, so a TF32 kernel puts the op under the TF32 tensor roof instead of the fp32 one."""
+    if cost.known and cost.roof_kind == "matmul" and cost.precision == "fp32" and _TF32_KERNEL.search(kernel_name):
+        return replace(cost, precision="tensor", tensor_dtype="tf32", label=f"{cost.label} on TF32 tensor cores")
+    return cost
