@@ -155,3 +155,14 @@ def render_markdown() -> str:
 
 if __name__ == "__main__":
     print(render_markdown())
+
+
+# A kernel row group of the report (all levels of one launch, or of one aggregated launch group) is
+# identified by these columns; `kernel_key` joins them into one string, the only builder of that key.
+KERNEL_KEY: tuple[str, ...] = ("source", "kernel_id")
+
+
+def kernel_key(frame: Any) -> Any:
+    """(source, kernel_id) of each row of a report DataFrame as one string Series ('' for a missing value)."""
+    source, kernel_id = (frame[c].astype(object).where(frame[c].notna(), "").astype(str) for c in KERNEL_KEY)
+    return source + "\x00" + kernel_id

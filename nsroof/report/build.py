@@ -359,11 +359,6 @@ def _empty(name: str, n: int) -> object:
     return [""] * n
 
 
-def kernel_key(report: pd.DataFrame) -> pd.Series:
-    """Identifies a kernel row group (all levels of one launch or aggregated launch group)."""
-    return report["source"].astype(str) + "\x00" + report["kernel_id"].astype(str)
-
-
 def limiting_level(report: pd.DataFrame) -> pd.Series:
     """Per kernel, what sets its time floor: the level whose bytes / bandwidth is largest, or
     'compute' when flops / peak is at least every level's memory time; '' unless all are known."""

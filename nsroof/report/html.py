@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.report import plots
-from nsroof.schema import BOUNDS, LEVELS
+from nsroof.schema import BOUNDS, LEVELS, kernel_key
 
 LEDGER_COLUMNS: tuple[str, ...] = ("ledger_op", "expected_flops", "min_bytes", "flop_ratio", "excess_traffic",
                                    "ideal_time_s", "headroom")
@@ -46,7 +46,7 @@ def kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
     time_floor_s and bound at the limiting level, floor_ratio = duration_s / time_floor_s, and the ledger
     columns (first non-null over the kernel's rows)."""
     k = plots.kernels(df)
-    key = plots.kernel_key(df)
+    key = kernel_key(df)
     rows = df.assign(_key=key.to_numpy())
     first = rows.drop_duplicates("_key").set_index("_key")
     out = k.set_index("key")
@@ -103,7 +103,7 @@ def bound_shares(df: pd.DataFrame) -> pd.DataFrame:
     or unknown at that level. Rows: levels present; columns: BOUNDS."""
     k = plots.kernels(df)
     total_s = float(np.nansum(k["duration_s"].to_numpy(float)))
-    key = plots.kernel_key(df)
+    key = kernel_key(df)
     rows = df.assign(_key=key.to_numpy()).drop_duplicates(["_key", "level"])
     out = {}
     for level in [lv for lv in LEVELS if (rows["level"].astype(str) == lv).any()]:

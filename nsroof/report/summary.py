@@ -8,15 +8,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.schema import LEVELS
-
-
-def human_time(seconds: float) -> str:
-    if not np.isfinite(seconds):
-        return "?"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+from nsroof.units import human_time  # noqa: F401  (the one time formatter; also imported from here)
 
 
 def _short(text: str, width: int) -> str:
