@@ -93,34 +93,77 @@ class Progress:
     @contextmanager
     def waiting(self, label: str) -> Iterator[None]:
         """Around one long call: after `after_s`, a line '<label>… N s' rewritten in place each second, and
-        cleared when the call returns. Calls that finish sooner print nothing."""
-        if not self.enabled:
+        closed with the total when the call returns. Calls that finish sooner print nothing."""
+        stop = self.start(label)
+        try:
             yield
-            return
+        finally:
+            stop()
+
+    def start(self, label: str) -> Callable[[], None]:
+        """`waiting` split in two, for a step that ends inside someone else's `with` block: start now, call
+        the returned function when the step is over."""
+        if not self.enabled:
+            return lambda: None
         done = threading.Event()
         start = time.perf_counter()
-        shown = False
+        shown = threading.Event()
 
         def tick() -> None:
-            nonlocal shown
             if done.wait(self.after_s):
                 return
             while not done.is_set():
                 self.stream.write(f"\r{label}… {time.perf_counter() - start:.0f} s")
                 self.stream.flush()
-                shown = True
+                shown.set()
                 done.wait(1.0)
 
         thread = threading.Thread(target=tick, name="nsroof-progress", daemon=True)
         thread.start()
-        try:
-            yield
-        finally:
+
+        def stop() -> None:
+            if done.is_set():
+                return
             done.set()
             thread.join()
-            if shown:
+            if shown.is_set():
                 self.stream.write(f"\r{label}… done in {time.perf_counter() - start:.1f} s\n")
                 self.stream.flush()
+
+        return stop
+
+
+# --------------------------------------------------------------------------- run checks
+
+
+def steps_warning(steps: int | None, warmup: int, ran: int, source: str) -> str:
+    """A warning when --steps (after --warmup) asks for more steps than the script ran ('' otherwise)."""
+    if steps is None or ran >= warmup + steps:
+        return ""
+    recorded = max(ran - warmup, 0)
+    return (f"--steps {steps} (after --warmup {warmup}) asked for {warmup + steps} steps but the script ran "
+            f"{ran} ({source or 'no step marks: no optimizer.step() or nsroof.step()'}); the report holds "
+            f"{recorded} recorded step{'s' if recorded != 1 else ''}")
+
+
+class LoadWatch:
+    """The 1-minute load average at the start and the end of a run, against the CPU count: a run on a busy
+    machine gets the same warning `nsroof measure` prints (nsroof.collectors.measure.runner.busy_note)."""
+
+    def __init__(self) -> None:
+        from nsroof.collectors.measure.environment import load_average
+
+        self.start = load_average()
+
+    def warning(self) -> str:
+        import os
+
+        from nsroof.collectors.measure.environment import load_average
+        from nsroof.collectors.measure.runner import busy_note
+
+        env = {"logical_cpus": os.cpu_count(), "load_average_at_start": self.start,
+               "load_average_at_end": load_average()}
+        return busy_note(env) or ""
 
 
 def _isatty(stream: Any) -> bool:
