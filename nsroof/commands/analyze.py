@@ -42,6 +42,7 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
         return
 
     from nsroof import digest
+    from nsroof.commands.hints import fold_metrics_hints, metrics_list_path
 
     # hashing first: it runs on another core while pandas and pyarrow are imported below
     digests = digest.start(inputs)
@@ -56,6 +57,7 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     with Progress(quiet).waiting(f"analyzing {inputs[0]}"):
         report = run(list(inputs), machine=machine, aggregate=aggregate, ledger=ledger, digests=digests)
     report.write(out)
+    report.hints = fold_metrics_hints(report.hints, metrics_list_path(out))
     click.echo(render(report, top=top, output=str(out)))
 
 

@@ -180,3 +180,42 @@ def test_profile_threads_and_the_short_run_warning(tmp_path: Path) -> None:
         torch.set_num_threads(threads)
     assert result.exit_code == 0, result.output
     assert "warning: --steps 10 (after --warmup 0) asked for 10 steps but the script ran 3" in result.stderr
+
+
+# --------------------------------------------------------------------------- the ncu --metrics hint
+
+
+def test_the_metrics_hint_is_one_line_per_run_with_the_list_in_a_file(tmp_path: Path) -> None:
+    import shutil
+
+    from nsroof.commands.hints import fold_metrics_hints
+    from nsroof.models.metric_formulas import required_metrics
+    from nsroof.pipeline import analyze
+
+    for name in ("a.csv", "b.csv"):  # two incomplete exports in one run
+        shutil.copy(REPO / "tests" / "data" / "ncu" / "details_new.csv", tmp_path / name)
+    report = analyze([tmp_path / "a.csv", tmp_path / "b.csv"], machine="h100")
+    assert sum("lack roofline counters" in h for h in report.hints) == 2  # the pipeline: one per file
+    listing = tmp_path / "r.ncu-metrics.txt"
+    hints = fold_metrics_hints(report.hints, listing)
+    lines = [h for h in hints if "lack roofline counters" in h]
+    (cc,) = set(report.frame["cc"].astype(str))  # the list is the one for the exports' compute capability
+    metrics = list(required_metrics(cc))
+    assert lines == [f"4 kernel(s) in 2 files lack roofline counters; profile with `ncu --metrics $(cat {listing})` "
+                     f"(the {len(metrics)} metrics the roofline needs, written to {listing})"]
+    assert listing.read_text().strip().split(",") == metrics
+
+
+def test_analyze_prints_the_hint_once_and_names_a_text_log_as_text(tmp_path: Path) -> None:
+    from tests.importers.test_ncu_text import TEXT_2024
+
+    log = tmp_path / "run.txt"
+    log.write_text(TEXT_2024)
+    result = CliRunner().invoke(cli, ["analyze", str(log), "-o", str(tmp_path / "run.parquet"), "--machine", "h100"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("lack roofline counters") == 1 and "--metrics gpu__" not in result.stdout
+    assert (tmp_path / "run.ncu-metrics.txt").is_file()
+    assert "details-page export" not in result.output  # the text log is ncu's text output, not a CSV export
+    from nsroof import importers
+
+    assert importers.read(log).attrs["nsroof"]["format"] == "ncu-text:details"
