@@ -20,6 +20,7 @@ import pandas as pd
 
 from nsroof.report import plots
 from nsroof.schema import BOUNDS, LEVELS, kernel_key
+from nsroof.units import human_time
 
 LEDGER_COLUMNS: tuple[str, ...] = ("ledger_op", "expected_flops", "min_bytes", "flop_ratio", "excess_traffic",
                                    "ideal_time_s", "headroom")
@@ -257,7 +258,7 @@ def _run_section(df: pd.DataFrame, k: pd.DataFrame, metadata: dict[str, Any]) ->
     above = int(k["above_roof"].sum())
     lines = [
         "<h2>Run</h2><p>",
-        f"{len(k)} kernel{'s' if len(k) != 1 else ''}, total kernel time {_e(plots.si(total_s, 's'))} "
+        f"{len(k)} kernel{'s' if len(k) != 1 else ''}, total kernel time {_e(human_time(total_s))} "
         f"(Σ duration_s), {len(df)} report rows (kernel × level).",
     ]
     version = metadata.get("nsroof_version")
@@ -379,7 +380,7 @@ def _kernel_row(r: Any, ledger: bool) -> str:
         _td(str(r.source)),
         _ntd(_num(r.kernel_id), str(r.kernel_id)),
         _ntd(_num(r.launches), "" if pd.isna(r.launches) else str(r.launches)),
-        _ntd(_num(r.duration_s), plots.si(_num(r.duration_s), "s")),
+        _ntd(_num(r.duration_s), human_time(_num(r.duration_s))),
         _ntd(_num(r.time_share), _pct(_num(r.time_share))),
         _td(str(r.precision) if isinstance(r.precision, str) else ""),
     ]
@@ -392,7 +393,7 @@ def _kernel_row(r: Any, ledger: bool) -> str:
     limiting = str(r.limiting) if isinstance(r.limiting, str) else ""
     cells += [
         _td(plots.LEVEL_NAMES.get(limiting, limiting)),
-        _ntd(_num(r.time_floor_s), plots.si(_num(r.time_floor_s), "s")),
+        _ntd(_num(r.time_floor_s), human_time(_num(r.time_floor_s))),
         _ntd(_num(r.floor_ratio), "—" if not np.isfinite(_num(r.floor_ratio)) else f"{r.floor_ratio:.2f}×"),
         _ntd(_num(r.headroom), "—" if not np.isfinite(_num(r.headroom)) else f"{r.headroom:.2f}×"),
     ]

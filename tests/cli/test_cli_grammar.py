@@ -219,3 +219,45 @@ def test_analyze_prints_the_hint_once_and_names_a_text_log_as_text(tmp_path: Pat
     from nsroof import importers
 
     assert importers.read(log).attrs["nsroof"]["format"] == "ncu-text:details"
+
+
+def test_a_busy_machine_during_profile_is_warned(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nsroof.collectors.measure import environment
+    from nsroof.commands import options
+
+    loads = iter([[0.4, 0.3, 0.2], [9.0, 5.0, 3.0]])  # start, end: 9 runnable on 2 CPUs
+    monkeypatch.setattr(environment, "load_average", lambda: next(loads))
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    watch = options.LoadWatch()
+    assert watch.warning().startswith("load average up to 9.0 on 2 CPUs: other processes shared the CPU")
+
+
+# --------------------------------------------------------------------------- one formatter, one key
+
+
+def test_one_time_formatter() -> None:
+    from nsroof.units import human_time
+
+    # 3 significant digits for tables, fixed decimals for the ledger's arithmetic lines
+    assert [human_time(x) for x in (1.76e-6, 0.0107, 12.3, 2e-10, 0.0)] == ["1.76 us", "10.7 ms", "12.3 s", "0.2 ns",
+                                                                             "0 ns"]
+    assert human_time(138.911e-6, decimals=3) == "138.911 us" and human_time(float("nan")) == "n/a"
+    import nsroof.commands.ledger as ledger_cmd
+    import nsroof.report.summary as summary
+
+    assert summary.human_time is human_time and ledger_cmd.duration(0.0300488) == "30.049 ms"
+
+
+def test_one_kernel_key() -> None:
+    import pandas as pd
+
+    from nsroof.report import plots
+    from nsroof.schema import kernel_key
+
+    frame = pd.DataFrame({"source": ["a.csv", "a.csv", None], "kernel_id": pd.array([1, 1, 2], dtype="Int64")})
+    assert list(kernel_key(frame)) == ["a.csv\x001", "a.csv\x001", "\x002"]
+    assert plots.kernel_key is kernel_key
+    import nsroof.report.build as build
+    import nsroof.report.ledger_join as join
+
+    assert not hasattr(build, "kernel_key") and not hasattr(join, "_kernel_keys")
