@@ -7,7 +7,15 @@ from pathlib import Path
 
 import click
 
-from nsroof.commands.options import apply_threads, machine_option, output_option, threads_option, top_option
+from nsroof.commands.options import (
+    Progress,
+    apply_threads,
+    machine_option,
+    output_option,
+    quiet_option,
+    threads_option,
+    top_option,
+)
 
 EXAMPLE_EXPORT = Path(__file__).resolve().parents[1] / "data" / "examples" / "example_details.csv"
 
@@ -19,7 +27,8 @@ EXAMPLE_EXPORT = Path(__file__).resolve().parents[1] / "data" / "examples" / "ex
 @threads_option(default=1)
 @output_option("the report of the profiled steps", default=Path("nsroof-demo.parquet"))
 @top_option("ops in the summary")
-def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Path, top: int) -> None:
+@quiet_option()
+def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Path, top: int, quiet: bool) -> None:
     """The main job on any machine: a small transformer (embedding, causal attention, MLP, layer norm,
     AdamW) profiled on the CPU, every op call classified against the CPU's roofline."""
     import torch
@@ -41,8 +50,9 @@ def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Pat
                    (f"; not cached yet: measured after the steps, about a minute, saved to {pending})" if pending
                     else ", cached)"))
     session = profile(machine=machine, steps=steps, warmup=warmup, cuda=False)
-    with session:
-        train_tiny.train(warmup + steps, cfg)
+    with Progress(quiet).waiting("training, profiling and building the report"):
+        with session:
+            train_tiny.train(warmup + steps, cfg)
     result = session.result
     assert result is not None
     example = Path(train_tiny.__file__)
