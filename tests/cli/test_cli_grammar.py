@@ -144,7 +144,7 @@ def test_a_partial_measure_prints_no_empty_ridge_table_and_is_not_cached(tmp_pat
 
     monkeypatch.setattr(measure_pkg, "measure", _tiny_measure([]))
     monkeypatch.setenv("NSROOF_CACHE_DIR", str(tmp_path))
-    result = CliRunner().invoke(cli, ["measure", "--device", "cpu", "--quick", "--only", "ladder"])
+    result = CliRunner().invoke(cli, ["measure", "--device", "cpu", "--quick", "--only", "stream"])
     assert result.exit_code == 0, result.output
     assert "Ridge" not in result.stdout
     assert "not cached: only part of the roofline was measured (--only)" in result.stdout
