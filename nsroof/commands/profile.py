@@ -86,8 +86,10 @@ def run_script(kind: str, target: str, args: list[str]) -> None:
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--steps", type=click.IntRange(min=1), help="Record N steps (optimizer steps, or nsroof.step() marks).")
-@click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True, help="Steps to skip first.")
+@click.option("--steps", type=click.IntRange(min=1), metavar="N",
+              help="Record N steps (optimizer steps, or nsroof.step() marks).")
+@click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="Steps to skip first.")
 @machine_option(when_omitted="the GPU's datasheet entry, or on CPU this CPU's measured profile (measured once, cached)")
 @output_option("the report (Parquet)", default=Path("nsroof-profile.parquet"))
 @top_option("ops in the summary")
