@@ -12,7 +12,7 @@ from nsroof.commands.options import machine_option, output_option, top_option
 @click.command()
 @click.argument("before", type=click.Path(path_type=Path))
 @click.argument("after", type=click.Path(path_type=Path))
-@top_option("kernels listed (largest time change first)", default=20)
+@top_option("kernels listed", default=20, order="largest time change first")
 @click.option("--ranges/--no-ranges", default=True, show_default=True, help="Also compare per NVTX range.")
 @machine_option(when_omitted="for inputs that are raw exports, the datasheet entry of the GPU each names")
 @output_option("every kernel row: .csv or .parquet (per-range rows go to <name>.ranges.<ext>)")

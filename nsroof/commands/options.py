@@ -36,10 +36,10 @@ def output_option(what: str, *, default: Path | None = None, required: bool = Fa
                         required=required, show_default=default is not None, metavar="PATH", help=f"Write {what}.")
 
 
-def top_option(what: str, *, default: int = 10) -> Callable[[F], F]:
-    """--top N: how many rows (kernels, ops, labels) the command shows, the largest first."""
+def top_option(what: str, *, default: int = 10, order: str = "longest first") -> Callable[[F], F]:
+    """--top N: how many rows (kernels, ops, labels) the command shows, in `order`."""
     return click.option("--top", "top", type=click.IntRange(min=0), default=default, show_default=True, metavar="N",
-                        help=f"Number of {what}, longest first (0: none).")
+                        help=f"Number of {what}, {order} (0: none).")
 
 
 def threads_option(*, default: int | None = None) -> Callable[[F], F]:

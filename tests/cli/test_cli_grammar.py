@@ -47,7 +47,7 @@ def test_shared_options_read_the_same_in_every_command() -> None:
                 assert (p.help or "").startswith("Write "), name
             elif option == "top":
                 assert p.opts == ["--top"] and isinstance(p.type, click.IntRange) and p.type.min == 0, name
-                assert re.fullmatch(r"Number of .+, longest first \(0: none\)\.", p.help or ""), name
+                assert re.fullmatch(r"Number of .+, (longest|largest time change) first \(0: none\)\.", p.help or ""), name
             elif option == "threads":
                 assert p.opts == ["--threads"] and isinstance(p.type, click.IntRange) and p.type.min == 0, name
             elif option == "quiet":
