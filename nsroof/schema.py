@@ -80,6 +80,8 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("source", _S, "", "input file name, or 'torch.profiler' for a live profile", True),
     Field("kernel_id", _I, "", "launch ID within the source (first ID of the group when aggregated)"),
     Field("launches", _I, "count", "launches merged into this row (1 unless --aggregate)"),
+    Field("kind", _S, "", "what the row times: kernel, memcpy or memset (GPU activities; copies and sets are never "
+          "classified), or cpu_op (an op call of a CPU profile)", True),
     Field("kernel_name", _S, "", "kernel name as the profiler printed it", True),
     Field("function", _S, "", "short function name (no return type, templates or parameters)", True),
     Field("op", _S, "", "framework op that launched the kernel (e.g. aten::mm), when known", True),
@@ -160,7 +162,13 @@ def _quantity_fields() -> tuple[Field, ...]:
             for q in ("duration", "flops", *LEVELS)]
     out += [Field(f"flops_source_{p}", _S, "", f"formula behind flops_{p} ('' when NaN)") for p in PRECISIONS]
     out += [
-        Field("flops_partial", _B, "", "flops sums only some precisions; the others are named in missing_flops"),
+        Field("flops_partial", _B, "", "flops is a lower bound: some precisions or terms are missing (named in "
+              "missing_flops or the source)"),
+        Field("tensor_inst", _F, "instruction", "tensor-pipe instructions behind an estimated flops_tensor (NaN "
+              "otherwise): the report re-picks the instruction shape against the roof"),
+        Field("tensor_cycles_active", _F, "cycle", "tensor-pipe busy cycles summed over SMs, when collected"),
+        *(Field(f"clock_hz_{unit}", _F, "Hz", f"{unit} clock the export recorded (NaN when not): datasheet "
+                "ceilings are computed at it") for unit in ("sm", "dram", "l2", "l1")),
         Field("flops_tensor_sparse", _F, "FLOP", "tensor FLOPs run with 2:4 sparsity (NaN when not split)"),
         Field("tensor_metric", _S, "", "sm__ops_path_tensor_* metric carrying most tensor FLOPs ('' when none)"),
     ]
@@ -194,3 +202,14 @@ def render_markdown() -> str:
 
 if __name__ == "__main__":
     print(render_markdown())
+
+
+# A kernel row group of the report (all levels of one launch, or of one aggregated launch group) is
+# identified by these columns; `kernel_key` joins them into one string, the only builder of that key.
+KERNEL_KEY: tuple[str, ...] = ("source", "kernel_id")
+
+
+def kernel_key(frame: Any) -> Any:
+    """(source, kernel_id) of each row of a report DataFrame as one string Series ('' for a missing value)."""
+    source, kernel_id = (frame[c].astype(object).where(frame[c].notna(), "").astype(str) for c in KERNEL_KEY)
+    return source + "\x00" + kernel_id

@@ -121,3 +121,15 @@ def known(unit: str) -> bool:
     except UnknownUnitError:
         return False
     return True
+
+
+def human_time(seconds: float | None, *, decimals: int | None = None) -> str:
+    """The one time formatter: seconds in s, ms, us or ns, whichever puts the value at or above 1.
+    decimals=None gives 3 significant digits ('1.76 us', '10.7 ms': tables); decimals=n gives n fixed
+    decimals ('138.911 us': ledger lines that show the arithmetic). NaN and None are 'n/a'."""
+    if seconds is None or seconds != seconds or seconds in (float("inf"), float("-inf")):
+        return "n/a"
+    unit, factor = next(((u, f) for u, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)) if abs(seconds) >= f),
+                        ("ns", 1e-9))
+    value = seconds / factor
+    return f"{value:.3g} {unit}" if decimals is None else f"{value:.{decimals}f} {unit}"

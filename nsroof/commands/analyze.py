@@ -7,26 +7,27 @@ from pathlib import Path
 
 import click
 
+from nsroof.commands.options import Progress, machine_option, output_option, quiet_option, top_option
 from nsroof.errors import InputError
 
 
 @click.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Report file (default: next to the input); with several inputs or a directory, the dataset folder.")
-@click.option("--machine", help="Machine ceilings: a name from `nsroof machines` or a JSON profile (e.g. from `nsroof measure`).")
+@output_option("the report file (default: next to the input); with several inputs or a directory, the dataset folder")
+@machine_option(when_omitted="the datasheet entry of the GPU each export names")
 @click.option("--aggregate", is_flag=True, help="Merge repeated launches of the same kernel under the same NVTX path.")
 @click.option("--ledger", "ledger", type=click.Path(path_type=Path), help="YAML/JSON map of kernel patterns to ledger formulas.")
-@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Kernels listed in the summary.")
+@top_option("kernels in the summary")
 @click.option("-j", "--jobs", type=int, default=None, help="Dataset mode: worker processes (default: the number of cores).")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
               help="Dataset mode: a local process pool, or an existing Dask cluster.")
 @click.option("--scheduler", help="Dataset mode with --executor dask: the scheduler address, e.g. tcp://10.0.0.1:8786.")
 @click.option("--overwrite", is_flag=True, help="Dataset mode: replace partitions that already exist.")
 @click.option("--name-template", help="Dataset mode: file-name pattern giving host/rank, e.g. 'prof_%h_%q{RANK}.ncu-rep'.")
+@quiet_option()
 def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, aggregate: bool,
             ledger: Path | None, top: int, jobs: int | None, executor: str, scheduler: str | None,
-            overwrite: bool, name_template: str | None) -> None:
+            overwrite: bool, name_template: str | None, quiet: bool) -> None:
     """Classify every kernel of Nsight Compute exports (CSV of any version/locale, .ncu-rep) or
     torch.profiler traces at DRAM, L2 and L1, and write a Parquet report.
 
@@ -37,10 +38,11 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
                     or jobs is not None or (output is not None and output.is_dir()))
     if dataset_mode:
         _analyze_dataset(inputs, output, machine, aggregate, ledger, jobs, executor, scheduler, overwrite,
-                         name_template)
+                         name_template, Progress(quiet))
         return
 
     from nsroof import digest
+    from nsroof.commands.hints import fold_metrics_hints, metrics_list_path
 
     # hashing first: it runs on another core while pandas and pyarrow are imported below
     digests = digest.start(inputs)
@@ -52,14 +54,16 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     if out.exists() and inputs[0].exists() and out.resolve() == inputs[0].resolve():
         raise InputError(os.fspath(out), "the output would overwrite the input export",
                          hint="choose another -o path, e.g. report.parquet")
-    report = run(list(inputs), machine=machine, aggregate=aggregate, ledger=ledger, digests=digests)
+    with Progress(quiet).waiting(f"analyzing {inputs[0]}"):
+        report = run(list(inputs), machine=machine, aggregate=aggregate, ledger=ledger, digests=digests)
     report.write(out)
+    report.hints = fold_metrics_hints(report.hints, metrics_list_path(out))
     click.echo(render(report, top=top, output=str(out)))
 
 
 def _analyze_dataset(inputs: tuple[Path, ...], output: Path | None, machine: str | None, aggregate: bool,
                      ledger: Path | None, jobs: int | None, executor: str, scheduler: str | None,
-                     overwrite: bool, name_template: str | None) -> None:
+                     overwrite: bool, name_template: str | None, progress_line: Progress) -> None:
     from nsroof.multi import analyze_many
 
     if output is None:
@@ -71,7 +75,7 @@ def _analyze_dataset(inputs: tuple[Path, ...], output: Path | None, machine: str
 
     def progress(outcome, done: int, total: int) -> None:  # type: ignore[no-untyped-def]
         status = "ok" if outcome.ok else "FAILED"
-        click.echo(f"[{done}/{total}] {status} {outcome.input}", err=True)
+        progress_line.line(f"[{done}/{total}] {status} {outcome.input}")
 
     result = analyze_many(list(inputs), output, jobs=jobs, executor=executor, scheduler=scheduler,
                           overwrite=overwrite, machine=machine, aggregate=aggregate,

@@ -6,15 +6,16 @@ from pathlib import Path
 
 import click
 
+from nsroof.commands.options import machine_option, output_option, top_option
+
 
 @click.command()
 @click.argument("before", type=click.Path(path_type=Path))
 @click.argument("after", type=click.Path(path_type=Path))
-@click.option("--top", default=20, show_default=True, help="Kernels listed (largest time change first).")
+@top_option("kernels listed", default=20, order="largest time change first")
 @click.option("--ranges/--no-ranges", default=True, show_default=True, help="Also compare per NVTX range.")
-@click.option("--machine", help="Ceilings for inputs that are raw exports (a name from `nsroof machines` or a JSON profile).")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Write every kernel row: .csv or .parquet (per-range rows go to <name>.ranges.<ext>).")
+@machine_option(when_omitted="for inputs that are raw exports, the datasheet entry of the GPU each names")
+@output_option("every kernel row: .csv or .parquet (per-range rows go to <name>.ranges.<ext>)")
 @click.option("--json", "as_json", is_flag=True, help="Print the kernel and range tables as JSON.")
 def compare(before: Path, after: Path, top: int, ranges: bool, machine: str | None, output: Path | None,
             as_json: bool) -> None:

@@ -7,20 +7,28 @@ from pathlib import Path
 
 import click
 
+from nsroof.commands.options import (
+    Progress,
+    apply_threads,
+    machine_option,
+    output_option,
+    quiet_option,
+    threads_option,
+    top_option,
+)
+
 EXAMPLE_EXPORT = Path(__file__).resolve().parents[1] / "data" / "examples" / "example_details.csv"
 
 
 @click.command()
 @click.option("--steps", default=3, show_default=True, type=click.IntRange(min=1), help="Training steps recorded.")
 @click.option("--warmup", default=1, show_default=True, type=click.IntRange(min=0), help="Steps run first, not recorded.")
-@click.option("--machine", help="Machine ceilings (name or JSON); default: this CPU's measured profile "
-                                "(measured on first use, about a minute, then cached).")
-@click.option("--threads", default=1, show_default=True, type=click.IntRange(min=0),
-              help="torch intra-op threads (0: torch's default). One keeps the demo steady on busy machines.")
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("nsroof-demo.parquet"), show_default=True,
-              help="Report of the profiled steps.")
-@click.option("--top", default=10, show_default=True, help="Ops listed in the summary.")
-def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Path, top: int) -> None:
+@machine_option(when_omitted="this CPU's measured profile (measured on first use, about a minute, then cached)")
+@threads_option(default=1)
+@output_option("the report of the profiled steps", default=Path("nsroof-demo.parquet"))
+@top_option("ops in the summary")
+@quiet_option()
+def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Path, top: int, quiet: bool) -> None:
     """The main job on any machine: a small transformer (embedding, causal attention, MLP, layer norm,
     AdamW) profiled on the CPU, every op call classified against the CPU's roofline."""
     import torch
@@ -29,8 +37,7 @@ def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Pat
     from nsroof.examples import train_tiny
     from nsroof.report import parquet
 
-    if threads:
-        torch.set_num_threads(threads)
+    apply_threads(threads)
     cfg = train_tiny.Config()
     click.echo(f"Profiling nsroof.examples.train_tiny on the CPU: {cfg.layers} layers, d_model {cfg.d_model}, "
                f"{cfg.heads} heads, batch {cfg.batch}×{cfg.seq} tokens; {warmup} warm-up + {steps} recorded "
@@ -44,8 +51,9 @@ def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Pat
                     else ", cached)"))
     trace = output.with_name(output.name.removesuffix(".parquet") + ".trace.json.gz")
     session = profile(machine=machine, steps=steps, warmup=warmup, cuda=False, trace=trace)
-    with session:
-        train_tiny.train(warmup + steps, cfg)
+    with Progress(quiet).waiting("training, profiling and building the report"):
+        with session:
+            train_tiny.train(warmup + steps, cfg)
     result = session.result
     assert result is not None
     example = Path(train_tiny.__file__)

@@ -11,13 +11,21 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from nsroof.commands.options import level_option, machine_option
+from nsroof.models.ledger.tables import (
+    SWEEP_DEFAULTS,
+    SWEEP_OPS,
+    analysis_json,
+    formula_table,
+    seed_table,
+    sweep,
+    to_json,
+)
+from nsroof.models.machines import LEVELS
+from nsroof.units import human_time
+
 if TYPE_CHECKING:
     from nsroof.models.ledger import Analysis, Formula
-    from nsroof.models.machines import Machine
-
-SWEEP_NS: tuple[int, ...] = (512, 2048, 8192, 32768, 131072)  # seeds/attention_traffic_model.py
-SWEEP_BATCHES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # seeds/roofline.py decode
-SWEEP_OPS = ("decode", "attention", "attention-traffic")
 
 
 # --------------------------------------------------------------------------- number formatting
@@ -53,12 +61,8 @@ def si(value: float, unit: str) -> str:
 
 
 def duration(seconds: float) -> str:
-    if seconds is None or math.isnan(seconds):
-        return "n/a"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3f} {unit}"
-    return f"{seconds / 1e-9:.3f} ns"
+    """Times on the ledger's lines: 3 decimals, as the arithmetic is shown."""
+    return human_time(seconds, decimals=3)
 
 
 # --------------------------------------------------------------------------- shape options
@@ -97,33 +101,6 @@ def parse_shape(formula: Formula, tokens: Sequence[str]) -> dict[str, Any]:
         else:
             raise LedgerError(f"{formula.name}: --{name} needs a value")
     return shape
-
-
-# --------------------------------------------------------------------------- JSON
-
-
-def analysis_json(a: Analysis) -> dict[str, Any]:
-    from nsroof.models.ledger.core import jsonable
-
-    out = a.to_dict()
-    op = a.op
-    if "worst" in op.variants:
-        worst = op.variants["worst"]
-        out["bytes_worst"] = jsonable(worst.bytes)
-        out["intensity_worst"] = jsonable(worst.intensity)
-        out["memory_time_worst_s"] = jsonable(a.variants["worst"].memory_time_s)
-    if op.formula == "attention-traffic":
-        for name, cost in (("naive", op.variants["naive"]), ("tiled", op.cost)):
-            t = a.variants["naive"] if name == "naive" else a.timing
-            out[name] = {
-                "elements": jsonable(cost.elements),
-                "bytes": jsonable(cost.bytes),
-                "items": {term.name: jsonable(term.elements) for term in cost.terms if term.elements is not None},
-                "memory_time_s": jsonable(t.memory_time_s),
-            }
-        out["ratio"] = jsonable(op.facts["ratio_naive_over_tiled"])
-        out["crossover_block_m"] = jsonable(op.facts["crossover_block_m"])
-    return out
 
 
 # --------------------------------------------------------------------------- text
@@ -214,121 +191,59 @@ def _traffic_lines(a: Analysis) -> list[str]:
     return lines
 
 
-# --------------------------------------------------------------------------- sweeps
+# --------------------------------------------------------------------------- sweeps (computed in models.ledger.tables)
 
 
-def sweep(name: str, shape: dict[str, Any], machine: Machine, level: str) -> tuple[str, Any]:
-    """The seeds' sweeps: decode over batch 1…512; attention(-traffic) over N 512…131072, prefill and decode."""
+def sweep_text(name: str, data: dict[str, Any]) -> str:
     if name == "decode":
-        return _sweep_decode(shape, machine, level)
+        return _decode_text(data)
     if name == "attention-traffic":
-        return _sweep_traffic(shape)
-    if name == "attention":
-        return _sweep_attention(shape, machine, level)
-    raise AssertionError(name)
+        return _traffic_text(data)
+    return _attention_text(data)
 
 
-def _sweep_decode(shape: dict[str, Any], machine: Machine, level: str) -> tuple[str, Any]:
-    from nsroof.models import ledger
-
-    rows: list[dict[str, Any]] = []
-    for batch in SWEEP_BATCHES:
-        a = ledger.analyze(ledger.operator("decode", **(shape | {"batch": batch})), machine, level=level)
-        d = a.derived
-        rows.append({"batch": batch, "intensity": d["intensity"], "step_s": d["step_s"],
-                     "tokens_per_s": d["tokens_per_s"], "mfu": d["mfu"], "regime": a.regime, "bound": a.timing.bound})
-    op = ledger.operator("decode", **shape)
-    title = (f"Dense decode, {count(op.shape['params'])} params, {op.dtype} weights, on {machine.name} "
-             f"(roof {op.roof.key})")
-    text = [title, f"{'batch':>7}{'I (F/B)':>10}{'step ms':>10}{'tok/s':>12}{'MFU':>8}   regime"]
-    for r in rows:
+def _decode_text(data: dict[str, Any]) -> str:
+    text = [f"Dense decode, {count(data['params'])} params, {data['dtype']} weights, on {data['machine']} "
+            f"(roof {data['roof']})",
+            f"{'batch':>7}{'I (F/B)':>10}{'step ms':>10}{'tok/s':>12}{'MFU':>8}   regime"]
+    for r in data["rows"]:
         text.append(f"{r['batch']:>7}{r['intensity']:>10.1f}{r['step_s'] * 1e3:>10.3f}{r['tokens_per_s']:>12.0f}"
                     f"{r['mfu'] * 100:>7.1f}%   {r['regime']}")
-    return "\n".join(text), {"machine": machine.name, "op": op.label, "rows": _clean(rows)}
+    return "\n".join(text)
 
 
-def _sweep_traffic(shape: dict[str, Any]) -> tuple[str, Any]:
-    from nsroof.models import ledger
-
-    d = int(shape.get("d", 128))
-    base = {"d": d} | {k: v for k, v in shape.items() if k in ("block_m", "block_n", "dtype", "batch_heads")}
-    out: dict[str, Any] = {}
+def _traffic_text(data: dict[str, Any]) -> str:
     text = []
-    for regime, sq_of in (("prefill", lambda n: n), ("decode", lambda n: 1)):
-        rows: list[dict[str, Any]] = []
-        for n in SWEEP_NS:
-            op = ledger.operator("attention-traffic", **(base | {"sq": sq_of(n), "skv": n}))
-            rows.append({"n": n, "naive": op.variants["naive"].elements, "tiled": op.cost.elements,
-                         "ratio": op.facts["ratio_naive_over_tiled"]})
-        out[regime] = _clean(rows)
-        bm = base.get("block_m", 128)
+    for regime in ("prefill", "decode"):
         text.append(f"{'prefill-like: Sq = Skv = N' if regime == 'prefill' else 'decode-like: Sq = 1, Skv = N'}"
-                    f" (block_m = {bm}, d = {d})")
+                    f" (block_m = {data['block_m']}, d = {data['d']})")
         text.append(f"{'N':>8}{'naive':>18}{'tiled':>18}{'ratio':>9}")
-        for r in rows:
+        for r in data[regime]:
             text.append(f"{r['n']:>8}{count(r['naive']):>18}{count(r['tiled']):>18}{r['ratio']:>8.2f}x")
         text.append("")
-    return "\n".join(text).rstrip(), out
+    return "\n".join(text).rstrip()
 
 
-def _sweep_attention(shape: dict[str, Any], machine: Machine, level: str) -> tuple[str, Any]:
-    from nsroof.models import ledger
-
-    base = {k: v for k, v in shape.items() if k not in ("sq", "skv")}
-    out: dict[str, Any] = {}
+def _attention_text(data: dict[str, Any]) -> str:
     text = []
-    for regime, sq_of in (("prefill", lambda n: n), ("decode", lambda n: 1)):
-        rows: list[dict[str, Any]] = []
-        for n in SWEEP_NS:
-            a = ledger.analyze(ledger.operator("attention", **(base | {"sq": sq_of(n), "skv": n})), machine, level=level)
-            rows.append({"n": n, "flops": a.timing.flops, "bytes": a.timing.bytes, "intensity": a.timing.intensity,
-                         "sol_time_s": a.timing.sol_time_s, "bound": a.timing.bound})
-        out[regime] = _clean(rows)
+    for regime in ("prefill", "decode"):
         text.append(f"fused attention, {regime} ({'Sq = Skv = N' if regime == 'prefill' else 'Sq = 1, Skv = N'}), "
-                    f"{machine.name}")
+                    f"{data['machine']}")
         text.append(f"{'N':>8}{'FLOP':>22}{'bytes':>18}{'I':>10}{'SOL':>14}  bound")
-        for r in rows:
+        for r in data[regime]:
             text.append(f"{r['n']:>8}{count(r['flops']):>22}{count(r['bytes']):>18}{r['intensity']:>10.1f}"
                         f"{duration(r['sol_time_s']):>14}  {r['bound']}")
         text.append("")
-    return "\n".join(text).rstrip(), out
+    return "\n".join(text).rstrip()
 
 
-# The seed ledger's operator table (seeds/operator_ledger.py `--sweep`).
-SEED_TABLE: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    ("gemm 4096^3 fp16", "gemm", {"m": 4096, "n": 4096, "k": 4096, "dtype": "fp16"}),
-    ("gemm 512^3 fp16", "gemm", {"m": 512, "n": 512, "k": 512, "dtype": "fp16"}),
-    ("gemm 128^3 fp16", "gemm", {"m": 128, "n": 128, "k": 128, "dtype": "fp16"}),
-    ("attention 32x4096x4096 d128", "attention", {"batch_heads": 32, "sq": 4096, "skv": 4096, "d": 128}),
-    ("attention 32x1x8192 d128", "attention", {"batch_heads": 32, "sq": 1, "skv": 8192, "d": 128}),
-    ("rmsnorm 8192x4096", "rmsnorm", {"rows": 8192, "hidden": 4096, "weight": "resident"}),
-    ("elementwise chain n=16.8M fused", "elementwise", {"n": 16 * 1024 * 1024}),
-    ("elementwise chain n=16.8M eager", "elementwise", {"n": 16 * 1024 * 1024, "fused": False}),
-    ("qk-norm+rope+quant 4096 tok", "norm-rope-quant", {"tokens": 4096, "q_heads": 32, "kv_heads": 8, "head_dim": 128}),
-)
-
-
-def operator_table(machine: Machine, level: str) -> tuple[str, Any]:
-    from nsroof.models import ledger
-
-    rows: list[dict[str, Any]] = []
-    for label, name, shape in SEED_TABLE:
-        a = ledger.analyze(ledger.operator(name, **shape), machine, level=level)
-        rows.append({"operator": label, "op": a.op.label, "roof": a.op.roof.key, "intensity": a.timing.intensity,
-                     "bound": a.timing.bound, "memory_time_s": a.timing.memory_time_s,
-                     "compute_time_s": a.timing.compute_time_s, "sol_time_s": a.timing.sol_time_s})
-    text = [f"operator table on {machine.name} (each operator under its own roof; {level} bandwidth)",
+def seed_table_text(data: dict[str, Any]) -> str:
+    text = [f"operator table on {data['machine']} (each operator under its own roof; {data['level']} bandwidth)",
             f"{'operator':<34}{'roof':>13}{'AI':>10}{'bound':>9}{'memory':>13}{'compute':>13}{'SOL':>13}"]
-    for r in rows:
+    for r in data["rows"]:
         text.append(f"{r['operator']:<34}{r['roof']:>13}{r['intensity']:>10.2f}{r['bound']:>9}"
                     f"{duration(r['memory_time_s']):>13}{duration(r['compute_time_s']):>13}{duration(r['sol_time_s']):>13}")
-    return "\n".join(text), {"machine": machine.name, "rows": _clean(rows)}
-
-
-def _clean(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from nsroof.models.ledger.core import jsonable
-
-    return [{k: jsonable(v) for k, v in r.items()} for r in rows]
+    return "\n".join(text)
 
 
 def formula_list() -> str:
@@ -356,9 +271,8 @@ class _LedgerCommand(click.Command):
 
 @click.command(cls=_LedgerCommand, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("op", required=False)
-@click.option("--machine", default="h100", show_default=True,
-              help="Machine ceilings: a name from `nsroof machines` or a JSON profile.")
-@click.option("--level", default="dram", show_default=True, help="Memory level whose bandwidth the bytes are timed at.")
+@machine_option(when_omitted="the H100 datasheet entry", default="h100")
+@level_option(LEVELS, default="dram", what="Memory level whose bandwidth the bytes are timed at.")
 @click.option("--sweep", "do_sweep", is_flag=True,
               help="decode: batch 1…512; attention/attention-traffic: N 512…131072; no OP: the operator table.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
@@ -373,39 +287,27 @@ def ledger(ctx: click.Context, op: str | None, machine: str, level: str, do_swee
 
     if op is not None and op.startswith("-"):  # unknown options are let through, so an option can land here
         raise lg.LedgerError(f"options {' '.join([op, *ctx.args])} need an OP; run `nsroof ledger` to list them")
-    if op is None:
-        if ctx.args:
-            raise lg.LedgerError(f"options {' '.join(ctx.args)} need an OP; run `nsroof ledger` to list them")
-        if not do_sweep:
-            if as_json:
-                click.echo(json.dumps([{"name": f.name, "summary": f.summary, "source": f.source,
-                                        "params": [{"name": p.name, "type": p.type.__name__,
-                                                    "default": None if p.required else p.default} for p in f.params]}
-                                       for f in lg.formulas()], indent=2, ensure_ascii=False))
-            else:
-                click.echo(formula_list())
-            return
-        m = machines.load(machine)
-        text, data = operator_table(m, level)
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False) if as_json else text)
+    if op is None and ctx.args:
+        raise lg.LedgerError(f"options {' '.join(ctx.args)} need an OP; run `nsroof ledger` to list them")
+    if op is None and not do_sweep:
+        click.echo(_json(formula_table()) if as_json else formula_list())
         return
-
+    m = machines.load(machine)
+    if op is None:
+        data = seed_table(m, level)
+        click.echo(_json(data) if as_json else seed_table_text(data))
+        return
     formula = lg.get(op)
     raw = parse_shape(formula, ctx.args)
-    m = machines.load(machine)
     if do_sweep:
         if formula.name not in SWEEP_OPS:
             raise lg.LedgerError(f"--sweep is available for {', '.join(SWEEP_OPS)} (or with no OP), not {formula.name}")
-        # The sweep supplies the sequence lengths (and the batch, for decode); d defaults to the seeds' 128.
-        sweep_defaults = {"decode": {"batch": 1}, "attention": {"sq": 1, "skv": 1, "d": 128, "batch_heads": 1},
-                          "attention-traffic": {"sq": 1, "skv": 1, "d": 128}}[formula.name]
-        shape = formula.bind(sweep_defaults | raw)
-        text, data = sweep(formula.name, shape, m, level)
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False) if as_json else text)
+        data = sweep(formula.name, formula.bind(SWEEP_DEFAULTS[formula.name] | raw), m, level)
+        click.echo(_json(data) if as_json else sweep_text(formula.name, data))
         return
-    shape = formula.bind(raw)
-    analysis = lg.analyze(formula.fn(**shape), m, level=level)
-    if as_json:
-        click.echo(json.dumps(analysis_json(analysis), indent=2, ensure_ascii=False))
-    else:
-        click.echo(render(analysis, formula.source))
+    analysis = lg.analyze(formula.fn(**formula.bind(raw)), m, level=level)
+    click.echo(_json(analysis_json(analysis)) if as_json else render(analysis, formula.source))
+
+
+def _json(data: Any) -> str:
+    return json.dumps(to_json(data), indent=2, ensure_ascii=False)

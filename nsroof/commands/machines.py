@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from nsroof.commands.options import machine_option
 from nsroof.schema import LEVELS
 
 if TYPE_CHECKING:
@@ -166,7 +167,7 @@ def detail(m: Machine) -> str:
 
 
 @click.command()
-@click.option("--machine", "machine", help="One machine: a name or alias, or a JSON profile file.")
+@machine_option(when_omitted="every packaged machine (one per line)")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of machine objects.")
 def machines(machine: str | None, as_json: bool) -> None:
     """The machine ceilings nsroof knows: dense peak FLOP/s per precision, bandwidth per memory level,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import click
 
+from nsroof.commands.options import Progress, apply_threads, output_option, quiet_option, threads_option
 from nsroof.errors import InputError
 
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -19,19 +19,20 @@ SECTIONS = ("gemm", "stream", "ladder")
               help="GEMM dtype to sweep; repeat for several (default: all on CUDA, fp32/fp16/bf16 on CPU).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
               help="What to measure: auto takes the GPU when torch sees one.")
-@click.option("--threads", type=int, help="torch CPU threads (default: torch's own choice).")
+@threads_option()
 @click.option("--only", "sections", multiple=True, type=click.Choice(SECTIONS),
               help="Run only these parts (repeatable; default: all).")
 @click.option("--budget", "budget_s", type=float,
               help="Wall-clock seconds for the GEMM sweep (default: 20 quick / 900 full on CPU, 90 / 1200 on GPU); "
                    "points that do not fit are recorded as skipped.")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Write the machine profile (JSON) here; use it with `analyze --machine FILE`.")
+@output_option("the machine profile (JSON) here too, for `analyze --machine FILE` (it is always saved in the cache)")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), help="Also write every measured point as CSV.")
+@quiet_option()
 def measure(quick: bool, dtypes: tuple[str, ...], device: str, threads: int | None, sections: tuple[str, ...],
-            budget_s: float | None, output: Path | None, csv_path: Path | None) -> None:
+            budget_s: float | None, output: Path | None, csv_path: Path | None, quiet: bool) -> None:
     """Measure peak FLOP/s per precision and bandwidth per memory level (DRAM, caches) on this GPU or
-    CPU, the ridges, and where reference LLM workloads land; save it as a machine profile."""
+    CPU, the ridges, and where reference LLM workloads land; save it as a machine profile in nsroof's
+    cache (on CPU, the profile `nsroof profile` and `nsroof demo` read) and, with -o, in a file."""
     from nsroof.collectors.measure import measure as run
     from nsroof.collectors.measure import to_machine, write_points_csv
     from nsroof.collectors.measure.summary import render
@@ -39,15 +40,15 @@ def measure(quick: bool, dtypes: tuple[str, ...], device: str, threads: int | No
     for path in (output, csv_path):
         if path is not None:
             _check_writable(path)  # fail before a minute of measuring, not after
-    t0 = time.perf_counter()
-
-    def progress(message: str) -> None:
-        click.echo(f"[{time.perf_counter() - t0:6.1f} s] {message}", err=True)
-
-    result = run(device, quick=quick, dtypes=tuple(dtypes) or None, threads=threads,
-                 sections=tuple(sections) or SECTIONS, progress=progress, gemm_budget_s=budget_s)
+    progress = Progress(quiet)
+    apply_threads(threads)  # for the whole command: the CPU cache key holds the thread count
+    result = run(device, quick=quick, dtypes=tuple(dtypes) or None, threads=threads or None,
+                 sections=tuple(sections) or SECTIONS, progress=progress.line, gemm_budget_s=budget_s)
     machine = to_machine(result)
+    cached, why_not = cache_path(result)
     try:
+        if cached is not None:
+            machine.save(cached)
         if output is not None:
             machine.save(output)
         if csv_path is not None:
@@ -56,6 +57,9 @@ def measure(quick: bool, dtypes: tuple[str, ...], device: str, threads: int | No
         raise InputError(exc.filename or output or csv_path or "", f"cannot write: {exc.strerror or exc}",
                          hint="choose a writable path") from None
     click.echo(render(result))
+    click.echo(f"\ncached as {cached}" + (" (the CPU profile `nsroof profile` and `nsroof demo` read at these threads)"
+                                          if result.environment.get("device") == "cpu" else "")
+               if cached is not None else f"\nnot cached: {why_not}")
     if output is not None:
         click.echo(f"\nwrote {output} (use: nsroof analyze --machine {output} …)")
     if csv_path is not None:
@@ -73,3 +77,22 @@ def _check_writable(path: Path) -> None:
             pass
     except OSError as exc:
         raise InputError(path, f"cannot write here: {exc.strerror or exc}", hint="choose a writable path") from None
+
+
+def cache_path(result: object) -> tuple[Path | None, str]:
+    """Where a measurement is cached: on CPU the file `nsroof profile` reads (keyed on CPU model, torch
+    threads and versions), on a GPU one per device name. A partial measurement (--only) is not cached: a
+    profile without GEMM peaks or bandwidths would pass for a complete one. (path, '') or (None, why)."""
+    import re
+
+    from nsroof.collectors.measure.cache import cache_key, resolve_cache_dir
+
+    peaks, bandwidths = getattr(result, "peak_flop_per_s", {}), getattr(result, "bandwidth_bytes_per_s", {})
+    if not peaks or not bandwidths:
+        return None, ("only part of the roofline was measured (--only): run without --only to cache a profile "
+                      "`nsroof profile` can use")
+    env = getattr(result, "environment", {})
+    if env.get("device") == "cpu":
+        return resolve_cache_dir() / f"cpu-{cache_key()}.json", ""
+    name = re.sub(r"[^A-Za-z0-9]+", "-", str(env.get("device_name", "gpu"))).strip("-").lower() or "gpu"
+    return resolve_cache_dir() / f"cuda-{name}.json", ""

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from nsroof.commands.options import machine_option, output_option, top_option
+
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--range", "range_name", help="Profile only kernels inside this nsroof range (the script opens it "
@@ -13,10 +15,10 @@ import click
 @click.option("--set", "metric_set", type=click.Choice(["roofline", "minimal"]), default="roofline", show_default=True,
               help="roofline: FLOPs of every precision, DRAM/L2/L1 bytes and the ceilings' counters; minimal: time, "
                    "FP32/FP64 FLOPs and DRAM bytes (fewer replay passes).")
-@click.option("--machine", help="Machine ceilings (name or JSON); default: the local GPU's datasheet entry.")
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("nsroof-ncu"), show_default=True,
-              help="Base name: writes BASE.ncu-rep, BASE.log, BASE.csv and the report BASE.parquet.")
-@click.option("--top", default=10, show_default=True, help="Kernels listed in the summary.")
+@machine_option(when_omitted="the local GPU's datasheet entry")
+@output_option("BASE.ncu-rep, BASE.log, BASE.csv and the report BASE.parquet (-o is the base name)",
+               default=Path("nsroof-ncu"))
+@top_option("kernels in the summary")
 @click.option("--dry-run", is_flag=True, help="Print the ncu command line and the export/analyze steps; run nothing "
                                               "(wrap the ncu line in srun/mpirun yourself).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)

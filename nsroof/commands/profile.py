@@ -11,6 +11,17 @@ from pathlib import Path
 import click
 
 from nsroof.collectors.script import run_script, split_command
+from nsroof.commands.options import (
+    LoadWatch,
+    Progress,
+    apply_threads,
+    machine_option,
+    output_option,
+    quiet_option,
+    steps_warning,
+    threads_option,
+    top_option,
+)
 
 
 def trace_path(output: Path) -> Path:
@@ -19,15 +30,19 @@ def trace_path(output: Path) -> Path:
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--steps", type=click.IntRange(min=1), help="Record N steps (optimizer steps, or nsroof.step() marks).")
-@click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True, help="Steps to skip first.")
-@click.option("--machine", help="Machine ceilings: a name from `nsroof machines` or a JSON profile; default: the "
-                                "GPU's datasheet entry, or the measured CPU profile on CPU.")
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("nsroof-profile.parquet"),
-              show_default=True, help="Report file; the chrome trace is kept next to it as REPORT.trace.json.gz.")
-@click.option("--top", default=10, show_default=True, help="Ops listed in the summary.")
+@click.option("--steps", type=click.IntRange(min=1), metavar="N",
+              help="Record N steps (optimizer steps, or nsroof.step() marks).")
+@click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="Steps to skip first.")
+@machine_option(when_omitted="the GPU's datasheet entry, or on CPU this CPU's measured profile (measured once, cached)")
+@output_option("the report (Parquet); the chrome trace is kept next to it as REPORT.trace.json.gz",
+               default=Path("nsroof-profile.parquet"))
+@top_option("ops in the summary")
+@threads_option()
+@quiet_option()
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def profile(steps: int | None, warmup: int, machine: str | None, output: Path, top: int, command: tuple[str, ...]) -> None:
+def profile(steps: int | None, warmup: int, machine: str | None, output: Path, top: int, threads: int | None,
+            quiet: bool, command: tuple[str, ...]) -> None:
     """Run a Python script under torch.profiler and write a roofline report of every kernel (CUDA) or op
     call (CPU) with analytic FLOPs and bytes from the ledger formulas, e.g.
     `nsroof profile -o r.parquet -- python train.py --epochs 1`."""
@@ -36,27 +51,41 @@ def profile(steps: int | None, warmup: int, machine: str | None, output: Path, t
     from nsroof.report import parquet
 
     kind, target, args = split_command(command)
-    _announce_cpu_measurement(machine)
+    apply_threads(threads)  # before the announcement: the cached CPU profile is per thread count
+    pending = _announce_cpu_measurement(machine)
+    progress, load = Progress(quiet), LoadWatch()
     session = nsroof_profile(machine=machine, steps=steps, warmup=warmup, trace=trace_path(output))
-    with session:
-        run_script(kind, target, args)
+    stop = None
+    try:
+        with session:
+            run_script(kind, target, args)
+            # leaving the block stops the profiler and builds the report (and measures the CPU the first time)
+            stop = progress.start("building the report" + (" and measuring this CPU's roofline (once)" if pending else ""))
+    finally:
+        if stop is not None:
+            stop()
     result = session.result
     assert result is not None
+    warnings = [w for w in (steps_warning(steps, warmup, result.steps_marked, result.step_source), load.warning()) if w]
     metadata = {**result.metadata,
                 "collector": "torch.profiler", "command": [kind, target, *args],
                 "script": parquet.input_record(target) if kind == "script" else None,
                 "trace": str(result.trace), "trace_facts": result.trace_facts,
                 "steps": steps, "warmup": warmup,
                 "steps_marked": result.steps_marked, "step_source": result.step_source,
-                "warnings": result.warnings}
+                "torch_version": _torch_version(),
+                "warnings": result.warnings + warnings}
     parquet.write(result.report, output, metadata=metadata)
     click.echo(render_summary(result, top=top, output=str(output)))
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)
 
 
-def _announce_cpu_measurement(machine: str | None) -> None:
-    """The first CPU run measures the CPU's roofline after the script (about a minute): say so up front."""
+def _announce_cpu_measurement(machine: str | None) -> str:
+    """The first CPU run measures the CPU's roofline after the script (about a minute): say so up front.
+    Returns where that profile will be cached ('' when nothing is to be measured)."""
     if machine is not None:
-        return
+        return ""
     import torch
 
     from nsroof.collectors.torch_profile import cpu_profile_pending
@@ -65,3 +94,10 @@ def _announce_cpu_measurement(machine: str | None) -> None:
     if pending:
         click.echo(f"nsroof: no CPU roofline cached yet: measuring it after the run (about a minute, once; "
                    f"cached in {pending}); --machine skips this", err=True)
+    return pending
+
+
+def _torch_version() -> str:
+    import torch
+
+    return str(torch.__version__)

@@ -291,7 +291,9 @@ def read(path: str | os.PathLike[str]) -> pd.DataFrame:
         tree = OpTree([e for c in CPU_OP_CATS for e in cats.get(c, [])], annotations,
                       [str(n) for n in meta.get("module_ranges", []) if isinstance(n, str)])
         if activities:
-            frame, starts = _gpu_rows(activities, cats, tree, top, name, warnings)
+            # the kernel's name tells a TF32 matmul only where the trace does not record torch's TF32 switches
+            by_name = tf32_policy(meta) == (None, None)
+            frame, starts = _gpu_rows(activities, cats, tree, top, name, warnings, tf32_by_kernel_name=by_name)
             frame, extra["tf32"] = _apply_tf32(frame, meta, warnings)
         else:
             frame, starts = _cpu_rows(tree, name, meta)
@@ -334,7 +336,8 @@ def _devices(top: dict[str, Any]) -> dict[int, tuple[str, str]]:
 
 
 def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, Any]]], tree: OpTree,
-              top: dict[str, Any], name: str, warnings: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
+              top: dict[str, Any], name: str, warnings: list[str], *,
+              tf32_by_kernel_name: bool) -> tuple[pd.DataFrame, np.ndarray]:
     from nsroof.importers.names import short_name
 
     activities = sorted(activities, key=lambda e: (_num(e.get("ts")), _num((e.get("args") or {}).get("correlation"))))
@@ -410,12 +413,16 @@ def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, A
     frame["launch__registers_per_thread"] = registers
     frame["launch__shared_mem_per_block"] = shared
     is_kernel = np.array([k == "kernel" for k in kinds], dtype=bool)
-    for column, values in _analytic(tree, np.where(is_kernel, launcher, -1), dur_s, is_kernel).items():
+    names = cols["kernel_name"] if tf32_by_kernel_name else None
+    for column, values in _analytic(tree, np.where(is_kernel, launcher, -1), dur_s, is_kernel, names).items():
         frame[column] = values
     return frame, starts
 
 
-def _analytic(tree: OpTree, launcher: np.ndarray, dur_s: np.ndarray, is_kernel: np.ndarray) -> dict[str, Any]:
+def _analytic(tree: OpTree, launcher: np.ndarray, dur_s: np.ndarray, is_kernel: np.ndarray,
+              kernel_names: Any) -> dict[str, Any]:
+    from nsroof.models.ledger.aten import on_kernel
+
     n = len(launcher)
     unit = np.array([tree.costed_ancestor(int(j)) if j >= 0 else -1 for j in launcher], dtype=np.int64)
     unit_time: dict[int, float] = {}
@@ -430,7 +437,7 @@ def _analytic(tree: OpTree, launcher: np.ndarray, dur_s: np.ndarray, is_kernel: 
         if not is_kernel[i]:
             missing[i] = "a memory copy or set, not a kernel: no roofline classification"
         elif u >= 0:
-            cost = tree.cost(u)
+            cost = tree.cost(u) if kernel_names is None else on_kernel(tree.cost(u), str(kernel_names[i]))
             share = dur_s[i] / unit_time[u] if unit_time[u] > 0 else math.nan
             flops[i], nbytes[i] = cost.flops * share, cost.bytes * share
             precision[i], formula[i], tensor_dtype[i] = cost.precision, cost.formula, cost.tensor_dtype

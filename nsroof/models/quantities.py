@@ -1,31 +1,9 @@
 """Roofline quantities per kernel from whatever counters an export holds, with provenance.
 
-CONTRACT (used by nsroof.report.build):
-
-    derive(kernels: DataFrame) -> DataFrame   # same index as `kernels`
-
-with columns
-    duration_s, duration_source
-    flops_fp64, flops_fp32, flops_fp16, flops_tensor, flops, flops_source, flops_estimated (bool)
-    bytes_dram, bytes_l2, bytes_l1, bytes_source_dram, bytes_source_l2, bytes_source_l1
-    peak_flop_per_s_fp64, peak_flop_per_s_fp32, peak_flop_per_s_fp16, peak_flop_per_s_tensor
-    bandwidth_bytes_per_s_dram, bandwidth_bytes_per_s_l2, bandwidth_bytes_per_s_l1
-    ceiling_source_<same suffixes>          ("ncu:<formula>" or "")
-    missing_duration, missing_flops, missing_dram, missing_l2, missing_l1   (comma-separated metric names)
-
-and, beyond the contract:
-    flops_source_<precision>   the formula behind each precision's count ('' when NaN)
-    flops_partial (bool)       `flops` sums the precisions that could be computed; True when at least
-                               one precision is NaN (its counters are named in missing_flops)
-    flops_tensor_sparse        tensor FLOPs run with 2:4 sparsity (NaN when the export does not split them)
-    tensor_metric              the sm__ops_path_tensor_* metric carrying most of the kernel's tensor
-                               FLOPs; its peak is the tensor ceiling ('' when none)
-    tensor_inst                tensor-pipe instructions behind an estimated flops_tensor (NaN otherwise):
-                               the report re-picks the instruction shape against the roof
-    tensor_cycles_active       tensor-pipe busy cycles summed over SMs, when collected (NaN otherwise)
-    clock_hz_sm, clock_hz_dram, clock_hz_l2, clock_hz_l1
-                               the clocks the export recorded (NaN when not): datasheet ceilings are
-                               computed at them
+CONTRACT (used by nsroof.report.build): `derive(kernels) -> DataFrame` with the same index as `kernels`
+and the columns nsroof.schema.QUANTITY_FIELDS declares, in that order, with their units: duration,
+FLOPs per precision, bytes per level, the export's own ceilings, each with its source, and
+missing_<quantity> naming the metrics whose absence left a quantity NaN.
 
 Partial counter sets follow metric_formulas.PARTIAL_RULES: a precision with some of its terms is a lower
 bound (its source says which terms it lacks); with no CUDA-core FP counter at all, `flops` is the tensor

@@ -279,6 +279,7 @@ def build_report(
         "kernel_id": pd.array(kernels["kernel_id"] if "kernel_id" in kernels else np.arange(n),
                               dtype="Int64").take(np.repeat(np.arange(n), L)),
         "launches": ints("launches") if "launches" in kernels else pd.array(np.ones(n * L, dtype=np.int64), dtype="Int64"),
+        "kind": per_kernel(np.where(text("kind") == "", "kernel", text("kind"))),  # ncu exports: kernels only
         **{name: per_kernel(text(name)) for name in ("kernel_name", "function", "op", "input_shapes", "module")},
         "device": per_kernel(devices.to_numpy(dtype=object)),
         "cc": per_kernel(text("cc")),

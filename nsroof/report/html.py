@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from nsroof.report import plots
-from nsroof.schema import BOUNDS, LEVELS
+from nsroof.schema import BOUNDS, LEVELS, kernel_key
+from nsroof.units import human_time
 
 LEDGER_COLUMNS: tuple[str, ...] = ("ledger_op", "expected_flops", "min_bytes", "flop_ratio", "excess_traffic",
                                    "ideal_time_s", "headroom")
@@ -46,7 +47,7 @@ def kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
     time_floor_s and bound at the limiting level, floor_ratio = duration_s / time_floor_s, and the ledger
     columns (first non-null over the kernel's rows)."""
     k = plots.kernels(df)
-    key = plots.kernel_key(df)
+    key = kernel_key(df)
     rows = df.assign(_key=key.to_numpy())
     first = rows.drop_duplicates("_key").set_index("_key")
     out = k.set_index("key")
@@ -103,7 +104,7 @@ def bound_shares(df: pd.DataFrame) -> pd.DataFrame:
     or unknown at that level. Rows: levels present; columns: BOUNDS."""
     k = plots.kernels(df)
     total_s = float(np.nansum(k["duration_s"].to_numpy(float)))
-    key = plots.kernel_key(df)
+    key = kernel_key(df)
     rows = df.assign(_key=key.to_numpy()).drop_duplicates(["_key", "level"])
     out = {}
     for level in [lv for lv in LEVELS if (rows["level"].astype(str) == lv).any()]:
@@ -257,7 +258,7 @@ def _run_section(df: pd.DataFrame, k: pd.DataFrame, metadata: dict[str, Any]) ->
     above = int(k["above_roof"].sum())
     lines = [
         "<h2>Run</h2><p>",
-        f"{len(k)} kernel{'s' if len(k) != 1 else ''}, total kernel time {_e(plots.si(total_s, 's'))} "
+        f"{len(k)} kernel{'s' if len(k) != 1 else ''}, total kernel time {_e(human_time(total_s))} "
         f"(Σ duration_s), {len(df)} report rows (kernel × level).",
     ]
     version = metadata.get("nsroof_version")
@@ -381,7 +382,7 @@ def _kernel_row(r: Any, ledger: bool) -> str:
         _td(str(r.source)),
         _ntd(_num(r.kernel_id), str(r.kernel_id)),
         _ntd(_num(r.launches), "" if pd.isna(r.launches) else str(r.launches)),
-        _ntd(_num(r.duration_s), plots.si(_num(r.duration_s), "s")),
+        _ntd(_num(r.duration_s), human_time(_num(r.duration_s))),
         _ntd(_num(r.time_share), _pct(_num(r.time_share))),
         _td(str(r.precision) if isinstance(r.precision, str) else ""),
     ]
@@ -394,7 +395,7 @@ def _kernel_row(r: Any, ledger: bool) -> str:
     limiting = str(r.limiting) if isinstance(r.limiting, str) else ""
     cells += [
         _td(plots.LEVEL_NAMES.get(limiting, limiting)),
-        _ntd(_num(r.time_floor_s), plots.si(_num(r.time_floor_s), "s")),
+        _ntd(_num(r.time_floor_s), human_time(_num(r.time_floor_s))),
         _ntd(_num(r.floor_ratio), "—" if not np.isfinite(_num(r.floor_ratio)) else f"{r.floor_ratio:.2f}×"),
         _ntd(_num(r.headroom), "—" if not np.isfinite(_num(r.headroom)) else f"{r.headroom:.2f}×"),
     ]

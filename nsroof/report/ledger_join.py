@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.errors import InputError, NsroofError
+from nsroof.schema import kernel_key
 
 if TYPE_CHECKING:
     from nsroof.models.ledger import Operator
@@ -431,11 +432,6 @@ def _num(frame: pd.DataFrame, column: str, default: float = math.nan) -> pd.Seri
     return pd.to_numeric(frame[column], errors="coerce").astype("float64")
 
 
-def _kernel_keys(frame: pd.DataFrame) -> pd.Series:
-    """One key per kernel row group: its level rows share (source, kernel_id)."""
-    return _text(frame, "source") + "\x1f" + _text(frame, "kernel_id")
-
-
 def apply(report_df: pd.DataFrame, mapping: Mapping, *, machine: Machine | None = None) -> pd.DataFrame:
     """The report with ledger_op, expected_flops, min_bytes, flop_ratio, excess_traffic, ideal_time_s
     and headroom filled for every kernel a rule matches (NaN / '' for the rest)."""
@@ -462,7 +458,7 @@ def apply(report_df: pd.DataFrame, mapping: Mapping, *, machine: Machine | None 
     min_bytes = per_bytes * launches.to_numpy()
 
     # Measured DRAM bytes and DRAM bandwidth come from each kernel's dram row.
-    keys = _kernel_keys(frame)
+    keys = kernel_key(frame)
     level = _text(frame, "level")
     dram = frame.loc[level.eq("dram")]
     dram_keys = keys.loc[dram.index]
@@ -533,7 +529,7 @@ def _rule_warnings(frame: pd.DataFrame, mapping: Mapping, rules: list[Rule | Non
             failed.setdefault(rule.index, []).append(u)
     if not failed:
         return []
-    keys = _kernel_keys(frame).to_numpy()
+    keys = kernel_key(frame).to_numpy()
     function, kernel_name = _text(frame, "function").to_numpy(), _text(frame, "kernel_name").to_numpy()
     source, kernel_id = _text(frame, "source").to_numpy(), _text(frame, "kernel_id").to_numpy()
     out = []
@@ -563,7 +559,7 @@ def coverage(report_df: pd.DataFrame) -> tuple[int, int]:
     """(kernels a ledger rule matched and evaluated, kernels in the report)."""
     if len(report_df) == 0:
         return 0, 0
-    keys = _kernel_keys(report_df)
+    keys = kernel_key(report_df)
     ok = _num(report_df, "expected_flops").notna()
     return int(keys[ok].nunique()), int(keys.nunique())
 
@@ -584,7 +580,7 @@ def gain_table(report_df: pd.DataFrame) -> pd.DataFrame:
     if len(report_df) == 0:
         return pd.DataFrame(columns=GAIN_COLUMNS)
     level = _text(report_df, "level")
-    keys = _kernel_keys(report_df)
+    keys = kernel_key(report_df)
     # One row per kernel: its dram row when the report has one, else its first row.
     order = np.where(level.eq("dram"), 0, 1)
     one = report_df.assign(_key=keys.to_numpy(), _order=order).sort_values("_order", kind="stable")

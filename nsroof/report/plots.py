@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.errors import NsroofError
-from nsroof.schema import LEVELS, PRECISIONS
+from nsroof.schema import LEVELS, PRECISIONS, kernel_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -111,11 +111,6 @@ def short_name(name: str, width: int = SHORT_NAME_CHARS) -> str:
         out.append(ch)
     text = "".join(out).strip() or str(name)
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def kernel_key(df: pd.DataFrame) -> pd.Series:
-    """(source, kernel_id) as one string: the identity of a kernel row group in the report."""
-    return df["source"].astype(str) + "\x00" + df["kernel_id"].astype(str)
 
 
 def kernels(df: pd.DataFrame) -> pd.DataFrame:

@@ -8,15 +8,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.schema import LEVELS
-
-
-def human_time(seconds: float) -> str:
-    if not np.isfinite(seconds):
-        return "?"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+from nsroof.units import human_time  # noqa: F401  (the one time formatter; also imported from here)
 
 
 def _short(text: str, width: int) -> str:
@@ -118,6 +110,20 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
         for missing, r in reasons.head(5).iterrows():
             lines.append(f"  - {r['rows']} row(s) at {r['levels']}: missing {_first_names(missing) or 'FLOPs and bytes are both zero'}")
 
+    traces = [str(i.get("name", "")) for i in metadata.get("inputs", []) if i.get("format") == "torch-trace"]
+    coverage = analytic_coverage(frame, traces)
+    if len(coverage):
+        lines.append("")
+        lines.append("Coverage of the torch trace(s): share of kernel time whose op has an analytic formula")
+        for _, c in coverage.iterrows():
+            if not c["time_s"] > 0:
+                lines.append(f"  {_short(c['source'], 44):<44} no kernel durations ({c['kernels']} kernels)")
+                continue
+            lines.append(f"  {_short(c['source'], 44):<44} {c['share']:>6.1%} of {human_time(c['time_s'])} "
+                         f"({c['costed']} of {c['kernels']} kernels)"
+                         + (f"; largest uncovered: {_short(c['uncovered'], 70)} ({human_time(c['uncovered_s'])})"
+                            if c["uncovered"] else ""))
+
     above = frame[frame["above_roof"].astype(bool)]
     if len(above):
         lines.append("")
@@ -203,3 +209,26 @@ def _gain_lines(frame: pd.DataFrame, top: int, ledger_used: bool = False) -> lis
         label = f"[{r['kind']}] {r['name']}"
         lines.append(f"  {_short(label, 60):<60} {human_time(float(r['gain_s'])):>9}  headroom {r['headroom']:.3g}x")
     return lines
+
+
+def analytic_coverage(frame: pd.DataFrame, sources: list[str]) -> pd.DataFrame:
+    """Per trace in `sources`: the share of its kernel time whose FLOPs come from an analytic formula
+    (flops_source 'analytic:…'), the kernel counts, and the reason that leaves the most time uncosted."""
+    columns = ["source", "share", "time_s", "costed", "kernels", "uncovered", "uncovered_s"]
+    rows = []
+    kernels = frame.drop_duplicates(["source", "kernel_id"])
+    if "kind" in kernels.columns:  # copies and sets have no formula to cover them
+        kernels = kernels[kernels["kind"].astype(str).isin(["kernel", "cpu_op"])]
+    for source in sources:
+        k = kernels[kernels["source"].astype(str) == source]
+        if k.empty:
+            continue
+        d = k["duration_s"].astype("float64").fillna(0.0)
+        costed = k["flops_source"].astype(str).str.startswith("analytic:").to_numpy()
+        total = float(d.sum())
+        by_reason = d[~costed].groupby(k.loc[~costed, "missing"].astype(str)).sum().sort_values(ascending=False)
+        rows.append({"source": source, "share": float(d[costed].sum()) / total if total > 0 else np.nan,
+                     "time_s": total, "costed": int(costed.sum()), "kernels": len(k),
+                     "uncovered": str(by_reason.index[0]) if len(by_reason) else "",
+                     "uncovered_s": float(by_reason.iloc[0]) if len(by_reason) else 0.0})
+    return pd.DataFrame(rows, columns=columns)

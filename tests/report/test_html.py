@@ -67,10 +67,10 @@ def test_one_row_per_kernel_grouped_by_nvtx_path(page: Page) -> None:
 def test_rows_carry_the_report_verdicts(page: Page) -> None:
     assert page.column("DRAM") == ["compute", "memory", "unknown", "memory", "memory"]
     assert page.column("L2") == ["compute", "memory", "unknown", "unknown", "memory"]
-    assert page.column("duration") == ["1 ms", "500 µs", "200 µs", "200 µs", "100 µs"]
+    assert page.column("duration") == ["1 ms", "500 us", "200 us", "200 us", "100 us"]
     assert page.column("share") == ["50.0%", "25.0%", "10.0%", "10.0%", "5.0%"]
     # gemm's floor: max over levels of max(10e9 / 20e12, bytes / bw) = max(0.5 ms, 0.5 ms, 0.4 ms, 0.25 ms) = 500 µs
-    assert page.column("time floor")[0] == "500 µs"
+    assert page.column("time floor")[0] == "500 us"
     assert page.column("× floor")[0] == "2.00×"  # 1 ms / 0.5 ms
     assert page.column("headroom") == ["—"] * 5  # no ledger join
     assert page.column("⚠") == ["", "", "", "", "⚠"]

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from nsroof.report import html, plots
+from nsroof.schema import kernel_key
 from tests.report.page_parse import Page
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,7 +127,7 @@ def test_the_packaged_example(tmp_path: Path) -> None:
         cmd = "report" if name.endswith(".html") else "plot"
         r = _nsroof(cmd, str(path), "-o", str(tmp_path / name))
         assert r.returncode == 0, r.stderr
-    n = plots.kernel_key(report.frame).nunique()
+    n = kernel_key(report.frame).nunique()
     assert len(Page((tmp_path / "example.html").read_text()).rows) == n
     data = plots.chart_data(report.frame)
     shown = data[data["plotted"]].merge(report.frame, on=["source", "kernel_id", "level"])

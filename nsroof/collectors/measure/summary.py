@@ -92,7 +92,7 @@ def render(result: Any) -> str:
     out.append("Bandwidth per level: " + ", ".join(
         f"{lvl} {_si(bw, 'B/s')}" for lvl, bw in result.bandwidth_bytes_per_s.items()))
     ridges = result.derived.get("ridges_flop_per_byte", {})
-    if ridges:
+    if ridges and result.peak_flop_per_s and result.bandwidth_bytes_per_s:  # --only stream/gemm: no ridge
         dtypes = list(result.peak_flop_per_s)
         out.append("Ridge I* = peak / bandwidth (FLOP/byte)")
         out += _table(["level", *dtypes], [[lvl, *(f"{r[d]:,.1f}" for d in dtypes)] for lvl, r in ridges.items()],

@@ -15,7 +15,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nsroof.models.ledger.core import Cost, Operator, Roof, canonical_dtype, dtype_bytes, jsonable
+from nsroof.models.ledger.core import (
+    Cost,
+    LedgerError,
+    Operator,
+    Roof,
+    canonical_dtype,
+    dtype_bytes,
+    jsonable,
+)
 
 if TYPE_CHECKING:
     from nsroof.models.machines import Machine
@@ -58,6 +66,12 @@ def roof_ceiling(machine: Machine, roof: Roof) -> Ceiling:
 
 
 def bandwidth_ceiling(machine: Machine, level: str = "dram") -> Ceiling:
+    """The machine's bandwidth at `level`; a level no machine can have is an error (a level this machine
+    lacks is an unknown ceiling, NaN)."""
+    from nsroof.models.machines import LEVELS
+
+    if level not in LEVELS:
+        raise LedgerError(f"unknown memory level {level!r}; known: {', '.join(LEVELS)}")
     key = f"bandwidth_bytes_per_s.{level}"
     value = machine.bandwidth_bytes_per_s.get(level, NAN)
     return Ceiling(value, key, _source(machine, key) if math.isfinite(value) else "")

@@ -1,0 +1,174 @@
+"""The options every command shares, declared once so they read and behave the same everywhere (the way
+sqlite-utils shares its option decorators): `--machine`, `-o/--output`, `--top`, `--threads`, `--quiet`,
+`--level`; and the progress line long steps print.
+
+Each decorator takes only what truly differs per command (what the output is, what --top lists, what an
+omitted --machine means); the flag names, metavars, types and the first words of the help are fixed here.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+MACHINE_HELP = ("Machine ceilings: a name or alias from `nsroof machines`, the device name as ncu or nvidia-smi print "
+                "it, or a JSON profile (as `nsroof measure` writes); over an export's own ncu peaks it is a what-if")
+
+
+def machine_option(*, when_omitted: str, default: str | None = None) -> Callable[[F], F]:
+    """--machine NAME|DEVICE|FILE. Its meaning is models.machines.resolve()'s; `when_omitted` says what the command
+    uses without it."""
+    return click.option("--machine", "machine", default=default, metavar="NAME|DEVICE|FILE", show_default=default is not None,
+                        help=f"{MACHINE_HELP}. Without it: {when_omitted}.")
+
+
+def output_option(what: str, *, default: Path | None = None, required: bool = False) -> Callable[[F], F]:
+    """-o/--output PATH: `what` the command writes there."""
+    return click.option("-o", "--output", "output", type=click.Path(path_type=Path), default=default,
+                        required=required, show_default=default is not None, metavar="PATH", help=f"Write {what}.")
+
+
+def top_option(what: str, *, default: int = 10, order: str = "longest first") -> Callable[[F], F]:
+    """--top N: how many rows (kernels, ops, labels) the command shows, in `order`."""
+    return click.option("--top", "top", type=click.IntRange(min=0), default=default, show_default=True, metavar="N",
+                        help=f"Number of {what}, {order} (0: none).")
+
+
+def threads_option(*, default: int | None = None) -> Callable[[F], F]:
+    """--threads N: torch's CPU (intra-op) threads for the run; 0 or omitted is torch's own choice."""
+    return click.option("--threads", "threads", type=click.IntRange(min=0), default=default, metavar="N",
+                        show_default=default is not None,
+                        help="torch CPU threads for the run (0: torch's own choice, the core count). Fewer threads "
+                             "give steadier times on a busy machine.")
+
+
+def quiet_option() -> Callable[[F], F]:
+    """-q/--quiet: no progress lines (they go to stderr, and only when stderr is a terminal)."""
+    return click.option("-q", "--quiet", "quiet", is_flag=True,
+                        help="No progress lines on stderr (they are shown only when stderr is a terminal).")
+
+
+def level_option(levels: Sequence[str], *, default: str, what: str) -> Callable[[F], F]:
+    """--level, one of `levels`: anything else is a usage error (exit 2), never a silent 'n/a'."""
+    return click.option("--level", "level", type=click.Choice(list(levels)), default=default, show_default=True,
+                        help=what)
+
+
+def apply_threads(threads: int | None) -> int:
+    """Set torch's CPU threads when asked (`threads` > 0); the count in force after."""
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    return int(torch.get_num_threads())
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class Progress:
+    """Progress lines on stderr for steps that take more than a moment: shown when stderr is a terminal and
+    --quiet is off, silent when piped or redirected (a log or a CI run gets only the results)."""
+
+    def __init__(self, quiet: bool = False, stream: TextIO | None = None, *, after_s: float = 2.0) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = not quiet and _isatty(self.stream)
+        self.after_s = after_s
+        self.t0 = time.perf_counter()
+
+    def line(self, message: str) -> None:
+        """One line with the time since the command started (a step of a long run)."""
+        if self.enabled:
+            self.stream.write(f"[{time.perf_counter() - self.t0:6.1f} s] {message}\n")
+            self.stream.flush()
+
+    @contextmanager
+    def waiting(self, label: str) -> Iterator[None]:
+        """Around one long call: after `after_s`, a line '<label>… N s' rewritten in place each second, and
+        closed with the total when the call returns. Calls that finish sooner print nothing."""
+        stop = self.start(label)
+        try:
+            yield
+        finally:
+            stop()
+
+    def start(self, label: str) -> Callable[[], None]:
+        """`waiting` split in two, for a step that ends inside someone else's `with` block: start now, call
+        the returned function when the step is over."""
+        if not self.enabled:
+            return lambda: None
+        done = threading.Event()
+        start = time.perf_counter()
+        shown = threading.Event()
+
+        def tick() -> None:
+            if done.wait(self.after_s):
+                return
+            while not done.is_set():
+                self.stream.write(f"\r{label}… {time.perf_counter() - start:.0f} s")
+                self.stream.flush()
+                shown.set()
+                done.wait(1.0)
+
+        thread = threading.Thread(target=tick, name="nsroof-progress", daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            if done.is_set():
+                return
+            done.set()
+            thread.join()
+            if shown.is_set():
+                self.stream.write(f"\r{label}… done in {time.perf_counter() - start:.1f} s\n")
+                self.stream.flush()
+
+        return stop
+
+
+# --------------------------------------------------------------------------- run checks
+
+
+def steps_warning(steps: int | None, warmup: int, ran: int, source: str) -> str:
+    """A warning when --steps (after --warmup) asks for more steps than the script ran ('' otherwise)."""
+    if steps is None or ran >= warmup + steps:
+        return ""
+    recorded = max(ran - warmup, 0)
+    return (f"--steps {steps} (after --warmup {warmup}) asked for {warmup + steps} steps but the script ran "
+            f"{ran} ({source or 'no step marks: no optimizer.step() or nsroof.step()'}); the report holds "
+            f"{recorded} recorded step{'s' if recorded != 1 else ''}")
+
+
+class LoadWatch:
+    """The 1-minute load average at the start and the end of a run, against the CPU count: a run on a busy
+    machine gets the same warning `nsroof measure` prints (nsroof.collectors.measure.runner.busy_note)."""
+
+    def __init__(self) -> None:
+        from nsroof.collectors.measure.environment import load_average
+
+        self.start = load_average()
+
+    def warning(self) -> str:
+        import os
+
+        from nsroof.collectors.measure.environment import load_average
+        from nsroof.collectors.measure.runner import busy_note
+
+        env = {"logical_cpus": os.cpu_count(), "load_average_at_start": self.start,
+               "load_average_at_end": load_average()}
+        return busy_note(env) or ""
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
