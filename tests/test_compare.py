@@ -162,11 +162,11 @@ def test_cli_on_report_files_and_a_dataset(pair: tuple[pd.DataFrame, pd.DataFram
     doc = json.loads(js.output)
     assert {r["function"] for r in doc["kernels"]} == {"axpy", "gemm_kernel", "softmax_kernel", "old_copy", "fused_epilogue"}
     # a dataset folder compares like a report
-    from nsroof import multi
+    from nsroof.dataset import analyze_many
 
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "rank0.csv").write_text(raw_csv(AFTER))
-    multi.analyze_many([tmp_path / "in"], tmp_path / "ds", jobs=1)
+    analyze_many([tmp_path / "in"], tmp_path / "ds", jobs=1)
     plain = tmp_path / "plain.parquet"
     parquet.write(analyze([tmp_path / "in" / "rank0.csv"]).frame, plain)
     ds = CliRunner().invoke(cli, ["compare", str(plain), str(tmp_path / "ds"), "--no-ranges"])
