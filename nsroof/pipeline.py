@@ -65,6 +65,7 @@ def analyze(
     warnings: list[str] = []
     hints: list[str] = []
     formats: dict[str, str] = {}
+    versions: dict[str, dict[str, str]] = {}
     # the inputs' digests (provenance), hashed on a thread while they are parsed (hashlib releases the
     # GIL); the CLI starts them before its imports and hands them over
     given = dict(digests or {})
@@ -74,6 +75,8 @@ def analyze(
         facts = kernels.attrs.get("nsroof", {})
         name = Path(path).name
         formats[name] = str(facts.get("format", ""))
+        # what compare needs to tell two ncu versions apart: the CSV/text layout, the .ncu-rep file version
+        versions[name] = {k: str(facts[k]) for k in ("layout", "report_file_version") if facts.get(k) not in (None, "")}
         warnings += [f"{name}: {w}" for w in facts.get("warnings", [])]
         hints += [f"{name}: {h}" for h in facts.get("hints", [])]
         if "source" not in kernels or kernels["source"].eq("").all():
@@ -102,7 +105,7 @@ def analyze(
     used = _machines_used(frame, fixed, resolver)
     metadata = parquet.build_metadata(
         inputs=[{"name": Path(p).name, "path": os.fspath(p), "sha256": digests[os.fspath(p)].result(),
-                 "format": formats.get(Path(p).name, "")} for p in paths],
+                 "format": formats.get(Path(p).name, ""), **versions.get(Path(p).name, {})} for p in paths],
         machines=used,
         extra={"aggregate": aggregate, "warnings": warnings, "hints": hints,
                "ledger": os.fspath(ledger) if ledger else None},
