@@ -282,9 +282,15 @@ def test_different_ncu_versions_are_said(tmp_path: Path) -> None:
     assert rep.metadata["inputs"][0]["format"].startswith("ncu-csv") and rep.metadata["inputs"][0]["layout"] == "new"
     old = {"inputs": [{"format": "ncu-csv:raw", "layout": "old"}]}
     c = cmp.compare(rep.frame, rep.frame, metadata=(old, rep.metadata))
-    assert c.warnings == [f"ncu versions differ: ncu-csv:raw layout old vs {rep.metadata['inputs'][0]['format']} layout new"
-                          " — metric sets and roofs may differ"]
+    assert c.warnings == ["ncu versions differ: ncu ≤ 2022.3 (Kernel Time column) vs ncu ≥ 2023 (Block/Grid Size, "
+                          "Device, CC columns) — metric sets and roofs may differ"]
     assert cmp.compare(rep.frame, rep.frame, metadata=(rep.metadata, rep.metadata)).warnings == []
+    # two .ncu-rep file versions; and the same report as a details page and as a raw page is no version change
+    rep7, rep9 = ({"inputs": [{"format": "ncu-rep", "report_file_version": v}]} for v in ("7", "9"))
+    assert cmp.compare(rep.frame, rep.frame, metadata=(rep7, rep9)).warnings[0].startswith(
+        "ncu versions differ: .ncu-rep file version 7 vs .ncu-rep file version 9")
+    details = {"inputs": [{"format": "ncu-csv:details", "layout": "new"}]}
+    assert cmp.compare(rep.frame, rep.frame, metadata=(details, rep.metadata)).warnings == []
 
 
 def test_different_clocks_are_said(tmp_path: Path) -> None:

@@ -289,8 +289,11 @@ def differences(before: pd.DataFrame, after: pd.DataFrame, metadata: tuple[dict[
     if devices[0] and devices[1] and devices[0] != devices[1]:
         out.append(f"devices differ: {', '.join(devices[0])} vs {', '.join(devices[1])} — the change includes the hardware")
     ncu = [_ncu_versions(m) for m in metadata]
-    if ncu[0] and ncu[1] and ncu[0] != ncu[1]:
-        out.append(f"ncu versions differ: {'; '.join(ncu[0])} vs {'; '.join(ncu[1])} — metric sets and roofs may differ")
+    for kind in ("layout", "file version"):
+        x, y = ncu[0][kind], ncu[1][kind]
+        if x and y and x != y:
+            out.append(f"ncu versions differ: {', '.join(sorted(x))} vs {', '.join(sorted(y))} — metric sets and roofs may differ")
+            break
     if devices[0] == devices[1]:
         out += _clock_differences(before, after)
     if steps[0] and steps[1] and steps[0] != steps[1]:
@@ -307,16 +310,23 @@ def _distinct(report: pd.DataFrame, col: str) -> list[str]:
     return sorted({str(v) for v in report[col].dropna().unique() if str(v)})
 
 
-def _ncu_versions(metadata: dict[str, Any]) -> list[str]:
-    """Each ncu input's export kind and version evidence (CSV/text layout, .ncu-rep file version)."""
-    out = set()
+# the CSV/text generation an ncu version writes (ncu-formats.md §versions): `Kernel Time` until 2022.3
+_LAYOUT_ERA = {"old": "ncu ≤ 2022.3 (Kernel Time column)", "new": "ncu ≥ 2023 (Block/Grid Size, Device, CC columns)"}
+
+
+def _ncu_versions(metadata: dict[str, Any]) -> dict[str, set[str]]:
+    """Each side's ncu version evidence: the CSV/text layout generation and the .ncu-rep file version.
+    The export kind (raw or details page, CSV or .ncu-rep) is no version: the same report in two kinds
+    compares equal."""
+    out: dict[str, set[str]] = {"layout": set(), "file version": set()}
     for rec in metadata.get("inputs") or []:
-        fmt = str(rec.get("format", "")) if isinstance(rec, dict) else ""
-        if fmt.startswith("ncu"):
-            extra = [f"layout {rec['layout']}" if rec.get("layout") else "",
-                     f"file version {rec['report_file_version']}" if rec.get("report_file_version") else ""]
-            out.add(" ".join([fmt, *(e for e in extra if e)]))
-    return sorted(out)
+        if not isinstance(rec, dict) or not str(rec.get("format", "")).startswith("ncu"):
+            continue
+        if rec.get("layout") in _LAYOUT_ERA:
+            out["layout"].add(_LAYOUT_ERA[str(rec["layout"])])
+        if rec.get("report_file_version"):
+            out["file version"].add(f".ncu-rep file version {rec['report_file_version']}")
+    return out
 
 
 def _clock_differences(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
