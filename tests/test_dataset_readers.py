@@ -107,3 +107,18 @@ def test_ranks_hosts_and_nulls_read_back(tmp_path: Path) -> None:
     one = nsroof.load(tmp_path / "ds", filters=[("rank", "=", 1)])
     assert set(one["source"].astype(str)) == {"p.csv"}
     assert len(pd.read_parquet(tmp_path / "ds", filters=[("host", "=", "nodeB")])) == 3  # 1 kernel x 3 levels
+
+
+def test_a_folder_pyarrow_cannot_type_is_a_one_line_input_error(tmp_path: Path) -> None:
+    # the layout older nsroof wrote: host both a key and a column, every rank key null
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from nsroof.errors import InputError
+
+    part = tmp_path / "old" / "host=a" / "rank=__HIVE_DEFAULT_PARTITION__" / "source=x.csv"
+    part.mkdir(parents=True)
+    pq.write_table(pa.table({"host": ["a"], "duration_s": [1.0]}), part / "part-0.parquet")
+    with pytest.raises(InputError, match="not readable as one dataset") as err:
+        nsroof.load(tmp_path / "old")
+    assert "\n" not in str(err.value) and "nsroof analyze" in str(err.value)

@@ -142,9 +142,16 @@ def load(path: str | os.PathLike[str], filters: Any = None, columns: Sequence[st
         import pyarrow.dataset as ds
 
         # "hive": a folder someone else partitioned still reads; nsroof's own folders have no keys
-        dataset = ds.dataset(p, format="parquet", partitioning="hive")
         expr = pq.filters_to_expression(filters) if filters is not None and not isinstance(filters, pc.Expression) else filters
-        df = dataset.to_table(filter=expr, columns=list(columns) if columns else None).to_pandas()
+        try:
+            dataset = ds.dataset(p, format="parquet", partitioning="hive")
+            df = dataset.to_table(filter=expr, columns=list(columns) if columns else None).to_pandas()
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            from nsroof.errors import InputError
+
+            raise InputError(p, f"not readable as one dataset ({' '.join(str(exc).split())[:200]})",
+                             hint="hive keys pyarrow cannot type, as an older nsroof wrote them (host=…/rank=… "
+                                  "folders): re-create it with `nsroof analyze INPUTS -o DIR`") from None
     else:
         df = pd.read_parquet(p, filters=filters, columns=list(columns) if columns else None)
     return with_categoricals(df)
