@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from nsroof.dataset.discover import Failure, discover
+from nsroof.dataset.discover import Failure, Skipped, discover
 from nsroof.dataset.summary import DatasetResult, write_summary
 from nsroof.dataset.task import Outcome, Task, plan, run_task
 from nsroof.errors import InputError, NsroofError
@@ -64,7 +64,7 @@ def analyze_many(
 
         machine = _machines.load(os.fspath(machine))  # fail fast, once, on a bad --machine
     found = discover(inputs)
-    _check_found(found.files, found.failures, found.skipped)
+    _check_found(found.failures, found.skipped)
     if "://" not in out:
         Path(out).mkdir(parents=True, exist_ok=True)
     roots = [Path(os.fspath(i)) for i in inputs if Path(os.fspath(i)).is_dir()]
@@ -97,7 +97,7 @@ def analyze_many(
     return result
 
 
-def _check_found(files: Sequence[Path], failures: Sequence[Failure], skipped: Sequence[Any]) -> None:
+def _check_found(failures: Sequence[Failure], skipped: Sequence[Skipped]) -> None:
     """A spec that names nothing to analyze is a typo or a wrong folder: say so before writing anything."""
     if not failures:
         return
