@@ -336,3 +336,26 @@ def test_cli_per_step_without_step_counts_is_one_line(pair: tuple[pd.DataFrame, 
     assert res.exit_code == 2 and "step counts" in res.stderr and res.stderr.strip().count("\n") == 0
     js = json.loads(CliRunner().invoke(cli, ["compare", str(a_path), str(b_path), "--json"]).output)
     assert js["per"] == "run" and js["warnings"] == [] and js["steps"] == [None, None]
+
+
+def test_a_real_trace_against_one_of_its_steps(shared_fixtures: Path) -> None:
+    # HTA's sampled rank-0 trace holds two ProfilerStep#N ranges; its first step alone is a 1-step run
+    full = analyze([shared_fixtures / "traces" / "hta__timeline_analysis_sampled_rank-0.json.gz"]).frame
+    steps = sorted({p.split("/")[0] for p in full["nvtx_path"].astype(str) if p.startswith("ProfilerStep#")})
+    assert len(steps) == 2
+    one = full[full["nvtx_path"].astype(str).str.startswith(steps[0] + "/")]
+    c = cmp.compare(full, one)
+    assert (c.per, c.steps) == ("step", (2, 1)) and "step counts differ: 2 vs 1" in c.warnings
+    # the step number is out of the key: every kernel of the one step matches one of the two-step run
+    assert not (c.kernels["status"] == "added").any()
+    # per step: the two-step run's kernel time (each launch once, not once per level) halved
+    per_launch = full.drop_duplicates(["source", "kernel_id"])
+    assert c.kernels["duration_s_before"].sum() == pytest.approx(per_launch["duration_s"].sum() / 2)
+    assert c.kernels["duration_s_after"].sum() == pytest.approx(one.drop_duplicates(["source", "kernel_id"])["duration_s"].sum())
+
+
+def test_two_real_reports_from_different_devices_say_so(shared_fixtures: Path) -> None:
+    a10g = analyze([shared_fixtures / "converted" / "averyclapp__profile_output.raw_base.csv"])
+    rtx = analyze([shared_fixtures / "converted" / "lashi__index.raw_base.csv"])
+    c = cmp.compare(a10g.frame, rtx.frame, metadata=(a10g.metadata, rtx.metadata))
+    assert c.warnings[0] == ("devices differ: NVIDIA A10G vs NVIDIA GeForce RTX 4090 — the change includes the hardware")
