@@ -26,8 +26,13 @@ def clone(tmp_path: Path) -> Path:
     return tmp_path
 
 
+# run as a make of its own even when the suite itself runs under `make test`
+ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+
+
 def dry(clone: Path, target: str) -> list[str]:
-    out = subprocess.run(["make", "-n", target], cwd=clone, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(["make", "--no-print-directory", "-n", target], cwd=clone, capture_output=True, text=True,
+                         check=True, env=ENV).stdout
     return [line for line in out.splitlines() if line.strip()]
 
 
@@ -67,7 +72,8 @@ def test_pytest_collecting_nothing_fails_make_test(clone: Path, tmp_path: Path) 
     fake.chmod(0o755)
     assert subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(empty)],
                           capture_output=True).returncode == 5
-    run = subprocess.run(["make", "test", f"PY={fake}"], cwd=clone, capture_output=True, text=True)
+    run = subprocess.run(["make", "--no-print-directory", "test", f"PY={fake}"], cwd=clone, capture_output=True,
+                         text=True, env=ENV)
     assert run.returncode != 0 and "Error 5" in run.stderr
 
 
