@@ -1,28 +1,35 @@
-# nsroof developer tasks. A fresh clone needs `make setup` then `make test`.
+# nsroof developer tasks. A fresh clone needs `make demo` and `make test`: each creates the
+# environment, or refreshes it when pyproject.toml or setup.py is newer than its stamp.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+STAMP := $(VENV)/.stamp
 # torch is pinned: any other spec pulls a multi-GB CUDA build on this kind of machine.
 TORCH_SPEC := torch==2.13.0
 
 .PHONY: setup test lint bench demo gpu-check clean
 
-setup:
+setup: $(STAMP)
+
+# the stamp is written last, so an install that fails part-way is redone by the next make
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_SPEC)" -e ".[dev,torch,plot,ncu-rep,dask,fast]"
+	touch $@
 
-test:
+# pytest exits 5 when it collects no test: make fails then too, so an empty run is never green
+test: $(STAMP)
 	$(PY) -m pytest -q
 
-lint:
+lint: $(STAMP)
 	$(PY) -m ruff check nsroof tests
 	$(PY) -m mypy nsroof
 
-bench:
+bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
-demo:
+demo: $(STAMP)
 	$(PY) -m nsroof demo
 
 gpu-check:

@@ -25,7 +25,7 @@ COPIES = 64
 
 CHILD = r"""
 import json, resource, sys, time
-from nsroof.multi import analyze_many
+from nsroof.dataset import analyze_many
 if __name__ == "__main__":
     files, out, jobs = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     t0 = time.perf_counter()
@@ -42,10 +42,10 @@ if __name__ == "__main__":
 def pick_export() -> Path | None:
     if SHARED_EXPORT.is_file():
         return SHARED_EXPORT
-    from nsroof.multi import export_kind
+    from nsroof.dataset import discover
 
-    examples = REPO / "nsroof" / "examples"
-    found = sorted(p for p in examples.rglob("*") if p.is_file() and export_kind(p) is not None) if examples.is_dir() else []
+    examples = REPO / "nsroof" / "data" / "examples"
+    found = discover([examples]).files if examples.is_dir() else []
     return found[0] if found else None
 
 

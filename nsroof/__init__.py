@@ -14,6 +14,7 @@ from nsroof._version import __version__
 _LAZY: dict[str, str] = {
     "load": "nsroof.report.parquet:load",
     "analyze": "nsroof.pipeline:analyze",
+    "analyze_many": "nsroof.dataset:analyze_many",
     "annotate": "nsroof.collectors.nvtx_ranges:annotate",
     "annotate_modules": "nsroof.collectors.nvtx_ranges:annotate_modules",
     "step": "nsroof.collectors.nvtx_ranges:step",

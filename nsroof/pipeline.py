@@ -61,6 +61,7 @@ def analyze(
     formats: dict[str, str] = {}
     file_extra: dict[str, dict[str, Any]] = {}  # format-specific facts per input (a trace's step window, TF32)
     overrides: list[str] = []  # inputs whose ncu ceilings an explicit --machine replaces
+    versions: dict[str, dict[str, str]] = {}
     # the inputs' digests (provenance), hashed on a thread while they are parsed (hashlib releases the
     # GIL); the CLI starts them before its imports and hands them over
     given = dict(digests or {})
@@ -72,6 +73,8 @@ def analyze(
         formats[name] = str(facts.get("format", ""))
         if facts.get("extra"):
             file_extra[name] = dict(facts["extra"])
+        # what compare needs to tell two ncu versions apart: the CSV/text layout, the .ncu-rep file version
+        versions[name] = {k: str(facts[k]) for k in ("layout", "report_file_version") if facts.get(k) not in (None, "")}
         warnings += [f"{name}: {w}" for w in facts.get("warnings", [])]
         hints += [f"{name}: {h}" for h in facts.get("hints", [])]
         if "source" not in kernels or kernels["source"].eq("").all():
@@ -103,7 +106,7 @@ def analyze(
 
     used = _machines_used(frame, fixed, resolver)
     inputs: list[Any] = [{"name": Path(p).name, "path": os.fspath(p), "sha256": digests[os.fspath(p)].result(),
-                          "format": formats.get(Path(p).name, "")}
+                          "format": formats.get(Path(p).name, ""), **versions.get(Path(p).name, {})}
                          | ({"facts": file_extra[Path(p).name]} if Path(p).name in file_extra else {}) for p in paths]
     metadata = parquet.build_metadata(
         inputs=inputs,

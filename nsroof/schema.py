@@ -182,13 +182,21 @@ QUANTITY_COLUMNS: list[str] = [f.name for f in QUANTITY_FIELDS]
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in REPORT_FIELDS}
 COLUMNS: list[str] = [f.name for f in REPORT_FIELDS]
 
+# A dataset's part file (nsroof analyze … -o DIR): a complete report plus the input's rank, which a
+# single report cannot know. Every identity value is a typed file column, never a folder-name key.
+DATASET_FIELDS: tuple[Field, ...] = (
+    *REPORT_FIELDS,
+    Field("rank", _I, "", "rank of the input's process in its distributed job (null when no evidence names it)"),
+)
+DATASET_COLUMNS: list[str] = [f.name for f in DATASET_FIELDS]
 
-def arrow_schema(metadata: dict[bytes, bytes] | None = None) -> pa.Schema:
-    fields = [
+
+def arrow_schema(metadata: dict[bytes, bytes] | None = None, fields: tuple[Field, ...] = REPORT_FIELDS) -> pa.Schema:
+    fields_ = [
         pa.field(f.name, f.type, nullable=True, metadata={b"unit": f.unit.encode(), b"description": f.description.encode()})
-        for f in REPORT_FIELDS
+        for f in fields
     ]
-    return pa.schema(fields, metadata=metadata)
+    return pa.schema(fields_, metadata=metadata)
 
 
 def render_markdown() -> str:

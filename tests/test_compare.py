@@ -1,5 +1,6 @@
 """`nsroof compare`: kernels matched by function + NVTX path, per-range roll-up, time / bytes / bound
-changes, on small generated exports and on two real reports."""
+changes, like with like (per-step and per-launch normalisation, warnings when devices, ncu versions,
+clocks or step counts differ, CPU words for CPU ops), on small generated exports and on two real reports."""
 
 from __future__ import annotations
 
@@ -162,11 +163,11 @@ def test_cli_on_report_files_and_a_dataset(pair: tuple[pd.DataFrame, pd.DataFram
     doc = json.loads(js.output)
     assert {r["function"] for r in doc["kernels"]} == {"axpy", "gemm_kernel", "softmax_kernel", "old_copy", "fused_epilogue"}
     # a dataset folder compares like a report
-    from nsroof import multi
+    from nsroof.dataset import analyze_many
 
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "rank0.csv").write_text(raw_csv(AFTER))
-    multi.analyze_many([tmp_path / "in"], tmp_path / "ds", jobs=1)
+    analyze_many([tmp_path / "in"], tmp_path / "ds", jobs=1)
     plain = tmp_path / "plain.parquet"
     parquet.write(analyze([tmp_path / "in" / "rank0.csv"]).frame, plain)
     ds = CliRunner().invoke(cli, ["compare", str(plain), str(tmp_path / "ds"), "--no-ranges"])
@@ -183,8 +184,8 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
 def test_two_real_reports(shared_fixtures: Path) -> None:
     # AveryClapp/ESMM-Research: the --metrics CSV of 9 SGEMM variants vs the later roofline-only
     # .ncu-rep (converted raw page) of 4 of them, both on an A10G.
-    before = cmp.load_side(shared_fixtures / "csv" / "averyclapp__metrics.csv", machine="a10g")
-    after = cmp.load_side(shared_fixtures / "converted" / "averyclapp__profile_output.raw_base.csv")
+    before = analyze([shared_fixtures / "csv" / "averyclapp__metrics.csv"], machine="a10g").frame
+    after = analyze([shared_fixtures / "converted" / "averyclapp__profile_output.raw_base.csv"]).frame
     k = cmp.compare_kernels(before, after)
     both = set(k.loc[k["status"] == "both", "function"])
     assert both == {"one_blocktiling", "two_blocktiling", "vectorized_blocktiling", "warptiling"}
@@ -196,8 +197,165 @@ def test_two_real_reports(shared_fixtures: Path) -> None:
     assert w.duration_s_before == pytest.approx(223.90e-6, rel=1e-3)
     assert w.bound_dram_before == "compute" and w.bound_dram_after == "compute"
     # the same NVTX-annotated report exported two ways (raw page vs details page) compares as identical
-    raw = cmp.load_side(shared_fixtures / "converted" / "nsighttraining__manual_nvtx.raw_base.csv")
-    det = cmp.load_side(shared_fixtures / "converted" / "nsighttraining__manual_nvtx.details_base.csv")
+    raw = analyze([shared_fixtures / "converted" / "nsighttraining__manual_nvtx.raw_base.csv"]).frame
+    det = analyze([shared_fixtures / "converted" / "nsighttraining__manual_nvtx.details_base.csv"]).frame
     same = cmp.compare_kernels(raw, det)
     assert set(same["status"]) == {"both"} and (same["delta_s"] == 0).all()
     assert set(same["nvtx_path"]) == {"run_test/init_data", "run_test/daxpy", "run_test/check_results"}
+
+
+# ---------------------------------------------------------------- like with like
+
+AXPY, GEMM = BEFORE[0], BEFORE[2]  # 1 ms and 6 ms per launch
+
+
+def steps_run(tmp_path: Path, name: str, steps: int, **kw: str) -> pd.DataFrame:
+    """The same script run for `steps` steps: each step launches axpy and gemm once, under ProfilerStep#N."""
+    kernels = [k for _ in range(steps) for k in (AXPY, GEMM)]
+    paths = [f"ProfilerStep#{i // 2}/train" for i in range(2 * steps)]
+    src = tmp_path / f"{name}.csv"
+    src.write_text(raw_csv(kernels, **kw))
+    frame = analyze([src]).frame
+    frame["nvtx_path"] = frame["kernel_id"].map(dict(enumerate(paths)))
+    return frame
+
+
+def test_two_steps_against_four_compare_per_step(tmp_path: Path) -> None:
+    a, b = steps_run(tmp_path, "two", 2), steps_run(tmp_path, "four", 4)
+    assert (cmp.steps_in(a), cmp.steps_in(b)) == (2, 4)  # distinct ProfilerStep#N ranges
+    c = cmp.compare(a, b)
+    assert c.per == "step" and c.steps == (2, 4)
+    k = c.kernels.set_index("function")
+    # step 0 of one run matches step 3 of the other: the step number is not part of the key
+    assert set(k["nvtx_path"]) == {"ProfilerStep#*/train"} and set(k["status"]) == {"both"}
+    # per step: gemm 2 x 6 ms / 2 steps = 6 ms before, 4 x 6 ms / 4 = 6 ms after -> speedup 1.00
+    assert k.loc["gemm_kernel", "duration_s_before"] == pytest.approx(6e-3)
+    assert k.loc["gemm_kernel", "duration_s_after"] == pytest.approx(6e-3)
+    assert k.loc["gemm_kernel", "launches_before"] == k.loc["gemm_kernel", "launches_after"] == 1
+    text = cmp.render(c, before_name="two", after_name="four")
+    assert "normalised: per step (before 2 steps, after 4)" in text
+    assert "warning: step counts differ: 2 vs 4" in text
+    # per step: 7 ms -> 7 ms, not the 14 ms -> 28 ms ("speedup 0.50x") of the raw totals
+    assert "GPU time: 7.000 ms -> 7.000 ms (±0.00 us, speedup 1.00x)" in text
+    raw = cmp.render(cmp.compare(a, b, per="run"))
+    assert "speedup 0.50x" in raw and "launch counts differ for 2 matched kernel(s)" in raw
+
+
+def test_without_step_counts_launch_counts_are_normalised_per_launch(tmp_path: Path) -> None:
+    a = report(tmp_path, "a", [AXPY, AXPY, GEMM], ["fwd", "fwd", "fwd"])
+    faster_gemm = (GEMM[0], GEMM[1], 3_000_000, GEMM[3])
+    b = report(tmp_path, "b", [AXPY] * 4 + [faster_gemm], ["fwd"] * 5)
+    c = cmp.compare(a, b)
+    assert c.per == "launch" and c.steps == (None, None)
+    k = c.kernels.set_index("function")
+    # axpy: 1 ms per launch on both sides; before scaled to the after run's 4 launches: 4 ms vs 4 ms
+    assert k.loc["axpy", "duration_s_before"] == pytest.approx(4e-3) and k.loc["axpy", "speedup"] == pytest.approx(1.0)
+    assert (k.loc["axpy", "launches_before"], k.loc["axpy", "launches_after"]) == (2, 4)
+    # bytes scale too: 2 launches x 1e9 B -> 4 launches' worth, 4e9 B, equal to the after side
+    assert k.loc["axpy", "delta_bytes_dram"] == 0
+    # gemm: 6 ms -> 3 ms for 1 launch each; totals (4 + 6) ms -> (4 + 3) ms = 1.43x, the work held equal
+    text = cmp.render(c)
+    assert "normalised: per launch" in text and "GPU time: 10.000 ms -> 7.000 ms" in text and "speedup 1.43x" in text
+
+
+def test_same_work_is_compared_as_measured(pair: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    c = cmp.compare(*pair)
+    assert c.per == "run" and c.warnings == []
+    assert "normalised: as measured (per run)" in cmp.render(c)
+
+
+def test_different_devices_are_said(tmp_path: Path) -> None:
+    a = report(tmp_path, "a", BEFORE[:1], ["fwd"])
+    src = tmp_path / "h100.csv"
+    src.write_text(raw_csv(BEFORE[:1], device="NVIDIA H100 80GB HBM3"))
+    b = analyze([src]).frame
+    b["nvtx_path"] = "fwd"
+    text = cmp.render(cmp.compare(a, b))
+    assert "warning: devices differ: NVIDIA A100-SXM4-40GB vs NVIDIA H100 80GB HBM3" in text
+
+
+def test_different_ncu_versions_are_said(tmp_path: Path) -> None:
+    src = tmp_path / "a.csv"
+    src.write_text(raw_csv(BEFORE[:1]))
+    rep = analyze([src])
+    # the pipeline records the export's layout next to its format: what tells ncu versions apart
+    assert rep.metadata["inputs"][0]["format"].startswith("ncu-csv") and rep.metadata["inputs"][0]["layout"] == "new"
+    old = {"inputs": [{"format": "ncu-csv:raw", "layout": "old"}]}
+    c = cmp.compare(rep.frame, rep.frame, metadata=(old, rep.metadata))
+    assert c.warnings == ["ncu versions differ: ncu ≤ 2022.3 (Kernel Time column) vs ncu ≥ 2023 (Block/Grid Size, "
+                          "Device, CC columns) — metric sets and roofs may differ"]
+    assert cmp.compare(rep.frame, rep.frame, metadata=(rep.metadata, rep.metadata)).warnings == []
+    # two .ncu-rep file versions; and the same report as a details page and as a raw page is no version change
+    rep7, rep9 = ({"inputs": [{"format": "ncu-rep", "report_file_version": v}]} for v in ("7", "9"))
+    assert cmp.compare(rep.frame, rep.frame, metadata=(rep7, rep9)).warnings[0].startswith(
+        "ncu versions differ: .ncu-rep file version 7 vs .ncu-rep file version 9")
+    details = {"inputs": [{"format": "ncu-csv:details", "layout": "new"}]}
+    assert cmp.compare(rep.frame, rep.frame, metadata=(details, rep.metadata)).warnings == []
+
+
+def test_different_clocks_are_said(tmp_path: Path) -> None:
+    a = report(tmp_path, "a", BEFORE[2:3], ["fwd"])
+    a["ceiling_source"] = "ncu:sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"
+    b = a.copy()
+    # ncu roofs = peak per cycle x the clock the kernel ran at: 19.5 -> 17.55 TFLOP/s is a 10% lower clock
+    a["peak_flop_per_s"], b["peak_flop_per_s"] = 19.5e12, 17.55e12
+    warnings = cmp.compare(a, b).warnings
+    assert len(warnings) == 1 and warnings[0].startswith("clocks differ: ncu measured the fp32 roof at 19.5 vs 17.6 TFLOP/s")
+    b["peak_flop_per_s"] = 19.3e12  # 1% apart: within the tolerance (2%)
+    assert cmp.compare(a, b).warnings == []
+
+
+def test_cpu_ops_are_called_ops_not_gpu_kernels(tmp_path: Path) -> None:
+    a = report(tmp_path, "a", BEFORE[:3], ["fwd"] * 3)
+    a["duration_source"] = "torch.profiler:cpu_time_total"
+    a["device"] = "Intel(R) Xeon(R) CPU"
+    text = cmp.render(cmp.compare(a, a.copy()))
+    assert "op time: 8.000 ms -> 8.000 ms" in text and "ops: 2 matched by op + NVTX path" in text
+    assert "GPU time" not in text and "kernel [NVTX path]" not in text
+    gpu = report(tmp_path, "g", BEFORE[:3], ["fwd"] * 3)
+    mixed = cmp.compare(a, gpu)
+    assert any("CPU op profile" in w for w in mixed.warnings)
+
+
+def test_step_counts_from_profile_metadata(tmp_path: Path) -> None:
+    a = report(tmp_path, "a", BEFORE[:1], ["fwd"])
+    assert cmp.steps_in(a, {"steps": 3}) == 3
+    assert cmp.steps_in(a, {"steps": None, "steps_marked": 5, "warmup": 1}) == 4
+    assert cmp.steps_in(a, {}) is None
+    c = cmp.compare(a, a.copy(), metadata=({"steps": 2}, {}))
+    assert c.per == "run" and "step count known for the before run only (2)" in c.warnings
+
+
+def test_cli_per_step_without_step_counts_is_one_line(pair: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path) -> None:
+    from nsroof.report import parquet
+
+    a_path, b_path = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    parquet.write(pair[0], a_path)
+    parquet.write(pair[1], b_path)
+    res = CliRunner().invoke(cli, ["compare", str(a_path), str(b_path), "--per", "step"])
+    assert res.exit_code == 2 and "step counts" in res.stderr and res.stderr.strip().count("\n") == 0
+    js = json.loads(CliRunner().invoke(cli, ["compare", str(a_path), str(b_path), "--json"]).output)
+    assert js["per"] == "run" and js["warnings"] == [] and js["steps"] == [None, None]
+
+
+def test_a_real_trace_against_one_of_its_steps(shared_fixtures: Path) -> None:
+    # HTA's sampled rank-0 trace holds two ProfilerStep#N ranges; its first step alone is a 1-step run
+    full = analyze([shared_fixtures / "traces" / "hta__timeline_analysis_sampled_rank-0.json.gz"]).frame
+    steps = sorted({p.split("/")[0] for p in full["nvtx_path"].astype(str) if p.startswith("ProfilerStep#")})
+    assert len(steps) == 2
+    one = full[full["nvtx_path"].astype(str).str.startswith(steps[0] + "/")]
+    c = cmp.compare(full, one)
+    assert (c.per, c.steps) == ("step", (2, 1)) and "step counts differ: 2 vs 1" in c.warnings
+    # the step number is out of the key: every kernel of the one step matches one of the two-step run
+    assert not (c.kernels["status"] == "added").any()
+    # per step: the two-step run's kernel time (each launch once, not once per level) halved
+    per_launch = full.drop_duplicates(["source", "kernel_id"])
+    assert c.kernels["duration_s_before"].sum() == pytest.approx(per_launch["duration_s"].sum() / 2)
+    assert c.kernels["duration_s_after"].sum() == pytest.approx(one.drop_duplicates(["source", "kernel_id"])["duration_s"].sum())
+
+
+def test_two_real_reports_from_different_devices_say_so(shared_fixtures: Path) -> None:
+    a10g = analyze([shared_fixtures / "converted" / "averyclapp__profile_output.raw_base.csv"])
+    rtx = analyze([shared_fixtures / "converted" / "lashi__index.raw_base.csv"])
+    c = cmp.compare(a10g.frame, rtx.frame, metadata=(a10g.metadata, rtx.metadata))
+    assert c.warnings[0] == ("devices differ: NVIDIA A10G vs NVIDIA GeForce RTX 4090 — the change includes the hardware")

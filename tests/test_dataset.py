@@ -1,6 +1,7 @@
-"""Many inputs into one hive-partitioned dataset (nsroof.multi): discovery by content, rank/host
-inference, partitions, overwrite protection, failed inputs listed while the others land, the
-local pool and a Dask LocalCluster giving the same rows, and a run over the shared real exports."""
+"""Many inputs into one dataset folder (nsroof.dataset): discovery by content, rank/host inference,
+part files, overwrite protection, failed inputs listed while the others land, inputs that name
+nothing refused before anything is written, the local pool and a Dask LocalCluster giving the same
+rows, and a run over the shared real exports. Every Parquet reader: tests/test_dataset_readers.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from nsroof import multi
+from nsroof.dataset import analyze_many, discover, identity, plan
+from nsroof.errors import InputError
+from nsroof.importers import sniff
 from nsroof.report import parquet
 
 A100 = "NVIDIA A100-SXM4-40GB"
@@ -75,19 +78,28 @@ def _sorted(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_directories_recurse_and_pick_exports_by_content(inputs: Path) -> None:
-    files, failures = multi.expand_inputs([inputs])
+    found = discover([inputs])
+    files, failures = found.files, found.failures
     assert [f.relative_to(inputs).as_posix() for f in files] == [f"rank{r}/profile.csv" for r in range(4)]
     assert failures == []
 
 
-def test_export_kind_reads_content_not_extension(tmp_path: Path) -> None:
+def kind(path: Path) -> str | None:
+    """What a folder scan makes of a file: importers.sniff with positive evidence required."""
+    try:
+        return sniff(path, strict=True)
+    except InputError:
+        return None
+
+
+def test_sniff_reads_content_not_extension(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text(raw_csv(KERNELS))  # an ncu CSV saved as .txt
     (tmp_path / "b.log").write_text("==PROF== Connected to process 1\n==ERROR== LaunchFailed\n")
     (tmp_path / "t.json.gz").write_bytes(gzip.compress(b'{"schemaVersion": 1, "traceEvents": []}'))
     (tmp_path / "c.json").write_text('{"name": "not a trace"}')
     (tmp_path / "r.ncu-rep").write_bytes(b"NVR\0" + bytes(16))
     (tmp_path / "d.csv").write_text("a,b\n1,2\n")
-    kinds = {p.name: multi.export_kind(p) for p in tmp_path.iterdir()}
+    kinds = {p.name: kind(p) for p in tmp_path.iterdir()}
     assert kinds == {"a.txt": "ncu-csv", "b.log": "ncu-csv", "t.json.gz": "torch-trace", "c.json": None,
                      "r.ncu-rep": "ncu-rep", "d.csv": None}
 
@@ -107,7 +119,7 @@ def test_damaged_exports_in_a_folder_are_inputs_not_dropped(tmp_path: Path) -> N
     (tmp_path / "rank4.json.gz").write_bytes(b"not gzip at all")
     (tmp_path / "rank0.csv").write_text(raw_csv(KERNELS))
     (tmp_path / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(20))  # not export-named: ignored
-    found = multi.discover([tmp_path])
+    found = discover([tmp_path])
     assert sorted(f.name for f in found.files) == ["rank0.csv", "rank1.pt.trace.json.gz", "rank2.ncu-rep",
                                                    "rank3.csv", "rank4.json.gz"]
     assert found.failures == [] and found.skipped == []
@@ -118,9 +130,10 @@ def test_an_ncu_text_page_opening_on_its_pid_line_is_an_export(tmp_path: Path) -
     page = tmp_path / "details.txt"
     page.write_text("[18548] MC_EstimatePi.exe@127.0.0.1\n  initRNG(unsigned int) (156160, 1, 1)x(128, 1, 1), "
                     "Context 1, Stream 7, Device 0, CC 8.6\n    Section: GPU Speed Of Light\n")
-    assert multi.export_kind(page) == "ncu-csv"
-    assert multi.export_kind(tmp_path / "x") is None  # unreadable: no kind (the folder scan takes it if export-named)
-    found = multi.discover([tmp_path])
+    assert kind(page) == "ncu-text"  # the same answer the importer dispatch gives: one sniffer
+    assert sniff(page) == "ncu-text"
+    assert kind(tmp_path / "x") is None  # unreadable: no kind (the folder scan takes it if export-named)
+    found = discover([tmp_path])
     assert found.files == [page] and found.skipped == []
 
 
@@ -129,15 +142,15 @@ def test_export_named_files_that_hold_something_else_are_listed_as_skipped(tmp_p
     (tmp_path / "config.json").write_text('{"lr": 0.1}')
     (tmp_path / "losses.csv").write_text("step,loss\n1,0.5\n")
     (tmp_path / "README.md").write_text("# notes\n")  # not export-named: ignored without a word
-    found = multi.discover([tmp_path])
+    found = discover([tmp_path])
     assert [f.name for f in found.files] == ["rank0.csv"] and found.failures == []
     assert [Path(s.input).name for s in found.skipped] == ["config.json", "losses.csv"]
     assert all("not an ncu CSV, ncu text page, .ncu-rep or torch trace" in s.reason for s in found.skipped)
-    result = multi.analyze_many([tmp_path], tmp_path / "ds", jobs=1)
+    result = analyze_many([tmp_path], tmp_path / "ds", jobs=1)
     assert result.exit_code == 0  # skipped is not failed, but it is said
     text = result.summary()
     assert "skipped (2)" in text and str(tmp_path / "config.json") in text and "README.md" not in text
-    recorded = json.loads((tmp_path / "ds" / multi.SUMMARY_FILE).read_text())
+    recorded = json.loads((tmp_path / "ds" / parquet.SUMMARY_FILE).read_text())
     assert [Path(s["input"]).name for s in recorded["skipped"]] == ["config.json", "losses.csv"]
 
 
@@ -147,7 +160,7 @@ def test_a_truncated_trace_in_a_folder_fails_the_run(tmp_path: Path) -> None:
     job.mkdir()
     (job / "h.json.gz").write_bytes(gzip.compress(_trace_json(20_000))[:1100])
     (job / "saxpy.csv").write_text(raw_csv(KERNELS))
-    result = multi.analyze_many([job], tmp_path / "ds4", jobs=1)
+    result = analyze_many([job], tmp_path / "ds4", jobs=1)
     assert result.exit_code == 1
     assert [Path(f.input).name for f in result.failures] == ["h.json.gz"]
     assert str(job / "h.json.gz") in result.failures[0].error and "\n" not in result.failures[0].error
@@ -156,8 +169,9 @@ def test_a_truncated_trace_in_a_folder_fails_the_run(tmp_path: Path) -> None:
 
 
 def test_globs_explicit_files_and_missing_specs(inputs: Path, tmp_path: Path) -> None:
-    files, failures = multi.expand_inputs([str(inputs / "rank*" / "*.csv"), inputs / "rank0" / "profile.csv",
-                                           inputs / "notes" / "README.md", tmp_path / "absent.csv", str(tmp_path / "*.nope")])
+    found = discover([str(inputs / "rank*" / "*.csv"), inputs / "rank0" / "profile.csv",
+                      inputs / "notes" / "README.md", tmp_path / "absent.csv", str(tmp_path / "*.nope")])
+    files, failures = found.files, found.failures
     # the glob finds 4; the explicit rank0 file is a duplicate; an explicitly named file is always taken
     assert len(files) == 5 and files[-1].name == "README.md"
     assert [(Path(f.input).name, f.error) for f in failures] == [
@@ -165,9 +179,9 @@ def test_globs_explicit_files_and_missing_specs(inputs: Path, tmp_path: Path) ->
 
 
 def test_source_keys_disambiguate_same_names(inputs: Path) -> None:
-    files, _ = multi.expand_inputs([inputs])
-    assert multi.source_keys(files) == [f"rank{r}/profile.csv" for r in range(4)]
-    assert multi.source_keys([Path("/x/a.csv"), Path("/y/b.csv")]) == ["a.csv", "b.csv"]
+    files = discover([inputs]).files
+    assert identity.source_keys(files) == [f"rank{r}/profile.csv" for r in range(4)]
+    assert identity.source_keys([Path("/x/a.csv"), Path("/y/b.csv")]) == ["a.csv", "b.csv"]
 
 
 # ---------------------------------------------------------------- rank / host inference (pure)
@@ -187,10 +201,10 @@ def test_ncu_output_templates(template: str, name: str, host: str | None, rank: 
                               tmp_path: Path) -> None:
     path = tmp_path / name
     path.write_text("x")
-    ident = multi.infer_identity(path, name_template=template)
+    ident = identity.infer_identity(path, name_template=template)
     assert (ident.host, ident.rank) == (host, rank)
     if pid is not None:
-        assert multi.template_regex(template).match(name).group("pid") == str(pid)  # type: ignore[union-attr]
+        assert identity.template_regex(template).match(name).group("pid") == str(pid)  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
@@ -209,7 +223,7 @@ def test_file_name_patterns(rel: str, host: str | None, rank: int | None, tmp_pa
     path = tmp_path / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{}")
-    ident = multi.infer_identity(path, root=tmp_path)
+    ident = identity.infer_identity(path, root=tmp_path)
     assert (ident.host, ident.rank) == (host, rank)
 
 
@@ -218,14 +232,15 @@ def test_torch_trace_distributed_info_gives_the_rank(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(json.dumps({"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 5,
                                                                                           "world_size": 8},
                                                "traceEvents": []}).encode()))
-    ident = multi.infer_identity(path)
+    ident = identity.infer_identity(path)
     assert ident.rank == 5 and "distributedInfo" in ident.evidence[0]
 
 
-def test_partition_paths_are_encoded_and_null_safe() -> None:
-    assert multi.partition_dir("node/1", 0, "a b=c.csv") == "host=node%2F1/rank=0/source=a%20b%3Dc.csv"
-    assert multi.partition_dir(None, None, "x.csv") == (
-        "host=__HIVE_DEFAULT_PARTITION__/rank=__HIVE_DEFAULT_PARTITION__/source=x.csv")
+def test_part_folders_are_encoded_and_never_hive_keys() -> None:
+    # no '=' ever (a reader would take it for a hive key), no '/' inside a value, no leading '_' or
+    # '.' (pyarrow skips such files as hidden)
+    assert parquet.partition_dir("node/1", 0, "a b=c.csv") == "host-node%2F1/rank-0/source-a%20b%3Dc.csv"
+    assert parquet.partition_dir(None, None, "_x.csv") == "host-unknown/rank-unknown/source-_x.csv"
 
 
 # ---------------------------------------------------------------- end to end
@@ -233,14 +248,14 @@ def test_partition_paths_are_encoded_and_null_safe() -> None:
 
 def test_directory_to_dataset(inputs: Path, tmp_path: Path) -> None:
     out = tmp_path / "ds"
-    result = multi.analyze_many([inputs], out, jobs=1)
+    result = analyze_many([inputs], out, jobs=1)
     assert result.exit_code == 0, result.summary()
     parts = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet"))
     assert parts == [
-        "host=nodeA/rank=0/source=rank0%2Fprofile.csv/part-0.parquet",
-        "host=nodeA/rank=1/source=rank1%2Fprofile.csv/part-0.parquet",
-        "host=nodeB/rank=2/source=rank2%2Fprofile.csv/part-0.parquet",
-        "host=nodeB/rank=3/source=rank3%2Fprofile.csv/part-0.parquet",
+        "host-nodeA/rank-0/source-rank0%2Fprofile.csv/part-0.parquet",
+        "host-nodeA/rank-1/source-rank1%2Fprofile.csv/part-0.parquet",
+        "host-nodeB/rank-2/source-rank2%2Fprofile.csv/part-0.parquet",
+        "host-nodeB/rank-3/source-rank3%2Fprofile.csv/part-0.parquet",
     ]
     df = parquet.load(out)
     assert len(df) == 4 * 2 * 3  # 4 inputs x 2 kernels x 3 levels
@@ -249,19 +264,19 @@ def test_directory_to_dataset(inputs: Path, tmp_path: Path) -> None:
     # bounds from the A100 spec roofs (arithmetic above KERNELS)
     assert set(zip(dram["function"].astype(str), dram["bound"].astype(str), strict=True)) == {("axpy", "memory"), ("gemm_kernel", "compute")}
     assert set(dram["ceiling_source"].astype(str)) == {"spec:A100 SXM4 40GB"}
-    # each partition file is a complete single-file report: same columns, same metadata keys
+    # each part file is a complete single-file report plus its rank: same columns, same metadata keys
     one = pd.read_parquet(out / parts[0])
     from nsroof.schema import COLUMNS
 
-    assert list(one.columns) == COLUMNS
+    assert list(one.columns) == [*COLUMNS, "rank"] and list(one["rank"]) == [0] * 6
     meta = parquet.read_metadata(out / parts[0])
     assert meta["dataset"]["rank"] == 0 and meta["inputs"][0]["name"] == "profile.csv"
     assert {m["name"] for m in meta["ceilings"]} == {"A100 SXM4 40GB"}
-    # partition pruning
+    # filters on the identity columns
     only = parquet.load(out, filters=[("host", "=", "nodeB"), ("rank", "=", 3)])
     assert set(only["source"].astype(str)) == {"rank3/profile.csv"} and len(only) == 6
     # the dataset summary file and text
-    summary = json.loads((out / multi.SUMMARY_FILE).read_text())
+    summary = json.loads((out / parquet.SUMMARY_FILE).read_text())
     assert [r["source"] for r in summary["inputs"]] == [f"rank{r}/profile.csv" for r in range(4)]
     text = result.summary()
     assert "4 of 4 inputs analyzed" in text and "nodeB" in text and "FAILED" not in text
@@ -269,19 +284,19 @@ def test_directory_to_dataset(inputs: Path, tmp_path: Path) -> None:
 
 def test_existing_partitions_are_not_overwritten(inputs: Path, tmp_path: Path) -> None:
     out = tmp_path / "ds"
-    assert multi.analyze_many([inputs / "rank0"], out, jobs=1).exit_code == 0
+    assert analyze_many([inputs / "rank0"], out, jobs=1).exit_code == 0
     part = next(out.rglob("*.parquet"))
     before = (part.stat().st_mtime_ns, part.read_bytes())
-    again = multi.analyze_many([inputs / "rank0"], out, jobs=1)
+    again = analyze_many([inputs / "rank0"], out, jobs=1)
     assert again.exit_code == 1
     assert len(again.failures) == 1 and "already exists" in again.failures[0].error and "--overwrite" in again.failures[0].error
     assert (part.stat().st_mtime_ns, part.read_bytes()) == before
     # new inputs still land next to the old partition
-    more = multi.analyze_many([inputs / "rank1"], out, jobs=1)
+    more = analyze_many([inputs / "rank1"], out, jobs=1)
     assert more.exit_code == 0 and len(list(out.rglob("*.parquet"))) == 2
-    forced = multi.analyze_many([inputs / "rank0"], out, jobs=1, overwrite=True)
+    forced = analyze_many([inputs / "rank0"], out, jobs=1, overwrite=True)
     assert forced.exit_code == 0 and len(list(out.rglob("*.parquet"))) == 2
-    recorded = json.loads((out / multi.SUMMARY_FILE).read_text())
+    recorded = json.loads((out / parquet.SUMMARY_FILE).read_text())
     # rank from the folder each run named; the refused run kept the earlier record (and says why)
     assert [(r["source"], r["rank"], r["ok"]) for r in recorded["inputs"]] == [("profile.csv", 0, True), ("profile.csv", 1, True)]
 
@@ -291,7 +306,7 @@ def test_a_broken_input_is_listed_while_the_others_land(inputs: Path, tmp_path: 
     broken = inputs / "rank9" / "profile.csv"
     broken.write_text("==PROF== Connected to process 77\n==ERROR== The application returned an error code (1).\n")
     out = tmp_path / "ds"
-    result = multi.analyze_many([inputs], out, jobs=1)
+    result = analyze_many([inputs], out, jobs=1)
     assert result.exit_code == 1
     assert [Path(f.input) for f in result.failures] == [broken]
     err = result.failures[0].error
@@ -303,10 +318,10 @@ def test_a_broken_input_is_listed_while_the_others_land(inputs: Path, tmp_path: 
 
 def test_dask_local_cluster_equals_local_pool(inputs: Path, tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
-    local = multi.analyze_many([inputs], tmp_path / "local", jobs=2)
+    local = analyze_many([inputs], tmp_path / "local", jobs=2)
     # threads keep the test fast on a 2-core machine; the process pool above already covers pickling
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
-        remote = multi.analyze_many([inputs], tmp_path / "dask", executor="dask", scheduler=cluster.scheduler_address)
+        remote = analyze_many([inputs], tmp_path / "dask", executor="dask", scheduler=cluster.scheduler_address)
     assert local.exit_code == remote.exit_code == 0
     a, b = _sorted(parquet.load(tmp_path / "local")), _sorted(parquet.load(tmp_path / "dask"))
     pd.testing.assert_frame_equal(a, b)
@@ -318,14 +333,50 @@ def test_dask_without_a_scheduler_is_a_clear_error(tmp_path: Path) -> None:
     from nsroof.errors import NsroofError
 
     with pytest.raises(NsroofError, match="--scheduler"):
-        multi.analyze_many([tmp_path], tmp_path / "ds", executor="dask")
+        analyze_many([tmp_path], tmp_path / "ds", executor="dask")
+
+
+def test_inputs_that_name_nothing_are_an_input_error_and_nothing_is_written(inputs: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from nsroof.cli import cli
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "README.md").write_text("# nothing here\n")
+    (empty / "config.json").write_text('{"lr": 0.1}')
+    out = tmp_path / "ds"
+    with pytest.raises(InputError, match="folder holds no ncu CSV") as err:
+        analyze_many([empty], out, jobs=1)
+    assert "config.json" in str(err.value)  # the export-named file it skipped, so the user sees why
+    assert not out.exists()
+    res = CliRunner().invoke(cli, ["analyze", str(empty), "-o", str(out)])
+    assert res.exit_code == 2 and "folder holds no ncu CSV" in res.stderr and "Traceback" not in res.stderr
+    assert not out.exists()
+    # one good folder and one typo: still refused, before anything is written
+    res = CliRunner().invoke(cli, ["analyze", str(inputs / "rank0"), str(tmp_path / "rank9"), "-o", str(out)])
+    assert res.exit_code == 2 and "rank9: no such file or directory" in res.stderr and not out.exists()
+
+
+def test_several_inputs_into_one_parquet_file_says_use_a_folder(inputs: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from nsroof.cli import cli
+
+    target = tmp_path / "merged.parquet"
+    res = CliRunner().invoke(cli, ["analyze", str(inputs / "rank0" / "profile.csv"), str(inputs / "rank1" / "profile.csv"),
+                                   "-o", str(target)])
+    assert res.exit_code == 2 and "use -o DIR" in res.stderr and res.stderr.strip().count("\n") == 0
+    assert not target.exists()
+    res = CliRunner().invoke(cli, ["analyze", str(inputs), "-o", str(target)])  # a folder of inputs too
+    assert res.exit_code == 2 and "use -o DIR" in res.stderr and not target.exists()
 
 
 def test_object_store_style_uri(inputs: Path, tmp_path: Path) -> None:
     # file:// goes through pyarrow.fs exactly as s3:// or gs:// would
     uri = (tmp_path / "ds").as_uri()
     (tmp_path / "ds").mkdir()
-    result = multi.analyze_many([inputs / "rank2"], uri, jobs=1)
+    result = analyze_many([inputs / "rank2"], uri, jobs=1)
     assert result.exit_code == 0, result.summary()
     assert len(parquet.load(tmp_path / "ds")) == 6
 
@@ -340,7 +391,7 @@ def test_shared_real_exports_into_one_dataset(shared_fixtures: Path, tmp_path: P
     for rel in picks:
         os.symlink(shared_fixtures / rel, job / Path(rel).name)  # links, not copies
     out = tmp_path / "ds"
-    result = multi.analyze_many([job], out, jobs=1)
+    result = analyze_many([job], out, jobs=1)
     failed = {Path(f.input).name for f in result.failures}
     assert "llmperfopt__error_only_raw.csv" in failed  # holds only ==ERROR== lines
     assert result.exit_code == 1
@@ -361,7 +412,7 @@ def test_symlinked_exports_are_judged_where_they_are_linked(tmp_path: Path) -> N
     for rank in (0, 1):
         (job / f"rank{rank}").mkdir(parents=True)
         os.symlink(store / "p.csv", job / f"rank{rank}" / "p.csv")
-    files, _ = multi.expand_inputs([job / "rank1", job])
+    files = discover([job / "rank1", job]).files
     assert [f.relative_to(job).as_posix() for f in files] == ["rank1/p.csv", "rank0/p.csv"]
-    tasks = multi.plan(files, tmp_path / "ds", roots=[job / "rank1", job])
+    tasks = plan(files, tmp_path / "ds", roots=[job / "rank1", job])
     assert [(t.source, t.rank) for t in tasks] == [("rank1/p.csv", 1), ("rank0/p.csv", 0)]

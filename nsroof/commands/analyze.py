@@ -32,7 +32,7 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     torch.profiler traces at DRAM, L2 and L1, and write a Parquet report.
 
     One file gives one report file. Several files, globs or directories (or -o naming an existing
-    folder) give one hive-partitioned dataset (host=…/rank=…/source=…) under -o DIR; a failed input is
+    folder) give one dataset folder under -o DIR that pandas.read_parquet(DIR) loads; a failed input is
     listed and the others still land (exit code 1 when any failed)."""
     dataset_mode = (len(inputs) > 1 or any(p.is_dir() for p in inputs) or executor == "dask"
                     or jobs is not None or (output is not None and output.is_dir()))
@@ -64,7 +64,7 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
 def _analyze_dataset(inputs: tuple[Path, ...], output: Path | None, machine: str | None, aggregate: bool,
                      ledger: Path | None, jobs: int | None, executor: str, scheduler: str | None,
                      overwrite: bool, name_template: str | None, progress_line: Progress) -> None:
-    from nsroof.multi import analyze_many
+    from nsroof.dataset import analyze_many
 
     if output is None:
         raise InputError(os.fspath(inputs[0]), "several inputs make a dataset, which needs a folder",

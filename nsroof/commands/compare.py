@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -17,17 +19,22 @@ from nsroof.commands.options import machine_option, output_option, top_option
 @machine_option(when_omitted="for inputs that are raw exports, the datasheet entry of the GPU each names")
 @output_option("every kernel row: .csv or .parquet (per-range rows go to <name>.ranges.<ext>)")
 @click.option("--json", "as_json", is_flag=True, help="Print the kernel and range tables as JSON.")
+@click.option("--per", type=click.Choice(["auto", "run", "step", "launch"]), default="auto", show_default=True,
+              help="Normalise: per step (both step counts known), per launch (before scaled to the after run's launch "
+                   "counts), or per run (as measured); auto picks step, then launch when launch counts differ.")
 def compare(before: Path, after: Path, top: int, ranges: bool, machine: str | None, output: Path | None,
-            as_json: bool) -> None:
+            as_json: bool, per: str) -> None:
     """Compare two reports (.parquet), datasets (folders written by `nsroof analyze -o DIR`) or exports
-    (analyzed on the fly): kernels matched by function name + NVTX path (torch emit_nvtx's seq / op_id /
-    input_op_ids counters ignored, sizes kept); the change in time, in bytes at DRAM/L2/L1 and in bound."""
+    (analyzed on the fly): kernels (or CPU ops) matched by function name + NVTX path (torch emit_nvtx's
+    seq / op_id / input_op_ids counters and step numbers ignored, sizes kept), normalised per step or
+    per launch when the runs did different amounts of work; the change in time, in bytes at
+    DRAM/L2/L1 and in bound, and a warning when devices, ncu versions, clocks or step counts differ."""
     from nsroof.report import compare as cmp
 
-    a = cmp.load_side(before, machine=machine)
-    b = cmp.load_side(after, machine=machine)
-    kernels = cmp.compare_kernels(a, b)
-    per_range = cmp.compare_ranges(a, b) if ranges else None
+    a, meta_a = _side(before, machine)
+    b, meta_b = _side(after, machine)
+    result = cmp.compare(a, b, per=per, ranges=ranges, metadata=(meta_a, meta_b))
+    kernels, per_range = result.kernels, result.ranges
     if output is not None:
         _write(kernels, output)
         if per_range is not None:
@@ -35,10 +42,38 @@ def compare(before: Path, after: Path, top: int, ranges: bool, machine: str | No
     if as_json:
         import json
 
-        doc = {"kernels": _records(kernels), "ranges": _records(per_range) if per_range is not None else []}
+        doc = {"per": result.per, "steps": list(result.steps), "warnings": result.warnings,
+               "kernels": _records(kernels), "ranges": _records(per_range) if per_range is not None else []}
         click.echo(json.dumps(doc, indent=1))
         return
-    click.echo(cmp.render(kernels, per_range, top=top, before_name=str(before), after_name=str(after)))
+    click.echo(cmp.render(result, top=top, before_name=str(before), after_name=str(after)))
+
+
+def _side(path: Path, machine: str | None) -> tuple[Any, dict[str, Any]]:
+    """A report file or a dataset folder as written, or an export analyzed now: (frame, metadata)."""
+    from nsroof.errors import InputError
+    from nsroof.report import compare as cmp
+    from nsroof.report import parquet
+
+    if not path.exists():
+        raise InputError(path, "no such file or directory", hint="pass a report (.parquet), a dataset folder or an export")
+    if path.is_dir() or _is_parquet(path):
+        frame, metadata = parquet.load(path), parquet.read_metadata(path)
+    else:
+        from nsroof.pipeline import analyze
+
+        report = analyze([path], machine=machine)
+        frame, metadata = report.frame, report.metadata
+    missing = cmp.missing_columns(frame)
+    if missing:
+        raise InputError(os.fspath(path), f"not an nsroof report: lacks columns {', '.join(missing)}",
+                         hint="run `nsroof analyze` on it first")
+    return frame, metadata
+
+
+def _is_parquet(p: Path) -> bool:
+    with open(p, "rb") as fh:
+        return fh.read(4) == b"PAR1"
 
 
 def _records(frame):  # type: ignore[no-untyped-def]

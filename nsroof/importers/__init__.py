@@ -23,6 +23,12 @@ from nsroof.importers.kernel_table import FileFacts
 _CSV_HEADER = re.compile(rb'(?m)^"ID",')
 _TEXT_OUTPUT = re.compile(rb"(?m)^(?:\[\d+\] [^\r\n@]*@[^\r\n]*|[ \t]+Section: [^\r\n]*)\r?$")
 
+# positive evidence for a folder scan (sniff(strict=True)): a chrome trace's top-level keys (or, for
+# the bare-array form, an event's "ph"); an ncu CSV's header (quoted or not) or ncu's message lines
+_TRACE_KEY = re.compile(rb'"(?:traceEvents|deviceProperties|schemaVersion|ph)"\s*:')
+_CSV_EVIDENCE = re.compile(rb'(?m)^\s*"?ID"?,|==PROF==|==ERROR==')
+NOT_OURS_HINT = "name it explicitly to analyze it anyway"
+
 FORMAT_MODULES: dict[str, str] = {
     "ncu-csv": "nsroof.importers.ncu_csv",
     "ncu-rep": "nsroof.importers.ncu_rep",
@@ -31,8 +37,12 @@ FORMAT_MODULES: dict[str, str] = {
 }
 
 
-def sniff(path: str | os.PathLike[str]) -> str:
-    """Return the format name of `path` from its first bytes; raise InputError if it is none of ours."""
+def sniff(path: str | os.PathLike[str], *, strict: bool = False) -> str:
+    """Return the format name of `path` from its first bytes; raise InputError if it cannot be one of ours.
+
+    A file named explicitly is given to the CSV reader when nothing else matches (its errors say what
+    is wrong with it); `strict=True` (a folder being scanned) asks for positive evidence instead — an
+    ncu CSV header, ==PROF==/==ERROR== lines, a trace's traceEvents key — and raises otherwise."""
     p = Path(path)
     if not p.exists():
         raise InputError(p, "no such file", hint="check the path")
@@ -59,9 +69,15 @@ def sniff(path: str | os.PathLike[str]) -> str:
     # a chrome trace is a JSON object, or a JSON array of event objects; ncu's text output also
     # starts with '[' ("[18548] app@host"), so an array must open on an object
     if text.startswith(b"{") or (text.startswith(b"[") and text[1:].lstrip()[:1] in (b"{", b"]")):
+        if strict and not _TRACE_KEY.search(text):
+            raise InputError(p, "JSON without a traceEvents, deviceProperties, schemaVersion or ph key in its "
+                             "first 64 KiB: not a torch.profiler trace", hint=NOT_OURS_HINT)
         return "torch-trace"
     if _TEXT_OUTPUT.search(head) and not _CSV_HEADER.search(head):
         return "ncu-text"
+    if strict and not _CSV_EVIDENCE.search(text):
+        raise InputError(p, "no ncu CSV header (ID,…), ==PROF== line or '[N] process@host' line in its first 64 KiB",
+                         hint=NOT_OURS_HINT)
     return "ncu-csv"
 
 

@@ -1,53 +1,52 @@
-"""Before/after comparison of two reports (or datasets, or raw exports): per kernel matched by
-function name + NVTX path, and per NVTX range, the change in time, in bytes per level, in bound.
+"""Before/after comparison of two reports: per kernel (or op) matched by function name + NVTX path,
+and per NVTX range, the change in time, in bytes per level, in bound — like with like.
+
+Works on reports (frames with nsroof.schema.COLUMNS and their metadata) only: `nsroof compare` reads
+report files and dataset folders, or runs the pipeline on raw exports, and hands the reports here.
 
 The NVTX path is keyed without torch emit_nvtx's `seq = …`, `op_id = …` and `input_op_ids = …`
 counters (nsroof.importers.nvtx.stable_nvtx_path): they shift whenever one op is added upstream, so
 with them nothing would match after a code change. `sizes = …` stays: a new shape is a different call.
+A step range's number (`ProfilerStep#3`, `step 3`) is keyed as `#*`: step 3 of one run is step 1 of
+the other.
 
-Kernels with the same (function, nvtx_path) are merged on each side first (launch counts add up),
-so a change in launch count shows as a change in `launches`, not as unmatched rows. A kernel's bound
-at a level, after merging, is the bound that holds for most of its time there (time-weighted
-majority; a tie goes to the bound met first in report order).
+Kernels with the same key are merged on each side first (launch counts add up). A kernel's bound at a
+level, after merging, is the bound that holds for most of its time there (time-weighted majority; a
+tie goes to the bound met first in report order).
+
+Normalisation (`per`), said in the output:
+  run     totals as measured (the two runs did the same work: same launches, same steps)
+  step    every total divided by its run's step count (both counts known: metadata or step ranges)
+  launch  the before side's time, FLOPs and bytes of each matched kernel scaled to the after side's
+          launch count (before per launch × after launches): per kernel the ratio is per launch, and
+          the totals compare the same launches
+`auto` picks step when both step counts are known, else launch when any matched kernel's launch
+count differs, else run.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import re
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nsroof.errors import InputError
+from nsroof.errors import NsroofError
 from nsroof.schema import LEVELS
 
 KEY: tuple[str, str] = ("function", "nvtx_path")
 NO_RANGE = "(no NVTX range)"
+PER = ("auto", "run", "step", "launch")
+REQUIRED = ("function", "nvtx_path", "level", "duration_s", "bytes", "bound")
+_STEP_RANGE = re.compile(r"^(?P<stem>ProfilerStep#|step[ _#-]?)(?P<n>\d+)$", re.IGNORECASE)
+# relative difference of the ncu-measured roofs above which two runs did not run at the same clocks
+CLOCK_TOLERANCE = 0.02
 
 
-def load_side(path: str | os.PathLike[str], *, machine: object = None) -> pd.DataFrame:
-    """A report file, a dataset folder, or an export to analyze now."""
-    from nsroof.report import parquet
-
-    p = Path(path)
-    if not p.exists():
-        raise InputError(p, "no such file or directory", hint="pass a report (.parquet), a dataset folder or an export")
-    if p.is_dir() or _is_parquet(p):
-        frame = parquet.load(p)
-    else:
-        from nsroof.pipeline import analyze
-
-        frame = analyze([p], machine=machine).frame  # type: ignore[arg-type]
-    missing = [c for c in ("function", "nvtx_path", "level", "duration_s", "bytes", "bound") if c not in frame.columns]
-    if missing:
-        raise InputError(p, f"not an nsroof report: lacks columns {', '.join(missing)}", hint="run `nsroof analyze` on it first")
-    return frame
-
-
-def _is_parquet(p: Path) -> bool:
-    with open(p, "rb") as fh:
-        return fh.read(4) == b"PAR1"
+def missing_columns(report: pd.DataFrame) -> list[str]:
+    return [c for c in REQUIRED if c not in report.columns]
 
 
 def kernel_table(report: pd.DataFrame) -> pd.DataFrame:
@@ -86,8 +85,29 @@ def _stable_paths(paths: pd.Series) -> pd.Series:
     """Each distinct path rewritten once (a report repeats each path on every launch and level)."""
     from nsroof.importers.nvtx import stable_nvtx_path
 
-    mapping = {p: stable_nvtx_path(p) for p in paths.unique()}
+    mapping = {p: _mask_steps(stable_nvtx_path(p)) for p in paths.unique()}
     return paths.map(mapping).astype(object)
+
+
+def _mask_steps(path: str) -> str:
+    return "/".join(_STEP_RANGE.sub(lambda m: m.group("stem") + "*", part) for part in path.split("/")) if path else path
+
+
+def steps_in(report: pd.DataFrame, metadata: dict[str, Any] | None = None) -> int | None:
+    """The number of steps a report covers: recorded by `nsroof profile`/`demo` in its metadata, or
+    the distinct step ranges (ProfilerStep#N, step N) in its NVTX paths; None when neither says."""
+    meta = metadata or {}
+    steps = meta.get("steps")
+    if isinstance(steps, int) and steps > 0:
+        return steps
+    marked, warmup = meta.get("steps_marked"), meta.get("warmup") or 0
+    if isinstance(marked, int) and isinstance(warmup, int) and marked - warmup > 0:
+        return marked - warmup
+    if "nvtx_path" not in report.columns or report.empty:
+        return None
+    found = {m.group(0) for p in report["nvtx_path"].dropna().astype(str).unique() for part in p.split("/")
+             if (m := _STEP_RANGE.match(part))}
+    return len(found) or None
 
 
 def _majority_bound(at: pd.DataFrame) -> pd.Series:
@@ -109,10 +129,42 @@ def _changes(joined: pd.DataFrame, numeric: tuple[str, ...]) -> None:
         joined[f"delta_bytes_{lv}"] = joined[f"bytes_{lv}_after"] - joined[f"bytes_{lv}_before"]
 
 
-def compare_kernels(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
+def normalise(a: pd.DataFrame, b: pd.DataFrame, per: str, steps: tuple[int | None, int | None]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two kernel tables made comparable (`per`: run, step or launch; see the module docstring)."""
+    amounts = ["duration_s", "flops", *(f"bytes_{lv}" for lv in LEVELS)]
+    a, b = a.copy(), b.copy()
+    if per == "step":
+        for table, n in ((a, steps[0]), (b, steps[1])):
+            if not n:
+                raise NsroofError("per-step comparison needs both runs' step counts (nsroof profile records them; "
+                                  "torch traces hold ProfilerStep#N ranges) — use --per launch or --per run")
+            table["launches"] = table["launches"] / n
+            table[amounts] = table[amounts] / n
+    elif per == "launch":
+        both = a.index.intersection(b.index)
+        scale = b.loc[both, "launches"].astype(float) / a.loc[both, "launches"].astype(float)
+        a.loc[both, amounts] = a.loc[both, amounts].mul(scale, axis=0)
+    elif per != "run":
+        raise NsroofError(f"unknown normalisation {per!r} — use one of {', '.join(PER)}")
+    return a, b
+
+
+def choose_per(requested: str, a: pd.DataFrame, b: pd.DataFrame, steps: tuple[int | None, int | None]) -> str:
+    if requested != "auto":
+        return requested
+    if steps[0] and steps[1]:
+        return "step"
+    return "launch" if _launches_differ(a, b) else "run"
+
+
+def _launches_differ(a: pd.DataFrame, b: pd.DataFrame) -> int:
+    both = a.index.intersection(b.index)
+    return int((a.loc[both, "launches"] != b.loc[both, "launches"]).sum())
+
+
+def join_kernels(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     """Per kernel: before/after launches, time, bytes and bound at each level, the changes, and
     `status` both | removed (only before) | added (only after); sorted by |time change|."""
-    a, b = kernel_table(before), kernel_table(after)
     joined = a.join(b, how="outer", suffixes=("_before", "_after"))
     in_a = joined.index.isin(a.index)
     in_b = joined.index.isin(b.index)
@@ -136,10 +188,19 @@ def compare_kernels(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     return out.loc[order, cols].reset_index(drop=True)
 
 
+def compare_kernels(before: pd.DataFrame, after: pd.DataFrame, *, per: str = "run",
+                    steps: tuple[int | None, int | None] = (None, None)) -> pd.DataFrame:
+    return join_kernels(*normalise(kernel_table(before), kernel_table(after), per, steps))
+
+
 def range_table(report: pd.DataFrame) -> pd.DataFrame:
+    return ranges_of(kernel_table(report))
+
+
+def ranges_of(kernels: pd.DataFrame) -> pd.DataFrame:
     """Every NVTX range (each prefix of every nvtx_path, so outer ranges include their children):
     kernels, time, bytes per level, and the share of its time that is memory-bound at DRAM."""
-    k = kernel_table(report).reset_index()
+    k = kernels.reset_index()
     rows: list[pd.DataFrame] = []
     paths = k["nvtx_path"].where(k["nvtx_path"] != "", NO_RANGE)
     parts = paths.str.split("/")
@@ -167,8 +228,7 @@ def range_table(report: pd.DataFrame) -> pd.DataFrame:
     return agg.drop(columns="mem_s")
 
 
-def compare_ranges(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
-    a, b = range_table(before), range_table(after)
+def join_ranges(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     joined = a.join(b, how="outer", suffixes=("_before", "_after"))
     _changes(joined, ("kernels", "launches", "duration_s", "memory_bound_share"))
     cols = ["nvtx_range", "depth", "kernels_before", "kernels_after", "duration_s_before", "duration_s_after",
@@ -177,19 +237,149 @@ def compare_ranges(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     return joined.reset_index()[cols].sort_values(["nvtx_range"], kind="stable").reset_index(drop=True)
 
 
+def compare_ranges(before: pd.DataFrame, after: pd.DataFrame, *, per: str = "run",
+                   steps: tuple[int | None, int | None] = (None, None)) -> pd.DataFrame:
+    a, b = normalise(kernel_table(before), kernel_table(after), per, steps)
+    return join_ranges(ranges_of(a), ranges_of(b))
+
+
+# ---------------------------------------------------------------- like with like
+
+
+@dataclass
+class Comparison:
+    kernels: pd.DataFrame
+    ranges: pd.DataFrame | None
+    per: str  # run | step | launch: how the totals were made comparable
+    steps: tuple[int | None, int | None]
+    warnings: list[str] = field(default_factory=list)  # what differs between the runs besides the code
+    on_cpu: bool = False  # both sides are CPU op profiles: "op time", not "GPU time"
+
+
+def compare(before: pd.DataFrame, after: pd.DataFrame, *, per: str = "auto", ranges: bool = True,
+            metadata: tuple[dict[str, Any], dict[str, Any]] = ({}, {})) -> Comparison:
+    """Two reports compared like with like: normalised (see the module docstring), with a warning for
+    each difference that is not the code's — devices, ncu versions, clocks, step counts."""
+    steps = (steps_in(before, metadata[0]), steps_in(after, metadata[1]))
+    ka, kb = kernel_table(before), kernel_table(after)
+    chosen = choose_per(per, ka, kb, steps)
+    na, nb = normalise(ka, kb, chosen, steps)
+    warnings = differences(before, after, metadata, steps)
+    differ = _launches_differ(ka, kb)
+    if chosen == "run" and differ:
+        warnings.append(f"launch counts differ for {differ} matched kernel(s): the totals compare different amounts of "
+                        "work (--per launch or --per step)")
+    cpu = (is_cpu(before), is_cpu(after))
+    if cpu[0] != cpu[1]:
+        warnings.append("one side is a CPU op profile, the other GPU kernels: their times are not the same quantity")
+    return Comparison(join_kernels(na, nb), join_ranges(ranges_of(na), ranges_of(nb)) if ranges else None, chosen, steps,
+                      warnings, on_cpu=all(cpu))
+
+
+def is_cpu(report: pd.DataFrame) -> bool:
+    """A CPU op profile (nsroof profile/demo on the CPU): every duration is torch.profiler's CPU time."""
+    src = report["duration_source"].dropna().astype(str) if "duration_source" in report.columns else pd.Series([], dtype=object)
+    return bool(len(src)) and bool(src.str.startswith("torch.profiler:cpu_time").all())
+
+
+def differences(before: pd.DataFrame, after: pd.DataFrame, metadata: tuple[dict[str, Any], dict[str, Any]],
+                steps: tuple[int | None, int | None]) -> list[str]:
+    out: list[str] = []
+    devices = [_distinct(r, "device") for r in (before, after)]
+    if devices[0] and devices[1] and devices[0] != devices[1]:
+        out.append(f"devices differ: {', '.join(devices[0])} vs {', '.join(devices[1])} — the change includes the hardware")
+    ncu = [_ncu_versions(m) for m in metadata]
+    for kind in ("layout", "file version"):
+        x, y = ncu[0][kind], ncu[1][kind]
+        if x and y and x != y:
+            out.append(f"ncu versions differ: {', '.join(sorted(x))} vs {', '.join(sorted(y))} — metric sets and roofs may differ")
+            break
+    if devices[0] == devices[1]:
+        out += _clock_differences(before, after)
+    if steps[0] and steps[1] and steps[0] != steps[1]:
+        out.append(f"step counts differ: {steps[0]} vs {steps[1]}")
+    elif bool(steps[0]) != bool(steps[1]):
+        known = "before" if steps[0] else "after"
+        out.append(f"step count known for the {known} run only ({steps[0] or steps[1]})")
+    return out
+
+
+def _distinct(report: pd.DataFrame, col: str) -> list[str]:
+    if col not in report.columns:
+        return []
+    return sorted({str(v) for v in report[col].dropna().unique() if str(v)})
+
+
+# the CSV/text generation an ncu version writes (ncu-formats.md §versions): `Kernel Time` until 2022.3
+_LAYOUT_ERA = {"old": "ncu ≤ 2022.3 (Kernel Time column)", "new": "ncu ≥ 2023 (Block/Grid Size, Device, CC columns)"}
+
+
+def _ncu_versions(metadata: dict[str, Any]) -> dict[str, set[str]]:
+    """Each side's ncu version evidence: the CSV/text layout generation and the .ncu-rep file version.
+    The export kind (raw or details page, CSV or .ncu-rep) is no version: the same report in two kinds
+    compares equal."""
+    out: dict[str, set[str]] = {"layout": set(), "file version": set()}
+    for rec in metadata.get("inputs") or []:
+        if not isinstance(rec, dict) or not str(rec.get("format", "")).startswith("ncu"):
+            continue
+        if rec.get("layout") in _LAYOUT_ERA:
+            out["layout"].add(_LAYOUT_ERA[str(rec["layout"])])
+        if rec.get("report_file_version"):
+            out["file version"].add(f".ncu-rep file version {rec['report_file_version']}")
+    return out
+
+
+def _clock_differences(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
+    """ncu measures each kernel's roofs at the clock it ran at (peak per cycle × clock): on the same device,
+    roofs that differ mean the clocks did."""
+    out = []
+    roofs = []
+    for r in (before, after):
+        if not {"ceiling_source", "precision", "peak_flop_per_s"} <= set(r.columns):
+            roofs.append(pd.Series(dtype=float))
+            continue
+        ncu = r[r["ceiling_source"].astype(str).str.startswith("ncu:") & (r["precision"].astype(str) != "")]
+        roofs.append(ncu.groupby(ncu["precision"].astype(str))["peak_flop_per_s"].median())
+    for prec in roofs[0].index.intersection(roofs[1].index):
+        x, y = float(roofs[0][prec]), float(roofs[1][prec])
+        if x > 0 and y > 0 and abs(x - y) / max(x, y) > CLOCK_TOLERANCE:
+            out.append(f"clocks differ: ncu measured the {prec} roof at {x / 1e12:.3g} vs {y / 1e12:.3g} TFLOP/s (median; "
+                       "roof = peak per cycle × clock) — lock clocks, e.g. ncu --clock-control base")
+            break
+    return out
+
+
 # ---------------------------------------------------------------- text
 
 
-def render(kernels: pd.DataFrame, ranges: pd.DataFrame | None = None, *, top: int = 20,
+def describe_per(c: Comparison) -> str:
+    if c.per == "step":
+        return f"per step (before {c.steps[0]} steps, after {c.steps[1]}): every total divided by its run's step count"
+    if c.per == "launch":
+        return ("per launch: each matched kernel's before time, FLOPs and bytes scaled to the after run's launch count "
+                "(before per launch × after launches)")
+    return "as measured (per run)"
+
+
+def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = None, *, top: int = 20,
            before_name: str = "before", after_name: str = "after") -> str:
+    head: list[str] = []
+    what, time_word = "kernels", "GPU time"
+    if isinstance(kernels, Comparison):
+        c = kernels
+        kernels, ranges = c.kernels, c.ranges
+        head = [f"  normalised: {describe_per(c)}", *(f"  warning: {w}" for w in c.warnings)]
+        if c.on_cpu:
+            what, time_word = "ops", "op time"
     both = kernels[kernels["status"] == "both"]
     t_a = kernels["duration_s_before"].sum(min_count=1)
     t_b = kernels["duration_s_after"].sum(min_count=1)
     lines = [
         f"compare {before_name} -> {after_name}",
-        f"  kernels: {len(both)} matched by function + NVTX path, {int((kernels['status'] == 'removed').sum())} only before,"
-        f" {int((kernels['status'] == 'added').sum())} only after",
-        f"  GPU time: {_s(t_a)} -> {_s(t_b)} ({_signed_s(_nz(t_b) - _nz(t_a))}, speedup {_ratio(t_a, t_b)})",
+        *head,
+        f"  {what}: {len(both)} matched by {'op' if what == 'ops' else 'function'} + NVTX path,"
+        f" {int((kernels['status'] == 'removed').sum())} only before, {int((kernels['status'] == 'added').sum())} only after",
+        f"  {time_word}: {_s(t_a)} -> {_s(t_b)} ({_signed_s(_nz(t_b) - _nz(t_a))}, speedup {_ratio(t_a, t_b)})",
     ]
     for lv in LEVELS:
         ba, bb = kernels[f"bytes_{lv}_before"].sum(min_count=1), kernels[f"bytes_{lv}_after"].sum(min_count=1)
@@ -198,7 +388,8 @@ def render(kernels: pd.DataFrame, ranges: pd.DataFrame | None = None, *, top: in
     changed = {lv: int(kernels[f"bound_{lv}_changed"].sum()) for lv in LEVELS}
     if any(changed.values()):
         lines.append("  bound changed: " + ", ".join(f"{n} at {lv}" for lv, n in changed.items() if n))
-    lines += ["", f"  {'time before':>12} {'time after':>12} {'change':>11} {'speedup':>8}  {'DRAM bytes before -> after':>28}  {'bound (DRAM)':<18} kernel [NVTX path]"]
+    noun = "op" if what == "ops" else "kernel"
+    lines += ["", f"  {'time before':>12} {'time after':>12} {'change':>11} {'speedup':>8}  {'DRAM bytes before -> after':>28}  {'bound (DRAM)':<18} {noun} [NVTX path]"]
     for r in kernels.head(top).itertuples():
         bound = f"{r.bound_dram_before or '-'}->{r.bound_dram_after or '-'}" if r.status == "both" else r.status
         where = f" [{r.nvtx_path}]" if r.nvtx_path else ""

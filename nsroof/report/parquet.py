@@ -1,13 +1,24 @@
-"""The report file: Parquet with the declared schema and nsroof's metadata, written atomically.
+"""The report file: Parquet with the declared schema and nsroof's metadata, written atomically; and
+the dataset folder (many reports) laid out so that every Parquet reader loads it.
 
-`pandas.read_parquet(path)` loads it as is; `nsroof.load(path)` adds categorical dtypes and reads
-hive-partitioned datasets (directories) lazily through pyarrow.dataset with partition pruning.
+`pandas.read_parquet(path)` loads either as is; `nsroof.load(path)` adds categorical dtypes and reads
+a dataset lazily through pyarrow.dataset, filters applied before the rows are converted.
+
+Dataset layout: ``DIR/host-<host>/rank-<rank>/source-<source>/part-0.parquet`` (values
+percent-encoded, ``unknown`` when no evidence names them) plus ``DIR/_nsroof_dataset.json``. The folder
+names are for people and for finding an existing part; they are not hive ``key=value`` keys. host,
+rank and source are typed file columns (DATASET_FIELDS), because a hive key (a) that is also a file
+column fails pyarrow and pandas ("host: string vs dictionary"), (b) whose every value is null fails
+their type inference ("No non-null segments"; the usual one-node run has no rank), and (c) comes back
+with a different type from each reader (pyarrow int32 dictionary, DuckDB BIGINT, polars Int64; DuckDB
+and polars turn date-like names into dates). A file column has one declared type in every reader.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import urllib.parse
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +32,7 @@ from nsroof._version import __version__
 from nsroof.atomic import atomic_path
 from nsroof.digest import sha256_of
 from nsroof.models.machines import Machine
-from nsroof.schema import COLUMNS, REPORT_FIELDS, SCHEMA_VERSION, arrow_schema
+from nsroof.schema import DATASET_FIELDS, REPORT_FIELDS, SCHEMA_VERSION, Field, arrow_schema
 
 METADATA_KEY = b"nsroof"
 
@@ -49,15 +60,16 @@ def build_metadata(
     return meta
 
 
-def to_table(report: pd.DataFrame, metadata: dict[str, Any]) -> pa.Table:
-    missing = [c for c in COLUMNS if c not in report.columns]
+def to_table(report: pd.DataFrame, metadata: dict[str, Any], fields: tuple[Field, ...] = REPORT_FIELDS) -> pa.Table:
+    columns = [f.name for f in fields]
+    missing = [c for c in columns if c not in report.columns]
     if missing:
         raise ValueError(f"report lacks columns {missing}")
-    frame = report[COLUMNS]
-    categorical = [f.name for f in REPORT_FIELDS if isinstance(frame[f.name].dtype, pd.CategoricalDtype)]
+    frame = report[columns]
+    categorical = [f.name for f in fields if isinstance(frame[f.name].dtype, pd.CategoricalDtype)]
     if categorical:
         frame = frame.astype({name: object for name in categorical})
-    schema = arrow_schema({METADATA_KEY: json.dumps(metadata, default=str).encode()})
+    schema = arrow_schema({METADATA_KEY: json.dumps(metadata, default=str).encode()}, fields)
     # one thread: the conversion of object columns holds the GIL, so more threads only contend
     # (measured 0.053 -> 0.025 s for a 9,600-row report with ~1 KB kernel names)
     table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False, nthreads=1)
@@ -83,12 +95,13 @@ def write(
     machines: Sequence[Machine] = (),
     extra_metadata: dict[str, Any] | None = None,
     metadata: dict[str, Any] | None = None,
+    fields: tuple[Field, ...] = REPORT_FIELDS,
 ) -> Path:
     """Write `report` to `path` atomically (temporary file, then rename)."""
     if metadata is None:
         used = list(machines) or ([machine] if machine is not None else [])
         metadata = build_metadata(inputs=inputs, machines=used, extra=extra_metadata)
-    table = to_table(report, metadata)
+    table = to_table(report, metadata, fields)
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, **write_options(table))
     return Path(path)
@@ -120,23 +133,82 @@ def with_categoricals(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def load(path: str | os.PathLike[str], filters: Any = None, columns: Sequence[str] | None = None) -> pd.DataFrame:
-    """Load a report file or a hive-partitioned dataset directory as a DataFrame with categoricals.
+    """Load a report file or a dataset folder as a DataFrame with categoricals.
 
-    `filters` is what pyarrow/pandas accept (e.g. [("rank", "=", 0)]); on a dataset it prunes
-    partitions before reading."""
+    `filters` is what pyarrow/pandas accept (e.g. [("rank", "=", 0)]); on a dataset pyarrow applies it
+    while scanning (files whose column statistics exclude it are not read)."""
     p = Path(path)
     if p.is_dir():
         import pyarrow.dataset as ds
 
-        from nsroof.multi import partitioning
-
-        # explicit partition types: a dataset whose ranks are all unknown still reads (rank: null int64)
-        dataset = ds.dataset(p, format="parquet", partitioning=partitioning(p))
+        # "hive": a folder someone else partitioned still reads; nsroof's own folders have no keys
         expr = pq.filters_to_expression(filters) if filters is not None and not isinstance(filters, pc.Expression) else filters
-        table = dataset.to_table(filter=expr, columns=list(columns) if columns else None)
-        df = table.to_pandas()
-        if "rank" in df.columns:
-            df["rank"] = df["rank"].astype("Int64")
+        try:
+            dataset = ds.dataset(p, format="parquet", partitioning="hive")
+            df = dataset.to_table(filter=expr, columns=list(columns) if columns else None).to_pandas()
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            from nsroof.errors import InputError
+
+            raise InputError(p, f"not readable as one dataset ({' '.join(str(exc).split())[:200]})",
+                             hint="hive keys pyarrow cannot type, as an older nsroof wrote them (host=…/rank=… "
+                                  "folders): re-create it with `nsroof analyze INPUTS -o DIR`") from None
     else:
         df = pd.read_parquet(p, filters=filters, columns=list(columns) if columns else None)
     return with_categoricals(df)
+
+
+# ---------------------------------------------------------------- dataset folders
+
+PART_FILE = "part-0.parquet"
+SUMMARY_FILE = "_nsroof_dataset.json"  # the leading underscore: pyarrow and pandas skip it as data
+UNKNOWN = "unknown"
+
+
+def encode(value: object) -> str:
+    """A folder-name value: percent-encoded (never '=', '/' or a leading '.'/'_'), 'unknown' for none."""
+    if value is None or (isinstance(value, str) and value == ""):
+        return UNKNOWN
+    return urllib.parse.quote(str(value), safe="")
+
+
+def partition_dir(host: str | None, rank: int | None, source: str) -> str:
+    return f"host-{encode(host)}/rank-{encode(rank)}/source-{encode(source)}"
+
+
+def filesystem(out_dir: str) -> tuple[Any, str]:
+    """pyarrow filesystem and root path: a local folder, or any URI pyarrow understands (s3://, gs://, file://)."""
+    from pyarrow import fs as pafs
+
+    if "://" in out_dir:
+        fsys, root = pafs.FileSystem.from_uri(out_dir)
+        return fsys, root.rstrip("/")
+    return pafs.LocalFileSystem(), os.path.abspath(out_dir).replace(os.sep, "/").rstrip("/")
+
+
+def has_part(fs: Any, directory: str) -> bool:
+    from pyarrow import fs as pafs
+
+    info = fs.get_file_info(directory)
+    if info.type != pafs.FileType.Directory:
+        return False
+    return any(i.path.endswith(".parquet") for i in fs.get_file_info(pafs.FileSelector(directory, recursive=False)))
+
+
+def write_part(fs: Any, root: str, rel: str, frame: pd.DataFrame, metadata: dict[str, Any]) -> None:
+    """One part file of a dataset (DATASET_FIELDS), written atomically (temporary name in its folder,
+    then rename); then any stale files the folder held before are dropped (--overwrite)."""
+    from pyarrow import fs as pafs
+
+    directory = f"{root}/{rel}"
+    target = f"{directory}/{PART_FILE}"
+    if isinstance(fs, pafs.LocalFileSystem):
+        write(frame, target, metadata=metadata, fields=DATASET_FIELDS)
+    else:
+        table = to_table(frame, metadata, DATASET_FIELDS)
+        fs.create_dir(directory, recursive=True)
+        tmp = f"{directory}/.{PART_FILE}.{os.getpid()}.tmp"
+        pq.write_table(table, tmp, filesystem=fs, **write_options(table))
+        fs.move(tmp, target)
+    for info in fs.get_file_info(pafs.FileSelector(directory, recursive=False)):
+        if info.path != target and info.path.endswith(".parquet"):
+            fs.delete_file(info.path)

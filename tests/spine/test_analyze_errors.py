@@ -34,13 +34,15 @@ def test_bad_input_is_one_clean_line(tmp_path: Path, make, cause: str) -> None: 
     assert not out.exists()
 
 
-def test_a_directory_without_exports_is_listed_as_failed(tmp_path: Path) -> None:
-    # directories are dataset inputs (recursed); one holding no export fails cleanly, exit code 1
+def test_a_directory_without_exports_is_an_input_error(tmp_path: Path) -> None:
+    # directories are dataset inputs (recursed); one holding no export is an input error before
+    # anything is written: one line, exit code 2, no output folder
     (tmp_path / "empty").mkdir()
     code, stdout, stderr = run(["analyze", str(tmp_path / "empty"), "-o", str(tmp_path / "ds")])
-    assert code == 1
-    assert "directory holds no ncu CSV, .ncu-rep or torch trace" in stdout
+    assert code == 2
+    assert "folder holds no ncu CSV, ncu text page, .ncu-rep or torch trace" in stderr and stderr.count("\n") == 1
     assert "Traceback" not in stdout + stderr
+    assert not (tmp_path / "ds").exists()
 
 
 def test_not_an_export_names_file_and_line(tmp_path: Path) -> None:

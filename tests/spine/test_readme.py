@@ -22,7 +22,7 @@ def test_quick_start_is_the_two_commands() -> None:
     text = README.read_text(encoding="utf-8")
     quick = text.split("## Quick start", 1)[1].split("```", 2)[1]
     commands = [line.split("#")[0].strip() for line in quick.splitlines()[1:] if line.strip()]
-    assert commands == ["make setup", "make test"]
+    assert commands == ["make demo", "make test"]
 
 
 def test_every_command_is_in_the_tour() -> None:
