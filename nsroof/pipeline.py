@@ -70,12 +70,11 @@ def analyze(
     given = dict(digests or {})
     digests = {**digest.start(p for p in paths if os.fspath(p) not in given), **given}
     for path in paths:
-        kernels = importers.read(path)
-        facts = kernels.attrs.get("nsroof", {})
+        kernels, facts = importers.read(path)
         name = Path(path).name
-        formats[name] = str(facts.get("format", ""))
-        warnings += [f"{name}: {w}" for w in facts.get("warnings", [])]
-        hints += [f"{name}: {h}" for h in facts.get("hints", [])]
+        formats[name] = facts.format
+        warnings += [f"{name}: {w}" for w in facts.warnings]
+        hints += [f"{name}: {h}" for h in facts.hints]
         if "source" not in kernels or kernels["source"].eq("").all():
             kernels["source"] = name
         quantities = derive(kernels)
@@ -85,7 +84,7 @@ def analyze(
             quantities = apply_analytic(kernels, quantities)
         if aggregate:
             kernels, quantities = merge_launches(kernels, quantities)
-        levels = facts.get("levels") or build.LEVELS
+        levels = facts.levels or build.LEVELS
         built = build.build_report(kernels, quantities, levels=levels, resolver=resolver)
         for hint in (completing_metrics_hint(built), ceilings_hint(built)):
             if hint:

@@ -1,7 +1,9 @@
-"""Importers: one module per input format, each with one `read(path) -> DataFrame` entry that
-returns the normalized kernel table (see nsroof.importers.kernel_table).
+"""Importers: one module per input format, each with one `read(path) -> (kernels, facts)` entry:
+the normalized kernel table and what was learned about the file as a whole (both declared in
+nsroof.schema: IDENTITY_COLUMNS, FileFacts).
 
-`read(path)` here picks the format by content, not only by extension.
+`sniff(path)` is the one file-kind detector; `read(path)` here picks the format with it, by
+content, not only by extension.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from nsroof.errors import InputError
-from nsroof.importers.kernel_table import FileFacts
+from nsroof.schema import FileFacts
 
 # ncu's text output: a `[pid] process@host` line or a `    Section: ...` table, after ==PROF== lines
 # and application output; a file with a CSV header stays a CSV export (text never has one)
@@ -64,11 +66,8 @@ def sniff(path: str | os.PathLike[str]) -> str:
     return "ncu-csv"
 
 
-def read(path: str | os.PathLike[str]) -> pd.DataFrame:
-    fmt = sniff(path)
-    module = importlib.import_module(FORMAT_MODULES[fmt])
-    df: pd.DataFrame = module.read(path)
-    facts = df.attrs.get("nsroof")
-    if isinstance(facts, dict) and not isinstance(facts, FileFacts):
-        df.attrs["nsroof"] = FileFacts(facts)
-    return df
+def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
+    """The kernel table and the file facts of `path`, whatever its format (see sniff)."""
+    module = importlib.import_module(FORMAT_MODULES[sniff(path)])
+    kernels, facts = module.read(path)
+    return kernels, facts

@@ -56,7 +56,8 @@ from nsroof.importers import _ncunumbers as numbers
 from nsroof.importers import _ncutext as text
 from nsroof.importers import names, nvtx
 from nsroof.importers._nculabels import column_name, disambiguate
-from nsroof.importers.kernel_table import IDENTITY_COLUMNS, assemble, fill_launch_identity
+from nsroof.importers.kernel_table import assemble, fill_launch_identity
+from nsroof.schema import IDENTITY_COLUMNS, FileFacts
 from nsroof.units import UnknownUnitError, scale
 
 FORMAT_DETAILS = "ncu-csv:details"
@@ -114,19 +115,17 @@ class _Collected:
     text_lines: list[tuple[int, str]] = field(default_factory=list)
 
 
-def read(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read an ncu CSV export (details or raw page) into the normalized kernel table."""
+def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
+    """Read an ncu CSV export (details or raw page) into the normalized kernel table and its file facts."""
     export = text.open_export(path)
     try:
         export.check_complete()
         layout = _layout(export)
         if layout.page == "details":
-            frame = _read_details(export, layout)
-        else:
-            frame = _read_raw(export, layout)
+            return _read_details(export, layout)
+        return _read_raw(export, layout)
     finally:
         export.close()
-    return frame
 
 
 # ---------------------------------------------------------------------------------------------
@@ -447,7 +446,7 @@ class _LongRows:
     values: pa.Array | pa.ChunkedArray
 
 
-def _read_details(export: text.Export, layout: _Layout) -> pd.DataFrame:
+def _read_details(export: text.Export, layout: _Layout) -> tuple[pd.DataFrame, FileFacts]:
     collected = _Collected()
     fast = _details_fast(export, layout)
     if fast is not None:
@@ -470,8 +469,7 @@ def _read_details(export: text.Export, layout: _Layout) -> pd.DataFrame:
             columns, units, style = _pivot_details(export, rows, kidx, len(kernel_ids), parsing)
     frame = assemble(identity, columns)
     fill_launch_identity(frame)
-    _finish(export, layout, frame, units, style, collected, warnings, hints, FORMAT_DETAILS)
-    return frame
+    return frame, _finish(export, layout, frame, units, style, collected, warnings, hints, FORMAT_DETAILS)
 
 
 def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -1383,7 +1381,7 @@ def _scatter(
 # ---------------------------------------------------------------------------------------------
 
 
-def _read_raw(export: text.Export, layout: _Layout) -> pd.DataFrame:
+def _read_raw(export: text.Export, layout: _Layout) -> tuple[pd.DataFrame, FileFacts]:
     header = layout.header
     tables: list[pa.Table] = []
     line_parts: list[np.ndarray] = []
@@ -1455,8 +1453,8 @@ def _read_raw(export: text.Export, layout: _Layout) -> pd.DataFrame:
                 columns[c] = strs[order]
     frame = assemble(identity, columns)
     fill_launch_identity(frame)
-    _finish(export, layout, frame, {c: units[c] for c in columns}, style, collected, warnings, hints, FORMAT_RAW)
-    return frame
+    return frame, _finish(export, layout, frame, {c: units[c] for c in columns}, style, collected, warnings, hints,
+                          FORMAT_RAW)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1474,7 +1472,7 @@ def _finish(
     warnings: list[str],
     hints: list[str],
     fmt: str,
-) -> None:
+) -> FileFacts:
     for msg in export.preamble.messages("==ERROR==")[:3] + export.preamble.messages("==WARNING==")[:3]:
         warnings.append(f"ncu said before the results: {msg}")
     if collected.bad_rows:
@@ -1490,16 +1488,9 @@ def _finish(
     if style.evidence.startswith("ambiguous"):
         warnings.append(f"number style {style.style}: {style.evidence}")
     _roofline_hints(layout, frame, hints)
-    frame.attrs["nsroof"] = {
-        "format": fmt,
-        "source": export.path.name,
-        "layout": layout.name,
-        "metric_units": units,
-        "number_style": style.style,
-        "number_style_evidence": style.evidence,
-        "warnings": warnings,
-        "hints": hints,
-    }
+    return FileFacts(format=fmt, source=export.path.name, layout=layout.name, metric_units=units,
+                     number_style=style.style, number_style_evidence=style.evidence, warnings=warnings,
+                     hints=hints)
 
 
 def _roofline_hints(layout: _Layout, frame: pd.DataFrame, hints: list[str]) -> None:

@@ -16,6 +16,7 @@ kernels, so damage has to be found here and reported as such.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import platform
@@ -32,7 +33,8 @@ from typing import Any
 import pandas as pd
 
 from nsroof.errors import InputError, UnitError
-from nsroof.importers.kernel_table import IDENTITY_COLUMNS, empty_identity
+from nsroof.importers.kernel_table import empty_identity
+from nsroof.schema import IDENTITY_COLUMNS, FileFacts
 
 MAGIC = b"NVR\0"
 FORMAT = "ncu-rep"
@@ -236,8 +238,8 @@ def check_container(path: str | os.PathLike[str]) -> Container:
 # ---------------------------------------------------------------------------------------------
 
 
-def read(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """The normalized kernel table of one .ncu-rep report (see nsroof.importers.kernel_table)."""
+def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
+    """The normalized kernel table of one .ncu-rep report and its file facts (see nsroof.schema)."""
     p = Path(path)
     container = check_container(p)
     module = _load_ncu_report_module()
@@ -269,7 +271,7 @@ def _no_reader_cause() -> str:
     return f"cannot read a .ncu-rep here: {why}, and no `ncu` command is on PATH"
 
 
-def _read_with_module(module: Any, p: Path, container: Container) -> pd.DataFrame:
+def _read_with_module(module: Any, p: Path, container: Container) -> tuple[pd.DataFrame, FileFacts]:
     # The library's C++ side logs parse failures straight to file descriptor 2 and carries on with
     # empty kernels; catch that text so the user sees one clean line, and use it as the cause.
     library_log: list[str] = []
@@ -308,12 +310,13 @@ def _read_with_module(module: Any, p: Path, container: Container) -> pd.DataFram
                 metric_units.setdefault(name, unit)
             rows.append(_identity(module, action, kernel_id, processes[kernel_id], values))
     frame = _assemble(p, rows, metric_values, metric_units)
-    facts = frame.attrs["nsroof"]
-    facts["reader"] = f"ncu_report {_library_version(context)}"
-    facts["report_file_version"] = container.version
+    facts = FileFacts(
+        format=FORMAT, source=p.name,
+        metric_units={name: metric_units[name] for name in frame.columns if name in metric_units},
+        reader=f"ncu_report {_library_version(context)}", extra={"report_file_version": container.version})
     if _first_line(library_log):
-        facts["warnings"].append(f"ncu_report said: {_first_line(library_log)}")
-    return frame
+        facts.warnings.append(f"ncu_report said: {_first_line(library_log)}")
+    return frame, facts
 
 
 @contextlib.contextmanager
@@ -489,15 +492,7 @@ def _assemble(
             columns[name] = pd.Series(strings, dtype="object")
         else:
             columns[name] = pd.array(column, dtype="float64")
-    frame = pd.DataFrame(columns)
-    frame.attrs["nsroof"] = {
-        "format": FORMAT,
-        "source": p.name,
-        "metric_units": {name: metric_units[name] for name in names_sorted if name in metric_units},
-        "warnings": [],
-        "hints": [],
-    }
-    return frame
+    return pd.DataFrame(columns)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -509,7 +504,7 @@ def ncu_export_command(ncu: str, p: Path) -> list[str]:
     return [ncu, "-i", str(p), "--csv", "--page", "raw", "--print-units", "base"]
 
 
-def _read_with_cli(ncu: str, p: Path, container: Container) -> pd.DataFrame:
+def _read_with_cli(ncu: str, p: Path, container: Container) -> tuple[pd.DataFrame, FileFacts]:
     from nsroof.importers import ncu_csv
 
     env = dict(os.environ, LC_ALL="C")  # ncu formats numbers by locale; C gives plain 1234.56
@@ -524,7 +519,7 @@ def _read_with_cli(ncu: str, p: Path, container: Container) -> pd.DataFrame:
     with tempfile.TemporaryDirectory(prefix="nsroof-ncu-rep-") as tmp:
         csv_path = Path(tmp) / (p.stem + ".raw.csv")
         csv_path.write_bytes(done.stdout)
-        frame = ncu_csv.read(csv_path)
+        frame, csv_facts = ncu_csv.read(csv_path)
     if len(frame) != container.num_results:
         raise InputError(
             p,
@@ -533,10 +528,7 @@ def _read_with_cli(ncu: str, p: Path, container: Container) -> pd.DataFrame:
             hint=DAMAGED_HINT,
         )
     frame["source"] = pd.array([p.name] * len(frame), dtype="object")
-    facts = frame.attrs.setdefault("nsroof", {})
-    facts["csv_format"] = facts.get("format", "")
-    facts["format"] = FORMAT
-    facts["source"] = p.name
-    facts["reader"] = " ".join(["LC_ALL=C", *ncu_export_command("ncu", p)])
-    facts["report_file_version"] = container.version
-    return frame
+    facts = dataclasses.replace(
+        csv_facts, format=FORMAT, source=p.name, reader=" ".join(["LC_ALL=C", *ncu_export_command("ncu", p)]),
+        extra={**csv_facts.extra, "csv_format": csv_facts.format, "report_file_version": container.version})
+    return frame, facts

@@ -46,7 +46,8 @@ from nsroof.importers import _ncunumbers as numbers
 from nsroof.importers import names, nvtx
 from nsroof.importers._nculabels import column_name, disambiguate
 from nsroof.importers._ncutext import EXPORT_HINT, Preamble, truncated
-from nsroof.importers.kernel_table import IDENTITY_COLUMNS, assemble, fill_launch_identity
+from nsroof.importers.kernel_table import assemble, fill_launch_identity
+from nsroof.schema import IDENTITY_COLUMNS, FileFacts
 from nsroof.units import UnknownUnitError, scale
 
 FORMAT_TEXT = "ncu-text:details"
@@ -101,8 +102,9 @@ class _Rows:
     line: list[int] = field(default_factory=list)
 
 
-def read(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read ncu's text output (details page, any version's layout) into the normalized kernel table."""
+def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
+    """Read ncu's text output (details page, any version's layout) into the normalized kernel table
+    and its file facts."""
     p = Path(path)
     parser = _Parser(p, _lines(p))
     parser.run()
@@ -390,7 +392,7 @@ class _Parser:
     # table
     # -----------------------------------------------------------------------------------------
 
-    def frame(self) -> pd.DataFrame:
+    def frame(self) -> tuple[pd.DataFrame, FileFacts]:
         warnings: list[str] = []
         hints: list[str] = []
         identity = self._identity()
@@ -410,17 +412,10 @@ class _Parser:
             hints.append("ncu's text output shows section labels rounded to 2 decimals, and no byte or FLOP "
                          "counters here; " + TEXT_HINT)
         layouts = list(dict.fromkeys(launch.layout for launch in self.launches))
-        frame.attrs["nsroof"] = {
-            "format": FORMAT_TEXT,
-            "source": self.path.name,
-            "layout": "+".join(layouts),
-            "metric_units": units,
-            "number_style": style.style,
-            "number_style_evidence": style.evidence,
-            "warnings": warnings,
-            "hints": hints,
-        }
-        return frame
+        facts = FileFacts(format=FORMAT_TEXT, source=self.path.name, layout="+".join(layouts), metric_units=units,
+                          number_style=style.style, number_style_evidence=style.evidence, warnings=warnings,
+                          hints=hints)
+        return frame, facts
 
     def _identity(self) -> pd.DataFrame:
         launches = self.launches

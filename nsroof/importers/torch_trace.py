@@ -35,6 +35,7 @@ import pandas as pd
 
 from nsroof.errors import InputError
 from nsroof.importers.kernel_table import empty_identity
+from nsroof.schema import FileFacts
 
 KERNEL_CATS = ("kernel", "Kernel")
 CPU_OP_CATS = ("cpu_op", "Operator")
@@ -226,7 +227,7 @@ class _Ops:
 # --------------------------------------------------------------------------- read
 
 
-def read(path: str | os.PathLike[str]) -> pd.DataFrame:
+def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
     top, events = load_events(path)
     name = Path(path).name
     cats: dict[str, list[dict[str, Any]]] = {}
@@ -243,16 +244,10 @@ def read(path: str | os.PathLike[str]) -> pd.DataFrame:
         frame = _kernels(kernels, cats, top, name)
         if not kernels:
             warnings.append("no kernel events (cat 'kernel'): a CPU-only trace has nothing to classify")
-    frame.attrs["nsroof"] = {
-        "format": "torch-trace",
-        "source": name,
-        "metric_units": {c: u for c, u in METRIC_UNITS.items() if c in frame.columns}
-        | {c: "" for c in frame.columns if c.startswith(("smsp__", "sm__"))},
-        "warnings": warnings,
-        "hints": [],
-        "levels": ("dram",),
-    }
-    return frame
+    units = {c: u for c, u in METRIC_UNITS.items() if c in frame.columns} | {
+        c: "" for c in frame.columns if c.startswith(("smsp__", "sm__"))}
+    return frame, FileFacts(format="torch-trace", source=name, metric_units=units, warnings=warnings,
+                            levels=("dram",))
 
 
 def _devices(top: dict[str, Any]) -> dict[int, tuple[str, str]]:

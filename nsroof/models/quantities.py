@@ -58,15 +58,7 @@ class _Kernels:
     """Column access on the kernel table as float arrays (absent or non-numeric → NaN)."""
 
     def __init__(self, kernels: pd.DataFrame) -> None:
-        # pandas deep-copies DataFrame.attrs into every column it hands out; an importer's attrs
-        # (units of a thousand metrics) made each column access cost milliseconds. Read columns
-        # from a shallow view without them.
-        attrs = kernels.attrs
-        kernels.attrs = {}
-        try:
-            self.frame = kernels.copy(deep=False)
-        finally:
-            kernels.attrs = attrs
+        self.frame = kernels
         self.n = len(kernels)
         self.columns = [str(c) for c in kernels.columns]
         self._present = set(self.columns)

@@ -20,6 +20,7 @@ import pytest
 from nsroof.errors import InputError
 from nsroof.importers import _ncutext as text
 from nsroof.importers import ncu_csv
+from nsroof.schema import FileFacts
 from tests._paths import SHARED_FIXTURES
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -83,7 +84,7 @@ def write(tmp_path: Path, lines: list[str], *, newline: str = "\n", name: str = 
     return path
 
 
-def read_with(path: Path, reader: Reader | None, monkeypatch: pytest.MonkeyPatch) -> pd.DataFrame:
+def read_with(path: Path, reader: Reader | None, monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame, FileFacts]:
     """ncu_csv.read with the details-page fast path replaced by `reader` (None: robust reader only)."""
     with monkeypatch.context() as m:
         m.setattr(ncu_csv, "_details_fast", reader if reader is not None else (lambda export, layout: None))
@@ -98,10 +99,10 @@ def scan_result(path: Path) -> Any:
         export.close()
 
 
-def assert_same(a: pd.DataFrame, b: pd.DataFrame) -> None:
-    pdt.assert_frame_equal(a, b, check_exact=True)
-    assert list(a.dtypes) == list(b.dtypes)
-    assert a.attrs == b.attrs
+def assert_same(a: tuple[pd.DataFrame, FileFacts], b: tuple[pd.DataFrame, FileFacts]) -> None:
+    pdt.assert_frame_equal(a[0], b[0], check_exact=True)
+    assert list(a[0].dtypes) == list(b[0].dtypes)
+    assert a[1] == b[1]
 
 
 def polars_result(path: Path) -> Any:
@@ -136,7 +137,7 @@ def assert_all_readers_agree(
         pytest.fail("the pandas reader declined a file it should read")
     assert_same(read_with(path, pandas_path, monkeypatch), robust)
     assert_same(ncu_csv.read(path), robust)
-    return robust
+    return robust[0]
 
 
 def _declines(reader: Reader, path: Path) -> bool:
@@ -191,6 +192,7 @@ def test_shared_fixtures_include_details_pages(shared_fixtures: Path) -> None:
 
 def test_generated_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     df = assert_all_readers_agree(write(tmp_path, export_lines()), monkeypatch)
+    facts = ncu_csv.read(write(tmp_path, export_lines()))[1]
     # 2.50 usecond = 2.5e-6 s; 1,234.56 Mbyte = 1.23456e9 B; 7,488.00 Kbyte = 7.488e6 B; 2,500 nsecond = 2.5e-6 s
     assert df["kernel_id"].tolist() == [0, 1]
     assert df["kernel_name"].tolist() == list(KERNELS.values())
@@ -198,7 +200,7 @@ def test_generated_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert df["dram__bytes_read.sum"].tolist() == pytest.approx([1.23456e9, 1.23456e9])
     assert df["lts__t_bytes.sum"].tolist() == pytest.approx([7.488e6, 7.488e6])
     assert df["nvtx_ranges"].iloc[0] == ["step0", "aten::mm, seq = 1"]
-    assert df.attrs["nsroof"]["number_style"] == "en_US"
+    assert facts.number_style == "en_US"
 
 
 def test_crlf_bom_and_preamble(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -257,8 +259,8 @@ def test_declines_text_among_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     lines.insert(5, "==PROF== Disconnected from process 11")
     path = write(tmp_path, lines)
     assert scan_result(path) is None
-    df = ncu_csv.read(path)
-    assert any("non-CSV" in w for w in df.attrs["nsroof"]["warnings"])
+    df, facts = ncu_csv.read(path)
+    assert any("non-CSV" in w for w in facts.warnings)
 
 
 def assert_all_readers_refuse(path: Path, monkeypatch: pytest.MonkeyPatch) -> InputError:
@@ -311,7 +313,7 @@ def test_declines_newline_in_kernel_name(tmp_path: Path, monkeypatch: pytest.Mon
     lines = [ln.replace("void silu(float *)", "void silu(\nfloat *)") for ln in export_lines()]
     path = write(tmp_path, lines)
     assert scan_result(path) is None
-    df = ncu_csv.read(path)
+    df = ncu_csv.read(path)[0]
     assert df["kernel_name"].tolist()[1] == "void silu(\nfloat *)"
 
 
@@ -340,9 +342,9 @@ def test_gzip_goes_to_pandas_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     packed = tmp_path / "x.csv.gz"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     assert scan_result(packed) is None
-    df = ncu_csv.read(packed)
-    expected = ncu_csv.read(plain)
-    expected.attrs["nsroof"]["source"] = packed.name
+    df = ncu_csv.read(packed)[0]
+    expected, expected_facts = ncu_csv.read(plain)
+    expected_facts.source = packed.name
     pdt.assert_frame_equal(df.drop(columns="source"), expected.drop(columns="source"))
 
 
