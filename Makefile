@@ -10,7 +10,7 @@ TORCH_SPEC := torch==2.13.0
 setup:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH_SPEC)" -e ".[dev,torch,plot,ncu-rep,dask,fast]"
+	$(PY) -m pip install -q "$(TORCH_SPEC)" -e ".[dev,torch,plot,ncu-rep,dask]"
 
 test:
 	$(PY) -m pytest -q

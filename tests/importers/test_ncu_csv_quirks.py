@@ -41,10 +41,8 @@ def read_text(tmp_path: Path, text: str, name: str = "x.csv", *, encoding: str =
     return ncu_csv.read(path)
 
 
-def read_robust(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame, FileFacts]:
-    with monkeypatch.context() as m:
-        m.setattr(ncu_csv, "_details_fast", lambda export, layout: None)
-        return ncu_csv.read(path)
+def read_robust(path: Path) -> tuple[pd.DataFrame, FileFacts]:
+    return ncu_csv.read(path, reader="robust")
 
 
 BASIC = [("0", "k0(float *)", "Command line profiler metrics", "gpu__time_duration.sum", "usecond", "2.50"),
@@ -146,10 +144,10 @@ def test_unescaped_quote_in_nvtx_name_recovers_the_kernel_and_warns_once(data_di
 
 
 @pytest.mark.parametrize("name", ["details_new.csv", "details_old_preamble.csv", "details_body_item.csv", "bom_crlf_de.csv"])
-def test_fast_and_robust_readers_agree(data_dir: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fast_and_robust_readers_agree(data_dir: Path, name: str) -> None:
     path = data_dir / "ncu" / name
     fast, fast_facts = ncu_csv.read(path)
-    robust, robust_facts = read_robust(path, monkeypatch)
+    robust, robust_facts = read_robust(path)
     pdt.assert_frame_equal(fast, robust)
     assert fast_facts.metric_units == robust_facts.metric_units
 
