@@ -12,6 +12,7 @@ import gzip
 import importlib
 import os
 import re
+import zlib
 from pathlib import Path
 
 import pandas as pd
@@ -30,6 +31,16 @@ FORMAT_MODULES: dict[str, str] = {
     "ncu-text": "nsroof.importers.ncu_text",
     "torch-trace": "nsroof.importers.torch_trace",
 }
+
+
+# what a damaged gzip stream raises while it is read: a bad header or CRC (BadGzipFile, an OSError), a
+# stream cut short (EOFError), corrupt deflate data (zlib.error)
+GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
+
+
+def damaged_gzip(p: Path, exc: BaseException) -> InputError:
+    return InputError(p, f"damaged gzip data ({type(exc).__name__}: {exc})",
+                      hint="compress it again from the original, or pass the plain file")
 
 
 def sniff(path: str | os.PathLike[str]) -> str:
@@ -53,9 +64,8 @@ def sniff(path: str | os.PathLike[str]) -> str:
         try:
             with gzip.open(p, "rb") as fh:
                 head = fh.read(65536)
-        except (OSError, EOFError) as exc:
-            raise InputError(p, f"damaged gzip file ({exc or type(exc).__name__})",
-                             hint="re-compress or pass the plain file") from None
+        except (OSError, *GZIP_ERRORS) as exc:
+            raise damaged_gzip(p, exc) from None
     text = head.lstrip(b"\xef\xbb\xbf").lstrip()
     # a chrome trace is a JSON object, or a JSON array of event objects; ncu's text output also
     # starts with '[' ("[18548] app@host"), so an array must open on an object
@@ -69,5 +79,10 @@ def sniff(path: str | os.PathLike[str]) -> str:
 def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
     """The kernel table and the file facts of `path`, whatever its format (see sniff)."""
     module = importlib.import_module(FORMAT_MODULES[sniff(path)])
-    kernels, facts = module.read(path)
+    try:
+        kernels, facts = module.read(path)
+    except GZIP_ERRORS as exc:
+        # a gzip stream that breaks after its first block: decompression errors reach here from whichever
+        # reader was streaming it (zlib.error is no OSError)
+        raise damaged_gzip(Path(path), exc) from None
     return kernels, facts

@@ -34,6 +34,7 @@ import pandas as pd
 
 from nsroof.errors import InputError, UnitError
 from nsroof.importers.kernel_table import empty_identity
+from nsroof.models import dimensions
 from nsroof.schema import IDENTITY_COLUMNS, FileFacts
 
 MAGIC = b"NVR\0"
@@ -304,11 +305,18 @@ def _read_with_module(module: Any, p: Path, container: Container) -> tuple[pd.Da
     metric_units: dict[str, str] = {}
     with _stderr_captured(library_log):
         for kernel_id, action in enumerate(actions):
-            values, units = _action_metrics(module, action, p, kernel_id)
+            try:
+                values, units = _action_metrics(module, action, p, kernel_id)
+                rows.append(_identity(module, action, kernel_id, processes[kernel_id], values))
+            except Exception as exc:  # noqa: BLE001 — re-raised below unless NVIDIA's module raised it
+                if not _raised_by_library(exc):
+                    raise
+                raise InputError(p, f"damaged .ncu-rep file: ncu_report failed on profile result {kernel_id} "
+                                 f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})",
+                                 hint=DAMAGED_HINT) from None
             metric_values.append(values)
             for name, unit in units.items():
                 metric_units.setdefault(name, unit)
-            rows.append(_identity(module, action, kernel_id, processes[kernel_id], values))
     frame = _assemble(p, rows, metric_values, metric_units)
     facts = FileFacts(
         format=FORMAT, source=p.name,
@@ -317,6 +325,17 @@ def _read_with_module(module: Any, p: Path, container: Container) -> tuple[pd.Da
     if _first_line(library_log):
         facts.warnings.append(f"ncu_report said: {_first_line(library_log)}")
     return frame, facts
+
+
+def _raised_by_library(exc: BaseException) -> bool:
+    """Whether `exc` came out of NVIDIA's ncu_report (its SWIG wrappers raise TypeError, RuntimeError …
+    on what a damaged report holds, e.g. a metric name that is not text): an input problem then, while
+    the same exception from nsroof's own code is a bug and keeps its traceback."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    # the module is ncu_report.py, or the package ncu_report/__init__.py (the wheel)
+    return bool(frames) and any(part.startswith("ncu_report") for part in Path(frames[-1].filename).parts[-2:])
 
 
 @contextlib.contextmanager
@@ -403,6 +422,9 @@ def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int) -> tuple[
                 f"kernel {kernel_id}, metric {name}: unknown unit {unit!r}",
                 hint="report it with the metric name; nsroof never guesses a scale",
             ) from None
+        wrong = dimensions.check(name, scale.base)
+        if wrong is not None:
+            raise UnitError(p, f"kernel {kernel_id}: unit {unit!r} of the wrong dimension: {wrong}", hint=DAMAGED_HINT)
         si_value, si_unit = number * scale.factor, scale.base
         values[name] = si_value
         unit_of[name] = si_unit

@@ -44,9 +44,10 @@ import pyarrow as pa
 from nsroof.errors import InputError, UnitError
 from nsroof.importers import _ncunumbers as numbers
 from nsroof.importers import names, nvtx
-from nsroof.importers._nculabels import column_name, disambiguate
+from nsroof.importers._nculabels import column_name, disambiguate, wrong_label_unit
 from nsroof.importers._ncutext import EXPORT_HINT, Preamble, truncated
 from nsroof.importers.kernel_table import assemble, fill_launch_identity
+from nsroof.models import dimensions
 from nsroof.schema import IDENTITY_COLUMNS, FileFacts
 from nsroof.units import UnknownUnitError, scale
 
@@ -477,6 +478,11 @@ class _Parser:
             got = col_of.get(key)
             if got is None:
                 name, is_name = column_name(rows.section[r], "", rows.label[r], base)
+                wrong = dimensions.check(name, base) or (None if is_name else wrong_label_unit(
+                    rows.section[r], "", rows.label[r], base))
+                if wrong is not None:
+                    raise UnitError(self.path, f"unit {rows.unit[r]!r} of the wrong dimension: {wrong}",
+                                    line=int(line[r]), hint="the output is damaged or edited; profile again")
                 j = col_index.get((name, base))
                 if j is None:
                     j = col_index[(name, base)] = len(col_names)

@@ -63,6 +63,7 @@ class _Kernels:
         self.columns = [str(c) for c in kernels.columns]
         self._present = set(self.columns)
         self._cache: dict[str, np.ndarray] = {}
+        self.bad: dict[str, np.ndarray] = {}  # metric -> its refused values (inf, < 0) per row, NaN elsewhere
         frame = self.frame
         cc = frame["cc"] if "cc" in frame.columns else pd.Series([""] * self.n, index=frame.index)
         # one device's CC over thousands of launches: each distinct value normalized once
@@ -85,8 +86,15 @@ class _Kernels:
             return self.tensor_flop_per_inst
         if name not in self._cache:
             if name in self._present:
-                values = pd.to_numeric(self.frame[name], errors="coerce")
-                self._cache[name] = values.to_numpy(dtype=_FLOAT, na_value=np.nan)
+                values = pd.to_numeric(self.frame[name], errors="coerce").to_numpy(dtype=_FLOAT, na_value=np.nan)
+                # every counter the formulas read (durations, bytes, instructions, cycles, peaks) is finite
+                # and >= 0: anything else is a damaged input, never a number to compute with
+                with np.errstate(invalid="ignore"):
+                    bad = np.isinf(values) | (values < 0)
+                if bad.any():
+                    self.bad[name] = np.where(bad, values, np.nan)
+                    values = np.where(bad, np.nan, values)
+                self._cache[name] = values
             else:
                 self._cache[name] = np.full(self.n, np.nan)
         return self._cache[name]
@@ -152,7 +160,11 @@ def _missing_names(k: _Kernels, f: Formula, rows: np.ndarray) -> np.ndarray:
     parts: list[np.ndarray] = []
     for metric in f.metrics:
         lacks = np.isnan(k.col(metric)) & rows
-        parts.append(np.where(lacks, metric, ""))
+        named = np.where(lacks, metric, "").astype(object)
+        if metric in k.bad:  # a refused value is named with it: `gpu__time_duration.sum=-1e-06`
+            for i in np.flatnonzero(lacks & ~np.isnan(k.bad[metric])):
+                named[i] = f"{metric}={k.bad[metric][i]:g}"
+        parts.append(named)
     if f.cc_max is not None:
         parts.append(np.where(rows & ~(k.cc_num <= f.cc_max), f"cc<= {f.cc_max:g}", ""))
     for i in np.flatnonzero(rows):

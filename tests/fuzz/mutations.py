@@ -172,17 +172,37 @@ _WRONG_UNITS = {
 }
 
 
+_KNOWN = re.compile(rb"gpu__time_duration|dram__bytes|lts__t_bytes|l1tex__t_bytes|sass_thread_inst_executed|"
+                    rb"cycles_elapsed|Duration|DRAM Frequency|SM Frequency|Elapsed Cycles")
+_UNIT = rb"(usecond|nsecond|msecond|[KMG]?byte|Ghz|cycle/nsecond|inst|cycle)"
+
+
 def swap_unit(rng: random.Random, data: bytes) -> bytes:
-    """A unit cell of a roofline counter (or a label ncu maps to one) replaced by another dimension's."""
-    quoted = [(m.start(1), m.end(1)) for m in re.finditer(rb'"(usecond|nsecond|msecond|[KMG]?byte|Ghz|cycle/nsecond'
-                                                          rb'|inst|cycle)"', data)]
-    text = [(m.start(1), m.end(1)) for m in re.finditer(rb"  (usecond|nsecond|msecond|[KMG]?byte|Ghz|inst|cycle)  ",
-                                                        data)]
-    spots = quoted or text
+    """The unit of a roofline counter (or of a label ncu maps to one) replaced by another dimension's:
+    a details row or text line naming it, or its cell in a raw page's units row."""
+    lines = _lines(data)
+    spots: list[tuple[int, int, int]] = []  # (line, start, end) of a unit
+    for i, line in enumerate(lines):
+        if _KNOWN.search(line):
+            spots += [(i, m.start(1), m.end(1)) for m in re.finditer(rb'"' + _UNIT + rb'"', line)]
+            spots += [(i, m.start(1), m.end(1)) for m in re.finditer(rb"  " + _UNIT + rb"  ", line)]
+        if line.startswith(b'"ID",') and i + 1 < len(lines) and lines[i + 1].startswith(b'"",'):
+            names = line.split(b'","')
+            units = lines[i + 1].split(b'","')
+            at, pos = [], 0
+            for k, cell in enumerate(units):  # cell offsets within the units row
+                at.append(pos + (1 if k == 0 else 0))
+                pos += len(cell) + 3
+            for k, (name, unit) in enumerate(zip(names, units, strict=False)):
+                if _KNOWN.search(name) and re.fullmatch(_UNIT, unit.strip(b'"\r')):
+                    u = unit.strip(b'"\r')
+                    spots.append((i + 1, at[k], at[k] + len(u)))
+    spots = [s for s in spots if lines[s[0]][s[1]:s[2]] in _WRONG_UNITS]
     if not spots:
         return data
-    a, b = rng.choice(spots)
-    return data[:a] + _WRONG_UNITS[data[a:b]] + data[b:]
+    i, a, b = rng.choice(spots)
+    lines[i] = lines[i][:a] + _WRONG_UNITS[lines[i][a:b]] + lines[i][b:]
+    return b"\n".join(lines)
 
 
 _SPECIAL = [b"-1", b"-inf", b"inf", b"nan", b"NaN", b"1e400", b"-1e400", b"-0", b"1e-400", b"-2.5", b"Infinity"]

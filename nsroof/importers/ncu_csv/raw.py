@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from nsroof.errors import InputError, UnitError
 from nsroof.importers import _ncunumbers as numbers
@@ -14,7 +15,8 @@ from nsroof.importers import _ncutext as text
 from nsroof.importers.kernel_table import assemble, fill_launch_identity
 from nsroof.importers.ncu_csv.layout import Collected, Layout, identity_frame, launch_ids
 from nsroof.importers.ncu_csv.robust import read_blocks
-from nsroof.importers.ncu_csv.values import file_style
+from nsroof.importers.ncu_csv.values import DIMENSION_HINT, file_style
+from nsroof.models import dimensions
 from nsroof.units import UnknownUnitError, scale
 
 
@@ -48,10 +50,17 @@ def read_raw(
     if table.num_rows == 0:
         raise InputError(export.path, "header and units row but no data rows", line=export.header_line + 2,
                          hint="ncu profiled no kernel; check its filters, then " + text.EXPORT_HINT)
+    blank_ids = np.flatnonzero(np.asarray(pc.equal(table.column("ID"), "").to_numpy(zero_copy_only=False), bool))
+    if blank_ids.size:
+        # the raw page has one units row, right under the header: another row without a launch ID is a
+        # units row repeated (concatenated exports) or a damaged row, never a launch
+        raise InputError(export.path, "a second units row (a row without a launch ID) among the launches",
+                         line=int(lines[blank_ids[0]]), hint="export one report per file; " + text.EXPORT_HINT)
     ids = launch_ids(export, table.column("ID"), lines)
     if len(np.unique(ids)) != len(ids):
         # a raw page has one row per launch; repeated IDs mean separate processes or concatenated exports
-        dup = int(ids[np.flatnonzero(np.diff(np.sort(ids)) == 0)[0]])
+        in_order = np.sort(ids)
+        dup = int(in_order[np.flatnonzero(np.diff(in_order) == 0)[0]])
         raise InputError(export.path, f"launch ID {dup} appears on two rows of a raw-page export",
                          line=int(lines[int(np.flatnonzero(ids == dup)[1])]),
                          hint="export one report per file")
@@ -68,6 +77,10 @@ def read_raw(
             raise UnitError(export.path, f"unknown unit {exc.unit!r} of {c!r} in the units row",
                             line=export.header_line + 1,
                             hint="re-export with --print-units base") from None
+        wrong = dimensions.check(c, base)
+        if wrong is not None:
+            raise UnitError(export.path, f"unit {unit_name!r} of the wrong dimension in the units row: {wrong}",
+                            line=export.header_line + 1, hint=DIMENSION_HINT)
         units[c] = base
         factors.append(factor)
 

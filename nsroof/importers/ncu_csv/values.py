@@ -16,9 +16,12 @@ from nsroof._distinct import first_appearances
 from nsroof.errors import InputError, UnitError
 from nsroof.importers import _ncunumbers as numbers
 from nsroof.importers import _ncutext as text
-from nsroof.importers._nculabels import column_name, disambiguate
+from nsroof.importers._nculabels import column_name, disambiguate, wrong_label_unit
 from nsroof.importers.ncu_csv.layout import LongRows
+from nsroof.models import dimensions
 from nsroof.units import UnknownUnitError, scale
+
+DIMENSION_HINT = "the export is damaged or edited; re-export it from the report (ncu -i REPORT.ncu-rep --csv ...)"
 
 
 def file_style(export: text.Export, cleaned: Any, where: Callable[[int], str],
@@ -82,6 +85,11 @@ def pivot_details(
                             hint="nsroof knows ncu's units (byte…Tbyte, ns/nsecond…second, hz…Ghz, "
                                  "cycle/nsecond, inst, sector, %, …); re-export with --print-units base") from None
         name, explicit = column_name(section, body_label, label, base)
+        wrong = dimensions.check(name, base) or (None if explicit else
+                                                 wrong_label_unit(section, body_label, label, base))
+        if wrong is not None:
+            raise UnitError(export.path, f"unit {unit_name!r} of the wrong dimension: {wrong}",
+                            line=int(row_lines[first[i]]), hint=DIMENSION_HINT)
         j = col_index.get((name, base))
         if j is None:
             j = len(col_names)
