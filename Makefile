@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # torch is pinned: any other spec pulls a multi-GB CUDA build on this kind of machine.
 TORCH_SPEC := torch==2.13.0
 
-.PHONY: setup test lint bench demo gpu-check clean
+.PHONY: setup test lint bench demo gpu-check clean fuzz
 
 setup:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,13 @@ lint:
 
 bench:
 	$(PY) benchmarks/run.py
+
+# the importer fuzz harness (tests/fuzz): FUZZ_COUNT cases of seed FUZZ_SEED, over ../shared/fixtures when present
+FUZZ_COUNT ?= 10000
+FUZZ_SEED ?= 1
+FUZZ_JOBS ?= 1
+fuzz:
+	$(PY) -m tests.fuzz --count $(FUZZ_COUNT) --seed $(FUZZ_SEED) --jobs $(FUZZ_JOBS)
 
 demo:
 	$(PY) -m nsroof demo

@@ -23,6 +23,10 @@ _COUNTERS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# the roofline chart's derived FP64 counts, e.g. derived__smsp__sass_thread_inst_executed_op_dfma_pred_on_x2
+_DERIVED_COUNT = re.compile(r"^derived__\w*sass_thread_inst_executed_op_\w+_pred_on(_x\d+)?$")
+
+
 def counter_dimension(metric: str) -> str | None:
     counter = metric.split(".", 1)[0]
     for pattern, dim in _COUNTERS:
@@ -37,6 +41,9 @@ def expected_units(metric: str) -> frozenset[str] | None:
     if dim is None:
         return None
     parts = metric.split(".")
+    if len(parts) == 1 and _DERIVED_COUNT.match(metric):
+        # ncu's derived instruction counts carry no rollup; .ncu-rep reports print them in `thread`
+        return frozenset({"inst", "thread", ""})
     if len(parts) < 2 or parts[1] not in ("sum", "avg", "min", "max"):
         return None
     sub = ".".join(parts[2:])

@@ -172,8 +172,10 @@ _WRONG_UNITS = {
 }
 
 
+# roofline counters, and the Speed Of Light labels ncu maps to them (a whole cell, or a text line's label)
 _KNOWN = re.compile(rb"gpu__time_duration|dram__bytes|lts__t_bytes|l1tex__t_bytes|sass_thread_inst_executed|"
-                    rb"cycles_elapsed|Duration|DRAM Frequency|SM Frequency|Elapsed Cycles")
+                    rb"cycles_elapsed|\"(Duration|DRAM Frequency|SM Frequency|Elapsed Cycles)\"|"
+                    rb"^\s+(Duration|DRAM Frequency|SM Frequency|Elapsed Cycles)\s\s")
 _UNIT = rb"(usecond|nsecond|msecond|[KMG]?byte|Ghz|cycle/nsecond|inst|cycle)"
 
 
