@@ -295,7 +295,7 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     known = ~np.isnan(matrix)
     for p in PRECISIONS:
         cols[f"flops_{p}"] = flops[p].value
-    cols["flops"] = np.where(known.any(axis=1), np.nansum(np.where(known, matrix, 0.0), axis=1), np.nan)
+    total = np.where(known.any(axis=1), np.nansum(np.where(known, matrix, 0.0), axis=1), np.nan)
     # a precision left NaN by a refused counter value (inf, < 0) is damage, not an absent counter: no
     # partial sum then (it would be a verdict from a bad number)
     flop_inputs = {m for p in PRECISIONS for f in mf.formulas_for(f"flops_{p}") for m in f.metrics}
@@ -303,7 +303,8 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     for name, values in k.bad.items():
         if name in flop_inputs or name.startswith(("sm__ops_path_tensor", "sm__inst_executed_pipe_tensor")):
             refused |= ~np.isnan(values)
-    cols["flops"][refused & ~known.all(axis=1)] = np.nan
+    total[refused & ~known.all(axis=1)] = np.nan
+    cols["flops"] = total
     # "fp32: <formula>; tensor: <formula>", built once per distinct combination of formulas
     cols["flops_source"] = map_rows(
         lambda *sources: _join_one([f"{p}: {s}" if s else "" for p, s in zip(PRECISIONS, sources, strict=True)], "; "),

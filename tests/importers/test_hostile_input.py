@@ -16,8 +16,7 @@ import pytest
 
 from nsroof import importers, pipeline
 from nsroof.errors import InputError, UnitError
-from nsroof.importers import _ncutext
-from nsroof.importers import ncu_csv
+from nsroof.importers import _ncutext, ncu_csv
 from tests.importers.test_ncu_text import TEXT_2024
 
 DATA = Path(__file__).resolve().parents[1] / "data"
