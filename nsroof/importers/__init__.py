@@ -39,7 +39,7 @@ GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
 
 
 def damaged_gzip(p: Path, exc: BaseException) -> InputError:
-    return InputError(p, f"damaged gzip data ({type(exc).__name__}: {exc})",
+    return InputError(p, f"damaged gzip file ({type(exc).__name__}: {exc})",
                       hint="compress it again from the original, or pass the plain file")
 
 
