@@ -195,6 +195,8 @@ def _resolve(k: _Kernels, quantity: str, *, match_definition: np.ndarray | None 
             v = np.where(count == 0, 0.0, count * k.tensor_flop_per_inst)
         else:
             v = _evaluate_linear(k, f)
+        if quantity.startswith(("peak_", "bandwidth_")):
+            v = np.where(v > 0, v, np.nan)  # a roof of 0 is a damaged counter (e.g. 1e-400), never a ceiling
         take = open_rows & ~np.isnan(v)
         if f.cc_max is not None:
             take &= k.cc_num <= f.cc_max

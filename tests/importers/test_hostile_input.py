@@ -224,3 +224,17 @@ def test_a_million_blank_lines_read_as_none(tmp_path: Path, blank: bytes) -> Non
     got, _ = ncu_csv.read(write(tmp_path, b"\n".join(lines)))
     want, _ = ncu_csv.read(write(tmp_path, TINY_RAW, "plain.csv"))
     assert got.drop(columns="source").equals(want.drop(columns="source"))
+
+
+def test_a_peak_that_underflows_to_zero_is_no_ceiling(shared_fixtures: Path, tmp_path: Path) -> None:
+    # fuzz case 6487 (seed 1): `1e-400` (0.0 once parsed) in a peak counter gave peak_flop_per_s = 0,
+    # time_floor_s = inf and a `compute` verdict; a roof of 0 is damage: the spec ceiling is used instead
+    src = shared_fixtures / "converted" / "alprielse__2025-04-21-77_06-MT.raw_base.csv"
+    rows = list(csv.reader(src.read_text().splitlines()))
+    at = rows[0].index("sm__cycles_elapsed.avg.per_second")
+    rows[3][at] = "1e-400"  # launch 1 (header, units row, launch 0, launch 1)
+    path = write(tmp_path, ("\n".join(",".join(f'"{c}"' for c in row) for row in rows) + "\n").encode())
+    report = pipeline.analyze([path])
+    k1 = report.frame[report.frame["kernel_id"] == 1]
+    assert (k1["peak_flop_per_s"] > 0).all() and np.isfinite(k1["time_floor_s"]).all()
+    assert k1["ceiling_source"].str.contains("spec:").all()
