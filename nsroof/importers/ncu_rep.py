@@ -318,6 +318,7 @@ def _read_with_module(module: Any, p: Path, container: Container) -> tuple[pd.Da
             for name, unit in units.items():
                 metric_units.setdefault(name, unit)
     frame = _assemble(p, rows, metric_values, metric_units)
+    _check_text(p, frame)
     facts = FileFacts(
         format=FORMAT, source=p.name,
         metric_units={name: metric_units[name] for name in frame.columns if name in metric_units},
@@ -325,6 +326,21 @@ def _read_with_module(module: Any, p: Path, container: Container) -> tuple[pd.Da
     if _first_line(library_log):
         facts.warnings.append(f"ncu_report said: {_first_line(library_log)}")
     return frame, facts
+
+
+def _check_text(p: Path, frame: pd.DataFrame) -> None:
+    """Text from a damaged report can hold bytes that are not UTF-8 (ncu_report hands them over as lone
+    surrogates): refused here, where the report is named, not later by the Parquet writer."""
+    for column in frame.columns:
+        if frame[column].dtype != object:
+            continue
+        for i, value in enumerate(frame[column].tolist()):
+            if isinstance(value, str) and not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InputError(p, f"damaged .ncu-rep file: {column} of profile result {i} is not UTF-8 text",
+                                     hint=DAMAGED_HINT) from None
 
 
 def _raised_by_library(exc: BaseException) -> bool:

@@ -238,3 +238,18 @@ def test_a_peak_that_underflows_to_zero_is_no_ceiling(shared_fixtures: Path, tmp
     k1 = report.frame[report.frame["kernel_id"] == 1]
     assert (k1["peak_flop_per_s"] > 0).all() and np.isfinite(k1["time_floor_s"]).all()
     assert k1["ceiling_source"].str.contains("spec:").all()
+
+
+def test_text_that_is_not_utf8_inside_a_ncu_rep_is_a_clean_error(shared_fixtures: Path, tmp_path: Path) -> None:
+    # fuzz case 2926 (seed 2): a flipped byte inside a kernel name reached the Parquet writer as a lone
+    # surrogate -> UnicodeEncodeError; refused now where the report is read, with its name
+    from nsroof.importers import ncu_rep
+    from tests.fuzz.mutations import make_case, own_seeds, shared_seeds
+
+    if ncu_rep._load_ncu_report_module() is None:
+        pytest.skip("the ncu-report package is not installed")
+    case = make_case(2926, own_seeds() + shared_seeds(), 2)
+    if (case.seed, case.mutation) != ("jakeflasher__standard_window-128.ncu-rep", "rep_flip"):
+        pytest.skip("../shared/fixtures changed: the case is another one now")
+    err = one_line_error(write(tmp_path, case.data, "case.ncu-rep"))
+    assert "not UTF-8" in err.cause
