@@ -7,7 +7,7 @@ STAMP := $(VENV)/.stamp
 # torch is pinned: any other spec pulls a multi-GB CUDA build on this kind of machine.
 TORCH_SPEC := torch==2.13.0
 
-.PHONY: setup test lint bench demo gpu-check clean
+.PHONY: setup test lint bench demo gpu-check clean fuzz
 
 setup: $(STAMP)
 
@@ -15,7 +15,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH_SPEC)" -e ".[dev,torch,plot,ncu-rep,dask,fast]"
+	$(PY) -m pip install -q "$(TORCH_SPEC)" -e ".[dev,torch,plot,ncu-rep,dask]"
 	touch $@
 
 # pytest exits 5 when it collects no test: make fails then too, so an empty run is never green
@@ -28,6 +28,13 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+
+# the importer fuzz harness (tests/fuzz): FUZZ_COUNT cases of seed FUZZ_SEED, over ../shared/fixtures when present
+FUZZ_COUNT ?= 10000
+FUZZ_SEED ?= 1
+FUZZ_JOBS ?= 1
+fuzz:
+	$(PY) -m tests.fuzz --count $(FUZZ_COUNT) --seed $(FUZZ_SEED) --jobs $(FUZZ_JOBS)
 
 demo: $(STAMP)
 	$(PY) -m nsroof demo

@@ -15,7 +15,7 @@ Each run is a fresh subprocess; the child reports its wall time (after imports) 
 of each side gives the ratio, and the median of the rounds' own ratios is printed beside it. Targets on a
 2-core machine: nsroof at least 1.5x faster than the baseline, nsroof peak RSS at most 2x the file size.
 
-    python benchmarks/bench_analyze.py [--kernels N] [--repeat R] [--keep DIR] [--reader auto|polars|no-polars]
+    python benchmarks/bench_analyze.py [--kernels N] [--repeat R] [--keep DIR] [--reader auto|scan|python|robust]
 """
 
 from __future__ import annotations
@@ -226,46 +226,27 @@ print(json.dumps({"seconds": dt, "peak_rss": resource.getrusage(resource.RUSAGE_
 _NSROOF = r"""
 import json, resource, sys, time
 src, dst, reader = sys.argv[1], sys.argv[2], sys.argv[3]
-polars_import_s = None
-if reader == "no-polars":
-    sys.modules["polars"] = None  # import polars -> ImportError: the readers nsroof has without the extra
-elif reader == "polars":
-    t = time.perf_counter()
-    import polars  # imported before the clock, as nsroof's own modules (pandas, pyarrow) are
-    polars_import_s = time.perf_counter() - t
 import nsroof.importers, nsroof.pipeline, nsroof.importers.ncu_csv, nsroof.models.quantities, nsroof.report.build
 import nsroof.report.parquet
-ncu = nsroof.importers.ncu_csv
-if reader == "polars":
-    ncu.POLARS_MIN_CPUS = 0  # polars first whatever the core count
-used = []
-def record(name):
-    real = getattr(ncu, name)
-    def reader_fn(*args):
-        rows = real(*args)
-        if rows is not None:
-            used.append(name.lstrip("_"))
-        return rows
-    setattr(ncu, name, reader_fn)
-for name in ("_details_polars", "_details_scan", "_details_pandas", "_details_robust"):
-    record(name)
 spent = {"read": 0.0}
-_read = nsroof.importers.read
+used = []
 def timed_read(path):
+    # the same call, timed (how much of the path the importer takes), with the details-page reader chosen
     t = time.perf_counter()
     try:
-        return _read(path)
+        kernels, facts = nsroof.importers.ncu_csv.read(path, reader=reader)
+        used.append(facts.reader)
+        return kernels, facts
     finally:
         spent["read"] += time.perf_counter() - t
-nsroof.importers.read = timed_read  # same call, timed: how much of the path the importer takes
+nsroof.importers.read = timed_read
 t0 = time.perf_counter()
 report = nsroof.pipeline.analyze([src])
 report.write(dst)
 dt = time.perf_counter() - t0
 print(json.dumps({"seconds": dt, "read_seconds": spent["read"],
                   "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                  "kernels": int(report.frame["kernel_id"].nunique()), "reader": "+".join(used) or "?",
-                  "polars_import_s": polars_import_s}))
+                  "kernels": int(report.frame["kernel_id"].nunique()), "reader": "+".join(used) or "?"}))
 """
 
 
@@ -296,9 +277,9 @@ def main(argv: list[str] | None = None) -> bool:
     ap.add_argument("--repeat", type=int, default=9,
                     help="rounds (one run per side each, alternating); the best time of each side counts")
     ap.add_argument("--keep", type=Path, default=None, help="write the export here and keep it")
-    ap.add_argument("--reader", choices=("auto", "polars", "no-polars"), default="auto",
-                    help="details-page reader: as nsroof picks it (auto), polars first whatever the core count "
-                         "(polars, imported before the clock), or as without polars installed (no-polars)")
+    ap.add_argument("--reader", choices=("auto", "scan", "python", "robust"), default="auto",
+                    help="details-page reader (nsroof.importers.ncu_csv.read's reader=): as nsroof picks it "
+                         "(auto), the compiled scan, its pure-Python twin, or the robust reader")
     args = ap.parse_args(argv if argv is not None else [])
     with tempfile.TemporaryDirectory(prefix="nsroof-bench-") as tmp:
         folder = args.keep or Path(tmp)
@@ -333,9 +314,7 @@ def main(argv: list[str] | None = None) -> bool:
     print(f"  of which nsroof.importers.read (the ncu CSV importer): {ours['read_seconds']:.2f} s, "
           f"{mb / ours['read_seconds']:.1f} MB/s; the rest (quantities, ceilings, classification, metadata, "
           f"Parquet): {ours['seconds'] - ours['read_seconds']:.2f} s")
-    polars_note = (f"; polars imported before the clock in {ours['polars_import_s']:.2f} s"
-                   if ours.get("polars_import_s") is not None else "")
-    print(f"  details-page reader: {ours['reader']} (--reader {args.reader}){polars_note}")
+    print(f"  details-page reader: {ours['reader']} (--reader {args.reader})")
     print(f"  {spread}")
     ok_ratio = ratio >= TARGET_RATIO
     ok_rss = rss_ratio <= TARGET_RSS_OVER_SIZE

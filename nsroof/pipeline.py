@@ -67,26 +67,27 @@ def analyze(
     given = dict(digests or {})
     digests = {**digest.start(p for p in paths if os.fspath(p) not in given), **given}
     for path in paths:
-        kernels = importers.read(path)
-        facts = kernels.attrs.get("nsroof", {})
+        kernels, facts = importers.read(path)
         name = Path(path).name
-        formats[name] = str(facts.get("format", ""))
-        if facts.get("extra"):
-            file_extra[name] = dict(facts["extra"])
+        formats[name] = facts.format
+        if facts.extra:
+            file_extra[name] = dict(facts.extra)
         # what compare needs to tell two ncu versions apart: the CSV/text layout, the .ncu-rep file version
-        versions[name] = {k: str(facts[k]) for k in ("layout", "report_file_version") if facts.get(k) not in (None, "")}
-        warnings += [f"{name}: {w}" for w in facts.get("warnings", [])]
-        hints += [f"{name}: {h}" for h in facts.get("hints", [])]
+        versions[name] = {k: str(v) for k, v in (("layout", facts.layout),
+                                                  ("report_file_version", facts.extra.get("report_file_version")))
+                          if v not in (None, "")}
+        warnings += [f"{name}: {w}" for w in facts.warnings]
+        hints += [f"{name}: {h}" for h in facts.hints]
         if "source" not in kernels or kernels["source"].eq("").all():
             kernels["source"] = name
         quantities = fill_analytic(kernels, derive(kernels))
         if aggregate:
             kernels, quantities = merge_launches(kernels, quantities)
-        levels = facts.get("levels") or build.LEVELS
+        levels = facts.levels or build.LEVELS
         if fixed is not None:
             devices = kernels["device"].astype(str).unique() if "device" in kernels else []
             # ncu exports are GPU kernels; a torch trace is when its rows name a CUDA device
-            gpu = facts.get("format") != "torch-trace" or any(machines.device_candidates(d) or "NVIDIA" in d
+            gpu = facts.format != "torch-trace" or any(machines.device_candidates(d) or "NVIDIA" in d
                                                               for d in devices)
             warnings += [f"{name}: {w}" for w in machines.check_against_export(fixed, devices, gpu_export=gpu)]
             if build.has_ncu_ceilings(quantities):

@@ -46,6 +46,23 @@ IDENTITY_COLUMNS: dict[str, tuple[str, str]] = {
     "nvtx_path": ("object", "the NVTX range names joined with '/' ('' when none)"),
 }
 
+# The Nsight Compute CSV/text export's column -> the identity column above it fills (raw names as ncu
+# prints them in the header of `--csv` exports; `Kernel Name` also yields `function`, NVTX columns yield
+# nvtx_ranges/nvtx_path).
+NCU_IDENTITY_COLUMNS: dict[str, str] = {
+    "ID": "kernel_id",
+    "Process ID": "process_id",
+    "Process Name": "process_name",
+    "Host Name": "host",
+    "Kernel Name": "kernel_name",
+    "Context": "context",
+    "Stream": "stream",
+    "Block Size": "block",
+    "Grid Size": "grid",
+    "Device": "device_id",
+    "CC": "cc",
+}
+
 
 @dataclass
 class FileFacts:

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from nsroof.schema import FileFacts
 from tests._paths import SHARED_FIXTURES
 from tests.importers.test_ncu_rep import _csv_units
 
@@ -55,12 +56,10 @@ def _as_printed(table: pd.DataFrame, csv_units: dict[str, str]) -> pd.DataFrame:
     from nsroof import units
 
     out = table.copy()
-    facts = out.attrs.pop("nsroof", {})  # pandas copies attrs on each column access: keep them aside
     for column in out.columns:
         if column in csv_units and pd.api.types.is_float_dtype(out[column]):
             factor = units.scale(csv_units[column]).factor
             out[column] = np.round(out[column].to_numpy() / factor, 2) * factor
-    out.attrs["nsroof"] = facts
     return out
 
 
@@ -118,7 +117,11 @@ def test_report_from_ncu_rep_equals_report_from_its_raw_csv(
     converted = shared_fixtures / "converted" / f"{name}.raw_base.csv"
     units_row = _csv_units(converted)
     read = ncu_rep.read
-    monkeypatch.setattr(ncu_rep, "read", lambda path: _as_printed(read(path), units_row))
+    def read_as_printed(path: Path) -> tuple[pd.DataFrame, FileFacts]:
+        kernels, facts = read(path)
+        return _as_printed(kernels, units_row), facts
+
+    monkeypatch.setattr(ncu_rep, "read", read_as_printed)
 
     gaps = _relative_differences(_analyze(shared_fixtures / "rep" / f"{name}.ncu-rep"), _analyze_csv(converted))
 

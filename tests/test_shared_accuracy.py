@@ -68,7 +68,7 @@ def exports(shared_fixtures: Path) -> Exports:
             try:
                 if importers.sniff(path) != "ncu-csv":
                     continue
-                kernels = importers.read(path)
+                kernels, kernels_facts = importers.read(path)
             except NsroofError:
                 continue
             # the file facts in attrs are not needed here, and pandas deep-copies them on every access

@@ -1,7 +1,9 @@
-"""Importers: one module per input format, each with one `read(path) -> DataFrame` entry that
-returns the normalized kernel table (see nsroof.importers.kernel_table).
+"""Importers: one module per input format, each with one `read(path) -> (kernels, facts)` entry:
+the normalized kernel table and what was learned about the file as a whole (both declared in
+nsroof.schema: IDENTITY_COLUMNS, FileFacts).
 
-`read(path)` here picks the format by content, not only by extension.
+`sniff(path)` is the one file-kind detector; `read(path)` here picks the format with it, by
+content, not only by extension.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from nsroof.errors import InputError
-from nsroof.importers.kernel_table import FileFacts
+from nsroof.schema import FileFacts
 
 # ncu's text output: a `[pid] process@host` line or a `    Section: ...` table, after ==PROF== lines
 # and application output; a file with a CSV header stays a CSV export (text never has one)
@@ -35,6 +37,16 @@ FORMAT_MODULES: dict[str, str] = {
     "ncu-text": "nsroof.importers.ncu_text",
     "torch-trace": "nsroof.importers.torch_trace",
 }
+
+
+# what a damaged gzip stream raises while it is read: a bad header or CRC (BadGzipFile, an OSError), a
+# stream cut short (EOFError), corrupt deflate data (zlib.error)
+GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
+
+
+def damaged_gzip(p: Path, exc: BaseException) -> InputError:
+    return InputError(p, f"damaged gzip file ({type(exc).__name__}: {exc})",
+                      hint="compress it again from the original, or pass the plain file")
 
 
 def sniff(path: str | os.PathLike[str], *, strict: bool = False) -> str:
@@ -62,9 +74,8 @@ def sniff(path: str | os.PathLike[str], *, strict: bool = False) -> str:
         try:
             with gzip.open(p, "rb") as fh:
                 head = fh.read(65536)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InputError(p, f"damaged gzip file ({exc or type(exc).__name__})",
-                             hint="re-compress or pass the plain file") from None
+        except (OSError, *GZIP_ERRORS) as exc:
+            raise damaged_gzip(p, exc) from None
     text = head.lstrip(b"\xef\xbb\xbf").lstrip()
     # a chrome trace is a JSON object, or a JSON array of event objects; ncu's text output also
     # starts with '[' ("[18548] app@host"), so an array must open on an object
@@ -81,11 +92,13 @@ def sniff(path: str | os.PathLike[str], *, strict: bool = False) -> str:
     return "ncu-csv"
 
 
-def read(path: str | os.PathLike[str]) -> pd.DataFrame:
-    fmt = sniff(path)
-    module = importlib.import_module(FORMAT_MODULES[fmt])
-    df: pd.DataFrame = module.read(path)
-    facts = df.attrs.get("nsroof")
-    if isinstance(facts, dict) and not isinstance(facts, FileFacts):
-        df.attrs["nsroof"] = FileFacts(facts)
-    return df
+def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
+    """The kernel table and the file facts of `path`, whatever its format (see sniff)."""
+    module = importlib.import_module(FORMAT_MODULES[sniff(path)])
+    try:
+        kernels, facts = module.read(path)
+    except GZIP_ERRORS as exc:
+        # a gzip stream that breaks after its first block: decompression errors reach here from whichever
+        # reader was streaming it (zlib.error is no OSError)
+        raise damaged_gzip(Path(path), exc) from None
+    return kernels, facts

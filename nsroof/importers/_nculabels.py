@@ -138,6 +138,15 @@ def column_name(section: str, body: str, label: str, base_unit: str) -> tuple[st
     return ": ".join([part for part in (section, body) if part] + [label]), False
 
 
+def wrong_label_unit(section: str, body: str, label: str, base_unit: str) -> str | None:
+    """A label LABELS knows, printed in a unit of none of its dimensions (a damaged or edited file):
+    why, in one phrase; None otherwise."""
+    bases = sorted({b for (s, bd, lb, b) in LABELS if (s, bd, lb) == (section, body, label)})
+    if not bases or base_unit in bases:
+        return None
+    return f"{label!r} ({section}) is printed in {base_unit or 'no unit'!r}, not {' or '.join(map(repr, bases))}"
+
+
 def disambiguate(names: list[str], base_units: list[str]) -> list[str]:
     """One name printed in two different units (dimensions) becomes two columns, `name [unit]`."""
     counts: dict[str, int] = {}

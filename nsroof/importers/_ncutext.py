@@ -22,6 +22,11 @@ from nsroof.errors import InputError
 BLOCK_BYTES = 16 << 20
 _HEADER = re.compile(rb'(?m)^"ID",')
 _BOM = b"\xef\xbb\xbf"
+# The longest cells of real exports are templated kernel names and NVTX stacks: tens of KB. The csv
+# module's default limit (128 KiB) is near that; 16 MiB is far beyond any real cell and still bounds the
+# work one cell can ask for. Longer cells are refused with their line.
+MAX_FIELD_BYTES = 16 << 20
+csv.field_size_limit(max(csv.field_size_limit(), MAX_FIELD_BYTES))
 EXPORT_HINT = "export it with `ncu -i REPORT.ncu-rep --csv --page raw --print-units base > export.csv`"
 TRUNCATED_HINT = "the file was cut off (an interrupted ncu run, copy or download): produce it again in full"
 
@@ -67,7 +72,10 @@ class Export:
                     return
                 buf = carry + more if carry else more
                 cut = _row_boundary(buf)
-                if cut < 0:  # one row longer than a block: read on
+                if cut < 0:  # one row longer than a block: read on, up to the longest cell there can be
+                    if len(buf) > block_bytes + MAX_FIELD_BYTES:
+                        raise InputError(self.path, f"a quoted cell runs on for more than {MAX_FIELD_BYTES >> 20} MiB "
+                                         "(an unbalanced quote, or the file is damaged)", line=line, hint=EXPORT_HINT)
                     carry = buf
                     continue
                 view = memoryview(buf)[: cut + 1]
@@ -136,13 +144,15 @@ def _count_newlines(path: Path) -> int:
 def _row_boundary(buf: bytes) -> int:
     """Index of the last newline in buf that ends a row (even quote count before it), or -1."""
     end = len(buf)
-    while True:
-        cut = buf.rfind(b"\n", 0, end)
-        if cut < 0:
-            return -1
-        if buf.count(b'"', 0, cut) % 2 == 0:
+    cut = buf.rfind(b"\n", 0, end)
+    quotes = buf.count(b'"', 0, cut) if cut >= 0 else 0  # counted once, then walked back: linear time
+    while cut >= 0:
+        if quotes % 2 == 0:
             return cut
-        end = cut
+        prev = buf.rfind(b"\n", 0, cut)
+        quotes -= buf.count(b'"', max(prev, 0), cut)
+        cut = prev
+    return -1
 
 
 def _open(path: Path) -> BinaryIO:
@@ -196,7 +206,11 @@ def open_export(path: str | os.PathLike[str]) -> Export:
         header_bytes = buf[start:eol].rstrip(b"\r")
         pre_text = _decode(p, buf[:start])
         header_line = pre_text.count("\n") + 1
-        header = next(csv.reader([_decode(p, header_bytes)]))
+        try:
+            header = next(csv.reader([_decode(p, header_bytes)], strict=True))
+        except csv.Error as exc:
+            raise InputError(p, f"the header is not one CSV row ({exc})", line=header_line,
+                             hint=EXPORT_HINT) from None
         return Export(
             path=p,
             header=header,

@@ -1,17 +1,11 @@
-"""The normalized kernel table: what every importer's `read(path)` returns.
+"""Helpers that build the normalized kernel table every importer's `read(path)` returns as
+`(kernels, facts)`; the table (IDENTITY_COLUMNS) and the file facts (FileFacts) are declared in
+nsroof.schema.
 
 One row per kernel launch (or per op call for analytic sources). Identity columns are listed in
 IDENTITY_COLUMNS; every other column whose name contains "__" is a profiler metric under its own
 ncu name (e.g. ``dram__bytes.sum``), converted to SI base units as float64 (bytes, seconds,
 Hz, FLOP, cycles, instructions, sectors ...). String-valued metrics stay strings (object dtype).
-
-``df.attrs["nsroof"]`` carries file-level facts as a plain dict:
-  format         e.g. "ncu-csv:details", "ncu-csv:raw", "ncu-rep", "torch-trace"
-  source         the input file name
-  metric_units   {metric column: SI base unit after conversion, e.g. "byte", "second", "byte/second"}
-  number_style   for CSVs: the number format decided from the file ("en_US", "C", "de_DE", ...)
-  warnings       list of one-line warnings raised while reading (e.g. recovered NVTX rows)
-  hints          list of one-line hints (e.g. the ncu command that exports the missing counters)
 """
 
 from __future__ import annotations
@@ -40,21 +34,6 @@ def empty_identity(n: int) -> dict[str, Any]:
         else:
             out[name] = pd.array([pd.NA] * n, dtype=dtype if dtype != "int64" else "Int64")
     return out
-
-
-class FileFacts(dict):  # type: ignore[type-arg]
-    """The attrs["nsroof"] dict, shared rather than deep-copied: pandas deep-copies `attrs` on every
-    derived frame and column access, which for a 2,000-entry metric_units map cost ~60x per access.
-    Treat it as read-only once the importer returns."""
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FileFacts:
-        return self
-
-
-def file_facts(df: pd.DataFrame) -> dict[str, Any]:
-    facts = df.attrs.setdefault("nsroof", {})
-    assert isinstance(facts, dict)
-    return facts
 
 
 def fill_launch_identity(frame: pd.DataFrame) -> None:

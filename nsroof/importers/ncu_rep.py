@@ -16,6 +16,7 @@ kernels, so damage has to be found here and reported as such.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import platform
@@ -32,7 +33,9 @@ from typing import Any
 import pandas as pd
 
 from nsroof.errors import InputError, UnitError
-from nsroof.importers.kernel_table import IDENTITY_COLUMNS, empty_identity
+from nsroof.importers.kernel_table import empty_identity
+from nsroof.models import dimensions
+from nsroof.schema import IDENTITY_COLUMNS, FileFacts
 
 MAGIC = b"NVR\0"
 FORMAT = "ncu-rep"
@@ -236,8 +239,8 @@ def check_container(path: str | os.PathLike[str]) -> Container:
 # ---------------------------------------------------------------------------------------------
 
 
-def read(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """The normalized kernel table of one .ncu-rep report (see nsroof.importers.kernel_table)."""
+def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
+    """The normalized kernel table of one .ncu-rep report and its file facts (see nsroof.schema)."""
     p = Path(path)
     container = check_container(p)
     module = _load_ncu_report_module()
@@ -269,7 +272,7 @@ def _no_reader_cause() -> str:
     return f"cannot read a .ncu-rep here: {why}, and no `ncu` command is on PATH"
 
 
-def _read_with_module(module: Any, p: Path, container: Container) -> pd.DataFrame:
+def _read_with_module(module: Any, p: Path, container: Container) -> tuple[pd.DataFrame, FileFacts]:
     # The library's C++ side logs parse failures straight to file descriptor 2 and carries on with
     # empty kernels; catch that text so the user sees one clean line, and use it as the cause.
     library_log: list[str] = []
@@ -302,18 +305,53 @@ def _read_with_module(module: Any, p: Path, container: Container) -> pd.DataFram
     metric_units: dict[str, str] = {}
     with _stderr_captured(library_log):
         for kernel_id, action in enumerate(actions):
-            values, units = _action_metrics(module, action, p, kernel_id)
+            try:
+                values, units = _action_metrics(module, action, p, kernel_id)
+                rows.append(_identity(module, action, kernel_id, processes[kernel_id], values))
+            except Exception as exc:  # noqa: BLE001 — re-raised below unless NVIDIA's module raised it
+                if not _raised_by_library(exc):
+                    raise
+                raise InputError(p, f"damaged .ncu-rep file: ncu_report failed on profile result {kernel_id} "
+                                 f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})",
+                                 hint=DAMAGED_HINT) from None
             metric_values.append(values)
             for name, unit in units.items():
                 metric_units.setdefault(name, unit)
-            rows.append(_identity(module, action, kernel_id, processes[kernel_id], values))
     frame = _assemble(p, rows, metric_values, metric_units)
-    facts = frame.attrs["nsroof"]
-    facts["reader"] = f"ncu_report {_library_version(context)}"
-    facts["report_file_version"] = container.version
+    _check_text(p, frame)
+    facts = FileFacts(
+        format=FORMAT, source=p.name,
+        metric_units={name: metric_units[name] for name in frame.columns if name in metric_units},
+        reader=f"ncu_report {_library_version(context)}", extra={"report_file_version": container.version})
     if _first_line(library_log):
-        facts["warnings"].append(f"ncu_report said: {_first_line(library_log)}")
-    return frame
+        facts.warnings.append(f"ncu_report said: {_first_line(library_log)}")
+    return frame, facts
+
+
+def _check_text(p: Path, frame: pd.DataFrame) -> None:
+    """Text from a damaged report can hold bytes that are not UTF-8 (ncu_report hands them over as lone
+    surrogates): refused here, where the report is named, not later by the Parquet writer."""
+    for column in frame.columns:
+        if frame[column].dtype != object:
+            continue
+        for i, value in enumerate(frame[column].tolist()):
+            if isinstance(value, str) and not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InputError(p, f"damaged .ncu-rep file: {column} of profile result {i} is not UTF-8 text",
+                                     hint=DAMAGED_HINT) from None
+
+
+def _raised_by_library(exc: BaseException) -> bool:
+    """Whether `exc` came out of NVIDIA's ncu_report (its SWIG wrappers raise TypeError, RuntimeError …
+    on what a damaged report holds, e.g. a metric name that is not text): an input problem then, while
+    the same exception from nsroof's own code is a bug and keeps its traceback."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    # the module is ncu_report.py, or the package ncu_report/__init__.py (the wheel)
+    return bool(frames) and any(part.startswith("ncu_report") for part in Path(frames[-1].filename).parts[-2:])
 
 
 @contextlib.contextmanager
@@ -400,6 +438,9 @@ def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int) -> tuple[
                 f"kernel {kernel_id}, metric {name}: unknown unit {unit!r}",
                 hint="report it with the metric name; nsroof never guesses a scale",
             ) from None
+        wrong = dimensions.check(name, scale.base)
+        if wrong is not None:
+            raise UnitError(p, f"kernel {kernel_id}: unit {unit!r} of the wrong dimension: {wrong}", hint=DAMAGED_HINT)
         si_value, si_unit = number * scale.factor, scale.base
         values[name] = si_value
         unit_of[name] = si_unit
@@ -489,15 +530,7 @@ def _assemble(
             columns[name] = pd.Series(strings, dtype="object")
         else:
             columns[name] = pd.array(column, dtype="float64")
-    frame = pd.DataFrame(columns)
-    frame.attrs["nsroof"] = {
-        "format": FORMAT,
-        "source": p.name,
-        "metric_units": {name: metric_units[name] for name in names_sorted if name in metric_units},
-        "warnings": [],
-        "hints": [],
-    }
-    return frame
+    return pd.DataFrame(columns)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -509,7 +542,7 @@ def ncu_export_command(ncu: str, p: Path) -> list[str]:
     return [ncu, "-i", str(p), "--csv", "--page", "raw", "--print-units", "base"]
 
 
-def _read_with_cli(ncu: str, p: Path, container: Container) -> pd.DataFrame:
+def _read_with_cli(ncu: str, p: Path, container: Container) -> tuple[pd.DataFrame, FileFacts]:
     from nsroof.importers import ncu_csv
 
     env = dict(os.environ, LC_ALL="C")  # ncu formats numbers by locale; C gives plain 1234.56
@@ -524,7 +557,7 @@ def _read_with_cli(ncu: str, p: Path, container: Container) -> pd.DataFrame:
     with tempfile.TemporaryDirectory(prefix="nsroof-ncu-rep-") as tmp:
         csv_path = Path(tmp) / (p.stem + ".raw.csv")
         csv_path.write_bytes(done.stdout)
-        frame = ncu_csv.read(csv_path)
+        frame, csv_facts = ncu_csv.read(csv_path)
     if len(frame) != container.num_results:
         raise InputError(
             p,
@@ -533,10 +566,7 @@ def _read_with_cli(ncu: str, p: Path, container: Container) -> pd.DataFrame:
             hint=DAMAGED_HINT,
         )
     frame["source"] = pd.array([p.name] * len(frame), dtype="object")
-    facts = frame.attrs.setdefault("nsroof", {})
-    facts["csv_format"] = facts.get("format", "")
-    facts["format"] = FORMAT
-    facts["source"] = p.name
-    facts["reader"] = " ".join(["LC_ALL=C", *ncu_export_command("ncu", p)])
-    facts["report_file_version"] = container.version
-    return frame
+    facts = dataclasses.replace(
+        csv_facts, format=FORMAT, source=p.name, reader=" ".join(["LC_ALL=C", *ncu_export_command("ncu", p)]),
+        extra={**csv_facts.extra, "csv_format": csv_facts.format, "report_file_version": container.version})
+    return frame, facts

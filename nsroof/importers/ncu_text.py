@@ -44,9 +44,11 @@ import pyarrow as pa
 from nsroof.errors import InputError, UnitError
 from nsroof.importers import _ncunumbers as numbers
 from nsroof.importers import names, nvtx
-from nsroof.importers._nculabels import column_name, disambiguate
+from nsroof.importers._nculabels import column_name, disambiguate, wrong_label_unit
 from nsroof.importers._ncutext import EXPORT_HINT, Preamble, truncated
-from nsroof.importers.kernel_table import IDENTITY_COLUMNS, assemble, fill_launch_identity
+from nsroof.importers.kernel_table import assemble, fill_launch_identity
+from nsroof.models import dimensions
+from nsroof.schema import IDENTITY_COLUMNS, FileFacts
 from nsroof.units import UnknownUnitError, scale
 
 FORMAT_TEXT = "ncu-text:details"
@@ -101,8 +103,9 @@ class _Rows:
     line: list[int] = field(default_factory=list)
 
 
-def read(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read ncu's text output (details page, any version's layout) into the normalized kernel table."""
+def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
+    """Read ncu's text output (details page, any version's layout) into the normalized kernel table
+    and its file facts."""
     p = Path(path)
     parser = _Parser(p, _lines(p))
     parser.run()
@@ -390,7 +393,7 @@ class _Parser:
     # table
     # -----------------------------------------------------------------------------------------
 
-    def frame(self) -> pd.DataFrame:
+    def frame(self) -> tuple[pd.DataFrame, FileFacts]:
         warnings: list[str] = []
         hints: list[str] = []
         identity = self._identity()
@@ -410,17 +413,10 @@ class _Parser:
             hints.append("ncu's text output shows section labels rounded to 2 decimals, and no byte or FLOP "
                          "counters here; " + TEXT_HINT)
         layouts = list(dict.fromkeys(launch.layout for launch in self.launches))
-        frame.attrs["nsroof"] = {
-            "format": FORMAT_TEXT,
-            "source": self.path.name,
-            "layout": "+".join(layouts),
-            "metric_units": units,
-            "number_style": style.style,
-            "number_style_evidence": style.evidence,
-            "warnings": warnings,
-            "hints": hints,
-        }
-        return frame
+        facts = FileFacts(format=FORMAT_TEXT, source=self.path.name, layout="+".join(layouts), metric_units=units,
+                          number_style=style.style, number_style_evidence=style.evidence, warnings=warnings,
+                          hints=hints)
+        return frame, facts
 
     def _identity(self) -> pd.DataFrame:
         launches = self.launches
@@ -482,6 +478,11 @@ class _Parser:
             got = col_of.get(key)
             if got is None:
                 name, is_name = column_name(rows.section[r], "", rows.label[r], base)
+                wrong = dimensions.check(name, base) or (None if is_name else wrong_label_unit(
+                    rows.section[r], "", rows.label[r], base))
+                if wrong is not None:
+                    raise UnitError(self.path, f"unit {rows.unit[r]!r} of the wrong dimension: {wrong}",
+                                    line=int(line[r]), hint="the output is damaged or edited; profile again")
                 j = col_index.get((name, base))
                 if j is None:
                     j = col_index[(name, base)] = len(col_names)

@@ -47,6 +47,7 @@ from nsroof.errors import InputError
 from nsroof.importers import trace_ops
 from nsroof.importers.kernel_table import empty_identity
 from nsroof.importers.trace_ops import OpTree, number
+from nsroof.schema import FileFacts
 
 KINDS: dict[str, str] = {  # cat -> kind of GPU activity row; both spellings (2021 traces capitalise)
     "kernel": "kernel", "Kernel": "kernel",
@@ -271,7 +272,7 @@ def in_window(start_us: float, bounds: list[float], warmup: int, steps: int | No
 # --------------------------------------------------------------------------- read
 
 
-def read(path: str | os.PathLike[str]) -> pd.DataFrame:
+def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
     top, events = load_events(path)
     name = Path(path).name
     cats: dict[str, list[dict[str, Any]]] = {}
@@ -301,17 +302,10 @@ def read(path: str | os.PathLike[str]) -> pd.DataFrame:
                 warnings.append("no kernel events (cat 'kernel') and no CPU ops: nothing to classify")
         frame = _select_steps(frame, starts, meta, annotations, warnings, extra)
         frame["kernel_id"] = pd.array(range(len(frame)), dtype="Int64")
-    frame.attrs["nsroof"] = {
-        "format": "torch-trace",
-        "source": name,
-        "metric_units": {c: u for c, u in METRIC_UNITS.items() if c in frame.columns}
-        | {c: "" for c in frame.columns if c.startswith(("smsp__", "sm__"))},
-        "warnings": warnings,
-        "hints": [],
-        "levels": ("dram",),
-        "extra": extra,
-    }
-    return frame
+    units = {c: u for c, u in METRIC_UNITS.items() if c in frame.columns} | {
+        c: "" for c in frame.columns if c.startswith(("smsp__", "sm__"))}
+    return frame, FileFacts(format="torch-trace", source=name, metric_units=units, warnings=warnings,
+                            levels=("dram",), extra=extra)
 
 
 def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any], annotations: list[dict[str, Any]],

@@ -46,19 +46,12 @@ class _Kernels:
     """Column access on the kernel table as float arrays (absent or non-numeric → NaN)."""
 
     def __init__(self, kernels: pd.DataFrame) -> None:
-        # pandas deep-copies DataFrame.attrs into every column it hands out; an importer's attrs
-        # (units of a thousand metrics) made each column access cost milliseconds. Read columns
-        # from a shallow view without them.
-        attrs = kernels.attrs
-        kernels.attrs = {}
-        try:
-            self.frame = kernels.copy(deep=False)
-        finally:
-            kernels.attrs = attrs
+        self.frame = kernels
         self.n = len(kernels)
         self.columns = [str(c) for c in kernels.columns]
         self._present = set(self.columns)
         self._cache: dict[str, np.ndarray] = {}
+        self.bad: dict[str, np.ndarray] = {}  # metric -> its refused values (inf, < 0) per row, NaN elsewhere
         frame = self.frame
         cc = frame["cc"] if "cc" in frame.columns else pd.Series([""] * self.n, index=frame.index)
         # one device's CC over thousands of launches: each distinct value normalized once
@@ -81,8 +74,15 @@ class _Kernels:
             return self.tensor_flop_per_inst
         if name not in self._cache:
             if name in self._present:
-                values = pd.to_numeric(self.frame[name], errors="coerce")
-                self._cache[name] = values.to_numpy(dtype=_FLOAT, na_value=np.nan)
+                values = pd.to_numeric(self.frame[name], errors="coerce").to_numpy(dtype=_FLOAT, na_value=np.nan)
+                # every counter the formulas read (durations, bytes, instructions, cycles, peaks) is finite
+                # and >= 0: anything else is a damaged input, never a number to compute with
+                with np.errstate(invalid="ignore"):
+                    bad = np.isinf(values) | (values < 0)
+                if bad.any():
+                    self.bad[name] = np.where(bad, values, np.nan)
+                    values = np.where(bad, np.nan, values)
+                self._cache[name] = values
             else:
                 self._cache[name] = np.full(self.n, np.nan)
         return self._cache[name]
@@ -148,7 +148,11 @@ def _missing_names(k: _Kernels, f: CounterFormula, rows: np.ndarray) -> np.ndarr
     parts: list[np.ndarray] = []
     for metric in f.metrics:
         lacks = np.isnan(k.col(metric)) & rows
-        parts.append(np.where(lacks, metric, ""))
+        named = np.where(lacks, metric, "").astype(object)
+        if metric in k.bad:  # a refused value is named with it: `gpu__time_duration.sum=-1e-06`
+            for i in np.flatnonzero(lacks & ~np.isnan(k.bad[metric])):
+                named[i] = f"{metric}={k.bad[metric][i]:g}"
+        parts.append(named)
     if f.cc_max is not None:
         parts.append(np.where(rows & ~(k.cc_num <= f.cc_max), f"cc<= {f.cc_max:g}", ""))
     for i in np.flatnonzero(rows):
@@ -179,6 +183,8 @@ def _resolve(k: _Kernels, quantity: str, *, match_definition: np.ndarray | None 
             v = np.where(count == 0, 0.0, count * k.tensor_flop_per_inst)
         else:
             v = _evaluate_linear(k, f)
+        if quantity.startswith(("peak_", "bandwidth_")):
+            v = np.where(v > 0, v, np.nan)  # a roof of 0 is a damaged counter (e.g. 1e-400), never a ceiling
         take = open_rows & ~np.isnan(v)
         if f.cc_max is not None:
             take &= k.cc_num <= f.cc_max
@@ -311,6 +317,14 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     for p in PRECISIONS:
         cols[f"flops_{p}"] = flops[p].value
     total = np.where(known.any(axis=1), np.nansum(np.where(known, matrix, 0.0), axis=1), np.nan)
+    # a precision left NaN by a refused counter value (inf, < 0) is damage, not an absent counter: no
+    # partial sum then (it would be a verdict from a bad number)
+    flop_inputs = {m for p in PRECISIONS for f in mf.formulas_for(f"flops_{p}") for m in f.metrics}
+    refused = np.zeros(k.n, dtype=bool)
+    for name, values in k.bad.items():
+        if name in flop_inputs or name.startswith(("sm__ops_path_tensor", "sm__inst_executed_pipe_tensor")):
+            refused |= ~np.isnan(values)
+    total[refused & ~known.all(axis=1)] = np.nan
     # No CUDA-core counter collected: the tensor count alone is a lower bound when positive, and says
     # nothing when 0 (PARTIAL_RULES) — a kernel is not FLOP-free because FFMA was not asked for.
     no_core = ~known[:, :3].any(axis=1) if k.n else np.zeros(0, dtype=bool)

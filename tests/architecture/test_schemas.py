@@ -17,14 +17,12 @@ _PANDAS_KIND = {pa.float64(): "f", pa.string(): "O", pa.bool_(): "b", pa.int64()
 
 
 def test_importers_return_the_declared_identity_columns() -> None:
-    kernels = importers.read(EXAMPLE)
-    kernels = kernels[0] if isinstance(kernels, tuple) else kernels
+    kernels, _ = importers.read(EXAMPLE)
     assert list(kernels.columns[: len(IDENTITY_COLUMNS)]) == list(IDENTITY_COLUMNS)
 
 
 def test_derive_returns_the_declared_quantities_in_order_with_their_types() -> None:
-    kernels = importers.read(EXAMPLE)
-    kernels = kernels[0] if isinstance(kernels, tuple) else kernels
+    kernels, _ = importers.read(EXAMPLE)
     quantities = derive(kernels)
     assert list(quantities.columns) == [f.name for f in QUANTITY_FIELDS]
     kinds = {f.name: _PANDAS_KIND[f.type] for f in QUANTITY_FIELDS}

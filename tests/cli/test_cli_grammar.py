@@ -218,7 +218,7 @@ def test_analyze_prints_the_hint_once_and_names_a_text_log_as_text(tmp_path: Pat
     assert "details-page export" not in result.output  # the text log is ncu's text output, not a CSV export
     from nsroof import importers
 
-    assert importers.read(log).attrs["nsroof"]["format"] == "ncu-text:details"
+    assert importers.read(log)[1].format == "ncu-text:details"
 
 
 def test_a_busy_machine_during_profile_is_warned(monkeypatch: pytest.MonkeyPatch) -> None:

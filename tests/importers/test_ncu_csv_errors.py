@@ -117,7 +117,7 @@ def test_raw_page_cut_at_a_field_boundary_is_truncated(tmp_path: Path) -> None:
 def test_export_cut_at_a_line_end_is_read(tmp_path: Path) -> None:
     # cut right after a newline: indistinguishable from an export of fewer launches, so it is read
     text = _two_launches()
-    df = ncu_csv.read(write(tmp_path, text[: text.find("\n", text.find('"1","1"')) + 1]))
+    df = ncu_csv.read(write(tmp_path, text[: text.find("\n", text.find('"1","1"')) + 1]))[0]
     assert df["kernel_id"].tolist() == [0, 1]
 
 

@@ -20,15 +20,20 @@ A100_FP32_FLOP_PER_S = 19.5e12
 
 
 @pytest.fixture(scope="module")
-def example():  # type: ignore[no-untyped-def]
-    return ncu_csv.read(EXAMPLE)
+def read_example():  # type: ignore[no-untyped-def]
+    return ncu_csv.read(EXAMPLE)  # (kernels, facts)
 
 
-def test_reads_cleanly(example) -> None:  # type: ignore[no-untyped-def]
-    facts = example.attrs["nsroof"]
+@pytest.fixture(scope="module")
+def example(read_example):  # type: ignore[no-untyped-def]
+    return read_example[0]
+
+
+def test_reads_cleanly(example, read_example) -> None:  # type: ignore[no-untyped-def]
+    facts = read_example[1]
     assert len(example) == 15
-    assert facts["format"] == "ncu-csv:details" and facts["number_style"] == "en_US"
-    assert facts["warnings"] == [] and facts["hints"] == []
+    assert facts.format == "ncu-csv:details" and facts.number_style == "en_US"
+    assert facts.warnings == [] and facts.hints == []
     assert example["device"].eq("NVIDIA A100-SXM4-40GB").all() and example["cc"].eq("8.0").all()
     assert example["nvtx_path"].str.startswith("train_step/").all()
 

@@ -19,7 +19,7 @@ def ncu_dir(data_dir: Path) -> Path:
 
 
 def test_new_details_layout_identity(ncu_dir: Path) -> None:
-    df = ncu_csv.read(ncu_dir / "details_new.csv")
+    df, facts = ncu_csv.read(ncu_dir / "details_new.csv")
     assert list(df.columns[: len(IDENTITY_COLUMNS)]) == list(IDENTITY_COLUMNS)
     assert df["kernel_id"].tolist() == [0, 1]
     assert df["kernel_id"].dtype == "int64"
@@ -31,13 +31,13 @@ def test_new_details_layout_identity(ncu_dir: Path) -> None:
     assert df["device"].tolist() == ["", ""]
     assert df["stream"].tolist() == [7, 7] and df["context"].tolist() == [1, 1]
     assert df["process_id"].tolist() == [4100, 4100]
-    facts = df.attrs["nsroof"]
-    assert facts["format"] == "ncu-csv:details" and facts["layout"] == "new"
-    assert facts["source"] == "details_new.csv" and df["source"].eq("details_new.csv").all()
+    assert facts.format == "ncu-csv:details" and facts.layout == "new"
+    assert facts.source == "details_new.csv" and df["source"].eq("details_new.csv").all()
 
 
 def test_per_row_units_become_si(ncu_dir: Path) -> None:
-    df = ncu_csv.read(ncu_dir / "details_new.csv").set_index("kernel_id")
+    df, facts = ncu_csv.read(ncu_dir / "details_new.csv")
+    df = df.set_index("kernel_id")
     # kernel 0: "1.50" Mbyte = 1.5e6 B; "512.25" Kbyte = 512,250 B; "12.35" usecond = 1.235e-5 s
     assert df.at[0, "dram__bytes_read.sum"] == pytest.approx(1.5e6)
     assert df.at[0, "dram__bytes_write.sum"] == pytest.approx(512_250.0)
@@ -47,13 +47,14 @@ def test_per_row_units_become_si(ncu_dir: Path) -> None:
     assert df.at[1, "dram__bytes_write.sum"] == pytest.approx(1.05e6)
     assert df.at[1, "gpu__time_duration.sum"] == pytest.approx(7.488e-6)
     assert df.at[0, "sm__sass_thread_inst_executed_op_ffma_pred_on.sum"] == 1_048_576.0
-    units = df.attrs["nsroof"]["metric_units"]
+    units = facts.metric_units
     assert units["dram__bytes_read.sum"] == "byte" and units["gpu__time_duration.sum"] == "second"
-    assert df.attrs["nsroof"]["number_style"] == "en_US"
+    assert facts.number_style == "en_US"
 
 
 def test_labels_map_to_metrics_by_section_and_unit(ncu_dir: Path) -> None:
-    df = ncu_csv.read(ncu_dir / "details_new.csv").set_index("kernel_id")
+    df, facts = ncu_csv.read(ncu_dir / "details_new.csv")
+    df = df.set_index("kernel_id")
     # "DRAM Frequency" 1.21 cycle/nsecond = 1.21e9 Hz
     assert df.at[0, "dram__cycles_elapsed.avg.per_second"] == pytest.approx(1.21e9)
     # "Memory Throughput" means two metrics: % under Speed Of Light, byte/second under Memory Workload Analysis
@@ -63,11 +64,11 @@ def test_labels_map_to_metrics_by_section_and_unit(ncu_dir: Path) -> None:
     assert [c for c in df.columns if "Duration" in c] == []
     # a label no table entry identifies stays a label column, under its section
     assert df.at[0, "Occupancy: Average Spin Cycles"] == 2048.0
-    assert df.attrs["nsroof"]["metric_units"]["Occupancy: Average Spin Cycles"] == "cycle"
+    assert facts.metric_units["Occupancy: Average Spin Cycles"] == "cycle"
 
 
 def test_string_and_unsupported_metrics(ncu_dir: Path) -> None:
-    df = ncu_csv.read(ncu_dir / "details_new.csv")
+    df = ncu_csv.read(ncu_dir / "details_new.csv")[0]
     assert df["launch__func_cache_config"].tolist() == ["CachePreferNone", "CachePreferNone"]
     assert df["launch__func_cache_config"].dtype == object
     # "n/a" (metric the chip does not support) is NaN, and the name is a metric even without "__"
@@ -76,15 +77,14 @@ def test_string_and_unsupported_metrics(ncu_dir: Path) -> None:
 
 
 def test_rule_rows_do_not_become_metrics(ncu_dir: Path) -> None:
-    df = ncu_csv.read(ncu_dir / "details_new.csv")
+    df = ncu_csv.read(ncu_dir / "details_new.csv")[0]
     assert not any("SOLBottleneck" in c or c.startswith("SpeedOfLight") for c in df.columns)
     assert len(df) == 2
 
 
 def test_old_layout_with_preamble(ncu_dir: Path) -> None:
-    df = ncu_csv.read(ncu_dir / "details_old_preamble.csv")
-    facts = df.attrs["nsroof"]
-    assert facts["layout"] == "old"
+    df, facts = ncu_csv.read(ncu_dir / "details_old_preamble.csv")
+    assert facts.layout == "old"
     assert df["kernel_id"].tolist() == [0, 1]
     assert "Kernel Time" not in df.columns  # a wall-clock timestamp, not a duration
     # "2,097,152" byte and "65.54" Kbyte = 65,540 B; "10,240" nsecond = 1.024e-5 s
@@ -92,14 +92,14 @@ def test_old_layout_with_preamble(ncu_dir: Path) -> None:
     assert df["gpu__time_duration.sum"].tolist() == pytest.approx([10.24e-6, 10.24e-6])
     assert df["sm__cycles_elapsed.avg.per_second"].iloc[0] == pytest.approx(1_009_150_443.18)
     assert df["cc"].tolist() == ["", ""] and df["grid"].tolist() == ["", ""]
-    assert any("clock reset" in w for w in facts["warnings"])  # ncu's ==WARNING== line is passed on
-    assert any("FLOP" in h and "--page raw --print-units base" in h for h in facts["hints"])
+    assert any("clock reset" in w for w in facts.warnings)  # ncu's ==WARNING== line is passed on
+    assert any("FLOP" in h and "--page raw --print-units base" in h for h in facts.hints)
 
 
 def test_body_item_layout_keeps_chart_items_apart(ncu_dir: Path) -> None:
-    df = ncu_csv.read(ncu_dir / "details_body_item.csv")
+    df, facts = ncu_csv.read(ncu_dir / "details_body_item.csv")
     row = df.iloc[0]
-    assert df.attrs["nsroof"]["layout"] == "body-item"
+    assert facts.layout == "body-item"
     # "SM Frequency" repeats per body item: roofs use the SM clock, achieved values the SMSP clock
     assert row["sm__cycles_elapsed.avg.per_second"] == pytest.approx(2.01e9)
     assert row["smsp__cycles_elapsed.avg.per_second"] == pytest.approx(1.98e9)
@@ -113,9 +113,8 @@ def test_body_item_layout_keeps_chart_items_apart(ncu_dir: Path) -> None:
 
 
 def test_raw_page_with_units_row_and_nvtx(ncu_dir: Path) -> None:
-    df = ncu_csv.read(ncu_dir / "raw_2022_nvtx.csv")  # CRLF, 2022 header with Kernel Time
-    facts = df.attrs["nsroof"]
-    assert facts["format"] == "ncu-csv:raw" and facts["number_style"] == "C"
+    df, facts = ncu_csv.read(ncu_dir / "raw_2022_nvtx.csv")  # CRLF, 2022 header with Kernel Time
+    assert facts.format == "ncu-csv:raw" and facts.number_style == "C"
     # "0.25" msecond = 2.5e-4 s; "1410.00" cycle/usecond = 1.41e9 Hz
     assert df["gpu__time_duration.sum"].tolist() == pytest.approx([2.5e-4, 1e-5])
     assert df["sm__cycles_elapsed.avg.per_second"].tolist() == pytest.approx([1.41e9, 1.41e9])
@@ -131,7 +130,7 @@ def test_raw_page_with_units_row_and_nvtx(ncu_dir: Path) -> None:
 
 def test_metric_columns_are_float64_or_strings(ncu_dir: Path) -> None:
     for name in ("details_new.csv", "raw_2022_nvtx.csv", "details_body_item.csv"):
-        df = ncu_csv.read(ncu_dir / name)
+        df = ncu_csv.read(ncu_dir / name)[0]
         for col in metric_columns(df):
             assert str(df[col].dtype) in ("float64", "object"), (name, col, df[col].dtype)
 
@@ -147,7 +146,7 @@ def test_launch_identity_from_launch_metrics(tmp_path: Path) -> None:
     text = "\n".join(",".join(f'"{v}"' for v in r) for r in (header, units, row)) + "\n"
     path = tmp_path / "raw.csv"
     path.write_text(text)
-    df = ncu_csv.read(path)
+    df = ncu_csv.read(path)[0]
     assert df["block"].tolist() == ["(256, 1, 1)"] and df["grid"].tolist() == ["(40, 2, 1)"]
     assert df["cc"].tolist() == ["7.5"] and df["kernel_id"].tolist() == [3]
 
@@ -161,6 +160,6 @@ def test_print_metric_name_label_name(tmp_path: Path) -> None:
             ident + ["Duration (gpu__time_duration.sum)", "usecond", "3.10"]]
     path = tmp_path / "labelname.csv"
     path.write_text("\n".join(",".join(f'"{v}"' for v in r) for r in [header, *rows]) + "\n")
-    df = ncu_csv.read(path)
+    df = ncu_csv.read(path)[0]
     assert df["dram__cycles_elapsed.avg.per_second"].iloc[0] == pytest.approx(6.68e9)
     assert df["gpu__time_duration.sum"].iloc[0] == pytest.approx(3.1e-6)

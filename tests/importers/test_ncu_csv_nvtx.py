@@ -53,7 +53,7 @@ def test_csv_export_reads_the_name(tmp_path: Path) -> None:
            "Command line profiler metrics", "gpu__time_duration.sum", "nsecond", "1000"]
     path = tmp_path / "nvtx.csv"
     path.write_text(",".join(map(q, header)) + "\n" + ",".join(map(q, row)) + ",\n")
-    df = ncu_csv.read(path)
+    df = ncu_csv.read(path)[0]
     assert df["nvtx_ranges"].iloc[0] == ["block 0: mlp"]
     assert df["nvtx_path"].iloc[0] == "block 0: mlp"
 

@@ -65,8 +65,9 @@ def test_values_round_trip(style: str, kernels: list[tuple[list[tuple[int, int]]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "prop.csv"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        df = ncu_csv.read(path).set_index("kernel_id")
-    assert df.attrs["nsroof"]["number_style"] == style
+        df, facts = ncu_csv.read(path)
+        df = df.set_index("kernel_id")
+    assert facts.number_style == style
     for kid, want in enumerate(expected):
         for metric, value in want.items():
             assert df.at[kid, metric] == pytest.approx(value, rel=1e-12, abs=1e-18), (metric, kid)

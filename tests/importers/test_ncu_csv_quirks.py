@@ -12,6 +12,7 @@ import pandas.testing as pdt
 import pytest
 
 from nsroof.importers import ncu_csv
+from nsroof.schema import FileFacts
 
 HEADER = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
           "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value",
@@ -34,16 +35,14 @@ def details(rows: list[tuple[str, str, str, str, str, str]], *, preamble: str = 
     return preamble + newline.join(out) + newline
 
 
-def read_text(tmp_path: Path, text: str, name: str = "x.csv", *, encoding: str = "utf-8") -> pd.DataFrame:
+def read_text(tmp_path: Path, text: str, name: str = "x.csv", *, encoding: str = "utf-8") -> tuple[pd.DataFrame, FileFacts]:
     path = tmp_path / name
     path.write_bytes(text.encode(encoding))
     return ncu_csv.read(path)
 
 
-def read_robust(path: Path, monkeypatch: pytest.MonkeyPatch) -> pd.DataFrame:
-    with monkeypatch.context() as m:
-        m.setattr(ncu_csv, "_details_fast", lambda export, layout: None)
-        return ncu_csv.read(path)
+def read_robust(path: Path) -> tuple[pd.DataFrame, FileFacts]:
+    return ncu_csv.read(path, reader="robust")
 
 
 BASIC = [("0", "k0(float *)", "Command line profiler metrics", "gpu__time_duration.sum", "usecond", "2.50"),
@@ -61,18 +60,18 @@ def check_basic(df: pd.DataFrame) -> None:
 
 
 def test_plain(tmp_path: Path) -> None:
-    check_basic(read_text(tmp_path, details(BASIC)))
+    check_basic(read_text(tmp_path, details(BASIC))[0])
 
 
 def test_preamble_of_app_output_and_prof_lines(tmp_path: Path) -> None:
     pre = ('==PROF== Connected to process 11 (/usr/bin/app)\n2 2 2\n\n"quoted" app line, with a comma\n'
            '==PROF== Profiling "k0" - 0: 0%....50%....100% - 10 passes\n==PROF== Disconnected from process 11\n')
-    df = read_text(tmp_path, details(BASIC, preamble=pre))
+    df = read_text(tmp_path, details(BASIC, preamble=pre))[0]
     check_basic(df)
 
 
 def test_bom_and_crlf(tmp_path: Path) -> None:
-    df = read_text(tmp_path, "\ufeff" + details(BASIC, preamble="C:\\Users\\me\\app.exe\r\n", newline="\r\n"))
+    df = read_text(tmp_path, "\ufeff" + details(BASIC, preamble="C:\\Users\\me\\app.exe\r\n", newline="\r\n"))[0]
     check_basic(df)
 
 
@@ -82,17 +81,17 @@ def test_gzip(tmp_path: Path) -> None:
     packed = tmp_path / "x.csv.gz"
     with open(plain, "rb") as src, gzip.open(packed, "wb") as dst:
         shutil.copyfileobj(src, dst)
-    df = ncu_csv.read(packed)
+    df, facts = ncu_csv.read(packed)
     check_basic(df)
-    assert df.attrs["nsroof"]["source"] == "x.csv.gz"
+    assert facts.source == "x.csv.gz"
 
 
 def test_kernel_with_only_rule_rows_is_a_kernel(tmp_path: Path) -> None:
     rows = [("0", "conv(int)", "SpeedOfLight_RooflineChart", "", "", "")]
-    df = read_text(tmp_path, details(rows))
+    df, facts = read_text(tmp_path, details(rows))
     assert df["kernel_id"].tolist() == [0]
     assert [c for c in df.columns if "__" in c] == []
-    assert df.attrs["nsroof"]["hints"]  # nothing to classify: say how to get the counters
+    assert facts.hints  # nothing to classify: say how to get the counters
 
 
 def test_long_kernel_names_with_commas_quotes_and_lambdas(tmp_path: Path) -> None:
@@ -101,7 +100,7 @@ def test_long_kernel_names_with_commas_quotes_and_lambdas(tmp_path: Path) -> Non
     assert len(long_name) > 6000
     rows = [("0", long_name, "Command line profiler metrics", "gpu__time_duration.sum", "nsecond", "1,000"),
             ("0", long_name, "Command line profiler metrics", "dram__bytes.sum", "byte", "64")]
-    df = read_text(tmp_path, details(rows))
+    df = read_text(tmp_path, details(rows))[0]
     assert df["kernel_name"].tolist() == [long_name]
     assert df["function"].tolist() == ["Kernel"]
     assert df["gpu__time_duration.sum"].tolist() == [pytest.approx(1e-6)]
@@ -110,16 +109,16 @@ def test_long_kernel_names_with_commas_quotes_and_lambdas(tmp_path: Path) -> Non
 def test_repeated_launches_keep_separate_ids(tmp_path: Path) -> None:
     rows = [(str(i), "void k<float>()", "Command line profiler metrics", "gpu__time_duration.sum", "nsecond", str(100 + i))
             for i in range(240)]
-    df = read_text(tmp_path, details(rows))
+    df = read_text(tmp_path, details(rows))[0]
     assert df["kernel_id"].tolist() == list(range(240))
     assert df["gpu__time_duration.sum"].iloc[239] == pytest.approx(339e-9)
 
 
 def test_text_lines_among_rows_are_skipped_with_a_warning(tmp_path: Path) -> None:
     text = details(BASIC).replace('"1","11"', '==PROF== Disconnected from process 11\n"1","11"', 1)
-    df = read_text(tmp_path, text)
+    df, facts = read_text(tmp_path, text)
     check_basic(df)
-    assert any("non-CSV line" in w for w in df.attrs["nsroof"]["warnings"])
+    assert any("non-CSV line" in w for w in facts.warnings)
 
 
 def test_unescaped_quote_in_nvtx_name_recovers_the_kernel_and_warns_once(data_dir: Path, tmp_path: Path) -> None:
@@ -136,27 +135,26 @@ def test_unescaped_quote_in_nvtx_name_recovers_the_kernel_and_warns_once(data_di
     units = ",".join('""' for _ in header[:-1]) + ',"nsecond"'
     path = tmp_path / "nvtx_quote.csv"
     path.write_text("\n".join([",".join(q(h) for h in header), units, broken, good, broken2]) + "\n")
-    df = ncu_csv.read(path)
+    df, facts = ncu_csv.read(path)
     assert df["kernel_id"].tolist() == [0, 1, 2]
     assert df["nvtx_ranges"].iloc[0] == ['step "7", warm', "aten::mm"]
     assert df["gpu__time_duration.sum"].tolist() == pytest.approx([1e-6, 2e-6, 3e-6])
-    warnings = [w for w in df.attrs["nsroof"]["warnings"] if "unescaped quote" in w]
+    warnings = [w for w in facts.warnings if "unescaped quote" in w]
     assert len(warnings) == 1 and "2 row(s)" in warnings[0]
 
 
 @pytest.mark.parametrize("name", ["details_new.csv", "details_old_preamble.csv", "details_body_item.csv", "bom_crlf_de.csv"])
-def test_fast_and_robust_readers_agree(data_dir: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fast_and_robust_readers_agree(data_dir: Path, name: str) -> None:
     path = data_dir / "ncu" / name
-    fast = ncu_csv.read(path)
-    robust = read_robust(path, monkeypatch)
+    fast, fast_facts = ncu_csv.read(path)
+    robust, robust_facts = read_robust(path)
     pdt.assert_frame_equal(fast, robust)
-    assert fast.attrs["nsroof"]["metric_units"] == robust.attrs["nsroof"]["metric_units"]
+    assert fast_facts.metric_units == robust_facts.metric_units
 
 
 def test_de_de_file_with_bom_crlf_and_app_output(data_dir: Path) -> None:
-    df = ncu_csv.read(data_dir / "ncu" / "bom_crlf_de.csv")
-    facts = df.attrs["nsroof"]
-    assert facts["number_style"] == "de_DE"
+    df, facts = ncu_csv.read(data_dir / "ncu" / "bom_crlf_de.csv")
+    assert facts.number_style == "de_DE"
     # "134.221.568" byte; "292,93" us = 2.9293e-4 s; "33,26" %
     assert df["dram__bytes_op_read.sum"].iloc[0] == 134_221_568.0
     assert df["gpu__time_duration.sum"].iloc[0] == pytest.approx(292.93e-6)
@@ -169,10 +167,10 @@ def test_interleaved_launches_and_blank_lines(tmp_path: Path) -> None:
     # rows of two launches interleaved, a blank line in between: each launch still gets its own values
     rows = [BASIC[0], BASIC[3], BASIC[1], BASIC[4]]
     text = details(rows).replace('\n"1","11"', '\n\n"1","11"', 1)
-    check_basic(read_text(tmp_path, text))
+    check_basic(read_text(tmp_path, text)[0])
 
 
 def test_rule_description_spanning_lines(tmp_path: Path) -> None:
     # a quoted value holding a newline: the row is one record, whatever the line count
     text = details(BASIC).replace('"text"', '"first line\nsecond line"')
-    check_basic(read_text(tmp_path, text))
+    check_basic(read_text(tmp_path, text)[0])

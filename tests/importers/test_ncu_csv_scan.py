@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nsroof.importers import _ncutext as text
-from nsroof.importers import ncu_csv
-from tests.importers.test_ncu_csv_fastpath import (
+from nsroof.importers.ncu_csv import find_layout, positions, scan
+from tests.importers.test_ncu_csv_readers import (
     DATA,
     KERNELS,
     LOCAL,
@@ -94,7 +94,7 @@ class Split:
     blanks: list[int]
 
 
-def as_split(s: ncu_csv._Scanned | None) -> Split | None:
+def as_split(s: scan.Scanned | None) -> Split | None:
     if s is None:
         return None
     # each row ends in its only newline (a CR before it stays in the row, as splitlines would not)
@@ -107,7 +107,7 @@ SPLITTERS = ["compiled", "python"]
 
 
 def needs(splitter: str) -> str:
-    if splitter == "compiled" and ncu_csv._compiled_scan() is None:
+    if splitter == "compiled" and not scan.compiled_available():
         pytest.skip("the compiled splitter was not built (no C compiler at install time)")
     return splitter
 
@@ -120,8 +120,8 @@ def splitter(request: pytest.FixtureRequest) -> str:
 def both(path: Path, splitter: str = "python") -> tuple[Split | None, Split | None]:
     export = text.open_export(path)
     try:
-        section_at = ncu_csv._layout(export).header.index("Section Name")
-        new = ncu_csv._scan_rows(export, section_at, compiled=splitter == "compiled")
+        section_at = find_layout(export).header.index("Section Name")
+        new = scan.scan_rows(export, section_at, compiled=splitter == "compiled")
         return as_split(new), reference_scan_rows(export, section_at)
     finally:
         export.close()
@@ -174,16 +174,16 @@ def test_generated_edge_rows(tmp_path: Path, splitter: str) -> None:
 
 
 def test_empty_line_before_the_first_launch_is_declined_as_before(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, splitter: str
+    tmp_path: Path, splitter: str
 ) -> None:
     # the reference took a bare LF there for the (empty) prefix it started with and kept the next row
-    # whole as a tail, so _details_scan declined; the new splitter declines it outright
+    # whole as a tail, so the scan declined; the new splitter declines it outright
     lines = export_lines()
     path = write(tmp_path, [lines[0], "", *lines[1:]])
     new, ref = both(path, splitter)
     assert new is None and ref is not None and ref.tails[0].startswith(b'"0","4242"')
     assert scan_result(path) is None
-    assert_all_readers_agree(path, monkeypatch, scan_applies=False, polars_applies=False)
+    assert_all_readers_agree(path, scan_applies=False)
 
 
 _ROWS = [metric_row(k, KERNELS[k], "S", f"m{i}", "u", str(i)) for k in (0, 1) for i in range(3)]
@@ -216,7 +216,7 @@ def test_windows_shorter_than_a_row(
 ) -> None:
     # pages are dropped per window (and the compiled splitter is called per window); a window shorter
     # than a row (~400 bytes here) must not break it
-    monkeypatch.setattr(ncu_csv, "_SCAN_WINDOW_BYTES", window_bytes)
+    monkeypatch.setattr(scan, "SCAN_WINDOW_BYTES", window_bytes)
     lines = export_lines()
     path = write(tmp_path, [lines[0], *(lines[1:] * 20)])
     assert assert_identical(path, splitter) is not None
@@ -229,4 +229,4 @@ def test_launch_positions_by_table_or_search(ids: set[int], data: st.DataObject)
     # both give each row's launch index
     sorted_ids = np.array(sorted(ids), dtype=np.int64)
     rows = np.array(data.draw(st.lists(st.sampled_from(sorted(ids)), max_size=30)), dtype=np.int64)
-    assert ncu_csv._positions(sorted_ids, rows).tolist() == np.searchsorted(sorted_ids, rows).tolist()
+    assert positions(sorted_ids, rows).tolist() == np.searchsorted(sorted_ids, rows).tolist()

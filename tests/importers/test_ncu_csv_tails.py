@@ -1,9 +1,9 @@
 """The compiled cell splitter for the scan's tails (split_tails in nsroof/importers/_rowscan.c, through
-ncu_csv._split_tails_compiled) returns what the pyarrow route (_split_tails_pyarrow) returns — the
+scan.TailSplitter) returns what the Python twin's splitter (scan.split_tails_pyarrow) returns — the
 same metric rows, the same texts per row, the same values — on every tail it accepts, and accepts the
 rows ncu writes (quoted cells, doubled quotes, CRLF, the trailing comma, rule rows, UTF-8 text). What
 it declines (a narrow row, a wide row with a metric, an empty line, a stray quote or carriage return,
-bytes that are not UTF-8) is left to the pyarrow route, which declines it or reads it."""
+bytes that are not UTF-8) makes the compiled scan decline the file (the robust reader reads it then)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nsroof.importers import ncu_csv
+from nsroof.importers.ncu_csv import scan
 
 # the details page's tail columns from `Section Name` on (ncu 2024 layout); metric rows end after
 # `Metric Value` with a trailing comma: 5 cells; rule rows fill all 9
@@ -20,7 +20,7 @@ NAMES = ["Section Name", "Metric Name", "Metric Unit", "Metric Value", "Rule Nam
 WIDE = 9
 DETAIL = ["Section Name", "Metric Name", "Metric Unit", "Metric Value"]
 
-pytestmark = pytest.mark.skipif(ncu_csv._compiled_split() is None,
+pytestmark = pytest.mark.skipif(not scan.compiled_available(),
                                 reason="the compiled splitter was not built (no C compiler at install time)")
 
 
@@ -36,21 +36,35 @@ def rule(section: str = "SpeedOfLight", text: str = 'a rule, with "quotes"') -> 
     return ",".join([q(section), q(""), q(""), q(""), q("SOLBottleneck"), q("OPT"), q(text), q("global"), q("12.5")]) + "\n"
 
 
-def routes(tails: bytes) -> tuple[ncu_csv._Split | None, ncu_csv._Split | None]:
+def split_tails_compiled(chunks: list[bytes], names: list[str], max_fields: int) -> scan.Split | None:
+    """The tails' metric rows by the compiled splitter, all chunks at once (each chunk whole rows)."""
+    splitter = scan.TailSplitter.start(names, max_fields)
+    assert splitter is not None
+    try:
+        first_row = 0
+        for chunk in chunks:
+            splitter.feed(chunk, first_row)
+            first_row += chunk.count(b"\n")
+        return splitter.result()
+    finally:
+        splitter.close()
+
+
+def routes(tails: bytes) -> tuple[scan.Split | None, scan.Split | None]:
     n = tails.count(b"\n")
     # the compiled splitter takes the tails window by window: here cut after every second row
     lines = [line + b"\n" for line in tails.split(b"\n")[:-1]]
     chunks = [b"".join(lines[i : i + 2]) for i in range(0, len(lines), 2)]
-    return (ncu_csv._split_tails_compiled(chunks, NAMES, WIDE),
-            ncu_csv._split_tails_pyarrow(tails, n, NAMES, DETAIL, WIDE))
+    return (split_tails_compiled(chunks, NAMES, WIDE),
+            scan.split_tails_pyarrow(tails, n, NAMES, DETAIL, WIDE))
 
 
-def texts(split: ncu_csv._Split) -> dict[str, list[str]]:
+def texts(split: scan.Split) -> dict[str, list[str]]:
     _, coded, _ = split
     return {col: [names[i] for i in codes.tolist()] for col, (codes, names) in coded.items()}
 
 
-def assert_same(compiled: ncu_csv._Split, arrow: ncu_csv._Split) -> None:
+def assert_same(compiled: scan.Split, arrow: scan.Split) -> None:
     assert compiled[0].tolist() == arrow[0].tolist()  # which tails are metric rows
     assert texts(compiled) == texts(arrow)
     values = arrow[2].combine_chunks() if hasattr(arrow[2], "combine_chunks") else arrow[2]

@@ -349,13 +349,13 @@ def test_without_module_the_ncu_cli_converts_in_the_c_locale(
     monkeypatch.setattr(ncu_rep, "_load_ncu_report_module", lambda: None)
     report = shared_fixtures / "rep" / f"{name}.ncu-rep"
 
-    table = ncu_rep.read(report)
+    table, table_facts = ncu_rep.read(report)
 
     lc_all, *argv = log.read_text().splitlines()
     assert lc_all == "C"
     assert argv == ["-i", str(report), "--csv", "--page", "raw", "--print-units", "base"]
-    expected = ncu_csv.read(converted)
-    assert table.attrs["nsroof"]["format"] == "ncu-rep"
+    expected = ncu_csv.read(converted)[0]
+    assert table_facts.format == "ncu-rep"
     assert (table["source"] == f"{name}.ncu-rep").all()
     pd.testing.assert_frame_equal(table.drop(columns="source"), expected.drop(columns="source"))
 
@@ -395,10 +395,8 @@ def _pair(shared: Path, name: str, cache: dict) -> tuple[pd.DataFrame, pd.DataFr
         from nsroof.importers import ncu_csv
 
         converted = shared / "converted" / f"{name}.raw_base.csv"
-        rep, conv = ncu_rep.read(shared / "rep" / f"{name}.ncu-rep"), ncu_csv.read(converted)
-        # pandas deep-copies DataFrame.attrs on every column access; with ~2,000 metric units that
-        # dominates a column-by-column comparison, so compare bare frames and keep the facts aside
-        facts = rep.attrs.pop("nsroof"), conv.attrs.pop("nsroof")
+        (rep, rep_facts), (conv, conv_facts) = ncu_rep.read(shared / "rep" / f"{name}.ncu-rep"), ncu_csv.read(converted)
+        facts = rep_facts, conv_facts
         cache[name] = (rep, conv, _csv_units(converted), facts)
     return cache[name]
 
@@ -410,9 +408,9 @@ def test_real_report_reads_with_the_identity_of_its_csv_conversion(
 ) -> None:
     pytest.importorskip("nsroof.importers.ncu_csv")
     rep, conv, _, (facts, _) = _pair(shared_fixtures, name, tables)
-    assert facts["format"] == "ncu-rep"
-    assert facts["source"] == f"{name}.ncu-rep"
-    assert facts["reader"].startswith("ncu_report ")
+    assert facts.format == "ncu-rep"
+    assert facts.source == f"{name}.ncu-rep"
+    assert facts.reader.startswith("ncu_report ")
     assert len(rep) > 0
     assert rep["kernel_id"].tolist() == conv["kernel_id"].tolist() == list(range(len(rep)))
     for column in ["kernel_name", "function", "device", "cc", "grid", "block", "process_name", "host", "nvtx_path"]:
@@ -453,7 +451,7 @@ def test_real_report_metrics_equal_the_csv_within_its_printed_precision(
 
 @needs_module
 def test_nvtx_push_pop_stack_comes_outermost_first(shared_fixtures: Path) -> None:
-    table = ncu_rep.read(shared_fixtures / "rep" / "nsighttraining__manual_nvtx.ncu-rep")
+    table = ncu_rep.read(shared_fixtures / "rep" / "nsighttraining__manual_nvtx.ncu-rep")[0]
     assert [list(r) for r in table["nvtx_ranges"]] == [
         ["run_test", "init_data"], ["run_test", "daxpy"], ["run_test", "check_results"]]
     assert table["nvtx_path"].tolist() == ["run_test/init_data", "run_test/daxpy", "run_test/check_results"]
@@ -461,7 +459,7 @@ def test_nvtx_push_pop_stack_comes_outermost_first(shared_fixtures: Path) -> Non
 
 @needs_module
 def test_typed_values_are_scaled_to_si(shared_fixtures: Path) -> None:
-    table = ncu_rep.read(shared_fixtures / "rep" / "alprielse__silu-2025-04-18-v1.ncu-rep")
+    table, table_facts = ncu_rep.read(shared_fixtures / "rep" / "alprielse__silu-2025-04-18-v1.ncu-rep")
     row = table.iloc[0]
     # IMetric gpu__time_duration.sum = 143264.0, unit 'ns' -> 143264e-9 s
     assert row["gpu__time_duration.sum"] == pytest.approx(143264e-9, rel=1e-15)
@@ -474,7 +472,7 @@ def test_typed_values_are_scaled_to_si(shared_fixtures: Path) -> None:
     assert (row["device"], row["cc"], row["grid"], row["block"]) == ("NVIDIA GH200 480GB", "9.0", "(1056, 1, 1)", "(256, 1, 1)")
     assert (row["process_name"], row["process_id"], row["stream"]) == ("python3.10", 12584, 7)
     assert table["gpu__time_duration.sum"].dtype == "float64"
-    units_map = table.attrs["nsroof"]["metric_units"]
+    units_map = table_facts.metric_units
     assert units_map["gpu__time_duration.sum"] == "second"
     # section bookkeeping metrics (lists of metric names) are not kernel metrics
     assert not [c for c in table.columns if c.startswith(("group:", "breakdown:", "regex:"))]
@@ -484,7 +482,7 @@ def test_typed_values_are_scaled_to_si(shared_fixtures: Path) -> None:
 def test_missing_values_are_nan_not_zero(shared_fixtures: Path) -> None:
     # averyclapp's A10G report: nvlink__source_ports / destination_ports have no value (ValueKind
     # UNKNOWN; 'no data' on the CSV raw page), nvlink__count_physical has a real 0
-    table = ncu_rep.read(shared_fixtures / "rep" / "averyclapp__profile_output.ncu-rep")
+    table = ncu_rep.read(shared_fixtures / "rep" / "averyclapp__profile_output.ncu-rep")[0]
     assert table["nvlink__source_ports"].isna().all()
     assert table["nvlink__destination_ports"].isna().all()
     assert (table["nvlink__count_physical"] == 0.0).all()

@@ -16,6 +16,7 @@ from nsroof import importers
 from nsroof.errors import InputError, UnitError
 from nsroof.importers import ncu_csv, ncu_text
 from nsroof.importers.kernel_table import IDENTITY_COLUMNS
+from nsroof.schema import FileFacts
 
 # ncu 2023-2024: one kernel line with (grid)x(block), Device and CC; two processes; application
 # output among the ==PROF== lines and between results; NVTX start/end and push/pop blocks with payload
@@ -172,7 +173,7 @@ def write(tmp_path: Path, text: str, name: str = "run.txt") -> Path:
     return p
 
 
-def read_text(tmp_path: Path, text: str, name: str = "run.txt") -> pd.DataFrame:
+def read_text(tmp_path: Path, text: str, name: str = "run.txt") -> tuple[pd.DataFrame, FileFacts]:
     return ncu_text.read(write(tmp_path, text, name))
 
 
@@ -182,7 +183,7 @@ def read_text(tmp_path: Path, text: str, name: str = "run.txt") -> pd.DataFrame:
 
 
 def test_one_line_kernels_across_two_processes(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_2024)
+    df, facts = read_text(tmp_path, TEXT_2024)
     assert list(df.columns[: len(IDENTITY_COLUMNS)]) == list(IDENTITY_COLUMNS)
     assert df["kernel_id"].tolist() == [0, 1, 2]  # print order: the text carries no ID
     assert df["process_id"].tolist() == [4242, 4242, 4243]
@@ -201,13 +202,12 @@ def test_one_line_kernels_across_two_processes(tmp_path: Path) -> None:
     assert df["device_id"].tolist() == [1, 1, 0]
     assert df["cc"].tolist() == ["9.0"] * 3
     assert df["device"].tolist() == [""] * 3  # text output names the device by index only
-    facts = df.attrs["nsroof"]
-    assert facts["format"] == "ncu-text:details" and facts["layout"] == "one-line"
-    assert facts["source"] == "run.txt"
+    assert facts.format == "ncu-text:details" and facts.layout == "one-line"
+    assert facts.source == "run.txt"
 
 
 def test_identity_dtypes_follow_the_kernel_table_contract(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_2024)
+    df = read_text(tmp_path, TEXT_2024)[0]
     assert df["kernel_id"].dtype == np.int64
     for name, (dtype, _) in IDENTITY_COLUMNS.items():
         if dtype == "object":
@@ -217,26 +217,26 @@ def test_identity_dtypes_follow_the_kernel_table_contract(tmp_path: Path) -> Non
 
 
 def test_kernel_time_layout_has_no_launch_shape(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_2022_DE)
+    df, facts = read_text(tmp_path, TEXT_2022_DE)
     assert df["kernel_name"].tolist() == ["addMatrix(int*, int*, int*, int)"]
     assert df["function"].tolist() == ["addMatrix"]
     assert df["grid"].tolist() == [""] and df["block"].tolist() == [""] and df["cc"].tolist() == [""]
     assert df["device_id"].isna().all()
     assert df["context"].tolist() == [1] and df["stream"].tolist() == [7]
-    assert df.attrs["nsroof"]["layout"] == "kernel-time"
+    assert facts.layout == "kernel-time"
 
 
 def test_two_line_kernel_header(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_2025_TWO_LINE)
+    df, facts = read_text(tmp_path, TEXT_2025_TWO_LINE)
     assert len(df) == 1
     assert df["kernel_name"][0].startswith("void vectorized_elementwise_kernel<4, unnamed>::silu_kernel(")
     assert df["kernel_name"][0].endswith("std::array<char *, 2>>(int, T2, T3)")
     assert df["function"][0] == "vectorized_elementwise_kernel"
     assert df["grid"][0] == "(524288, 1, 1)" and df["block"][0] == "(128, 1, 1)"
     assert df["cc"][0] == "9.0" and df["device_id"][0] == 0
-    assert df.attrs["nsroof"]["layout"] == "two-line"
+    assert facts.layout == "two-line"
     # the ==WARNING== before the results is passed on
-    assert any("Could not deploy stock section files" in w for w in df.attrs["nsroof"]["warnings"])
+    assert any("Could not deploy stock section files" in w for w in facts.warnings)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,7 +245,7 @@ def test_two_line_kernel_header(tmp_path: Path) -> None:
 
 
 def test_section_labels_map_to_metrics_in_si_units(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_2024)
+    df, facts = read_text(tmp_path, TEXT_2024)
     k = df.iloc[0]
     assert k["dram__cycles_elapsed.avg.per_second"] == pytest.approx(2.62e9)  # 2.62 cycle/nsecond
     assert k["gpc__cycles_elapsed.avg.per_second"] == pytest.approx(1.98e9)  # SM Frequency 1.98 cycle/ns
@@ -257,14 +257,14 @@ def test_section_labels_map_to_metrics_in_si_units(tmp_path: Path) -> None:
     assert k["launch__block_size"] == 256.0  # no unit
     assert k["launch__registers_per_thread"] == 16.0
     assert k["launch__thread_count"] == 1048576.0  # `1,048,576`
-    units = df.attrs["nsroof"]["metric_units"]
+    units = facts.metric_units
     assert units["dram__bytes.sum.per_second"] == "byte/second"
     assert units["gpu__time_duration.sum"] == "second"
-    assert df.attrs["nsroof"]["number_style"] == "en_US"
+    assert facts.number_style == "en_US"
 
 
 def test_printed_metric_name_wins_over_a_mapped_label(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_2024)
+    df = read_text(tmp_path, TEXT_2024)[0]
     # kernel 0 prints Duration 12.50 usecond (label) and gpu__time_duration.sum 12,480 nsecond (name):
     # the name wins, 12480 ns = 1.248e-5 s (the label would give 12.50e-6 = 1.25e-5 s)
     assert df["gpu__time_duration.sum"][0] == pytest.approx(1.248e-5, rel=1e-12)
@@ -274,7 +274,7 @@ def test_printed_metric_name_wins_over_a_mapped_label(tmp_path: Path) -> None:
 
 
 def test_instance_values_keep_the_aggregate(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_2024)
+    df = read_text(tmp_path, TEXT_2024)[0]
     # `2.10 (1.05; 0.50; 0.55)` Mbyte -> the aggregate 2.10 Mbyte = 2.1e6 bytes
     assert df["dram__bytes.sum"][0] == pytest.approx(2.1e6)
     assert df["sm__sass_thread_inst_executed_op_ffma_pred_on.sum"][0] == 65536.0
@@ -282,7 +282,7 @@ def test_instance_values_keep_the_aggregate(tmp_path: Path) -> None:
 
 
 def test_string_values_and_flagged_missing_values(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_2024)
+    df = read_text(tmp_path, TEXT_2024)[0]
     assert df["launch__func_cache_config"].tolist() == ["CachePreferNone", "", ""]
     assert df["launch__func_cache_config"].dtype == object
     # `(!) n/a`: ncu could not collect it -> NaN, and the column stays numeric
@@ -291,13 +291,13 @@ def test_string_values_and_flagged_missing_values(tmp_path: Path) -> None:
 
 
 def test_unmapped_labels_keep_section_and_label(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_2022_DE)
+    df = read_text(tmp_path, TEXT_2022_DE)[0]
     assert df["GPU Speed Of Light: SOL DRAM"][0] == pytest.approx(42.37)  # `42,37` %
 
 
 def test_de_de_numbers_and_fixed_width_tables(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_2022_DE)
-    assert df.attrs["nsroof"]["number_style"] == "de_DE"
+    df, facts = read_text(tmp_path, TEXT_2022_DE)
+    assert facts.number_style == "de_DE"
     assert df["dram__cycles_elapsed.avg.per_second"][0] == pytest.approx(1.11e9)  # `1,11` cycle/nsecond
     assert df["gpu__time_duration.sum"][0] == pytest.approx(13.89e-6)  # `13,89` usecond
     # the 72-character name overflows its 70-wide column; the row still splits: `1.234,50` = 1234.5
@@ -306,24 +306,24 @@ def test_de_de_numbers_and_fixed_width_tables(tmp_path: Path) -> None:
 
 
 def test_label_name_and_short_units(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_2025_TWO_LINE)
+    df = read_text(tmp_path, TEXT_2025_TWO_LINE)[0]
     assert df["dram__cycles_elapsed.avg.per_second"][0] == pytest.approx(2.62e9)  # 2.62 Ghz
     assert df["gpu__time_duration.sum"][0] == pytest.approx(582.37e-6)  # 582.37 us
     assert df["launch__func_cache_config"][0] == "CachePreferNone"
 
 
 def test_print_metric_name_name(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_METRIC_NAMES)
+    df, facts = read_text(tmp_path, TEXT_METRIC_NAMES)
     assert df["gpu__time_duration.sum"][0] == pytest.approx(1.5e-3)  # 1.50 ms
     assert df["dram__bytes.sum"][0] == pytest.approx(3e9)  # 3.00 Gbyte
     assert df["sm__sass_thread_inst_executed_op_ffma_pred_on.sum"][0] == 1.5e9
     # byte and FLOP counters present: no "export the raw page" hint
-    assert df.attrs["nsroof"]["hints"] == []
+    assert facts.hints == []
 
 
 def test_roofline_hint_when_only_labels(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_2022_DE)
-    (hint,) = df.attrs["nsroof"]["hints"]
+    df, facts = read_text(tmp_path, TEXT_2022_DE)
+    (hint,) = facts.hints
     assert "--page raw --print-units base" in hint
 
 
@@ -338,10 +338,10 @@ def test_table_without_a_section_line(tmp_path: Path) -> None:
     Block Size                                   32
     ---------------------- ----------- ------------
 """
-    df = read_text(tmp_path, text)
+    df, facts = read_text(tmp_path, text)
     assert df["gpu__time_duration.sum"][0] == pytest.approx(2e-6)  # 2,000 nsecond
     assert df["Block Size"][0] == 32.0  # a label outside any section keeps its own name
-    assert df.attrs["nsroof"]["warnings"] == []
+    assert facts.warnings == []
 
 
 @pytest.mark.parametrize(
@@ -361,19 +361,19 @@ def test_split_row_by_rule_widths(row: str, cells: list[str] | None) -> None:
 
 
 def test_rule_results_and_separators_are_skipped_not_warned(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_2024)
-    warnings = df.attrs["nsroof"]["warnings"]
+    df, facts = read_text(tmp_path, TEXT_2024)
+    warnings = facts.warnings
     # the only foreign line among the results is the application's `worker finished`
     assert len(warnings) == 1 and "skipped 1 line(s)" in warnings[0] and "worker finished" in warnings[0]
     assert not any("Est. Speedup" in str(c) or "WRN" in str(c) for c in df.columns)
 
 
 def test_crlf_and_gzip(tmp_path: Path) -> None:
-    plain = read_text(tmp_path, TEXT_2024)
-    crlf = read_text(tmp_path, TEXT_2024.replace("\n", "\r\n"), "crlf.txt")
+    plain = read_text(tmp_path, TEXT_2024)[0]
+    crlf = read_text(tmp_path, TEXT_2024.replace("\n", "\r\n"), "crlf.txt")[0]
     gz = tmp_path / "run.txt.gz"
     gz.write_bytes(gzip.compress(TEXT_2024.encode()))
-    zipped = ncu_text.read(gz)
+    zipped = ncu_text.read(gz)[0]
     for other in (crlf, zipped):
         assert other["kernel_name"].tolist() == plain["kernel_name"].tolist()
         pd.testing.assert_frame_equal(other.drop(columns="source"), plain.drop(columns="source"))
@@ -385,7 +385,7 @@ def test_crlf_and_gzip(tmp_path: Path) -> None:
 
 
 def test_nvtx_push_pop_then_start_end_outermost_first(tmp_path: Path) -> None:
-    df = read_text(tmp_path, TEXT_2024)
+    df = read_text(tmp_path, TEXT_2024)[0]
     # push/pop: <default domain> bottom first, then the `train` domain; start/end ranges last (the
     # CSV importer's order), although the text prints start/end first; payload lines are not ranges
     assert df["nvtx_ranges"][0] == ["forward", "aten::add_, seq = 3, op_id = 9", "block 0: mlp", "epoch0"]
@@ -533,8 +533,8 @@ def test_sniff_recognises_text_output(tmp_path: Path) -> None:
 
 
 def test_importers_read_dispatches_to_text(tmp_path: Path) -> None:
-    df = importers.read(write(tmp_path, TEXT_METRIC_NAMES))
-    assert df.attrs["nsroof"]["format"] == "ncu-text:details"
+    df, facts = importers.read(write(tmp_path, TEXT_METRIC_NAMES))
+    assert facts.format == "ncu-text:details"
     assert df["function"].tolist() == ["sgemm_128x64_nn"]
 
 
@@ -578,8 +578,8 @@ _PRINTED_UNIT = {"hz": 1e9, "second": 1e-3, "cycle": 1.0, "%": 1.0}
 
 
 def test_shared_text_agrees_with_its_csv_twin(shared_fixtures: Path) -> None:
-    text = ncu_text.read(shared_fixtures / "synthetic" / "fixture_ncu2024_details_text_nvtx.txt")
-    csv = ncu_csv.read(shared_fixtures / "synthetic" / "fixture_ncu2024_details_nvtx_base.csv")
+    text, text_facts = ncu_text.read(shared_fixtures / "synthetic" / "fixture_ncu2024_details_text_nvtx.txt")
+    csv, csv_facts = ncu_csv.read(shared_fixtures / "synthetic" / "fixture_ncu2024_details_nvtx_base.csv")
     assert len(text) == len(csv) == 2
     for col in IDENTITY_COLUMNS:
         if col == "source":
@@ -593,9 +593,9 @@ def test_shared_text_agrees_with_its_csv_twin(shared_fixtures: Path) -> None:
 
     metrics = [c for c in text.columns if c not in IDENTITY_COLUMNS]
     assert len(metrics) == 10 and set(metrics) <= set(csv.columns)  # the text shows one section only
-    units = text.attrs["nsroof"]["metric_units"]
+    units = text_facts.metric_units
     for c in metrics:
-        assert units[c] == csv.attrs["nsroof"]["metric_units"][c], c
+        assert units[c] == csv_facts.metric_units[c], c
         tol = 0.005 * _PRINTED_UNIT[units[c]]
         np.testing.assert_allclose(text[c].to_numpy(float), csv[c].to_numpy(float), rtol=0, atol=tol, err_msg=c)
     # exact where the text prints every digit: Elapsed Cycles 112172012, SM Active Cycles 105097573.40

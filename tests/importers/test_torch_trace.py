@@ -11,9 +11,16 @@ from typing import Any
 
 import pytest
 
+from nsroof import importers
 from nsroof.errors import InputError
-from nsroof.importers import read, sniff
+from nsroof.importers import sniff
 from nsroof.pipeline import fill_analytic
+
+
+def read(path: Path) -> Any:
+    """The kernel table alone (importers.read returns it with the file facts)."""
+    return importers.read(path)[0]
+
 
 DEVICE = {"id": 0, "name": "NVIDIA A100-SXM4-40GB", "computeMajor": 8, "computeMinor": 0}
 
@@ -53,8 +60,8 @@ def _write(tmp_path: Path, name: str, data: Any) -> Path:
 
 
 def test_kernel_rows_with_launch_facts_and_their_op(tmp_path: Path) -> None:
-    df = read(_write(tmp_path, "trace.json", _new_style()))
-    assert df.attrs["nsroof"]["format"] == "torch-trace"
+    df, facts = importers.read(_write(tmp_path, "trace.json", _new_style()))
+    assert facts.format == "torch-trace"
     assert len(df) == 1
     k = df.iloc[0]
     assert k["kernel_name"] == "ampere_sgemm_32x32_sliced1x4_tn"
@@ -181,12 +188,13 @@ def test_real_trace_details(shared_fixtures: Path) -> None:
 
 
 def test_range_profiler_trace_imports_its_flop_counters(shared_fixtures: Path) -> None:
-    df = read(shared_fixtures / "traces" / "hta__cupti_profiler_benchmark_result_924719_1679055439_trace.json.gz")
+    df, facts = importers.read(
+        shared_fixtures / "traces" / "hta__cupti_profiler_benchmark_result_924719_1679055439_trace.json.gz")
     assert len(df) == 77
     assert "gpu__time_duration.sum" not in df.columns  # a range's dur is the profiling window
     assert df["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"].max() == 9_119_334_400
     assert "__missing__" in set(df["kernel_name"])
-    assert df.attrs["nsroof"]["warnings"]
+    assert facts.warnings
 
 
 def test_analyze_classifies_trace_kernels_with_analytic_costs(tmp_path: Path) -> None:

@@ -18,7 +18,12 @@ from typing import Any
 
 import pytest
 
-from nsroof.importers import read
+from nsroof import importers
+
+
+def read(path: Path) -> Any:
+    """The kernel table alone (importers.read returns it with the file facts)."""
+    return importers.read(path)[0]
 
 TRACE_FILES = [
     "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz",
@@ -86,11 +91,11 @@ def test_replay_kernel_count_time_and_ops_equal_the_json(shared_fixtures: Path, 
 def test_alexnet_external_ids_that_name_another_op_are_not_trusted(shared_fixtures: Path) -> None:
     """In this 2023 trace a launch's External id equals its correlation id and names an unrelated op: the
     uniform_ kernel's launch says 218, which is an aten::clamp_min_ ten seconds later."""
-    df = read(shared_fixtures / "traces" / "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz")
+    df, facts = importers.read(shared_fixtures / "traces" / "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz")
     uniform = df[df["kernel_name"].str.contains("uniform_kernel") & (df["kind"] == "kernel")]
     assert len(uniform) and set(uniform["op"]) == {"aten::uniform_"}
     assert set(df["op_link"]) == {"enclosing op"}
-    assert any("linked to the innermost enclosing op" in w for w in df.attrs["nsroof"]["warnings"])
+    assert any("linked to the innermost enclosing op" in w for w in facts.warnings)
 
 
 # --------------------------------------------------------------------------- small traces written here
@@ -188,8 +193,8 @@ def test_fp32_matmul_is_judged_against_tf32_when_the_trace_says_it_was_allowed(t
     volta = read(_write(tmp_path, _training_trace(allowed, cc=(7, 0)), "volta.json"))
     assert set(volta.loc[volta["kind"] == "kernel", "analytic_precision"]) <= {"fp32", ""}
     # a trace that does not say: fp32, and the facts say why
-    unknown = read(_write(tmp_path, _training_trace(), "plain.json"))
-    assert unknown.attrs["nsroof"]["extra"]["tf32"]["applied"].startswith("unknown")
+    _, unknown = importers.read(_write(tmp_path, _training_trace(), "plain.json"))
+    assert unknown.extra["tf32"]["applied"].startswith("unknown")
 
 
 def test_the_step_window_recorded_in_the_trace_selects_rows(tmp_path: Path) -> None:
@@ -197,11 +202,11 @@ def test_the_step_window_recorded_in_the_trace_selects_rows(tmp_path: Path) -> N
     events += [_x("cpu_op", "aten::relu", 100 * n + 10, 5, **{"Input Dims": [[4]], "Input type": ["float"]})
                for n in (0, 1, 2, 3)]
     data = {"traceEvents": events, "nsroof": {"steps": {"warmup": 1, "steps": 2}}}
-    df = read(_write(tmp_path, data))
+    df, facts = importers.read(_write(tmp_path, data))
     # steps: [0, 100) warm-up, [100, 200) and [200, 300) kept, [300, …) after the window
     assert df["kind"].tolist() == ["cpu_op", "cpu_op"]
     assert df["kernel_id"].tolist() == [0, 1]
-    assert df.attrs["nsroof"]["extra"]["steps"] == {"source": "optimizer steps", "marked": 3, "warmup": 1, "steps": 2}
+    assert facts.extra["steps"] == {"source": "optimizer steps", "marked": 3, "warmup": 1, "steps": 2}
 
 
 # --------------------------------------------------------------------------- hostile input
@@ -280,10 +285,10 @@ def test_negative_or_non_finite_durations_become_nan_and_say_so(tmp_path: Path, 
     data["traceEvents"][4]["dur"] = dur
     path = tmp_path / "t.json"
     path.write_text(json.dumps(data))  # json writes NaN / Infinity literals, which Python's reader accepts
-    df = read(path)
+    df, facts = importers.read(path)
     row = df[df["kernel_name"] == "sm90_xmma_gemm_f32f32_tf32f32"].iloc[0]
     assert math.isnan(row["gpu__time_duration.sum"])
-    assert any("negative or non-finite 'dur'" in w for w in df.attrs["nsroof"]["warnings"])
+    assert any("negative or non-finite 'dur'" in w for w in facts.warnings)
 
 
 def test_replay_backward_kernels_carry_their_forward_ops_annotations(shared_fixtures: Path) -> None:

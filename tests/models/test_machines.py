@@ -299,7 +299,7 @@ def test_spec_dram_matches_ncus_own_ceiling(shared_fixtures: Path, export: str, 
     # the profiled memory clock; the datasheet figure for the device it names must agree
     from nsroof import importers
 
-    k = importers.read(shared_fixtures / "converted" / f"{export}.raw_base.csv")
+    k = importers.read(shared_fixtures / "converted" / f"{export}.raw_base.csv")[0]
     ncu = float((k["dram__bytes.sum.peak_sustained"] * k["dram__cycles_elapsed.avg.per_second"]).median())
     m = machines.lookup_device(str(k["device"].iloc[0]))
     assert m is not None

@@ -1,0 +1,167 @@
+"""Nsight Compute CSV exports -> the normalized kernel table and its file facts (nsroof.schema).
+
+    kernels, facts = read("run.csv")   # details page (any of the three header layouts) or raw page
+
+One row per kernel launch: identity columns from the export, every metric under its ncu name in SI
+base units (float64), string metrics as strings.
+
+How (../shared/docs/ncu-formats.md §1, §5). The details page has two readers, each giving the identical
+table (tests/importers/test_ncu_csv_readers.py), chosen by `read(path, reader=...)`:
+  - the prefix scan (scan.py), plain files only: its compiled twin (nsroof/importers/_rowscan.c, built
+    when a C compiler is there at install time), or its pure-Python twin where it was not built;
+  - the robust reader (robust.py) for everything the scan declines (gzip, text lines among the rows,
+    rows broken by an unescaped quote in an NVTX name ...), with its row-level repairs and
+    line-numbered errors.
+Then, for the whole file at once (values.py): the number style is decided from all value cells, units
+are converted per distinct (metric, unit) pair, values are scattered into a kernels x metrics array.
+The raw page (one row per launch, raw.py) goes through the robust reader's blocks. No per-cell Python.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pandas as pd
+
+from nsroof.errors import InputError
+from nsroof.importers import _ncunumbers as numbers
+from nsroof.importers import _ncutext as text
+from nsroof.importers.kernel_table import assemble, fill_launch_identity
+from nsroof.importers.ncu_csv import scan
+from nsroof.importers.ncu_csv.layout import Collected, Layout, find_layout, identity_frame, positions
+from nsroof.importers.ncu_csv.raw import read_raw
+from nsroof.importers.ncu_csv.robust import details_robust
+from nsroof.importers.ncu_csv.values import parse_values, pivot_details
+from nsroof.schema import FileFacts
+
+FORMAT_DETAILS = "ncu-csv:details"
+FORMAT_RAW = "ncu-csv:raw"
+RAW_EXPORT_COMMAND = "ncu -i REPORT.ncu-rep --csv --page raw --print-units base"
+
+# read(path, reader=...): which details-page reader reads the file (the raw page has one reader)
+READERS = {
+    "auto": "the scan (compiled where built, else Python), the robust reader for what it declines",
+    "scan": "ncu_csv compiled scan",
+    "python": "ncu_csv Python scan",
+    "robust": "ncu_csv robust reader",
+}
+
+# Counters whose presence means the roofline can be computed (names from roofline-metrics.md §3-4).
+_BYTES_PATTERN = re.compile(
+    r"^(dram__bytes|dram__sectors|lts__t_bytes|lts__t_sectors|l1tex__t_bytes|l1tex__t_sectors|"
+    r"derived__lts__lts2xbar|derived__l1tex__lsu_writeback|l1tex__lsu_writeback|lts__lts2xbar)"
+)
+_FLOPS_PATTERN = re.compile(r"^((sm|smsp)__sass_thread_inst_executed_op_|sm__ops_path_tensor_|derived__sm)")
+
+
+class ReaderDeclined(InputError):
+    """read(path, reader="scan" or "python") on a file that reader does not vouch for."""
+
+
+def read(path: str | os.PathLike[str], reader: str = "auto") -> tuple[pd.DataFrame, FileFacts]:
+    """Read an ncu CSV export (details or raw page) into the normalized kernel table and its file facts.
+
+    reader: "auto" (the scan, the robust reader for what it declines), or one details-page reader alone
+    ("scan": the compiled scan, "python": its pure-Python twin, "robust"); a reader alone that declines
+    the file raises ReaderDeclined. facts.reader names the one that read it."""
+    if reader not in READERS:
+        raise ValueError(f"reader must be one of {sorted(READERS)}, not {reader!r}")
+    export = text.open_export(path)
+    try:
+        export.check_complete()
+        layout = find_layout(export)
+        if layout.page == "details":
+            return _read_details(export, layout, reader)
+        frame, units, style, collected = read_raw(export, layout)
+        return frame, _finish(export, layout, frame, units, style, collected, FORMAT_RAW, "robust")
+    finally:
+        export.close()
+
+
+def _read_details(export: text.Export, layout: Layout, reader: str) -> tuple[pd.DataFrame, FileFacts]:
+    collected = Collected()
+    fast = None
+    used = "robust"
+    if reader != "robust":
+        compiled = reader == "scan" or (reader == "auto" and scan.compiled_available())
+        used = "scan" if compiled else "python"
+        fast = scan.details_scan(export, layout, compiled=compiled)
+        if fast is None and reader != "auto":
+            raise ReaderDeclined(export.path, f"the {READERS[used]} does not read this file",
+                                 hint="read it with reader='auto' (the robust reader takes what the scan declines)")
+    if fast is not None:
+        uids, ident_table, rows = fast
+    else:
+        used = "robust"
+        uids, ident_table, rows = details_robust(export, layout, collected)
+    columns: dict[str, Any] = {}
+    units: dict[str, str] = {}
+    style = numbers.StyleDecision("C", "no numbers")
+    # the value cells are parsed on a worker thread (Arrow compute, mostly without the GIL) while the
+    # identity table is built here (Python)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsroof-numbers") as pool:
+        parsing = pool.submit(parse_values, export, rows) if len(rows.kernel_ids) else None
+        identity = identity_frame(export, layout, uids, ident_table)
+        kernel_ids = identity["kernel_id"].to_numpy()
+        if parsing is not None:
+            kidx = positions(kernel_ids, rows.kernel_ids)
+            columns, units, style = pivot_details(export, rows, kidx, len(kernel_ids), parsing)
+    frame = assemble(identity, columns)
+    fill_launch_identity(frame)
+    return frame, _finish(export, layout, frame, units, style, collected, FORMAT_DETAILS, used)
+
+
+def _finish(
+    export: text.Export,
+    layout: Layout,
+    frame: pd.DataFrame,
+    units: dict[str, str],
+    style: numbers.StyleDecision,
+    collected: Collected,
+    fmt: str,
+    reader: str,
+) -> FileFacts:
+    warnings: list[str] = []
+    hints: list[str] = []
+    for msg in export.preamble.messages("==ERROR==")[:3] + export.preamble.messages("==WARNING==")[:3]:
+        warnings.append(f"ncu said before the results: {msg}")
+    if collected.bad_rows:
+        line, _ = collected.bad_rows[0]
+        warnings.append(
+            f"{len(collected.bad_rows)} row(s) had an unescaped quote in an NVTX range name (first at line {line}); "
+            "recovered them — keep '\"' out of NVTX range names"
+        )
+    if collected.text_lines:
+        line, first = collected.text_lines[0]
+        warnings.append(f"skipped {len(collected.text_lines)} non-CSV line(s) among the rows "
+                        f"(first at line {line}: {first[:80]!r})")
+    if style.evidence.startswith("ambiguous"):
+        warnings.append(f"number style {style.style}: {style.evidence}")
+    _roofline_hints(layout, frame, hints)
+    return FileFacts(format=fmt, source=export.path.name, layout=layout.name, metric_units=units,
+                     number_style=style.style, number_style_evidence=style.evidence, warnings=warnings,
+                     hints=hints, reader=f"nsroof {READERS[reader]}")
+
+
+def _roofline_hints(layout: Layout, frame: pd.DataFrame, hints: list[str]) -> None:
+    cols = [str(c) for c in frame.columns]
+    has_bytes = any(_BYTES_PATTERN.match(c) for c in cols)
+    has_flops = any(_FLOPS_PATTERN.match(c) for c in cols)
+    if has_bytes and has_flops:
+        return
+    lacking = " and ".join(w for w, ok in (("byte", has_bytes), ("FLOP", has_flops)) if not ok)
+    if layout.page == "details":
+        hints.append(
+            f"this details-page export holds no {lacking} counters; the raw page of the same report lists "
+            f"every metric ncu collected: `{RAW_EXPORT_COMMAND}` (if it lacks them too, profile with "
+            "`ncu --set roofline` or `--metrics` with the roofline counters)"
+        )
+    else:
+        hints.append(
+            f"this export holds no {lacking} counters; profile with `ncu --set roofline` "
+            "(or `--metrics` with the roofline counters), then "
+            f"`{RAW_EXPORT_COMMAND}`"
+        )

@@ -1,0 +1,137 @@
+"""The layout stays true: nsroof's modules import only downward through the layers, with no cycle,
+and no module grows past the size a reader can hold in mind.
+
+Layers, bottom to top (README, "Architecture"):
+    helpers → models → importers → report → pipeline → dataset → collectors → commands
+The package facade (`nsroof/__init__.py`) and `__main__` may import anything (the facade resolves its
+names lazily, so importing `nsroof` loads none of them).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "nsroof"
+
+# module prefix -> layer rank; the longest matching prefix wins
+LAYERS: dict[str, int] = {
+    "nsroof._version": 0, "nsroof.schema": 0, "nsroof.units": 0, "nsroof.errors": 0, "nsroof.atomic": 0, "nsroof.digest": 0,
+    "nsroof._distinct": 0,
+    "nsroof.models": 1,
+    "nsroof.importers": 2,
+    "nsroof.report": 3,
+    "nsroof.pipeline": 4,
+    "nsroof.dataset": 5,
+    "nsroof.collectors": 6,
+    "nsroof.examples": 6,
+    "nsroof.commands": 7, "nsroof.cli": 7,
+}
+FACADE = {"nsroof", "nsroof.__main__"}
+MAX_LINES = 800
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every nsroof module `path` imports, at top level or inside functions (a lazy import is still a
+    dependency), `from X import Y` counted as X.Y when Y is a module."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    modules = set(all_modules())
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            submodules = {f"{target}.{a.name}" for a in node.names} & modules
+            found.update(submodules)
+            if len(submodules) < len(node.names):  # some names are attributes of `target` itself
+                found.add(target)
+    return {m for m in found if m in modules and m != name}
+
+
+def all_modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer(module: str) -> int | None:
+    best = max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len, default=None)
+    return None if best is None else LAYERS[best]
+
+
+def graph() -> dict[str, set[str]]:
+    return {name: imported_modules(path) for name, path in all_modules().items()}
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = [m for m in all_modules() if m not in FACADE and layer(m) is None]
+    assert unplaced == [], f"place these modules in a layer (LAYERS above and the README): {unplaced}"
+
+
+def upward_imports(edges: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in edges.items():
+        if module in FACADE:
+            continue
+        for target in targets:
+            if target in FACADE:
+                found.append(f"{module} imports the facade {target}")
+            elif (layer(target) or 0) > (layer(module) or 0):
+                found.append(f"{module} (layer {layer(module)}) imports {target} (layer {layer(target)})")
+    return sorted(found)
+
+
+def cycles(edges: dict[str, set[str]]) -> list[str]:
+    """One cycle per back edge found by a depth-first walk, as 'a -> b -> a'."""
+    state: dict[str, int] = {}
+    found: list[str] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            if nxt in FACADE:
+                continue
+            if state.get(nxt) == 1:
+                found.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, [*stack, nxt])
+        state[node] = 2
+
+    for start in sorted(edges):
+        if start not in state and start not in FACADE:
+            visit(start, [start])
+    return found
+
+
+def test_imports_only_go_down_the_layers() -> None:
+    assert "\n".join(upward_imports(graph())) == ""
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    assert "\n".join(cycles(graph())) == ""
+
+
+def test_the_checks_see_a_violation() -> None:
+    """The walkers find an upward import and a cycle when there is one (guards the tests above)."""
+    fake = {"nsroof.models.a": {"nsroof.report.b"}, "nsroof.report.b": {"nsroof.models.a"},
+            "nsroof.importers.c": {"nsroof"}}
+    assert upward_imports(fake) == ["nsroof.importers.c imports the facade nsroof",
+                                    "nsroof.models.a (layer 1) imports nsroof.report.b (layer 3)"]
+    assert cycles(fake) == ["nsroof.models.a -> nsroof.report.b -> nsroof.models.a"]
+
+
+@pytest.mark.parametrize("module", sorted(all_modules()))
+def test_no_module_is_too_long_to_read(module: str) -> None:
+    lines = all_modules()[module].read_text(encoding="utf-8").count("\n")
+    assert lines <= MAX_LINES, f"{module}: {lines} lines; split it by responsibility"

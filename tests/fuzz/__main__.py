@@ -1,0 +1,3 @@
+from tests.fuzz.harness import main
+
+raise SystemExit(main())
