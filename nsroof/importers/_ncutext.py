@@ -54,9 +54,10 @@ class Export:
     stream: BinaryIO
     first: bytes  # bytes after the header line, already read
 
-    def blocks(self, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, memoryview]]:
+    def blocks(self, block_bytes: int | None = None) -> Iterator[tuple[int, memoryview]]:
         """(first line number, bytes) blocks of whole rows after the header, in file order (views: no
         copy). Each call reads the file afresh, so several readers can try in turn."""
+        block_bytes = block_bytes or BLOCK_BYTES
         line = self.header_line + 1
         stream = _open(self.path)
         try:
@@ -74,7 +75,7 @@ class Export:
                 cut = _row_boundary(buf)
                 if cut < 0:  # one row longer than a block: read on, up to the longest cell there can be
                     if len(buf) > block_bytes + MAX_FIELD_BYTES:
-                        raise InputError(self.path, f"a quoted cell runs on for more than {MAX_FIELD_BYTES >> 20} MiB "
+                        raise InputError(self.path, f"a quoted cell runs on for more than {MAX_FIELD_BYTES:,} bytes "
                                          "(an unbalanced quote, or the file is damaged)", line=line, hint=EXPORT_HINT)
                     carry = buf
                     continue

@@ -76,38 +76,51 @@ def test_stray_carriage_return_in_the_header_is_a_clean_error(tmp_path: Path) ->
     assert err.line == 3 and "header" in err.cause
 
 
+def nvtx_row_with_a_stray_quote(data_dir: Path, **cells: str) -> bytes:
+    """raw_2022_nvtx.csv with an unescaped quote in launch 0's NVTX range name (ncu does not escape it, so
+    the robust reader rebuilds the row from both ends) and the given cells of that row replaced."""
+    lines = (data_dir / "ncu" / "raw_2022_nvtx.csv").read_bytes().split(b"\n")
+    header = next(csv.reader([lines[0].decode()]))
+    row = lines[2].decode()
+    for name, value in cells.items():
+        old = next(csv.reader([row]))[header.index(name)]
+        row = row.replace(f'"{old}"', f'"{value}"', 1)
+    lines[2] = row.replace(":train_step:", ':train "step":', 1).encode()
+    return b"\n".join(lines)
+
+
 def test_a_1_mb_kernel_name_in_a_recovered_nvtx_row_is_read(data_dir: Path, tmp_path: Path) -> None:
     # the NVTX-quote recovery parsed cells with the csv module's 128 KiB field limit -> _csv.Error
-    text = (data_dir / "ncu" / "raw_2022_nvtx.csv").read_bytes()
-    assert b"void " in text
-    big = b"void k<" + b"A" * (1 << 20) + b">"
-    path = write(tmp_path, text.replace(b"void ", big + b" ", 1))
-    kernels, _ = ncu_csv.read(path)
-    assert kernels["kernel_name"].str.len().max() > (1 << 20)
+    big = "void k<" + "A" * (1 << 20) + ">()"
+    kernels, facts = ncu_csv.read(write(tmp_path, nvtx_row_with_a_stray_quote(data_dir, **{"Kernel Name": big})))
+    assert kernels.loc[kernels["kernel_id"] == 0, "kernel_name"].iloc[0] == big
+    assert any("unescaped quote" in w for w in facts.warnings)
 
 
-def test_a_cell_beyond_the_field_limit_is_refused_with_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the limit (16 MiB) shrunk for the test: a cell longer than it, in a row the robust reader must
-    # parse with the csv module (an unescaped quote in it), is one line naming the row
+def test_a_cell_beyond_the_field_limit_is_refused_with_its_line(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the limit shrunk for the test (16 MiB in use): a longer cell, in a row only the csv module can
+    # rebuild, is one line naming the row and the limit
     monkeypatch.setattr(_ncutext, "MAX_FIELD_BYTES", 1 << 16)
     old = csv.field_size_limit(1 << 16)
     try:
-        lines = list(RAW_LINES)
-        lines[5] = lines[5].replace(b'"void sgemm', b'"void "' + b"B" * (1 << 17) + b'" sgemm', 1)
+        data = nvtx_row_with_a_stray_quote(data_dir, **{"Host Name": "h" * (1 << 17)})
         with pytest.raises(InputError) as err:
-            ncu_csv.read(write(tmp_path, b"\n".join(lines)))
+            ncu_csv.read(write(tmp_path, data))
     finally:
         csv.field_size_limit(old)
-    assert err.value.line == 6 and "64 KiB" not in err.value.cause
+    assert err.value.line == 3 and "a cell longer than 65,536 bytes" in err.value.cause
 
 
-def test_an_unbalanced_quote_in_a_large_export_is_refused_in_one_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unbalanced_quote_is_refused_past_the_longest_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # fuzz: ragged_row left one quote open: the row-boundary search re-counted the quotes from the
     # block's start for every line (10 s on 2.7 MB); now one pass, and a cell may not run past the limit
-    monkeypatch.setattr(_ncutext, "MAX_FIELD_BYTES", 1 << 16)
-    lines = RAW_LINES[:5] + [b'"9","4242","x", "open quote'] + [RAW_LINES[5]] * 2000
+    monkeypatch.setattr(_ncutext, "MAX_FIELD_BYTES", 1 << 12)
+    monkeypatch.setattr(_ncutext, "BLOCK_BYTES", 1 << 12)
+    lines = RAW_LINES[:5] + [b'"9","4242","x", "open quote'] + [RAW_LINES[5]] * 2000 + [b""]
     err = one_line_error(write(tmp_path, b"\n".join(lines)))
-    assert err.line is not None
+    assert "a quoted cell runs on for more than 4,096 bytes" in err.cause and err.line is not None
 
 
 def test_damaged_gzip_stream_is_a_clean_error(tmp_path: Path) -> None:

@@ -204,7 +204,7 @@ def _csv_error(raw: str) -> str:
         rows = list(csv.reader(io.StringIO(raw), strict=True))
     except csv.Error as exc:
         if "field limit" in str(exc):
-            return f"a cell longer than {text.MAX_FIELD_BYTES >> 20} MiB (no real name is)"
+            return f"a cell longer than {text.MAX_FIELD_BYTES:,} bytes (no real name is that long)"
         return f"unreadable CSV row ({exc})"
     return "row ends inside a quoted field" if len(rows) <= 1 else "a line break outside a quoted cell"
 
