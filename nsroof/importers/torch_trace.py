@@ -84,6 +84,11 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def _is_shape(v: Any) -> bool:
+    """One tensor's Input Dims entry: a list of integers ([] for a scalar or a non-tensor argument)."""
+    return isinstance(v, list) and all(_is_int(s) for s in v)
+
+
 def _nested(v: Any, leaf: Callable[[Any], bool], depth: int) -> bool:
     """v is a list nested at most `depth` levels whose leaves pass `leaf` (iterative: never recurses)."""
     todo = [(v, depth)]
@@ -112,7 +117,9 @@ CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "dim3": (lambda v: isinstance(v, str) or (isinstance(v, list) and len(v) == 3 and all(_is_number(x) for x in v)),
              "a list of 3 numbers"),
     # tensor lists give a list of shapes per input: 3 levels at most
-    "shapes": (lambda v: isinstance(v, list) and _nested(v, _is_int, 3), "a list of shapes (lists of integers)"),
+    "shapes": (lambda v: isinstance(v, list) and all(_is_shape(x) or (isinstance(x, list) and all(map(_is_shape, x)))
+                                                     for x in v),
+               "a list of shapes (lists of integers) or of shape lists"),
     "values": (lambda v: isinstance(v, list) and _nested(v, _scalar, 3), "a list of values"),
 }
 EVENT_FIELDS: dict[str, str] = {"name": "text", "cat": "text", "ph": "text", "ts": "number", "dur": "number",

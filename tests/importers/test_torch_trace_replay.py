@@ -239,6 +239,8 @@ def test_wrong_field_types_name_the_event_and_field(tmp_path: Path, field: str, 
 @pytest.mark.parametrize(("arg", "value"), [
     ("External id", "10"), ("correlation", 1.5), ("Sequence number", True), ("grid", [1, 2]),
     ("Input Dims", [[[[[1]]]]]), ("Input Dims", "[[8, 16]]"), ("Concrete Inputs", [{"x": 1}]),
+    # a shape mixing a list and an integer (fuzz seed 1 case 2831: it reached the cost model's numel)
+    ("Input Dims", [[[], 16], [32, 16], [32]]),
 ])
 def test_wrong_arg_types_name_the_event_and_arg(tmp_path: Path, arg: str, value: Any) -> None:
     data = _training_trace()
