@@ -236,7 +236,7 @@ def test_two_steps_against_four_compare_per_step(tmp_path: Path) -> None:
     assert "normalised: per step (before 2 steps, after 4)" in text
     assert "warning: step counts differ: 2 vs 4" in text
     # per step: 7 ms -> 7 ms, not the 14 ms -> 28 ms ("speedup 0.50x") of the raw totals
-    assert "GPU time: 7.000 ms -> 7.000 ms (±0.00 us, speedup 1.00x)" in text
+    assert "GPU time: 7.000 ms -> 7.000 ms (±0.000 ns, speedup 1.00x)" in text
     raw = cmp.render(cmp.compare(a, b, per="run"))
     assert "speedup 0.50x" in raw and "launch counts differ for 2 matched kernel(s)" in raw
 

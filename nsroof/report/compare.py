@@ -35,6 +35,7 @@ import pandas as pd
 
 from nsroof.errors import NsroofError
 from nsroof.schema import LEVELS
+from nsroof.units import human_time
 
 KEY: tuple[str, str] = ("function", "nvtx_path")
 NO_RANGE = "(no NVTX range)"
@@ -415,14 +416,7 @@ def _nz(v: float) -> float:
 
 
 def _s(v: float) -> str:
-    if pd.isna(v):
-        return "—"
-    v = float(v)
-    if abs(v) >= 1:
-        return f"{v:.3f} s"
-    if abs(v) >= 1e-3:
-        return f"{v * 1e3:.3f} ms"
-    return f"{v * 1e6:.2f} us"
+    return "—" if pd.isna(v) else human_time(float(v), decimals=3)
 
 
 def _signed_s(v: float) -> str:
