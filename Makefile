@@ -33,7 +33,7 @@ bench: $(STAMP)
 FUZZ_COUNT ?= 10000
 FUZZ_SEED ?= 1
 FUZZ_JOBS ?= 1
-fuzz:
+fuzz: $(STAMP)
 	$(PY) -m tests.fuzz --count $(FUZZ_COUNT) --seed $(FUZZ_SEED) --jobs $(FUZZ_JOBS)
 
 demo: $(STAMP)
