@@ -59,6 +59,7 @@ class ProfileResult:
     step_source: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)  # what the Parquet file's metadata holds
     trace_facts: dict[str, Any] = field(default_factory=dict)  # what nsroof recorded in the trace
+    step_window: str = ""  # the steps kept, when --steps/--warmup selected a window
 
 
 # --------------------------------------------------------------------------- the context manager
@@ -181,7 +182,10 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
                 f"{marked} step(s) ({source or 'no optimizer step and no nsroof.step()'}) — lower --warmup, "
                 "or call nsroof.step() at the end of each step")
         warnings += built.warnings
-        return ProfileResult(built.frame, machine, trace, warnings, marked, source, built.metadata, self._facts)
+        window = (f"; recorded steps {steps_info['window']}: {steps_info['kept']} of {steps_info['rows']} rows"
+                  if "window" in steps_info else "")
+        return ProfileResult(built.frame, machine, trace, warnings, marked, source, built.metadata, self._facts,
+                             window)
 
 
 def _file_extra(built: Any) -> dict[str, Any]:
@@ -377,6 +381,6 @@ def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, outpu
                      "set served from caches beats the DRAM roof; a compute peak measured low does the same")
     if isinstance(result, ProfileResult):
         if result.step_source:
-            lines.append(f"Steps: {result.steps_marked} marked ({result.step_source})")
+            lines.append(f"Steps: {result.steps_marked} marked ({result.step_source}){result.step_window}")
         lines.extend(f"warning: {w}" for w in result.warnings)
     return "\n".join(lines)

@@ -322,8 +322,9 @@ def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any],
     if steps is None and not warmup:
         return frame
     keep = np.array([in_window(s, bounds, warmup, steps) for s in starts], dtype=bool)
-    warnings.append(f"steps {warmup}..{warmup + (steps or 0) - 1 if steps else 'end'} of {len(bounds)} marked "
-                    f"({source or 'no step marks'}): kept {int(keep.sum())} of {len(frame)} rows")
+    # the window the profile asked for is a fact of the file, not a warning: the summary states it
+    extra["steps"] |= {"window": f"{warmup}..{warmup + (steps or 0) - 1 if steps else 'end'}",
+                       "kept": int(keep.sum()), "rows": len(frame)}
     return frame[keep].reset_index(drop=True)
 
 

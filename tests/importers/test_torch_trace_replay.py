@@ -206,7 +206,8 @@ def test_the_step_window_recorded_in_the_trace_selects_rows(tmp_path: Path) -> N
     # steps: [0, 100) warm-up, [100, 200) and [200, 300) kept, [300, …) after the window
     assert df["kind"].tolist() == ["cpu_op", "cpu_op"]
     assert df["kernel_id"].tolist() == [0, 1]
-    assert facts.extra["steps"] == {"source": "optimizer steps", "marked": 3, "warmup": 1, "steps": 2}
+    assert facts.extra["steps"] == {"source": "optimizer steps", "marked": 3, "warmup": 1, "steps": 2,
+                                  "window": "1..2", "kept": 2, "rows": 4}  # 4 relu calls, one per step 0..3; 1 and 2 kept
 
 
 # --------------------------------------------------------------------------- hostile input
