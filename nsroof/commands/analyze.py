@@ -81,5 +81,12 @@ def _analyze_dataset(inputs: tuple[Path, ...], output: Path | None, machine: str
                           overwrite=overwrite, machine=machine, aggregate=aggregate,
                           name_template=name_template, progress=progress)
     click.echo(result.summary())
+    from nsroof.commands.hints import fold_metrics_hints
+
+    hints = [h for o in result.outcomes if o.ok for h in o.hints]
+    if output.is_dir():  # a local dataset folder: the metric list goes beside its parts
+        hints = fold_metrics_hints(hints, output / "ncu-metrics.txt")
+    for hint in hints:
+        click.echo(f"hint: {hint}")
     if result.exit_code:
         raise SystemExit(result.exit_code)

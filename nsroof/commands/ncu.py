@@ -38,4 +38,7 @@ def ncu(range_name: str | None, metric_set: str, machine: str | None, output: Pa
     report, out, _cmd = ncu_run.run(list(command), output, range_name=range_name, metric_set=metric_set,
                                     machine=machine)
     report.write(out.parquet)
+    from nsroof.commands.hints import fold_metrics_hints, metrics_list_path
+
+    report.hints = fold_metrics_hints(report.hints, metrics_list_path(out.parquet))
     click.echo(render(report, top=top, output=str(out.parquet)))

@@ -71,6 +71,7 @@ class Outcome:
     devices: list[str] = field(default_factory=list)
     ceilings: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)  # e.g. the `ncu --metrics` list that completes the file
     top: list[dict[str, Any]] = field(default_factory=list)  # the file's longest kernels (DRAM rows)
     evidence: list[str] = field(default_factory=list)
     wall_s: float = 0.0
@@ -129,6 +130,7 @@ def _run(task: Task, out: Outcome) -> None:
         out.host.append(host)
 
     out.warnings = list(report.warnings)
+    out.hints = list(report.hints)
     out.rows = len(frame)
     dram = frame[frame["level"] == "dram"] if "level" in frame else frame.iloc[0:0]
     out.kernels = len(dram)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -186,8 +187,6 @@ def test_profile_threads_and_the_short_run_warning(tmp_path: Path) -> None:
 
 
 def test_the_metrics_hint_is_one_line_per_run_with_the_list_in_a_file(tmp_path: Path) -> None:
-    import shutil
-
     from nsroof.commands.hints import fold_metrics_hints
     from nsroof.models.metric_formulas import required_metrics
     from nsroof.pipeline import analyze
@@ -261,3 +260,15 @@ def test_one_kernel_key() -> None:
     import nsroof.report.ledger_join as join
 
     assert not hasattr(build, "kernel_key") and not hasattr(join, "_kernel_keys")
+
+
+def test_a_dataset_run_prints_the_hint_once_with_the_list_beside_its_parts(tmp_path: Path) -> None:
+    for name in ("a.csv", "b.csv"):  # two exports without FLOP/byte counters: two per-file hints fold into one
+        shutil.copy(REPO / "tests" / "data" / "ncu" / "details_new.csv", tmp_path / name)
+    out = tmp_path / "ds"
+    result = CliRunner().invoke(cli, ["analyze", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "-o", str(out),
+                                      "--machine", "h100", "-j", "1"])
+    assert result.exit_code == 0, result.output
+    (line,) = [ln for ln in result.stdout.splitlines() if "lack roofline counters" in ln]
+    assert line.startswith("hint: ") and "in 2 files" in line and f"$(cat {out / 'ncu-metrics.txt'})" in line
+    assert (out / "ncu-metrics.txt").read_text().count(",") > 10
