@@ -84,8 +84,9 @@ def _analyze_dataset(inputs: tuple[Path, ...], output: Path | None, machine: str
     from nsroof.commands.hints import fold_metrics_hints
 
     hints = [h for o in result.outcomes if o.ok for h in o.hints]
-    if output.is_dir():  # a local dataset folder: the metric list goes beside its parts
-        hints = fold_metrics_hints(hints, output / "ncu-metrics.txt")
+    if output.is_dir():  # a local dataset folder: the metric list goes beside its parts (a "_" name: Parquet
+        # readers skip it, as they skip the dataset summary)
+        hints = fold_metrics_hints(hints, output / "_ncu-metrics.txt")
     for hint in hints:
         click.echo(f"hint: {hint}")
     if result.exit_code:

@@ -27,7 +27,8 @@ def per_kernel(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per kernel: identity, duration, and bound/roof fraction per level."""
     key = ["source", "kernel_id"]
     first = frame.drop_duplicates(key).set_index(key)
-    out = first[["function", "nvtx_path", "duration_s", "limiting", "launches", "missing"]].copy()
+    columns = ["function", "nvtx_path", "duration_s", "limiting", "launches", "missing"]
+    out = first[columns + (["kind"] if "kind" in first.columns else [])].copy()
     for level in frame["level"].astype(str).unique():
         sub = frame[frame["level"].astype(str) == level].set_index(key)
         out[f"bound_{level}"] = sub["bound"].astype(str)
@@ -35,8 +36,20 @@ def per_kernel(frame: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
+COPY_KINDS = ("memcpy", "memset")  # GPU activities that are not kernels: timed, never classified
+
+
+def is_copy(frame: pd.DataFrame) -> np.ndarray:
+    """Rows that time a memory copy or set (torch traces), not a kernel."""
+    if "kind" not in frame.columns:
+        return np.zeros(len(frame), dtype=bool)
+    return frame["kind"].astype(str).isin(COPY_KINDS).to_numpy()
+
+
 def bound_shares(frame: pd.DataFrame) -> pd.DataFrame:
-    """Share of total kernel time that is memory-, compute-bound or unknown, per level."""
+    """Share of total kernel time that is memory-, compute-bound or unknown, per level (copies and sets,
+    which are not kernels, left out)."""
+    frame = frame[~is_copy(frame)]
     rows = []
     for level, sub in frame.groupby(frame["level"].astype(str), sort=False, observed=True):
         d = sub["duration_s"].astype("float64").fillna(0.0)
@@ -66,7 +79,11 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
         for level, sub in frame.groupby(frame["level"].astype(str), sort=False, observed=True)
     )
     launches = int(kernels["launches"].fillna(1).sum())
-    lines.append(f"{len(kernels)} kernels ({launches} launches, {human_time(total)}) from {sources} on {devices}")
+    copies = is_copy(kernels)
+    what = f"{len(kernels)} kernels"
+    if copies.any():
+        what = f"{int((~copies).sum())} kernels + {int(copies.sum())} memory copies/sets"
+    lines.append(f"{what} ({launches} launches, {human_time(total)}) from {sources} on {devices}")
     lines += _ceiling_lines(ceilings, getattr(report, "metadata", {}) or {})
     if output:
         lines.append(f"report: {output}")
@@ -75,18 +92,24 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
     ]
 
     lines.append("")
-    lines.append(f"Top {min(top, len(kernels))} kernels by time (bound and fraction of the attainable roof per level)")
+    lines.append(f"Top {min(top, len(kernels))} {'kernels and copies' if copies.any() else 'kernels'} by time (bound and "
+                 "fraction of the attainable roof per level)")
     header = f"  {'function':<34} {'time':>9} {'share':>6}  " + "".join(f"{lv.upper():<15}" for lv in levels) + "limiting"
     lines.append(header)
     ranked = kernels.sort_values("duration_s", ascending=False, na_position="last").head(top)
     for _, k in ranked.iterrows():
         share = k["duration_s"] / total if total and np.isfinite(k["duration_s"]) else np.nan
         share_text = f"{share:.1%}" if np.isfinite(share) else "?"
-        cells = "".join(f"{_cell(k[f'bound_{lv}'], k[f'fraction_{lv}']):<15}" for lv in levels)
+        copy = str(k.get("kind", "")) in COPY_KINDS
+        cells = "".join(f"{'(copy/set)' if copy else _cell(k[f'bound_{lv}'], k[f'fraction_{lv}']):<15}" for lv in levels)
         name = _short(k["function"] or k.get("kernel_name", ""), 34)
         lines.append(f"  {name:<34} {human_time(k['duration_s']):>9} {share_text:>6}  {cells}{k['limiting'] or '-'}")
 
     lines.append("")
+    if copies.any():
+        copy_s = float(kernels.loc[copies, "duration_s"].astype("float64").sum())
+        lines.append(f"Memory copies/sets: {human_time(copy_s)} ({copy_s / total:.1%} of the time), not kernels: "
+                     "timed, never classified")
     lines.append("Share of kernel time by bound")
     lines.append(f"  {'level':<6} {'memory':>8} {'compute':>8} {'unknown':>8}")
     for _, row in bound_shares(frame).iterrows():
@@ -99,7 +122,7 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
         lines.append("")
         lines.extend(gains)
 
-    unknown = frame[frame["bound"].astype(str) == "unknown"]
+    unknown = frame[(frame["bound"].astype(str) == "unknown").to_numpy() & ~is_copy(frame)]
     if len(unknown):
         lines.append("")
         n_kernels = unknown.drop_duplicates(["source", "kernel_id"]).shape[0]

@@ -333,3 +333,20 @@ def test_replay_backward_kernels_carry_their_forward_ops_annotations(shared_fixt
         assert set(expected) <= set(row["nvtx_ranges"]), (row["op"], expected, row["nvtx_path"])
         checked += len(expected) > 0
     assert checked >= 10  # 202 of the 1,154 kernels are backward kernels whose forward op is annotated
+
+
+def test_the_summary_counts_copies_apart_from_kernels(tmp_path: Path) -> None:
+    """3 kernels (8 + 6 + 2 us) and a memcpy (3 us) + memset (1 us): the copies are timed and shown, never
+    classified, and left out of the bound shares and of the 'not classified' kernels."""
+    from nsroof.pipeline import analyze
+    from nsroof.report.summary import bound_shares, render
+
+    report = analyze([_write(tmp_path, _training_trace())], machine="h100")
+    text = render(report)
+    assert text.splitlines()[0].startswith("3 kernels + 2 memory copies/sets (5 launches, 20 us)")
+    assert "Memory copies/sets: 4 us (20.0% of the time), not kernels" in text  # (3 + 1) / 20
+    assert "(copy/set)" in text and "kernels and copies by time" in text
+    dram = bound_shares(report.frame).set_index("level").loc["dram"]
+    # over the 16 us of kernels: the elementwise kernel (2 us, its enclosing op has no formula) is the unknown
+    # 2/16 = 12.5% (with the copies counted it would read (2 + 4)/20 = 30%)
+    assert dram["unknown"] == pytest.approx(2 / 16)
