@@ -28,7 +28,7 @@ PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "fp16", "tensor")
 
 # name -> (pandas dtype, description). Importers fill what the input holds; the rest is NA.
 IDENTITY_COLUMNS: dict[str, tuple[str, str]] = {
-    "source": ("object", "input file name (or 'torch.profiler' for a live profile)"),
+    "source": ("object", "input file name (a live profile: the chrome trace it saved)"),
     "kernel_id": ("int64", "launch ID as printed by the profiler (ncu 'ID'); unique within a source"),
     "process_id": ("Int64", "OS process ID"),
     "process_name": ("object", "process name"),
@@ -94,7 +94,7 @@ class Field:
 _S, _F, _I, _B = pa.string(), pa.float64(), pa.int64(), pa.bool_()
 
 REPORT_FIELDS: tuple[Field, ...] = (
-    Field("source", _S, "", "input file name, or 'torch.profiler' for a live profile", True),
+    Field("source", _S, "", "input file name (a live profile: the chrome trace it saved, REPORT.trace.json.gz)", True),
     Field("kernel_id", _I, "", "launch ID within the source (first ID of the group when aggregated)"),
     Field("launches", _I, "count", "launches merged into this row (1 unless --aggregate)"),
     Field("kind", _S, "", "what the row times: kernel, memcpy or memset (GPU activities; copies and sets are never "
