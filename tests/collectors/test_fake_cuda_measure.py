@@ -22,6 +22,7 @@ elapsed_time), and torch.version.cuda. nvidia-smi is a fake executable on PATH t
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import math
 import os
@@ -309,12 +310,12 @@ def test_nsroof_measure_device_cuda_quick_on_a_fake_device(fake_cuda: HostDevice
     built = _small_plan(monkeypatch)
     out = tmp_path / "machine.json"
     res = CliRunner().invoke(cli, ["measure", "--device", "cuda", "--quick", "--budget", "2", "--threads", "1",
-                                   "-o", str(out)])
+                                   "-o", str(out), "--csv", str(tmp_path / "points.csv")])
     assert res.exit_code == 0, res.output
     assert f"device   {NAME}  CC 9.0" in res.stdout
     cached = tmp_path / "cache" / "cuda-nvidia-h100-80gb-hbm3.json"  # commands.measure.cache_path: one per device name
     assert f"cached as {cached}" in res.stdout and cached.is_file()
-    assert f"wrote {out}" in res.stdout
+    assert f"wrote {out}" in res.stdout and "points)" in res.stdout
 
     raw = json.loads(out.read_text())
     assert raw == json.loads(cached.read_text())
@@ -331,6 +332,19 @@ def test_nsroof_measure_device_cuda_quick_on_a_fake_device(fake_cuda: HostDevice
     budget = [p for p in raw["points"] if p["kind"] == "gemm" and p["status"] == "skipped"]
     assert budget and all(p["reason"] for p in budget)  # 8192³ on a CPU in 2 s: most of the sweep is skipped
 
+    import pandas as pd
+
+    assert len(pd.read_csv(tmp_path / "points.csv")) == len(raw["points"])  # the --csv of `make gpu-check`
+
+    # what `make gpu-check` writes into docs/measurements.md from this profile
+    spec = importlib.util.spec_from_file_location("gpu_check_report", REPO / "scripts" / "gpu_check_report.py")
+    assert spec is not None and spec.loader is not None
+    report_script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report_script)
+    entry = report_script._machine_lines(out)
+    assert entry[0].startswith(f"- device: {NAME} (CC 9.0, 132 SMs, uuid GPU-{UUID}), driver 550.54.15, CUDA 12.8")
+    assert any(line.startswith("- bandwidth dram: ") for line in entry)
+
     machine = load(out)
     assert machine.kind == "gpu" and machine.label == "measured:machine.json"
     res = CliRunner().invoke(cli, ["machines", "--machine", str(out)])
@@ -340,8 +354,6 @@ def test_nsroof_measure_device_cuda_quick_on_a_fake_device(fake_cuda: HostDevice
     export = REPO / "tests" / "data" / "ncu" / "details_new.csv"  # the project's own small GPU export
     res = CliRunner().invoke(cli, ["analyze", str(export), "--machine", str(out), "-o", str(report)])
     assert res.exit_code == 0, res.output
-    import pandas as pd
-
     frame = pd.read_parquet(report)
     # every row's roofs come from the profile (the compute roof only where the run measured the row's dtype
     # within its 2 s budget on this shared CPU: "compute=unknown; memory=measured:machine.json#…" otherwise)
