@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from nsroof.collectors.measure import timing
 from nsroof.collectors.measure.plan import DTYPE_BYTES, Plan
 from nsroof.collectors.measure.timing import Timer, Timing
 
@@ -123,7 +124,7 @@ def make_call(dtype: str, shape: GemmShape, plan: Plan, seed: int) -> tuple[Call
     if dtype == "fp8":
         # _scaled_mm wants B column-major: the transpose of a row-major [N, K] weight, as LLM weights are stored.
         b_sets = [b0.t().contiguous().t()] + [b0.t().contiguous().t() for _ in range(n_sets - 1)]
-        scale = torch.ones((), device=device, dtype=torch.float32)
+        scale = torch.ones((), device=timing.allocation_device(device), dtype=torch.float32)
 
         def call_fp8(i: int) -> Any:
             j = i % n_sets
@@ -131,7 +132,7 @@ def make_call(dtype: str, shape: GemmShape, plan: Plan, seed: int) -> tuple[Call
 
         return call_fp8, n_sets
     b_sets = [b0] + [b0.clone() for _ in range(n_sets - 1)]
-    out = torch.empty((shape.m, shape.n), device=device, dtype=src)  # reused: time the product, not the allocator
+    out = torch.empty((shape.m, shape.n), device=timing.allocation_device(device), dtype=src)  # reused: time the product, not the allocator
 
     def call(i: int) -> Any:
         j = i % n_sets
@@ -147,6 +148,7 @@ def random_tensor(shape: tuple[int, ...], dtype: Any, device: str, seed: int, *,
     import torch
 
     numel = math.prod(shape)
+    device = timing.allocation_device(device)
     gen = torch.Generator(device=device).manual_seed(seed)
     first = torch.rand(min(numel, block), generator=gen, device=device, dtype=torch.float32).mul_(2).sub_(1).to(dtype)
     out = torch.empty(numel, device=device, dtype=dtype)

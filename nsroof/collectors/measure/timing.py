@@ -162,6 +162,15 @@ class CudaTimer:
         return summarize(samples, inner=inner, clock=self.clock)
 
 
+def allocation_device(device: str) -> str:
+    """The torch device the sweep allocates on to measure `device`: that device itself. Every tensor of
+    the sweep is made through here (the GEMM operands, output and fp8 scale, the memory pool, the spin-up
+    operands), so the one test that runs the whole CUDA control flow on a CPU-only torch
+    (tests/collectors/test_fake_cuda_measure.py) lands "cuda" tensors on the CPU by replacing this one
+    function, not torch's factories."""
+    return device
+
+
 def spin_up(device: str, seconds: float) -> float:
     """Run matrix products for `seconds` before measuring: clocks ramp up from idle (a GPU idles at a
     few hundred MHz) and a VM's first touches of memory and threads are slow. Returns the time spent."""
@@ -171,8 +180,9 @@ def spin_up(device: str, seconds: float) -> float:
         return 0.0
     n = 1024 if device == "cpu" else 4096
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
-    a = torch.rand((n, n), device=device, dtype=dtype)
-    b = torch.rand((n, n), device=device, dtype=dtype)
+    where = allocation_device(device)
+    a = torch.rand((n, n), device=where, dtype=dtype)
+    b = torch.rand((n, n), device=where, dtype=dtype)
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         for _ in range(4):
