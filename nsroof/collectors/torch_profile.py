@@ -247,10 +247,14 @@ def resolve_machine(spec: Machine | str | os.PathLike[str] | None, *, cuda: bool
     if cuda:
         import torch
 
+        from nsroof.collectors.measure.cache import cached_gpu_profile
+
         name = torch.cuda.get_device_name()
-        found = machines.lookup_device(name)
+        # the device's own measured roofline when `nsroof measure --device cuda` cached one, else its datasheet
+        found = cached_gpu_profile(name) or machines.lookup_device(name)
         if found is None:
-            warnings.append(f"device {name!r} is not in the machine table: pass --machine or run `nsroof measure`")
+            warnings.append(f"device {name!r} is not in the machine table: pass --machine or run "
+                            "`nsroof measure --device cuda` (its profile is cached and used from then on)")
         return found
     try:
         from nsroof.collectors.measure import cpu_profile

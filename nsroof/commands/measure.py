@@ -83,9 +83,7 @@ def cache_path(result: object) -> tuple[Path | None, str]:
     """Where a measurement is cached: on CPU the file `nsroof profile` reads (keyed on CPU model, torch
     threads and versions), on a GPU one per device name. A partial measurement (--only) is not cached: a
     profile without GEMM peaks or bandwidths would pass for a complete one. (path, '') or (None, why)."""
-    import re
-
-    from nsroof.collectors.measure.cache import cache_key, resolve_cache_dir
+    from nsroof.collectors.measure.cache import cache_key, gpu_cache_path, resolve_cache_dir
 
     peaks, bandwidths = getattr(result, "peak_flop_per_s", {}), getattr(result, "bandwidth_bytes_per_s", {})
     if not peaks or not bandwidths:
@@ -94,5 +92,4 @@ def cache_path(result: object) -> tuple[Path | None, str]:
     env = getattr(result, "environment", {})
     if env.get("device") == "cpu":
         return resolve_cache_dir() / f"cpu-{cache_key()}.json", ""
-    name = re.sub(r"[^A-Za-z0-9]+", "-", str(env.get("device_name", "gpu"))).strip("-").lower() or "gpu"
-    return resolve_cache_dir() / f"cuda-{name}.json", ""
+    return gpu_cache_path(str(env.get("device_name", "gpu"))), ""

@@ -34,7 +34,8 @@ def trace_path(output: Path) -> Path:
               help="Record N steps (optimizer steps, or nsroof.step() marks).")
 @click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
               help="Steps to skip first.")
-@machine_option(when_omitted="the GPU's datasheet entry, or on CPU this CPU's measured profile (measured once, cached)")
+@machine_option(when_omitted="on a GPU its profile cached by `nsroof measure --device cuda`, else its datasheet "
+                              "entry; on CPU this CPU's measured profile (measured once, cached)")
 @output_option("the report (Parquet); the chrome trace is kept next to it as REPORT.trace.json.gz",
                default=Path("nsroof-profile.parquet"))
 @top_option("ops in the summary")

@@ -236,3 +236,25 @@ def test_profile_on_cuda_builds_the_report_from_the_trace(monkeypatch: pytest.Mo
     assert (facts["tf32"]["matmul"], facts["tf32"]["matmul_precision"], facts["tf32"]["cudnn"]) == (True, "high", True)
     assert prof.result.metadata["inputs"][0]["facts"]["tf32"]["rows"] == 1
     assert tp.profile is nsroof.profile
+
+
+def test_profile_on_cuda_prefers_the_gpus_measured_profile(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`nsroof measure --device cuda` caches one profile per GPU name; `nsroof profile` then judges against
+    it instead of the datasheet (a measured roof is the one the device really reaches)."""
+    from nsroof.collectors.measure.cache import gpu_cache_path
+    from nsroof.collectors.torch_profile import resolve_machine
+
+    monkeypatch.setenv("NSROOF_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H100 80GB HBM3")
+    warnings: list[str] = []
+    assert resolve_machine(None, cuda=True, warnings=warnings).name == "H100 SXM"  # nothing cached: the datasheet
+    measured = Machine(name="H100 measured", source="measured", environment={"device": "cuda"},
+                       peak_flop_per_s={"bf16": 7.1e14},
+                       bandwidth_bytes_per_s={"dram": 2.9e12})
+    path = gpu_cache_path("NVIDIA H100 80GB HBM3")
+    assert path == tmp_path / "cuda-nvidia-h100-80gb-hbm3.json"
+    measured.save(path)
+    found = resolve_machine(None, cuda=True, warnings=warnings)
+    assert (found.name, found.source, found.peak_flop_per_s["bf16"]) == ("H100 measured", "measured", 7.1e14)
+    path.write_text("{not json")  # a damaged cache file is not trusted: back to the datasheet
+    assert resolve_machine(None, cuda=True, warnings=warnings).name == "H100 SXM" and warnings == []

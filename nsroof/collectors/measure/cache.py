@@ -1,7 +1,10 @@
-"""`cpu_profile()`: this CPU's measured roofline, measured once (quick sweep) and cached on disk.
+"""Measured rooflines cached on disk, where `nsroof measure` writes them and `nsroof profile` reads them.
 
-The cache key is the CPU model, the torch thread count and the torch/nsroof versions, so a different
-machine, thread setting or library never reuses a stale profile.
+- `cpu_profile()`: this CPU's, measured once (quick sweep) on first use. The cache key is the CPU model,
+  the torch thread count and the torch/nsroof versions, so a different machine, thread setting or
+  library never reuses a stale profile.
+- `gpu_cache_path(device)` / `cached_gpu_profile(device)`: one file per GPU name, written only by an
+  explicit `nsroof measure --device cuda` (a GPU sweep takes minutes; it is never started implicitly).
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +57,26 @@ def cpu_profile(cache_dir: str | os.PathLike[str] | None = None, *, progress: An
     measured.save(path)
     return Machine.from_dict(measured.to_dict(), path=os.fspath(path))
 
+
+
+def gpu_cache_path(device_name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The cached profile of the GPU called `device_name` (as torch names it)."""
+    name = re.sub(r"[^A-Za-z0-9]+", "-", device_name).strip("-").lower() or "gpu"
+    return resolve_cache_dir(cache_dir) / f"cuda-{name}.json"
+
+
+def cached_gpu_profile(device_name: str, cache_dir: str | os.PathLike[str] | None = None) -> Any:
+    """The measured Machine `nsroof measure --device cuda` cached for this GPU, or None (none cached, or a
+    file that is not a complete measured profile: it is not trusted)."""
+    from nsroof.errors import NsroofError
+    from nsroof.models.machines import load_file
+
+    path = gpu_cache_path(device_name, cache_dir)
+    if not path.is_file():
+        return None
+    try:
+        machine = load_file(path)
+    except (NsroofError, json.JSONDecodeError, OSError):
+        return None
+    complete = machine.source == "measured" and machine.peak_flop_per_s and machine.bandwidth_bytes_per_s
+    return machine if complete else None
