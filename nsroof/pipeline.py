@@ -45,23 +45,20 @@ def analyze(
     """Read each export, derive its roofline quantities and classify every kernel at every level.
     `digests`: the inputs' SHA-256 already under way (nsroof.digest.start), by os.fspath(path)."""
     from nsroof import digest, importers
+    from nsroof.models import machines
     from nsroof.models.quantities import derive
     from nsroof.report import build, parquet
     from nsroof.report.aggregate import aggregate as merge_launches
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    from nsroof.models import machines
-
     fixed = machines.resolve(machine)
     resolver = machines.for_devices(fixed)
     frames: list[pd.DataFrame] = []
     warnings: list[str] = []
     hints: list[str] = []
-    formats: dict[str, str] = {}
-    file_extra: dict[str, dict[str, Any]] = {}  # format-specific facts per input (a trace's step window, TF32)
+    records: dict[str, dict[str, Any]] = {}  # what the metadata says of each input, by file name
     overrides: list[str] = []  # inputs whose ncu ceilings an explicit --machine replaces
-    versions: dict[str, dict[str, str]] = {}
     # the inputs' digests (provenance), hashed on a thread while they are parsed (hashlib releases the
     # GIL); the CLI starts them before its imports and hands them over
     given = dict(digests or {})
@@ -69,13 +66,11 @@ def analyze(
     for path in paths:
         kernels, facts = importers.read(path)
         name = Path(path).name
-        formats[name] = facts.format
-        if facts.extra:
-            file_extra[name] = dict(facts.extra)
-        # what compare needs to tell two ncu versions apart: the CSV/text layout, the .ncu-rep file version
-        versions[name] = {k: str(v) for k, v in (("layout", facts.layout),
-                                                  ("report_file_version", facts.extra.get("report_file_version")))
-                          if v not in (None, "")}
+        # the format; what compare needs to tell two ncu versions apart (the CSV/text layout, the .ncu-rep
+        # file version); format-specific facts (a trace's step window, TF32)
+        versions = (("layout", facts.layout), ("report_file_version", facts.extra.get("report_file_version")))
+        records[name] = ({"format": facts.format} | {k: str(v) for k, v in versions if v not in (None, "")}
+                         | ({"facts": dict(facts.extra)} if facts.extra else {}))
         warnings += [f"{name}: {w}" for w in facts.warnings]
         hints += [f"{name}: {h}" for h in facts.hints]
         if "source" not in kernels or kernels["source"].eq("").all():
@@ -87,8 +82,7 @@ def analyze(
         if fixed is not None:
             devices = kernels["device"].astype(str).unique() if "device" in kernels else []
             # ncu exports are GPU kernels; a torch trace is when its rows name a CUDA device
-            gpu = facts.format != "torch-trace" or any(machines.device_candidates(d) or "NVIDIA" in d
-                                                              for d in devices)
+            gpu = facts.format != "torch-trace" or any(machines.device_candidates(d) or "NVIDIA" in d for d in devices)
             warnings += [f"{name}: {w}" for w in machines.check_against_export(fixed, devices, gpu_export=gpu)]
             if build.has_ncu_ceilings(quantities):
                 overrides.append(name)
@@ -107,8 +101,7 @@ def analyze(
 
     used = _machines_used(frame, fixed, resolver)
     inputs: list[Any] = [{"name": Path(p).name, "path": os.fspath(p), "sha256": digests[os.fspath(p)].result(),
-                          "format": formats.get(Path(p).name, ""), **versions.get(Path(p).name, {})}
-                         | ({"facts": file_extra[Path(p).name]} if Path(p).name in file_extra else {}) for p in paths]
+                          **records[Path(p).name]} for p in paths]
     metadata = parquet.build_metadata(
         inputs=inputs,
         machines=used,
