@@ -336,7 +336,7 @@ def top_modules(report: pd.DataFrame, top: int = 5) -> pd.DataFrame:
 
 def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, output: str | None = None) -> str:
     """Top ops by time with their bound, the share of time memory-/compute-bound, and the coverage."""
-    from nsroof.report.summary import human_time
+    from nsroof.units import human_time
 
     report = result.report if isinstance(result, ProfileResult) else result
     if report.empty:

@@ -85,7 +85,7 @@ def write_summary(result: DatasetResult) -> str:
 def render_summary(result: DatasetResult) -> str:
     """The dataset-level summary: what landed where, time by bound per host/rank, the longest kernels
     across all inputs, and every failed input with its one-line error."""
-    from nsroof.report.summary import human_time
+    from nsroof.units import human_time
 
     ok = result.ok
     lines = [

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.schema import LEVELS
-from nsroof.units import human_time  # noqa: F401  (the one time formatter; also imported from here)
+from nsroof.units import human_time
 
 
 def _short(text: str, width: int) -> str:
