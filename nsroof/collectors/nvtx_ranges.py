@@ -103,7 +103,12 @@ def _torch_profiler_recording() -> bool:
     return bool(prof is not None and getattr(prof, "_is_profiler_enabled", False))
 
 
-def _push(name: str, record_in_profiler: bool = True) -> None:
+def _push(name: str, record_in_profiler: bool = True, fast: bool = False) -> None:
+    """Open range `name` in NVTX and, while torch.profiler records, in the profiler: as torch's Python
+    ``record_function`` (a ``user_annotation`` in the trace), or with `fast` (module ranges) as its C++
+    ``_RecordFunctionFast`` (what Inductor and FX use for their own ranges; about a tenth of the cost, which
+    matters in a launch-bound step with a module call every few ops). A fast range lands in the trace as a
+    ``cpu_op`` named by the module; the trace's ``module_ranges`` fact tells the importer it is a range."""
     domain = _nvtx()
     process_id = None
     if domain is not None:
@@ -112,11 +117,20 @@ def _push(name: str, record_in_profiler: bool = True) -> None:
             process_id = domain.start_range(_attributes(name))
     record = None
     if record_in_profiler and _torch_profiler_recording():
-        from torch.autograd.profiler import record_function
-
-        record = record_function(name)
+        record = _recorders()[fast](name)
         record.__enter__()
     _stack().append((name, (record, process_id)))
+
+
+def _recorders() -> tuple[Any, Any]:
+    """(record_function, _RecordFunctionFast), imported once."""
+    found = _STATE.get("recorders")
+    if found is None:
+        from torch._C._profiler import _RecordFunctionFast
+        from torch.autograd.profiler import record_function
+
+        found = _STATE["recorders"] = (record_function, _RecordFunctionFast)
+    return found  # type: ignore[no-any-return]
 
 
 def _pop_top() -> str:
@@ -266,9 +280,34 @@ class ModuleRanges:
 
 
 def module_range_names(model: Any, root: str | None = None) -> dict[str, str]:
-    """Qualified module name -> range name: the root is named by its class, children by their path."""
-    root_name = root or type(model).__name__
-    return {qual: (f"{root_name}.{qual}" if qual else root_name) for qual, _ in model.named_modules()}
+    """Qualified module name -> range name: the root is named by its class, children by their path. A
+    torch.compile'd module (OptimizedModule) is named as the module it wraps (see _range_name)."""
+    root_name = root or type(_original(model)).__name__
+    return {qual: _range_name(root_name, qual) for qual, _ in model.named_modules()}
+
+
+def _original(module: Any) -> Any:
+    """The module torch.compile wrapped (``OptimizedModule._orig_mod``), else the module itself."""
+    if type(module).__name__ != "OptimizedModule":
+        return module
+    inner = module._modules.get("_orig_mod")
+    return module if inner is None else inner
+
+
+def _range_name(root_name: str, qual: str) -> str:
+    # torch.compile puts the original module below its wrapper as `_orig_mod`: the path leaves that step
+    # out, so a compiled region and the modules in it keep the names the eager model has.
+    parts = [p for p in qual.split(".") if p != "_orig_mod"] if qual else []
+    return ".".join([root_name, *parts])
+
+
+def _compiling() -> Callable[[], bool]:
+    """torch.compiler.is_compiling: true while Dynamo traces. Module hooks return at once then (Dynamo folds
+    the call to a constant), so nsroof's hooks never enter a compiled graph and never break it; the
+    compiled region is attributed to the module whose call entered it (its hooks run outside the graph)."""
+    import torch
+
+    return torch.compiler.is_compiling
 
 
 def annotate_modules(model: Any, *, backward: bool = True, root: str | None = None) -> ModuleRanges:
@@ -280,53 +319,83 @@ def annotate_modules(model: Any, *, backward: bool = True, root: str | None = No
     its inputs exist; ranges still open when a backward pass ends (modules whose inputs need no gradient)
     are closed then."""
     names = module_range_names(model, root)
+    compiling = _compiling()
     handles: list[Any] = []
     for qual, module in model.named_modules():
         name = names[qual]
-        MODULE_RANGE_NAMES.add(name)
-        handles.append(module.register_forward_pre_hook(_forward_pre(name, backward)))
-        handles.append(module.register_forward_hook(_forward_post(name, backward), always_call=True))
-        if backward:
-            MODULE_RANGE_NAMES.add(name + BACKWARD_SUFFIX)
+        _register_range_name(name, backward)
+
+        def pre(module: Any, args: Any, name: str = name) -> None:
+            if not compiling():
+                _enter_module(name, args, backward)
+
+        def post(module: Any, args: Any, output: Any, name: str = name) -> None:
+            if not compiling():
+                _exit_module(name, output, backward)
+
+        handles.append(module.register_forward_pre_hook(pre))
+        handles.append(module.register_forward_hook(post, always_call=True))
     return ModuleRanges(handles, names)
+
+
+def _register_range_name(name: str, backward: bool) -> None:
+    MODULE_RANGE_NAMES.add(name)
+    if backward:
+        MODULE_RANGE_NAMES.add(name + BACKWARD_SUFFIX)
 
 
 class _GlobalNames:
     """Qualified names for modules seen by the global hooks: a module first seen without a known parent is
-    a root named by its class; its children are named by their path below it (as FlopCounterMode does)."""
+    a root named by its class; its children are named by their path below it (as FlopCounterMode does).
+    Keyed by id() for a cheap lookup on every module call; an entry goes when its module is collected."""
 
-    def __init__(self) -> None:
-        import weakref
-
-        self.names: Any = weakref.WeakKeyDictionary()
+    def __init__(self, backward: bool) -> None:
+        self.names: dict[int, str] = {}
+        self.backward = backward
 
     def of(self, module: Any) -> str:
-        name = self.names.get(module)
+        name = self.names.get(id(module))
         if name is None:
-            name = type(module).__name__
+            inner = _original(module)
+            known = self.names.get(id(inner)) if inner is not module else None
+            if known is not None:
+                self._add(module, known)  # compiled after its first eager call: the same path
+            root = type(inner).__name__
             for qual, child in module.named_modules():
-                if child not in self.names:
-                    self.names[child] = f"{name}.{qual}" if qual else name
-            name = self.names[module]
-        return str(name)
+                if id(child) not in self.names:
+                    self._add(child, _range_name(root, qual))
+            name = self.names[id(module)]
+        return name
+
+    def _add(self, module: Any, name: str) -> None:
+        import weakref
+
+        key = id(module)
+        self.names[key] = name
+        weakref.finalize(module, self.names.pop, key, None)
+        _register_range_name(name, self.backward)
 
 
 def annotate_all_modules(*, backward: bool = True) -> ModuleRanges:
     """annotate_modules for every nn.Module of the process, through torch's global module hooks: what
-    nsroof.profile uses when it cannot know the model."""
+    nsroof.profile and the ncu bootstrap use when they cannot know the model."""
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-    names = _GlobalNames()
+    names = _GlobalNames(backward)
+    known = names.names
+    compiling = _compiling()
 
     def pre(module: Any, args: Any) -> None:
-        name = names.of(module)
-        MODULE_RANGE_NAMES.add(name)
-        if backward:
-            MODULE_RANGE_NAMES.add(name + BACKWARD_SUFFIX)
-        _forward_pre(name, backward)(module, args)
+        if compiling():
+            return
+        _enter_module(known.get(id(module)) or names.of(module), args, backward)
 
     def post(module: Any, args: Any, output: Any) -> None:
-        _forward_post(names.of(module), backward)(module, args, output)
+        if compiling():
+            return
+        name = known.get(id(module))
+        if name is not None:
+            _exit_module(name, output, backward)
 
     handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True)]
     return ModuleRanges(handles, {})
@@ -345,33 +414,27 @@ def listening() -> bool:
     return _nvtx() is not None or _torch_profiler_recording()
 
 
-def _forward_pre(name: str, backward: bool) -> Callable[..., None]:
-    def hook(module: Any, args: Any) -> None:
-        if not listening():
-            return  # nothing listens: no range, no backward hooks (the post hook then finds nothing to close)
-        _push(name)
-        # Backward ranges are NVTX only (see _node_prehook), so they need an NVTX tool.
-        if backward and _nvtx() is not None:
-            inputs = _tensors_requiring_grad(args)
-            if inputs:
-                import torch
+def _enter_module(name: str, args: Any, backward: bool) -> None:
+    if not listening():
+        return  # nothing listens: no range, no backward hooks (the exit then finds nothing to close)
+    _push(name, fast=True)
+    # Backward ranges are NVTX only (see _node_prehook), so they need an NVTX tool.
+    if backward and _nvtx() is not None:
+        inputs = _tensors_requiring_grad(args)
+        if inputs:
+            import torch
 
-                bw_name = name + BACKWARD_SUFFIX
-                # Fires once the gradients of all inputs are computed: this module's backward is done.
-                torch.autograd.graph.register_multi_grad_hook(inputs, lambda grads: _pop(bw_name), mode="all")
-
-    return hook
+            bw_name = name + BACKWARD_SUFFIX
+            # Fires once the gradients of all inputs are computed: this module's backward is done.
+            torch.autograd.graph.register_multi_grad_hook(inputs, lambda grads: _pop(bw_name), mode="all")
 
 
-def _forward_post(name: str, backward: bool) -> Callable[..., None]:
-    def hook(module: Any, args: Any, output: Any) -> None:
-        _pop(name)
-        if backward and _nvtx() is not None:
-            nodes = {id(t.grad_fn): t.grad_fn for t in _tensors_requiring_grad(output) if t.grad_fn is not None}
-            if nodes:
-                _open_backward_on_first(name + BACKWARD_SUFFIX, list(nodes.values()))
-
-    return hook
+def _exit_module(name: str, output: Any, backward: bool) -> None:
+    _pop(name)
+    if backward and _nvtx() is not None:
+        nodes = {id(t.grad_fn): t.grad_fn for t in _tensors_requiring_grad(output) if t.grad_fn is not None}
+        if nodes:
+            _open_backward_on_first(name + BACKWARD_SUFFIX, list(nodes.values()))
 
 
 def _open_backward_on_first(bw_name: str, nodes: list[Any]) -> None:

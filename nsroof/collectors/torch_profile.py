@@ -71,7 +71,10 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
 
     machine: a Machine, a machine name or JSON path; default: the datasheet entry of the CUDA device, or
     on CPU the measured CPU profile (nsroof.collectors.measure.cpu_profile, cached after the first run).
-    steps / warmup: record `steps` steps after skipping `warmup` (see the module docstring).
+    steps / warmup: record `steps` steps after skipping `warmup` (see the module docstring); the profiler
+    stops once they are recorded.
+    window_optional: the window is a default rather than asked for: a run that marks no more than `warmup`
+    steps (a script without optimizer steps or nsroof.step()) is kept whole, with a note.
     modules: open a range per nn.Module call (global module hooks) so rows carry their module.
     trace: where to save the chrome trace (``.json`` or ``.json.gz``); default: a new temporary folder.
     """
@@ -85,6 +88,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         cuda: bool | None = None,
         modules: bool = True,
         trace: str | os.PathLike[str] | None = None,
+        window_optional: bool = False,
     ) -> None:
         if steps is not None and steps < 1:
             raise NsroofError(f"steps must be >= 1, got {steps}")
@@ -96,6 +100,8 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         self.cuda = cuda
         self.modules = modules
         self.trace = Path(trace) if trace is not None else None
+        self.window_optional = window_optional
+        self.notes: list[str] = []
         self.result: ProfileResult | None = None
         self._prof: Any = None
         self._cleanup: list[Any] = []
@@ -134,10 +140,12 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self._stop()
-        for undo in reversed(self._cleanup):
-            undo()
-        self._cleanup.clear()
+        try:
+            self._stop()
+        finally:
+            for undo in reversed(self._cleanup):
+                undo()
+            self._cleanup.clear()
         if exc_type is not None:
             return
         self.result = self._build()
@@ -152,17 +160,32 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         with record_function(f"{STEP_MARKER}#{source}#{self._counts[source]}"):
             pass
         if self.steps is not None:
-            active = "nsroof" if self._counts["nsroof"] else "optimizer"
-            if self._counts[active] >= self.warmup + self.steps:
+            if self._marked() >= self.warmup + self.steps:
                 self._stop()
 
     def _stop(self) -> None:
         if not self._stopped and self._prof is not None:
             self._stopped = True
-            # the facts go in while the profiler still records: kineto takes metadata only then
-            self._facts = trace_facts(cuda=self._use_cuda, steps=self.steps, warmup=self.warmup)
-            self._prof.add_metadata_json("nsroof", json.dumps(self._facts))
-            self._prof.__exit__(None, None, None)
+            self._keep_whole_run_if_too_short()
+            try:
+                # the facts go in while the profiler still records: kineto takes metadata only then
+                self._facts = trace_facts(cuda=self._use_cuda, steps=self.steps, warmup=self.warmup)
+                self._prof.add_metadata_json("nsroof", json.dumps(self._facts))
+            except Exception as exc:  # noqa: BLE001 - a fact that cannot be read must not lose the run
+                self._facts = {"version": META_VERSION, "collector": "nsroof.profile",
+                               "facts_error": f"{type(exc).__name__}: {exc}"}
+                self._prof.add_metadata_json("nsroof", json.dumps(self._facts))
+            finally:
+                self._prof.__exit__(None, None, None)
+
+    def _marked(self) -> int:
+        return self._counts["nsroof"] or self._counts["optimizer"]
+
+    def _keep_whole_run_if_too_short(self) -> None:
+        if self.window_optional and (self.steps is not None or self.warmup) and self._marked() <= self.warmup:
+            self.notes.append(f"the run marked {self._marked()} step(s), not more than the {self.warmup} warm-up "
+                              "step(s) of the default schedule: the whole run is recorded")
+            self.steps, self.warmup = None, 0
 
     # -- building the report: the saved trace through the importer and the pipeline
     def _build(self) -> ProfileResult:
@@ -172,8 +195,13 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         trace.parent.mkdir(parents=True, exist_ok=True)
         self._prof.export_chrome_trace(str(trace))
         warnings: list[str] = []
-        machine = resolve_machine(self.machine_spec, cuda=self._use_cuda, warnings=warnings)
-        built = pipeline.analyze([trace], machine=machine)
+        try:
+            machine = resolve_machine(self.machine_spec, cuda=self._use_cuda, warnings=warnings)
+            built = pipeline.analyze([trace], machine=machine)
+        except Exception as exc:  # noqa: BLE001 - the run is in the trace: say how to get its report
+            why = str(exc) if isinstance(exc, NsroofError) else f"{type(exc).__name__}: {exc}"
+            raise NsroofError(f"{why.rstrip('.')}; the profile's trace is kept: `nsroof analyze {trace}` "
+                              "rebuilds the report from it") from exc
         steps_info = _file_extra(built).get("steps", {})
         source, marked = str(steps_info.get("source", "")), int(steps_info.get("marked", 0))
         if (self.steps is not None or self.warmup) and built.frame.empty:
@@ -181,7 +209,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
                 f"no ops recorded in steps {self.warmup}..{self.warmup + (self.steps or 0) - 1}: the run marked "
                 f"{marked} step(s) ({source or 'no optimizer step and no nsroof.step()'}) — lower --warmup, "
                 "or call nsroof.step() at the end of each step")
-        warnings += built.warnings
+        warnings += self.notes + built.warnings
         window = (f"; recorded steps {steps_info['window']}: {steps_info['kept']} of {steps_info['rows']} rows"
                   if "window" in steps_info else "")
         return ProfileResult(built.frame, machine, trace, warnings, marked, source, built.metadata, self._facts,
@@ -219,19 +247,53 @@ def trace_facts(*, cuda: bool, steps: int | None, warmup: int) -> dict[str, Any]
 
 
 def tf32_settings() -> dict[str, Any]:
-    """The TF32 settings in force: matmul TF32 follows torch.get_float32_matmul_precision() ('highest'
-    forbids it; 'high' and 'medium' allow it) and torch.backends.cuda.matmul.allow_tf32; convolutions follow
-    torch.backends.cudnn.allow_tf32 (True by default)."""
+    """The TF32 settings in force, read from torch's current API where it is set, else from the legacy one,
+    never raising (torch raises when a legacy getter meets a value set through the new API).
+
+    New API (torch >= 2.9): ``torch.backends.cuda.matmul.fp32_precision`` and
+    ``torch.backends.cudnn.conv.fp32_precision`` ('tf32' allows TF32, 'ieee' forbids it, 'none' inherits from
+    ``torch.backends.cudnn.fp32_precision`` (convolutions) and ``torch.backends.fp32_precision``). Legacy API,
+    read only when the new one says 'none' all the way up: matmul TF32 follows
+    ``torch.get_float32_matmul_precision()`` ('highest' forbids it) or ``torch.backends.cuda.matmul.allow_tf32``;
+    convolutions follow ``torch.backends.cudnn.allow_tf32``."""
     import torch
 
-    precision = str(torch.get_float32_matmul_precision())
-    matmul_flag = bool(torch.backends.cuda.matmul.allow_tf32)
-    return {
-        "matmul": precision != "highest" or matmul_flag,
-        "matmul_precision": precision,
-        "cuda_matmul_allow_tf32": matmul_flag,
-        "cudnn": bool(torch.backends.cudnn.allow_tf32),
-    }
+    backends = torch.backends
+    matmul_new = _new_api_precision(backends, ("cuda", "matmul"))
+    conv_new = _new_api_precision(backends, ("cudnn", "conv"), ("cudnn",))
+    out: dict[str, Any] = {"matmul_fp32_precision": matmul_new, "conv_fp32_precision": conv_new}
+    if matmul_new != "none":
+        out |= {"matmul": matmul_new == "tf32", "matmul_api": "torch.backends.cuda.matmul.fp32_precision"}
+    else:
+        precision = _quietly(torch.get_float32_matmul_precision, "highest")
+        flag = bool(_quietly(lambda: backends.cuda.matmul.allow_tf32, False))
+        out |= {"matmul": precision != "highest" or flag, "matmul_precision": precision,
+                "cuda_matmul_allow_tf32": flag, "matmul_api": "legacy"}
+    if conv_new != "none":
+        out |= {"cudnn": conv_new == "tf32", "cudnn_api": "torch.backends.cudnn.conv.fp32_precision"}
+    else:
+        out |= {"cudnn": bool(_quietly(lambda: backends.cudnn.allow_tf32, True)), "cudnn_api": "legacy"}
+    return out
+
+
+def _new_api_precision(backends: Any, *paths: tuple[str, ...]) -> str:
+    """The first fp32_precision other than 'none' along `paths` then the generic one; 'none' when all are
+    unset (or this torch has no such API)."""
+    for path in (*paths, ()):
+        obj = backends
+        for part in path:
+            obj = getattr(obj, part, None)
+        value = str(_quietly(lambda obj=obj: getattr(obj, "fp32_precision", "none"), "none"))
+        if value != "none":
+            return value
+    return "none"
+
+
+def _quietly(read: Any, default: Any) -> Any:
+    try:
+        return read()
+    except (RuntimeError, AttributeError):
+        return default
 
 
 # --------------------------------------------------------------------------- machine

@@ -36,7 +36,7 @@ import json
 import math
 import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -279,6 +279,21 @@ def in_window(start_us: float, bounds: list[float], warmup: int, steps: int | No
 # --------------------------------------------------------------------------- read
 
 
+def split_module_ranges(ops: list[dict[str, Any]], annotations: list[dict[str, Any]],
+                        module_ranges: Sequence[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """nsroof.profile records module ranges with torch's fast C++ record function, which kineto writes as
+    ``cpu_op`` events named by the module: those named in the trace's ``module_ranges`` fact are ranges
+    (annotations), not ops."""
+    if not module_ranges:
+        return ops, annotations
+    names = set(module_ranges)
+    ranges = [e for e in ops if e.get("name") in names]
+    if not ranges:
+        return ops, annotations
+    return [e for e in ops if e.get("name") not in names], annotations + ranges
+
+
+
 def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
     top, events = load_events(path)
     name = Path(path).name
@@ -295,9 +310,10 @@ def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
         warnings.append(f"{len(frame)} CUPTI range-profiler rows and no kernel events: counters only, no kernel "
                         "durations (a range's dur is the profiling window)")
     else:
-        annotations = [e for c in ANNOTATION_CATS for e in cats.get(c, [])]
-        tree = OpTree([e for c in CPU_OP_CATS for e in cats.get(c, [])], annotations,
-                      [str(n) for n in meta.get("module_ranges", []) if isinstance(n, str)])
+        module_ranges = [str(n) for n in meta.get("module_ranges", []) if isinstance(n, str)]
+        ops, annotations = split_module_ranges([e for c in CPU_OP_CATS for e in cats.get(c, [])],
+                                               [e for c in ANNOTATION_CATS for e in cats.get(c, [])], module_ranges)
+        tree = OpTree(ops, annotations, module_ranges)
         if activities:
             # the kernel's name tells a TF32 matmul only where the trace does not record torch's TF32 switches
             by_name = tf32_policy(meta) == (None, None)
