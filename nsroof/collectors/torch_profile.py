@@ -35,6 +35,7 @@ import math
 import os
 import platform
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,9 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
 
         from nsroof.collectors import nvtx_ranges
 
+        if self.machine_spec is not None and not isinstance(self.machine_spec, Machine):
+            # a wrong --machine is said before the run, not after it
+            self.machine_spec = resolve_machine(self.machine_spec, cuda=False, warnings=[])
         use_cuda = torch.cuda.is_available() if self.cuda is None else self.cuda
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
         self._use_cuda = use_cuda
@@ -134,6 +138,12 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
             lambda opt, args, kwargs: self._boundary("optimizer"))
         self._cleanup.append(handle.remove)
         if self.modules:
+            # torch warns that global hooks also fire for torch.compile's wrapper: nsroof names the wrapper
+            # as the module it wraps, and its hooks do nothing inside the compiled graph (nvtx_ranges).
+            quiet = warnings.catch_warnings()
+            quiet.__enter__()
+            warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks")
+            self._cleanup.append(lambda: quiet.__exit__(None, None, None))
             # Forward ranges only: backward ops are attributed through autograd sequence numbers.
             self._cleanup.append(nvtx_ranges.annotate_all_modules(backward=False).remove)
         self._prof.__enter__()

@@ -234,3 +234,37 @@ def test_the_ncu_bootstrap_opens_the_run_range_around_module_ranges(nvtx_logger:
     assert log[-1] == "end nsroof 1" and "push nsroof Linear (backward)" in log
     assert log.index("push nsroof Linear (backward)") < log.index("end nsroof 1")
     assert "Linear" in modules.read_text()
+
+
+def test_global_module_ranges_survive_torch_compile(domain: RecordingDomain) -> None:
+    # Dynamo used to trace into the global hooks and fail ("... is already tracked for mutation", a weakref
+    # error); the hooks now return while Dynamo traces, and the compiled call is named as its module.
+    torch = pytest.importorskip("torch")
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x: Any) -> Any:
+            return torch.relu(self.fc(x))
+
+    model = Net()
+    compiled = torch.compile(model, backend="eager")
+    x = torch.randn(2, 4, requires_grad=True)
+    with nr.annotate_all_modules(backward=True):
+        compiled(x).sum().backward()
+        compiled(x).sum().backward()
+        model(x)  # the eager module keeps the names the compiled one had
+    pushed = [entry[1] for entry in domain.log if entry[0] == "push"]
+    assert "OptimizedModule" not in pushed
+    assert pushed[:2] == ["Net", "Net (backward)"]  # inside the graph no hook ran: one range per call
+    assert pushed[-2:] == ["Net", "Net.fc"]
+
+
+def test_range_names_leave_out_the_compile_wrapper() -> None:
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    names = nr.module_range_names(torch.compile(model, backend="eager"))
+    assert set(names.values()) == {"Sequential", "Sequential.0"}
+    assert names["_orig_mod.0"] == "Sequential.0"
