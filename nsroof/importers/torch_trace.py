@@ -35,6 +35,7 @@ import gzip
 import json
 import math
 import os
+import re
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -319,6 +320,7 @@ def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
             by_name = tf32_policy(meta) == (None, None)
             frame, starts = _gpu_rows(activities, cats, tree, top, name, warnings, tf32_by_kernel_name=by_name)
             frame, extra["tf32"] = _apply_tf32(frame, meta, warnings)
+            frame, extra["fp64_tensor"] = _apply_fp64_tensor(frame)
         else:
             frame, starts = _cpu_rows(tree, name, meta)
             if not len(frame):
@@ -496,6 +498,34 @@ def _apply_tf32(frame: pd.DataFrame, meta: dict[str, Any], warnings: list[str]) 
     if take.any():
         warnings.append(f"{int(take.sum())} fp32 matmul/conv kernel(s) judged against the TF32 tensor roof: the trace "
                         f"records TF32 allowed (matmul {matmul}, cuDNN {cudnn})")
+    return frame, facts
+
+
+# FP64 tensor cores (DMMA) exist on the data-center parts only: CC 8.0 (A100, A30), 9.0 (H100, H200, GH200),
+# 10.0 (B200, GB200); cuBLAS runs FP64 GEMMs on them there (NVIDIA A100 and H100 datasheets: "FP64 Tensor
+# Core" 19.5 / 67 TFLOP/s against 9.7 / 34 on CUDA cores). Consumer and embedded parts (8.6, 8.7, 8.9, 12.x)
+# have none; a CUTLASS SIMT kernel says so in its name.
+FP64_TENSOR_CC = frozenset({"8.0", "9.0", "10.0"})
+_FP64_SIMT_KERNEL = re.compile(r"simt", re.IGNORECASE)
+
+
+def _apply_fp64_tensor(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """fp64 matmul kernels on a device with FP64 tensor cores judged against the FP64 tensor roof (the
+    tensor peak of dtype fp64), as TF32 is picked: by the op's dtype and formula, the device, and the kernel
+    (a SIMT kernel stays on the CUDA-core fp64 roof)."""
+    formula = frame["analytic_formula"].astype(str)
+    fp64 = frame["analytic_precision"].astype(str).eq("fp64")
+    on_device = frame["cc"].astype(str).isin(FP64_TENSOR_CC)
+    simt = frame["kernel_name"].astype(str).str.contains(_FP64_SIMT_KERNEL)
+    take = fp64 & formula.isin(TF32_MATMUL_FORMULAS) & on_device & ~simt
+    facts: dict[str, Any] = {"rows": int(take.sum()),
+                             "applied": "fp64 matmul kernels on CC 8.0/9.0/10.0 (not SIMT kernels) judged against "
+                                        "the FP64 tensor roof"}
+    if take.any():
+        frame = frame.copy()
+        frame.loc[take, "analytic_precision"] = "tensor"
+        frame.loc[take, "analytic_tensor_dtype"] = "fp64"
+        frame.loc[take, "analytic_label"] = frame.loc[take, "analytic_label"].astype(str) + " [FP64 tensor cores]"
     return frame, facts
 
 

@@ -1,0 +1,73 @@
+"""FP64 GEMMs on devices with FP64 tensor cores are judged against the FP64 tensor roof, picked like TF32:
+by the op's dtype and formula, the device (CC 8.0 / 9.0 / 10.0) and the kernel (a SIMT kernel is not)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nsroof import importers
+from nsroof.models.machines import Machine
+from nsroof.pipeline import analyze
+
+# H100 SXM datasheet: FP64 Tensor Core 67 TFLOP/s, FP64 (CUDA cores) 34 TFLOP/s, 3.35 TB/s
+H100 = Machine(name="test-h100", source="file", peak_flop_per_s={"fp64": 6.7e13, "fp32": 6.7e13},
+               simt_flop_per_s={"fp64": 3.4e13, "fp32": 6.7e13}, bandwidth_bytes_per_s={"dram": 3.35e12})
+
+
+def _x(cat: str, name: str, ts: float, dur: float, **args: Any) -> dict[str, Any]:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+
+def _mm_trace(tmp_path: Path, *, kernel: str, dtype: str = "double", cc: tuple[int, int] = (9, 0)) -> Path:
+    """One torch.mm of (64×128)·(128×32) launching one kernel."""
+    kernel_event = _x("kernel", kernel, 100, 10, correlation=7, device=0, stream=7)
+    kernel_event.update(pid=0, tid=7)
+    data = {
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": cc[0], "computeMinor": cc[1]}],
+        "traceEvents": [
+            _x("cpu_op", "aten::mm", 10, 50, **{"External id": 3, "Input Dims": [[64, 128], [128, 32]],
+                                                  "Input type": [dtype, dtype]}),
+            _x("cuda_runtime", "cudaLaunchKernel", 20, 5, correlation=7, **{"External id": 3}),
+            kernel_event,
+        ],
+    }
+    path = tmp_path / f"{kernel}-{dtype}-{cc[0]}{cc[1]}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _kernel_row(path: Path) -> Any:
+    frame = analyze(path, machine=H100).frame
+    return frame[frame["kernel_name"] != ""].iloc[0]
+
+
+def test_an_fp64_gemm_on_hopper_is_judged_against_the_fp64_tensor_roof(tmp_path: Path) -> None:
+    row = _kernel_row(_mm_trace(tmp_path, kernel="sm90_xmma_gemm_f64f64_f64f64_f64_nt_tensor8x8x4"))
+    # mm(64, 32, 128) = 2·64·32·128 = 524,288 FLOP, all on the FP64 tensor roof (67 TFLOP/s, not 34)
+    assert (row["precision"], row["flops_tensor"]) == ("tensor", 2 * 64 * 32 * 128)
+    assert row["peak_flop_per_s"] == 6.7e13
+    assert "[FP64 tensor cores]" in row["flops_source"]
+
+
+@pytest.mark.parametrize(("kernel", "dtype", "cc", "why"), [
+    ("cutlass_80_simt_dgemm_128x128_8x2_nn_align1", "double", (9, 0), "a SIMT kernel runs on CUDA cores"),
+    ("ampere_dgemm_64x64_nn", "double", (8, 6), "an RTX 30xx (CC 8.6) has no FP64 tensor cores"),
+    ("volta_dgemm_128x64_nn", "double", (7, 0), "a V100 has none"),
+])
+def test_fp64_stays_on_the_cuda_core_roof_where_there_are_no_fp64_tensor_cores(
+        tmp_path: Path, kernel: str, dtype: str, cc: tuple[int, int], why: str) -> None:
+    row = _kernel_row(_mm_trace(tmp_path, kernel=kernel, dtype=dtype, cc=cc))
+    assert row["precision"] == "fp64", why
+    assert row["peak_flop_per_s"] == 3.4e13, why  # the CUDA-core (SIMT) fp64 rate
+
+
+def test_fp32_is_untouched_and_the_facts_count_the_rows(tmp_path: Path) -> None:
+    df, facts = importers.read(_mm_trace(tmp_path, kernel="sm90_xmma_gemm_f32f32", dtype="float"))
+    assert facts.extra["fp64_tensor"]["rows"] == 0
+    assert set(df["analytic_precision"]) == {"fp32"}
+    _, facts = importers.read(_mm_trace(tmp_path, kernel="sm80_xmma_gemm_f64f64", cc=(8, 0)))
+    assert facts.extra["fp64_tensor"]["rows"] == 1  # an A100: FP64 tensor cores
