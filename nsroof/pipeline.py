@@ -126,8 +126,14 @@ def fill_analytic(kernels: pd.DataFrame, quantities: pd.DataFrame) -> pd.DataFra
     af = kernels["analytic_flops"].astype("float64").to_numpy()
     ab = kernels["analytic_bytes"].astype("float64").to_numpy()
     prec = kernels["analytic_precision"].astype(str).to_numpy()
-    label = kernels["analytic_label"].astype(str).to_numpy()
-    formula = kernels["analytic_formula"].astype(str).to_numpy()
+    label = np.array(["analytic:" + s for s in kernels["analytic_label"].astype(str)], dtype=object)
+    formula = np.array(["analytic:" + s for s in kernels["analytic_formula"].astype(str)], dtype=object)
+    if "trace_flops" in kernels.columns:
+        # costs the trace itself states (Inductor's estimates per Triton kernel) come before an op's formula
+        tf, tb = kernels["trace_flops"].astype("float64").to_numpy(), kernels["trace_bytes"].astype("float64").to_numpy()
+        src = kernels["trace_cost_source"].astype(str).to_numpy()
+        label, formula = np.where(~np.isnan(tf), src, label), np.where(~np.isnan(tb), src, formula)
+        af, ab = np.where(~np.isnan(tf), tf, af), np.where(~np.isnan(tb), tb, ab)
     why = kernels["analytic_missing"].astype(str).to_numpy()
     take_f = q["flops"].isna().to_numpy() & ~np.isnan(af)
     for p in PRECISIONS:
@@ -135,14 +141,14 @@ def fill_analytic(kernels: pd.DataFrame, quantities: pd.DataFrame) -> pd.DataFra
         values[take_f] = np.where(prec[take_f] == p, af[take_f], 0.0)
         q[f"flops_{p}"] = values
     q.loc[take_f, "flops"] = af[take_f]
-    q.loc[take_f, "flops_source"] = ["analytic:" + s for s in label[take_f]]
+    q.loc[take_f, "flops_source"] = label[take_f]
     q.loc[take_f, "missing_flops"] = ""
     dtypes = np.full(len(q), "", dtype=object)
     dtypes[take_f] = kernels["analytic_tensor_dtype"].astype(str).to_numpy()[take_f]
     q["tensor_dtype"] = dtypes
     take_b = q["bytes_dram"].isna().to_numpy() & ~np.isnan(ab)
     q.loc[take_b, "bytes_dram"] = ab[take_b]
-    q.loc[take_b, "bytes_source_dram"] = ["analytic:" + s for s in formula[take_b]]
+    q.loc[take_b, "bytes_source_dram"] = formula[take_b]
     q.loc[take_b, "missing_dram"] = ""
     still = q["flops"].isna().to_numpy() & (why != "")
     q.loc[still, "missing_flops"] = why[still]
@@ -151,7 +157,8 @@ def fill_analytic(kernels: pd.DataFrame, quantities: pd.DataFrame) -> pd.DataFra
     if "duration_source" in kernels.columns:
         own = kernels["duration_source"].astype(str).to_numpy()
         q["duration_source"] = np.where(own != "", own, q["duration_source"].astype(str).to_numpy())
-    q["ledger_label"] = np.where(take_f, label, "")
+    from_formula = np.array([str(s).startswith("analytic:") for s in label], dtype=bool)
+    q["ledger_label"] = np.where(take_f & from_formula, kernels["analytic_label"].astype(str).to_numpy(), "")
     return q
 
 

@@ -34,6 +34,7 @@ import json
 import math
 import os
 import platform
+import sys
 import tempfile
 import warnings
 from dataclasses import dataclass, field
@@ -131,6 +132,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
         self._use_cuda = use_cuda
         self._prof = torch_profile(activities=activities, record_shapes=True)
+        self._cleanup.append(inductor_estimates_on())
         self._cleanup.append(nvtx_ranges.add_step_listener(lambda n: self._boundary("nsroof")))
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
@@ -226,6 +228,33 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
                              window)
 
 
+INDUCTOR_ESTIMATES_ENV = "TORCHINDUCTOR_BENCHMARK_KERNEL"
+
+
+def inductor_estimates_on() -> Any:
+    """Turn on ``torch._inductor.config.benchmark_kernel`` (its environment form for compile workers and for
+    an Inductor imported later): Inductor then records ``kernel_flop`` and ``kernel_num_gb`` in each Triton
+    kernel's launch record (torch/_inductor/codegen/triton.py, ``inductor_meta``), which nsroof costs the
+    kernel by. It only adds a benchmark harness to the generated kernel files; kernels compiled before
+    stay as they are. Returns the undo."""
+    saved_env = os.environ.get(INDUCTOR_ESTIMATES_ENV)
+    os.environ[INDUCTOR_ESTIMATES_ENV] = "1"
+    config = sys.modules.get("torch._inductor.config")
+    saved = getattr(config, "benchmark_kernel", None) if config is not None else None
+    if config is not None:
+        setattr(config, "benchmark_kernel", True)  # noqa: B010 - torch's config module, typed as a plain module
+
+    def undo() -> None:
+        if saved_env is None:
+            os.environ.pop(INDUCTOR_ESTIMATES_ENV, None)
+        else:
+            os.environ[INDUCTOR_ESTIMATES_ENV] = saved_env
+        now = sys.modules.get("torch._inductor.config")
+        if now is not None:
+            setattr(now, "benchmark_kernel", bool(saved) if config is not None else saved_env == "1")  # noqa: B010
+    return undo
+
+
 def _file_extra(built: Any) -> dict[str, Any]:
     """The importer's facts about the one trace (the step window it applied, TF32), as the report's
     metadata records them under its input."""
@@ -272,13 +301,14 @@ def tf32_settings() -> dict[str, Any]:
     matmul_new = _new_api_precision(backends, ("cuda", "matmul"))
     conv_new = _new_api_precision(backends, ("cudnn", "conv"), ("cudnn",))
     out: dict[str, Any] = {"matmul_fp32_precision": matmul_new, "conv_fp32_precision": conv_new}
+    # the legacy getter raises once the new API set a value; its answer then follows from the new value
+    precision = str(_quietly(torch.get_float32_matmul_precision, "high" if matmul_new == "tf32" else "highest"))
+    out["matmul_precision"] = precision
     if matmul_new != "none":
         out |= {"matmul": matmul_new == "tf32", "matmul_api": "torch.backends.cuda.matmul.fp32_precision"}
     else:
-        precision = _quietly(torch.get_float32_matmul_precision, "highest")
         flag = bool(_quietly(lambda: backends.cuda.matmul.allow_tf32, False))
-        out |= {"matmul": precision != "highest" or flag, "matmul_precision": precision,
-                "cuda_matmul_allow_tf32": flag, "matmul_api": "legacy"}
+        out |= {"matmul": precision != "highest" or flag, "cuda_matmul_allow_tf32": flag, "matmul_api": "legacy"}
     if conv_new != "none":
         out |= {"cudnn": conv_new == "tf32", "cudnn_api": "torch.backends.cudnn.conv.fp32_precision"}
     else:

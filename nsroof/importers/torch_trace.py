@@ -436,7 +436,54 @@ def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, A
     names = cols["kernel_name"] if tf32_by_kernel_name else None
     for column, values in _analytic(tree, np.where(is_kernel, launcher, -1), dur_s, is_kernel, names).items():
         frame[column] = values
-    return frame, starts
+    return _inductor_costs(frame, tree, np.where(is_kernel, launcher, -1)), starts
+
+
+def _inductor_costs(frame: pd.DataFrame, tree: OpTree, launcher: np.ndarray) -> pd.DataFrame:
+    """Inductor's own estimates for the Triton kernels it launches: its launch record (a ``cpu_op`` named by
+    the kernel, ``kernel_backend`` triton) carries ``kernel_flop`` (FLOP) and ``kernel_num_gb`` (10^9 bytes
+    its buffers move) when ``torch._inductor.config.benchmark_kernel`` was on at compile time (nsroof profile
+    turns it on). They fill trace_flops / trace_bytes (nsroof.schema), which cost the kernel in place of an
+    op formula; a Triton launch without them is named uncosted with that reason."""
+    n = len(frame)
+    flops, nbytes, source = np.full(n, np.nan), np.full(n, np.nan), [""] * n
+    missing = frame["analytic_missing"].astype(str).tolist()
+    precision = frame["analytic_precision"].astype(str).tolist()
+    tensor_dtype = frame["analytic_tensor_dtype"].astype(str).tolist()
+    for i, j in enumerate(launcher):
+        args = tree.args[int(j)] if j >= 0 else {}
+        if args.get("kernel_backend") != "triton":
+            continue
+        flop, gb = number(args.get("kernel_flop")), number(args.get("kernel_num_gb"))
+        if flop != flop and gb != gb:
+            missing[i] = ("Triton kernel without Inductor's kernel_flop/kernel_num_gb estimates (compiled without "
+                          "torch._inductor.config.benchmark_kernel, which nsroof profile turns on)")
+            continue
+        flops[i], nbytes[i] = flop, gb * 1e9
+        source[i] = "inductor:" + ", ".join(k for k, v in (("kernel_flop", flop), ("kernel_num_gb", gb)) if v == v)
+        precision[i], tensor_dtype[i] = _inductor_precision(args.get("Input type"), str(frame["kernel_name"].iat[i]))
+        if flop != flop:
+            missing[i] = "Inductor estimated this kernel's bytes (kernel_num_gb) but not its FLOPs (no kernel_flop)"
+    frame["trace_flops"], frame["trace_bytes"] = flops, nbytes
+    frame["trace_cost_source"] = pd.Series(source, dtype=object)
+    frame["analytic_missing"] = pd.Series(missing, dtype=object)
+    frame["analytic_precision"] = pd.Series(precision, dtype=object)
+    frame["analytic_tensor_dtype"] = pd.Series(tensor_dtype, dtype=object)
+    return frame
+
+
+def _inductor_precision(dtypes: Any, kernel_name: str) -> tuple[str, str]:
+    """(report precision, tensor dtype) of a Triton kernel from its arguments' dtypes, by the ledger's rule
+    (nsroof.models.ledger.ops_torch.report_precision): a template kernel (``triton_tem_``: Inductor's
+    matmul/conv templates) of a 16-bit or narrower dtype runs on tensor cores; anything else under the
+    CUDA-core roof of its dtype."""
+    from nsroof.models.ledger.aten import TORCH_DTYPES
+
+    found = [TORCH_DTYPES.get(str(d), "") for d in (dtypes if isinstance(dtypes, list) else [])]
+    dtype = next((d for d in found if d in ("fp64", "fp32", "fp16", "bf16", "fp8")), "fp32")
+    if "_tem_" in kernel_name and dtype in ("fp16", "bf16", "fp8"):
+        return "tensor", dtype
+    return {"fp64": "fp64", "fp16": "fp16", "bf16": "fp16"}.get(dtype, "fp32"), ""
 
 
 def _analytic(tree: OpTree, launcher: np.ndarray, dur_s: np.ndarray, is_kernel: np.ndarray,

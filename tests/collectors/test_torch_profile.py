@@ -346,3 +346,20 @@ def test_a_compiled_module_is_attributed_to_the_module_it_wraps() -> None:
     linear = prof.report[prof.report["op"] == "aten::linear"]
     # Linear(8, 8) on 4 rows: 2·4·8·8 = 512 FLOP plus 4·8 = 32 bias adds
     assert len(linear) == 1 and linear["flops"].iloc[0] == 2 * 4 * 8 * 8 + 4 * 8
+
+
+def test_inductor_records_its_kernel_estimates_while_profiling(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import torch._inductor.config as inductor_config
+
+    from nsroof.collectors.torch_profile import INDUCTOR_ESTIMATES_ENV
+
+    monkeypatch.delenv(INDUCTOR_ESTIMATES_ENV, raising=False)
+    monkeypatch.setattr(inductor_config, "benchmark_kernel", False)
+    seen = {}
+    with profile(machine=MACHINE):
+        seen = {"config": inductor_config.benchmark_kernel, "env": os.environ.get(INDUCTOR_ESTIMATES_ENV)}
+        torch.ones(2) + 1
+    assert seen == {"config": True, "env": "1"}
+    assert inductor_config.benchmark_kernel is False and INDUCTOR_ESTIMATES_ENV not in os.environ
