@@ -30,6 +30,7 @@ NaN and says why in ``missing``.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -205,7 +206,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
 
         trace = self.trace or Path(tempfile.mkdtemp(prefix="nsroof-profile-")) / "trace.json.gz"
         trace.parent.mkdir(parents=True, exist_ok=True)
-        self._prof.export_chrome_trace(str(trace))
+        save_trace(self._prof, trace)
         warnings: list[str] = []
         try:
             machine = resolve_machine(self.machine_spec, cuda=self._use_cuda, warnings=warnings)
@@ -226,6 +227,28 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
                   if "window" in steps_info else "")
         return ProfileResult(built.frame, machine, trace, warnings, marked, source, built.metadata, self._facts,
                              window)
+
+
+TRACE_GZIP_LEVEL = 6  # zlib's default: a 3 MB trace in ~40 ms; 9 (gzip.open's default) takes 5× longer for 15% less
+
+
+def save_trace(prof: Any, trace: Path) -> None:
+    """The chrome trace, written once: kineto's own JSON writer, then for ``.gz`` one gzip pass over the
+    whole file. torch's export_chrome_trace(".json.gz") gzips it line by line at level 9, the larger part of
+    its time on a launch-bound run."""
+    from nsroof.atomic import atomic_path
+
+    with atomic_path(trace) as tmp:
+        if trace.suffix != ".gz":
+            prof.export_chrome_trace(str(tmp.with_suffix(".json")))
+            tmp.with_suffix(".json").replace(tmp)
+            return
+        plain = tmp.with_suffix(".json")
+        try:
+            prof.export_chrome_trace(str(plain))
+            tmp.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=TRACE_GZIP_LEVEL, mtime=0))
+        finally:
+            plain.unlink(missing_ok=True)
 
 
 INDUCTOR_ESTIMATES_ENV = "TORCHINDUCTOR_BENCHMARK_KERNEL"
