@@ -71,3 +71,14 @@ def test_fp32_is_untouched_and_the_facts_count_the_rows(tmp_path: Path) -> None:
     assert set(df["analytic_precision"]) == {"fp32"}
     _, facts = importers.read(_mm_trace(tmp_path, kernel="sm80_xmma_gemm_f64f64", cc=(8, 0)))
     assert facts.extra["fp64_tensor"]["rows"] == 1  # an A100: FP64 tensor cores
+
+
+def test_the_machine_tables_h100_gives_the_fp64_tensor_rate_not_the_cuda_core_one(tmp_path: Path) -> None:
+    from nsroof.models import machines
+
+    h100 = machines.load("h100")
+    frame = analyze(_mm_trace(tmp_path, kernel="sm90_xmma_gemm_f64f64_f64f64_f64_nt"), machine=h100).frame
+    row = frame[frame["kernel_name"] != ""].iloc[0]
+    # H100 SXM datasheet: FP64 Tensor Core 67 TFLOP/s (66.9e12 in the table), FP64 on CUDA cores 34 (33.5e12)
+    assert row["peak_flop_per_s"] == h100.peak_flop_per_s["fp64"] == pytest.approx(66.9e12)
+    assert h100.simt_flop_per_s["fp64"] == pytest.approx(33.5e12)
