@@ -177,6 +177,35 @@ def hooked_call_ns(n: int = 20_000, repeats: int = 3) -> float:
     return max(best, 0.0)
 
 
+def profiled_module_call_ns(n: int = 20_000, repeats: int = 3) -> float:
+    """Extra cost of one nn.Module call under torch.profiler with nsroof.profile's module hooks (global hooks,
+    a fast C++ record function per call) over the same call under the profiler without them."""
+    import torch
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    from nsroof.collectors import nvtx_ranges
+
+    m = torch.nn.Identity()
+    x = torch.zeros(1)
+
+    def loop() -> float:
+        with torch_profile(activities=[ProfilerActivity.CPU], record_shapes=True):
+            start = time.perf_counter()
+            for _ in range(n):
+                m(x)
+            return time.perf_counter() - start
+
+    best = float("inf")
+    for _ in range(repeats):
+        bare = loop()
+        handle = nvtx_ranges.annotate_all_modules(backward=False)
+        hooked = loop()
+        handle.remove()
+        best = min(best, (hooked - bare) / n * 1e9)
+    return max(best, 0.0)
+
+
 def module_calls_per_step(step: Callable[[], None]) -> int:
     from torch.nn.modules.module import register_module_forward_pre_hook
 
@@ -354,7 +383,10 @@ def bench_launch_bound() -> dict[str, float]:
             after[name].append(a)
     ratio_min, ratio_median = _ratios(regions["plain"], regions["nsroof"])
     cpu_min, _ = _ratios(cpu["plain"][-LAUNCH_SAMPLES:], cpu["nsroof"][-LAUNCH_SAMPLES:])
-    return {"ratio_cpu": cpu_min, "plain_s": min(regions["plain"]), "nsroof_s": min(regions["nsroof"]), "ratio": ratio_min,
+    per_call = profiled_module_call_ns()
+    calls = module_calls_per_step(step)
+    return {"ratio_cpu": cpu_min, "module_call_ns": per_call, "module_calls": calls,
+            "predicted": calls * per_call * 1e-9 / (min(regions["plain"]) / LAUNCH_STEPS), "plain_s": min(regions["plain"]), "nsroof_s": min(regions["nsroof"]), "ratio": ratio_min,
             "ratio_median": ratio_median, "export_s": statistics.median(after["plain"]),
             "report_s": statistics.median(after["nsroof"]),
             "report_ratio": statistics.median(after["nsroof"]) / statistics.median(after["plain"])}
@@ -390,6 +422,8 @@ def main() -> bool:
           f"{lb['nsroof_s'] * 1e3:.1f} ms (fastest runs), ratio {lb['ratio']:.4f} "
           f"(medians {lb['ratio_median']:.4f})   target <= 1.03")
     print(f"  profiled region, process CPU time: ratio {lb['ratio_cpu']:.4f} (fastest runs)")
+    print(f"  one module call's ranges under the profiler: +{lb['module_call_ns']:.0f} ns × {lb['module_calls']} "
+          f"calls per step -> {lb['predicted'] * 100:.2f}% of a profiled step")
     print(f"  after the run: torch's export_chrome_trace(.json.gz) {lb['export_s'] * 1e3:.0f} ms, nsroof's report "
           f"(export + analysis) {lb['report_s'] * 1e3:.0f} ms (medians), ratio {lb['report_ratio']:.2f}   target <= 1.5")
     ok = a["ranges_ratio"] <= 1.01 and p["ratio"] <= 1.05 and lb["ratio"] <= 1.03 and lb["report_ratio"] <= 1.5

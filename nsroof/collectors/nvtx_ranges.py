@@ -384,11 +384,20 @@ def annotate_all_modules(*, backward: bool = True) -> ModuleRanges:
     names = _GlobalNames(backward)
     known = names.names
     compiling = _compiling()
+    fast, profiler = _recorders()[1], sys.modules["torch.autograd.profiler"]
 
     def pre(module: Any, args: Any) -> None:
         if compiling():
             return
-        _enter_module(known.get(id(module)) or names.of(module), args, backward)
+        name = known.get(id(module)) or names.of(module)
+        if not backward and _nvtx() is None:
+            # the profile's path (no NVTX tool, no backward ranges): a module call is a profiler range only
+            if profiler._is_profiler_enabled:
+                record = fast(name)
+                record.__enter__()
+                _stack().append((name, (record, None)))
+            return
+        _enter_module(name, args, backward)
 
     def post(module: Any, args: Any, output: Any) -> None:
         if compiling():
@@ -430,7 +439,11 @@ def _enter_module(name: str, args: Any, backward: bool) -> None:
 
 
 def _exit_module(name: str, output: Any, backward: bool) -> None:
-    _pop(name)
+    st = _stack()
+    if st and st[-1][0] == name:
+        _pop_top()
+    else:
+        _pop(name)
     if backward and _nvtx() is not None:
         nodes = {id(t.grad_fn): t.grad_fn for t in _tensors_requiring_grad(output) if t.grad_fn is not None}
         if nodes:
