@@ -4,9 +4,13 @@ Ranges are push/pop ranges in their own domain, so ``ncu --nvtx-include "nsroof@
 without interleaving with the default-domain ranges torch's emit_nvtx writes. When no tool is attached the
 ``nvtx`` package hands out a dummy domain and a range costs two attribute lookups and a list append.
 
-While a torch.profiler session is recording, every range (but module backward ranges) is also opened as a
-``record_function`` of the same name, so the profiler's op tree carries the same path (nsroof.profile reads
-it back as ``nvtx_path``; it maps backward ops to their forward op's path through autograd sequence numbers).
+While a torch.profiler session is recording, every range (but module backward ranges) is also opened in the
+profiler under the same name — user ranges as ``record_function``, module ranges as torch's C++
+``_RecordFunctionFast`` — so the profiler's op tree carries the same path (nsroof.profile reads it back as
+``nvtx_path``; it maps backward ops to their forward op's path through autograd sequence numbers).
+
+Module hooks return at once while Dynamo traces (torch.compile): they never enter a compiled graph, and a
+compiled module is named as the module it wraps.
 
 Nothing happens at import: the domain is created on the first range.
 """

@@ -13,14 +13,16 @@ kept with their kind, never as compute); on CPU one per op call not inside a cos
 
 What the trace lacks goes into it through torch's own means:
   * shapes, dtypes and concrete arguments of every op: ``record_shapes=True``;
-  * module and range paths: every nsroof range and (``modules=True``) every nn.Module forward opens a
-    ``record_function`` (a ``user_annotation`` in the trace); backward ops inherit their forward op's path
-    through the trace's ``Sequence number`` (nsroof.importers.trace_ops);
+  * module and range paths: every nsroof range opens a ``record_function`` (a ``user_annotation`` in the
+    trace) and (``modules=True``) every nn.Module forward torch's C++ ``_RecordFunctionFast`` (a ``cpu_op``
+    named by the module, read as a range through the ``module_ranges`` fact); backward ops inherit their
+    forward op's path through the trace's ``Sequence number`` (nsroof.importers.trace_ops);
+  * Inductor's per-kernel estimates (``kernel_flop``, ``kernel_num_gb``): ``benchmark_kernel`` on for the run;
   * step boundaries: zero-length ``nsroof::step#<source>#<n>`` record_functions, at ``nsroof.step()`` or
     at every optimizer step (a global optimizer post-hook);
   * facts: ``prof.add_metadata_json("nsroof", …)`` before the profiler stops — the module range names, the
     step window asked for (``steps``/``warmup``), the TF32 settings in force (matmul precision and
-    ``allow_tf32`` flags, cuDNN ``allow_tf32``), the device and torch version. The importer reads them back,
+    ``allow_tf32`` flags, cuDNN ``allow_tf32``; the ``fp32_precision`` API first), the device and torch version. The importer reads them back,
     so the saved trace re-analyzed later gives the same report.
 
 Costs are analytic (nsroof.models.ledger.aten, the ledger's formulas): flops by precision, compulsory bytes
