@@ -152,45 +152,22 @@ def profiled_range_ns(n: int = 20_000, repeats: int = 3) -> float:
     return best
 
 
-def hooked_call_ns(n: int = 20_000, repeats: int = 3) -> float:
-    """Extra cost of one nn.Module call with annotate_modules' hooks (nothing listening) over a bare call."""
-    import torch
+def _module_call_ns(attach: Callable[[Any], Any], *, profiled: bool, n: int = 20_000, repeats: int = 3) -> float:
+    """Extra ns per call of an nn.Identity with the hooks `attach(module)` installs (it returns a handle
+    with .remove()) over the bare call, both under torch.profiler(record_shapes=True) when `profiled`."""
+    import contextlib
 
-    from nsroof.collectors import nvtx_ranges
-
-    m = torch.nn.Identity()
-    x = torch.zeros(1)
-
-    def loop() -> float:
-        start = time.perf_counter()
-        for _ in range(n):
-            m(x)
-        return time.perf_counter() - start
-
-    best = float("inf")
-    for _ in range(repeats):
-        bare = loop()
-        handle = nvtx_ranges.annotate_modules(m)
-        hooked = loop()
-        handle.remove()
-        best = min(best, (hooked - bare) / n * 1e9)
-    return max(best, 0.0)
-
-
-def profiled_module_call_ns(n: int = 20_000, repeats: int = 3) -> float:
-    """Extra cost of one nn.Module call under torch.profiler with nsroof.profile's module hooks (global hooks,
-    a fast C++ record function per call) over the same call under the profiler without them."""
     import torch
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    from nsroof.collectors import nvtx_ranges
-
     m = torch.nn.Identity()
     x = torch.zeros(1)
 
     def loop() -> float:
-        with torch_profile(activities=[ProfilerActivity.CPU], record_shapes=True):
+        recording = (torch_profile(activities=[ProfilerActivity.CPU], record_shapes=True) if profiled
+                     else contextlib.nullcontext())
+        with recording:
             start = time.perf_counter()
             for _ in range(n):
                 m(x)
@@ -199,11 +176,26 @@ def profiled_module_call_ns(n: int = 20_000, repeats: int = 3) -> float:
     best = float("inf")
     for _ in range(repeats):
         bare = loop()
-        handle = nvtx_ranges.annotate_all_modules(backward=False)
+        handle = attach(m)
         hooked = loop()
         handle.remove()
         best = min(best, (hooked - bare) / n * 1e9)
     return max(best, 0.0)
+
+
+def hooked_call_ns() -> float:
+    """Extra cost of one nn.Module call with annotate_modules' hooks (nothing listening) over a bare call."""
+    from nsroof.collectors import nvtx_ranges
+
+    return _module_call_ns(nvtx_ranges.annotate_modules, profiled=False)
+
+
+def profiled_module_call_ns() -> float:
+    """Extra cost of one nn.Module call under torch.profiler with nsroof.profile's module hooks (global hooks,
+    a fast C++ record function per call) over the same call under the profiler without them."""
+    from nsroof.collectors import nvtx_ranges
+
+    return _module_call_ns(lambda m: nvtx_ranges.annotate_all_modules(backward=False), profiled=True)
 
 
 def module_calls_per_step(step: Callable[[], None]) -> int:
