@@ -410,8 +410,27 @@ def annotate_all_modules(*, backward: bool = True) -> ModuleRanges:
         if name is not None:
             _exit_module(name, output, backward)
 
-    handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True)]
+    handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True),
+               _quiet_compile_warning()]
     return ModuleRanges(handles, {})
+
+
+class _quiet_compile_warning:  # noqa: N801 - a handle like the hooks': .remove() undoes it
+    """torch warns on every torch.compile(module) call that global hooks also fire for the OptimizedModule:
+    nsroof names that wrapper as the module it wraps and its hooks do nothing inside the graph, so the
+    warning is silenced while the hooks are installed."""
+
+    def __init__(self) -> None:
+        import warnings
+
+        self._saved: Any = warnings.catch_warnings()
+        self._saved.__enter__()
+        warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks")
+
+    def remove(self) -> None:
+        if self._saved is not None:
+            self._saved.__exit__(None, None, None)
+            self._saved = None
 
 
 def _tensors_requiring_grad(values: Any) -> list[Any]:

@@ -39,7 +39,6 @@ import os
 import platform
 import sys
 import tempfile
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,12 +142,6 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
             lambda opt, args, kwargs: self._boundary("optimizer"))
         self._cleanup.append(handle.remove)
         if self.modules:
-            # torch warns that global hooks also fire for torch.compile's wrapper: nsroof names the wrapper
-            # as the module it wraps, and its hooks do nothing inside the compiled graph (nvtx_ranges).
-            quiet = warnings.catch_warnings()
-            quiet.__enter__()
-            warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks")
-            self._cleanup.append(lambda: quiet.__exit__(None, None, None))
             # Forward ranges only: backward ops are attributed through autograd sequence numbers.
             self._cleanup.append(nvtx_ranges.annotate_all_modules(backward=False).remove)
         self._prof.__enter__()

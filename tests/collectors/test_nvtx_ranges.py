@@ -268,3 +268,23 @@ def test_range_names_leave_out_the_compile_wrapper() -> None:
     names = nr.module_range_names(torch.compile(model, backend="eager"))
     assert set(names.values()) == {"Sequential", "Sequential.0"}
     assert names["_orig_mod.0"] == "Sequential.0"
+
+
+def test_the_ncu_bootstrap_runs_a_compiled_script(tmp_path: Path) -> None:
+    # The bootstrap `nsroof ncu` runs under ncu installs the same global hooks (with backward ranges): a
+    # compiled script used to fail there with rc 2. Dynamo's eager backend traces the hooks as Inductor would.
+    import json
+    import os
+
+    pytest.importorskip("torch")
+    repo = Path(__file__).resolve().parents[2]
+    modules = tmp_path / "modules.json"
+    env = {**os.environ, "PYTHONPATH": str(repo), "COMPILE_BACKEND": "eager"}
+    proc = subprocess.run([sys.executable, "-m", "nsroof.collectors.ncu_run", "--modules-file", str(modules), "--",
+                           "python", str(repo / "tests" / "data" / "collectors" / "compiled_step.py")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "global hooks" not in proc.stderr  # torch's warning about global hooks and compile is silenced
+    names = json.loads(modules.read_text())["module_ranges"]
+    assert "Net" in names and "Net.block.fc1" in names
+    assert not any("OptimizedModule" in n or "_orig_mod" in n for n in names)

@@ -1,5 +1,7 @@
 """A torch.compile'd training step (Inductor; its C++ backend on CPU): 4 optimizer steps of a tiny MLP."""
 
+import os
+
 import torch
 
 
@@ -26,7 +28,7 @@ class Net(torch.nn.Module):
 torch.manual_seed(0)
 torch.set_num_threads(1)
 model = Net()
-compiled = torch.compile(model)
+compiled = torch.compile(model, backend=os.environ.get("COMPILE_BACKEND", "inductor"))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x = torch.randn(8, 16)
 for _ in range(4):
