@@ -407,8 +407,16 @@ def annotate_all_modules(*, backward: bool = True) -> ModuleRanges:
         if compiling():
             return
         name = known.get(id(module))
-        if name is not None:
-            _exit_module(name, output, backward)
+        if name is None:
+            return
+        if not backward and _nvtx() is None:
+            st = _stack()
+            if st and st[-1][0] == name:
+                record = st.pop()[1][0]
+                if record is not None:
+                    record.__exit__(None, None, None)
+                return
+        _exit_module(name, output, backward)
 
     handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True),
                _quiet_compile_warning()]
