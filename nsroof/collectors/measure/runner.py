@@ -206,7 +206,7 @@ def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]], not
             bandwidths[lv.level] = lv.bytes_per_s
             sources[f"bandwidth_bytes_per_s.{lv.level}"] = (
                 f"measured: cache ladder, median read rate of {lv.points} point(s), {lv.note}; "
-                f"passes of x[:W].expand(passes, W).sum(), {timing}"
+                f"passes of x[:W].expand(passes, W).sum(dim=1), {timing}"
             )
         cache_rates = [(lv.level, lv.bytes_per_s) for lv in levels if math.isfinite(lv.bytes_per_s)]
         for (lo, lo_bw), (hi, hi_bw) in zip(cache_rates, cache_rates[1:], strict=False):
@@ -269,6 +269,22 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+# GA100, GH100 and GB100: FP64 tensor cores (DMMA), which cuBLAS's DGEMM uses (NVIDIA's A100, H100 and
+# B200 datasheets quote an "FP64 Tensor Core" rate for them; GA10x/AD10x have none)
+FP64_TENSOR_CCS: frozenset[str] = frozenset({"8.0", "9.0", "10.0"})
+
+
+def peak_key(dtype: str, environment: dict[str, Any]) -> str:
+    """The profile key a measured GEMM peak is stored under: the dtype, except that an fp64 GEMM on a GPU
+    with FP64 tensor cores is the profile's FP64 tensor roof (`fp64_tensor`) where the machine table has
+    that key (its dense table accepts it)."""
+    from nsroof.models.machines import RATE_KEYS
+
+    tensor = (dtype == "fp64" and environment.get("device") == "cuda"
+              and str(environment.get("compute_capability", "")) in FP64_TENSOR_CCS)
+    return "fp64_tensor" if tensor and "fp64_tensor" in RATE_KEYS["peak_flop_per_s"] else dtype
+
+
 def to_machine(result: MeasureResult) -> Any:
     from nsroof.models.machines import Machine
 
@@ -283,8 +299,11 @@ def to_machine(result: MeasureResult) -> Any:
         "derived": result.derived,
         "duration_s": result.duration_s,
     })
-    return Machine(name=name, source="measured", peak_flop_per_s=dict(result.peak_flop_per_s),
-                   bandwidth_bytes_per_s=dict(result.bandwidth_bytes_per_s), sources=dict(result.sources),
+    keys = {d: peak_key(d, env) for d in result.peak_flop_per_s}
+    sources = {(f"peak_flop_per_s.{keys[k.split('.', 1)[1]]}" if k.startswith("peak_flop_per_s.")
+                and k.split(".", 1)[1] in keys else k): v for k, v in result.sources.items()}
+    return Machine(name=name, source="measured", peak_flop_per_s={keys[d]: v for d, v in result.peak_flop_per_s.items()},
+                   bandwidth_bytes_per_s=dict(result.bandwidth_bytes_per_s), sources=sources,
                    environment=environment, points=json_safe(result.points))
 
 
