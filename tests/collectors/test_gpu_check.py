@@ -115,7 +115,7 @@ def test_gpu_check_fake_runs_the_whole_control_flow_and_returns_at_most_8_files(
     assert summary.startswith("gpu-check PASSED (GPU_CHECK_FAKE: simulated device)")
     entry = (out / "measurements-entry.md").read_text()
     assert "(GPU_CHECK_FAKE: a simulated device and a stand-in ncu; not a measurement)" in entry
-    assert "- device: NVIDIA H100 80GB HBM3 (CC 9.0, 132 SMs" in entry and "- peak fp64: " in entry
+    assert "- device: NVIDIA H100 80GB HBM3 (CC 9.0, 132 SMs" in entry and "- peak fp64_tensor: " in entry  # a GH100: the FP64 tensor roof
     from nsroof.report.parquet import read_metadata
 
     meta = read_metadata(out / "ncu.parquet")
