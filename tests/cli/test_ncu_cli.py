@@ -464,3 +464,60 @@ def test_a_real_ncu_accepts_the_issues_dry_run_command(tmp_path: Path, monkeypat
         errors = [x for x in (proc.stdout + proc.stderr + log).splitlines() if x.startswith("==ERROR==")]
         assert errors and "failed to connect to the CUDA driver" in errors[0], errors
         assert not any("option" in e.lower() for e in errors), errors
+
+
+def test_the_step_window_follows_nsroof_step_over_optimizer_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Optimizer steps mark steps only in a script that never calls nsroof.step(): once it does, its count
+    rules. Warm-up 1: the range opens at the end of step 1 and closes at the end of step 2, once."""
+    pytest.importorskip("torch")
+    from nsroof.collectors import nvtx_ranges
+    from nsroof.collectors.ncu_run import StepWindow
+
+    calls: list[str] = []
+
+    class Domain:
+        def start_range(self, attributes: object) -> int:
+            calls.append(f"start {attributes}")
+            return 1
+
+        def end_range(self, range_id: int) -> None:
+            calls.append("end")
+
+        def mark(self, attributes: object) -> None:
+            return None
+
+        def get_event_attributes(self, message: str, *args: object) -> str:
+            return message
+
+    monkeypatch.setattr(nvtx_ranges, "_nvtx", lambda: Domain())
+    monkeypatch.setattr(nvtx_ranges, "_attributes", lambda name: name)
+    state: dict = {}
+    window = StepWindow("nsroof.step", 1, state)
+    uninstall = window.install()
+    try:
+        window.boundary("optimizer")  # step 1 ends (optimizer first): the window opens
+        nvtx_ranges.step()            # the script's own step 1: nsroof.step() now rules, still step 1
+        window.boundary("optimizer")  # ignored from now on
+        assert calls == ["start nsroof.step"]
+        nvtx_ranges.step()            # step 2 ends: the window closes
+        nvtx_ranges.step()
+    finally:
+        uninstall()
+    assert calls == ["start nsroof.step", "end"]
+    assert (state["steps_marked"], state["step_source"], state["range_opened"]) == (3, "nsroof", True)
+
+
+def test_ncu_judges_against_the_gpus_cached_measured_profile(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from nsroof.collectors.measure.cache import gpu_cache_path
+    from nsroof.collectors.ncu_run import local_machine
+    from nsroof.models.machines import Machine
+
+    monkeypatch.setenv("NSROOF_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H100 80GB HBM3")
+    assert local_machine().name == "H100 SXM"  # nothing cached: the datasheet
+    Machine(name="H100 measured", source="measured", peak_flop_per_s={"bf16": 7.1e14},
+            bandwidth_bytes_per_s={"dram": 2.9e12}).save(gpu_cache_path("NVIDIA H100 80GB HBM3"))
+    found = local_machine()
+    assert (found.name, found.source) == ("H100 measured", "measured")
