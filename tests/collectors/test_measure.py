@@ -566,23 +566,24 @@ def test_fp64_is_a_float64_matmul() -> None:
     assert compulsory_bytes(GemmShape(16, 8, 4, "t"), "fp64") == 1792
 
 
-def test_an_fp64_gemm_is_the_fp64_tensor_roof_where_the_gpu_has_one(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_fp64_gemm_is_the_fp64_tensor_roof_too_where_the_gpu_has_one(monkeypatch: pytest.MonkeyPatch) -> None:
     from nsroof.collectors.measure import runner
     from nsroof.models import machines
 
     h100 = {"device": "cuda", "compute_capability": "9.0"}
     monkeypatch.setitem(machines.RATE_KEYS, "peak_flop_per_s", (*machines.DENSE_DTYPES, "fp64_tensor"))
-    assert runner.peak_key("fp64", h100) == "fp64_tensor"
-    assert runner.peak_key("fp64", {"device": "cuda", "compute_capability": "8.9"}) == "fp64"  # Ada: no DMMA
-    assert runner.peak_key("fp64", {"device": "cpu"}) == "fp64"
-    assert runner.peak_key("bf16", h100) == "bf16"
+    assert runner.peak_keys("fp64", h100) == ("fp64", "fp64_tensor")
+    assert runner.peak_keys("fp64", {"device": "cuda", "compute_capability": "8.9"}) == ("fp64",)  # Ada: no DMMA
+    assert runner.peak_keys("fp64", {"device": "cpu"}) == ("fp64",)
+    assert runner.peak_keys("bf16", h100) == ("bf16",)
     plan = make_plan("cuda", quick=True, dtypes=("fp64",), last_cache_bytes=50 * MIB, free_memory_bytes=8 << 30)
     result = runner.MeasureResult(plan=plan, environment=h100, points=[], peak_flop_per_s={"fp64": 6.0e13},
                                   bandwidth_bytes_per_s={"dram": 4.0e12},
                                   sources={"peak_flop_per_s.fp64": "measured: x", "bandwidth_bytes_per_s.dram": "y"},
                                   not_measured={})
     machine = runner.to_machine(result)
-    assert machine.peak_flop_per_s == {"fp64_tensor": 6.0e13}
-    assert machine.sources["peak_flop_per_s.fp64_tensor"] == "measured: x"
+    assert machine.peak_flop_per_s == {"fp64": 6.0e13, "fp64_tensor": 6.0e13}  # one measurement, both meanings
+    assert machine.sources["peak_flop_per_s.fp64"] == "measured: x"
+    assert machine.sources["peak_flop_per_s.fp64_tensor"].startswith("measured: x (the fp64 GEMM: cuBLAS runs it on")
     monkeypatch.setitem(machines.RATE_KEYS, "peak_flop_per_s", tuple(k for k in machines.DENSE_DTYPES if k != "fp64_tensor"))
-    assert runner.peak_key("fp64", h100) == "fp64"  # a machine table without the key: the plain fp64 roof
+    assert runner.peak_keys("fp64", h100) == ("fp64",)  # a machine table without the key: the plain fp64 roof

@@ -3,9 +3,10 @@
 FLOP = 2·M·N·K (one multiply and one add per multiply-accumulate). Bytes are compulsory traffic
 (read A and B, write C, each once), so the intensity is the most a kernel of that shape can reach.
 fp64 is a plain torch.matmul of float64 operands: cuBLAS's DGEMM, which runs on the FP64 tensor cores
-(DMMA) of the GPUs that have them (A100, H100/H200, B200), so its peak is stored as the profile's
-FP64 tensor roof there (``runner.peak_key``). fp8 goes only through torch._scaled_mm (a real scaled fp8 product); where that path is missing it is
-reported as not measured, never as a bf16 number under another name.
+(DMMA) of the GPUs that have them (A100, H100/H200, B200), so there its peak is also stored as the
+profile's FP64 tensor roof (``runner.peak_keys``). fp8 goes only through torch._scaled_mm (a real scaled
+fp8 product); where that path is missing it is reported as not measured, never as a bf16 number under
+another name.
 """
 
 from __future__ import annotations

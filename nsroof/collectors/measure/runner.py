@@ -274,15 +274,16 @@ def json_safe(value: Any) -> Any:
 FP64_TENSOR_CCS: frozenset[str] = frozenset({"8.0", "9.0", "10.0"})
 
 
-def peak_key(dtype: str, environment: dict[str, Any]) -> str:
-    """The profile key a measured GEMM peak is stored under: the dtype, except that an fp64 GEMM on a GPU
-    with FP64 tensor cores is the profile's FP64 tensor roof (`fp64_tensor`) where the machine table has
-    that key (its dense table accepts it)."""
+def peak_keys(dtype: str, environment: dict[str, Any]) -> tuple[str, ...]:
+    """The profile keys a measured GEMM peak is stored under: its dtype, and for an fp64 GEMM on a GPU with
+    FP64 tensor cores also the FP64 tensor roof `fp64_tensor`, where the machine table has that key. Both
+    are true there: `fp64` is the best rate an FP64 matmul reaches (the dense table's meaning), and cuBLAS's
+    DGEMM reaches it on the tensor cores."""
     from nsroof.models.machines import RATE_KEYS
 
     tensor = (dtype == "fp64" and environment.get("device") == "cuda"
               and str(environment.get("compute_capability", "")) in FP64_TENSOR_CCS)
-    return "fp64_tensor" if tensor and "fp64_tensor" in RATE_KEYS["peak_flop_per_s"] else dtype
+    return (dtype, "fp64_tensor") if tensor and "fp64_tensor" in RATE_KEYS["peak_flop_per_s"] else (dtype,)
 
 
 def to_machine(result: MeasureResult) -> Any:
@@ -299,10 +300,14 @@ def to_machine(result: MeasureResult) -> Any:
         "derived": result.derived,
         "duration_s": result.duration_s,
     })
-    keys = {d: peak_key(d, env) for d in result.peak_flop_per_s}
-    sources = {(f"peak_flop_per_s.{keys[k.split('.', 1)[1]]}" if k.startswith("peak_flop_per_s.")
-                and k.split(".", 1)[1] in keys else k): v for k, v in result.sources.items()}
-    return Machine(name=name, source="measured", peak_flop_per_s={keys[d]: v for d, v in result.peak_flop_per_s.items()},
+    peaks, sources = dict(result.peak_flop_per_s), dict(result.sources)
+    for dtype, value in result.peak_flop_per_s.items():
+        for key in peak_keys(dtype, env)[1:]:
+            peaks[key] = value
+            sources[f"peak_flop_per_s.{key}"] = (f"{result.sources.get(f'peak_flop_per_s.{dtype}', 'measured')} "
+                                                 f"(the {dtype} GEMM: cuBLAS runs it on the FP64 tensor cores of "
+                                                 f"CC {env.get('compute_capability')})")
+    return Machine(name=name, source="measured", peak_flop_per_s=peaks,
                    bandwidth_bytes_per_s=dict(result.bandwidth_bytes_per_s), sources=sources,
                    environment=environment, points=json_safe(result.points))
 
