@@ -200,11 +200,9 @@ def _torch_profiler_recording() -> bool:
 
 
 def _push(name: str, record_in_profiler: bool = True, fast: bool = False) -> None:
-    """Open range `name` in NVTX and, while torch.profiler records, in the profiler: as torch's Python
-    ``record_function`` (a ``user_annotation`` in the trace), or with `fast` (module ranges) as its C++
-    ``_RecordFunctionFast`` (what Inductor and FX use for their own ranges; about a tenth of the cost, which
-    matters in a launch-bound step with a module call every few ops). A fast range lands in the trace as a
-    ``cpu_op`` named by the module; the trace's ``module_ranges`` fact tells the importer it is a range."""
+    """Open range `name` in NVTX and, while torch.profiler records, as ``record_function`` (a
+    ``user_annotation``) or with `fast` (module ranges) as the C++ ``_RecordFunctionFast``, a tenth of the cost
+    (a ``cpu_op`` named by the module; the trace's ``module_ranges`` fact makes the importer read it as a range)."""
     domain = _nvtx()
     process_id = None
     if domain is not None:
@@ -218,8 +216,7 @@ def _push(name: str, record_in_profiler: bool = True, fast: bool = False) -> Non
     _stack().append((name, (record, process_id)))
 
 
-def _recorders() -> tuple[Any, Any]:
-    """(record_function, _RecordFunctionFast), imported once."""
+def _recorders() -> tuple[Any, Any]:  # (record_function, _RecordFunctionFast), imported once
     found = _STATE.get("recorders")
     if found is None:
         from torch._C._profiler import _RecordFunctionFast
@@ -398,9 +395,9 @@ def _range_name(root_name: str, qual: str) -> str:
 
 
 def _compiling() -> Callable[[], bool]:
-    """torch.compiler.is_compiling: true while Dynamo traces. Module hooks return at once then (Dynamo folds
-    the call to a constant), so nsroof's hooks never enter a compiled graph and never break it; the
-    compiled region is attributed to the module whose call entered it (its hooks run outside the graph)."""
+    """torch.compiler.is_compiling, true while Dynamo traces (it folds the call to a constant): module hooks
+    return at once then, so they never enter or break a compiled graph; the compiled region is attributed to
+    the module whose call entered it (its hooks run outside the graph)."""
     import torch
 
     return torch.compiler.is_compiling
@@ -486,8 +483,7 @@ def annotate_all_modules(*, backward: bool = True) -> ModuleRanges:
         if compiling():
             return
         name = known.get(id(module)) or names.of(module)
-        if not backward and _nvtx() is None:
-            # the profile's path (no NVTX tool, no backward ranges): a module call is a profiler range only
+        if not backward and _nvtx() is None:  # the profile's path: a profiler range only
             if profiler._is_profiler_enabled:
                 record = fast(name)
                 record.__enter__()
@@ -516,9 +512,8 @@ def annotate_all_modules(*, backward: bool = True) -> ModuleRanges:
 
 
 class _quiet_compile_warning:  # noqa: N801 - a handle like the hooks': .remove() undoes it
-    """torch warns on every torch.compile(module) call that global hooks also fire for the OptimizedModule:
-    nsroof names that wrapper as the module it wraps and its hooks do nothing inside the graph, so the
-    warning is silenced while the hooks are installed."""
+    """Silences torch's warning that global hooks also fire for torch.compile's OptimizedModule while the
+    hooks are installed: nsroof names the wrapper as the module it wraps (see _original)."""
 
     def __init__(self) -> None:
         import warnings
