@@ -290,6 +290,7 @@ def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
     meta = trace_meta(top)
     warnings: list[str] = []
     extra: dict[str, Any] = {}
+    ops = None
     if not activities and cats.get(RANGE_CAT):
         frame = _profiler_ranges(cats[RANGE_CAT], top, name)
         warnings.append(f"{len(frame)} CUPTI range-profiler rows and no kernel events: counters only, no kernel "
@@ -309,10 +310,11 @@ def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
                 warnings.append("no kernel events (cat 'kernel') and no CPU ops: nothing to classify")
         frame = _select_steps(frame, starts, meta, annotations, warnings, extra)
         frame["kernel_id"] = pd.array(range(len(frame)), dtype="Int64")
+        ops = tree.table(name)
     units = {c: u for c, u in METRIC_UNITS.items() if c in frame.columns} | {
         c: "" for c in frame.columns if c.startswith(("smsp__", "sm__"))}
     return frame, FileFacts(format="torch-trace", source=name, metric_units=units, warnings=warnings,
-                            levels=("dram",), extra=extra)
+                            levels=("dram",), extra=extra, ops=ops)
 
 
 def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any], annotations: list[dict[str, Any]],
@@ -407,6 +409,7 @@ def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, A
     cols["process_id"] = pd.array([None] * n, dtype="Int64")
     frame = pd.DataFrame(cols)
     frame["kind"] = pd.Series(kinds, dtype=object)
+    frame["op_id"] = pd.array([j if j >= 0 else None for j in launcher.tolist()], dtype="Int64")
     frame["op_link"] = pd.Series(links, dtype=object)
     frame["op"] = pd.Series(op_name, dtype=object)
     frame["input_shapes"] = pd.Series(shapes, dtype=object)
@@ -506,6 +509,7 @@ def _cpu_rows(tree: OpTree, name: str, meta: dict[str, Any]) -> tuple[pd.DataFra
         cols["device"][r] = device
     frame = pd.DataFrame(cols)
     frame["kind"] = pd.Series(["cpu_op"] * n, dtype=object)
+    frame["op_id"] = pd.array([i for i, _, _ in rows], dtype="Int64")
     frame["op_link"] = pd.Series(["self"] * n, dtype=object)
     frame["op"] = pd.Series([str(tree.ops[i].get("name", "")) for i, _, _ in rows], dtype=object)
     frame["input_shapes"] = pd.Series(

@@ -246,6 +246,36 @@ class OpTree:
                 return base
         return ""
 
+    # -- the ops table (nsroof.schema.OP_COLUMNS)
+    def table(self, source: str) -> Any:
+        """One row per op call, op_id = its index here: what nsroof.models.attribution costs kernels from."""
+        import pandas as pd
+
+        n = len(self.ops)
+        paths = [self.path(i) for i in range(n)]
+
+        def ids(values: Sequence[int]) -> Any:
+            return pd.array([v if v >= 0 else None for v in values], dtype="Int64")
+
+        seq = [a.get("Sequence number") for a in self.args]
+        return pd.DataFrame({
+            "source": pd.Series([source] * n, dtype=object),
+            "op_id": pd.array(range(n), dtype="Int64"),
+            "parent_op_id": ids(self.parent),
+            "name": pd.Series([str(op.get("name", "")) for op in self.ops], dtype=object),
+            "input_shapes": pd.Series([a.get("Input Dims") for a in self.args], dtype=object),
+            "input_dtypes": pd.Series([a.get("Input type") for a in self.args], dtype=object),
+            "concrete_inputs": pd.Series([concrete_values(a.get("Concrete Inputs")) for a in self.args], dtype=object),
+            "sequence_number": pd.array([v if isinstance(v, int) and not isinstance(v, bool) else None for v in seq],
+                                        dtype="Int64"),
+            "forward_op_id": ids([self.forward_of(i) for i in range(n)]),
+            "thread": pd.Series([f"{p}/{t}" for p, t in self.keys], dtype=object),
+            "start_us": [s for s, _ in self.spans],
+            "duration_us": [e - s for s, e in self.spans],
+            "nvtx_path": pd.Series(["/".join(p) for p in paths], dtype=object),
+            "module": pd.Series([self.module(p) for p in paths], dtype=object),
+        })
+
     # -- costs
     def cost(self, i: int) -> Any:
         if i not in self._costs:
