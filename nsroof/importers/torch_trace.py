@@ -76,12 +76,20 @@ TF32_CONV_PREFIX = "conv"
 # TypeError deep in the correlation. Fields not declared here are never read.
 
 
+INT64 = 1 << 63  # kineto writes 64-bit integers; a larger one cannot be an id, a count or a time
+
+
 def _is_int(v: Any) -> TypeGuard[int]:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return isinstance(v, int) and not isinstance(v, bool) and -INT64 <= v < INT64
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+    return _is_int(v) or isinstance(v, float)
+
+
+def _is_stream(v: Any) -> bool:
+    """A stream as CUDA traces write it (an integer) or ROCm ones (a string: "0x0", "stream 7")."""
+    return _is_int(v) or isinstance(v, str)
 
 
 def _is_shape(v: Any) -> bool:
@@ -104,13 +112,14 @@ def _nested(v: Any, leaf: Callable[[Any], bool], depth: int) -> bool:
 
 
 def _scalar(v: Any) -> bool:
-    return v is None or isinstance(v, str | int | float)
+    return v is None or isinstance(v, str | float) or _is_int(v)
 
 
 CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "text": (lambda v: isinstance(v, str), "a string"),
     "number": (_is_number, "a number"),
     "int": (_is_int, "an integer"),
+    "stream": (_is_stream, "an integer or a string"),
     "id": (lambda v: _is_int(v) or isinstance(v, str), "an integer or a string"),
     "object": (lambda v: isinstance(v, dict), "an object"),
     # a kernel's grid is [x, y, z]; a Triton launch op records its grid as text ("grid(100,)")
@@ -126,8 +135,9 @@ EVENT_FIELDS: dict[str, str] = {"name": "text", "cat": "text", "ph": "text", "ts
                                 "pid": "id", "tid": "id", "args": "object"}
 ARG_FIELDS: dict[str, str] = {
     "External id": "int", "external id": "int", "correlation": "int", "Sequence number": "int",
-    "Fwd thread id": "int", "stream": "int", "device": "int", "context": "int", "grid": "dim3", "block": "dim3",
-    "registers per thread": "number", "shared memory": "number", "Input Dims": "shapes", "Input type": "values",
+    "Fwd thread id": "int", "stream": "stream", "device": "int", "context": "int", "grid": "dim3", "block": "dim3",
+    "registers per thread": "number", "shared memory": "number", "Input Dims": "shapes", "Input dims": "shapes",
+    "Input type": "values", "graph id": "int", "graph node id": "int",
     "Concrete Inputs": "values",
 }
 DEVICE_FIELDS: dict[str, str] = {"id": "int", "name": "text", "computeMajor": "int", "computeMinor": "int"}
@@ -143,6 +153,8 @@ def _check(p: Path, where: str, obj: dict[str, Any], fields: dict[str, str]) -> 
 
 
 def _type_name(v: Any) -> str:
+    if isinstance(v, int) and not isinstance(v, bool) and not _is_int(v):
+        return f"an integer of {len(str(abs(v)))} digits (beyond 64 bits)"
     if isinstance(v, list | dict):
         return f"a {type(v).__name__} nested too deeply or holding other types" if v else f"an empty {type(v).__name__}"
     return f"{type(v).__name__} {json.dumps(v)[:40]}"
@@ -196,6 +208,9 @@ def load_events(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict
     except RecursionError:
         raise InputError(p, "JSON nested deeper than any chrome trace (refused, not parsed)",
                          hint="pass a torch.profiler chrome trace") from None
+    except ValueError as exc:  # an integer literal of more digits than Python converts (sys.int_info)
+        raise InputError(p, f"a number no chrome trace holds ({str(exc).split(';')[0]})",
+                         hint="the file is not a torch.profiler trace as written by export_chrome_trace()") from None
     if isinstance(data, list):
         top: dict[str, Any] = {}
         events: list[Any] = data
@@ -213,12 +228,20 @@ def _num(value: Any) -> float:
 
 
 def _stream(event: dict[str, Any]) -> int | None:
+    """The stream id: an integer (CUDA), a string (ROCm writes "0x0"; 2021 traces' tid "stream 7"); <NA>
+    when none parses or it does not fit 64 bits (no roofline number reads the stream)."""
     args = event.get("args") or {}
     for value in (args.get("stream"), event.get("tid")):
         if _is_int(value):
             return int(value)
-        if isinstance(value, str) and value.split() and value.split()[-1].isdigit():  # "stream 7"
-            return int(value.split()[-1])
+        if isinstance(value, str) and value.split():
+            word = value.split()[-1]
+            try:
+                number = int(word, 16) if word.lower().startswith("0x") else int(word) if word.isdigit() else None
+            except ValueError:
+                continue
+            if number is not None and _is_int(number):
+                return number
     return None
 
 
