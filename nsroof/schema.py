@@ -105,6 +105,8 @@ OP_COLUMNS: dict[str, tuple[str, str, str]] = {
     "duration_us": ("float64", "µs", "wall duration, its children included"),
     "nvtx_path": ("object", "", "enclosing annotation ranges, outermost first, joined with '/'"),
     "module": ("object", "", "nn.Module qualified name, when known"),
+    "recorded_in": ("object", "", "the trace file that recorded the op: the source itself, or the capture trace "
+                    "(nsroof analyze --capture) whose graph the source's kernels replayed"),
 }
 
 

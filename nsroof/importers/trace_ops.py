@@ -326,8 +326,9 @@ class OpTree:
         return ""
 
     # -- the ops table (nsroof.schema.OP_COLUMNS)
-    def table(self, source: str) -> Any:
-        """One row per op call, op_id = its index here: what nsroof.models.attribution costs kernels from."""
+    def table(self, source: str, *, recorded_in: str = "") -> Any:
+        """One row per op call, op_id = its index here: what nsroof.models.attribution costs kernels from.
+        `recorded_in`: the file that recorded the ops when not `source` (a capture trace)."""
         import pandas as pd
 
         n = len(self.ops)
@@ -353,6 +354,7 @@ class OpTree:
             "duration_us": [e - s for s, e in self.spans],
             "nvtx_path": pd.Series(["/".join(p) for p in paths], dtype=object),
             "module": pd.Series([self.module(p) for p in paths], dtype=object),
+            "recorded_in": pd.Series([recorded_in or source] * n, dtype=object),
         })
 
     # -- costs
