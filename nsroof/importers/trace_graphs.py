@@ -168,9 +168,9 @@ def map_replays(activities: list[dict[str, Any]], kinds: list[str], launches: di
         ids = [graph_ids(activities[i].get("args") or {}) for i in idx]
         if ids and all(x in by_node for x in ids):
             for i, x in zip(idx, ids, strict=True):
-                ci, node = by_node[x]  # type: ignore[index]
-                if node.op >= 0:
-                    out[i] = (ci, node.op, LINK_NODE)
+                ci, known = by_node[x]  # type: ignore[index]
+                if known.op >= 0:
+                    out[i] = (ci, known.op, LINK_NODE)
         else:
             graph, nodes, ties = match_launch([(kinds[i], str(activities[i].get("name", ""))) for i in idx], graphs)
             facts["tied_launches"] += int(ties > 0)
@@ -210,8 +210,9 @@ def apply(frame: Any, activities: list[dict[str, Any]], launches: dict[int, dict
         columns["module"][i] = cap.tree.module(captured)
         columns["nvtx_ranges"][i] = replay_path + [n for n in captured if n not in replay_path]
     frame = frame.copy()
-    for c, values in columns.items():
-        frame[c] = pd.array(values, dtype="Int64") if c == "op_id" else pd.Series(values, dtype=object, index=frame.index)
+    for col, values in columns.items():
+        frame[col] = (pd.array(values, dtype="Int64") if col == "op_id"
+                      else pd.Series(values, dtype=object, index=frame.index))
     frame["nvtx_path"] = pd.Series(["/".join(p) for p in columns["nvtx_ranges"]], dtype=object, index=frame.index)
     extra["graphs"] = facts | {"captures": [c.name for c in captures],
                                "captured_graphs": sum(len(c.graphs) for c in captures)}
