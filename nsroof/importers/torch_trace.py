@@ -310,8 +310,12 @@ def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, A
     cols["stream"] = pd.array([_stream(k) for k in activities], dtype="Int64")
     cols["context"] = pd.array([_int((k.get("args") or {}).get("context")) for k in activities], dtype="Int64")
     cols["device_id"] = pd.array(device_ids, dtype="Int64")
-    cols["device"] = [devices.get(d, ("", ""))[0] if d is not None else "" for d in device_ids]
-    cols["cc"] = [devices.get(d, ("", ""))[1] if d is not None else "" for d in device_ids]
+    # ROCm numbers a kernel's device by its profiler agent (9) where deviceProperties counts GPUs (0..n-1):
+    # an id not listed takes the one model every listed GPU is
+    models = set(devices.values())
+    only = models.pop() if len(models) == 1 else ("", "")
+    cols["device"] = [devices.get(d, only)[0] if d is not None else "" for d in device_ids]
+    cols["cc"] = [devices.get(d, only)[1] if d is not None else "" for d in device_ids]
     cols["process_id"] = pd.array([None] * n, dtype="Int64")
     frame = pd.DataFrame(cols)
     frame["kind"] = pd.Series(kinds, dtype=object)

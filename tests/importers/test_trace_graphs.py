@@ -105,6 +105,8 @@ def test_shared_graph_replays_have_an_op_for_every_kernel(shared_fixtures: Path,
     assert kernels["op_id"].notna().all()  # no "launching op not in the trace": the launches are there
     assert (kernels["op_link"] == "graph launch").sum() > 400
     assert (kernels["nvtx_path"] != "").all()  # the engine's step annotation around the launch
+    # ROCm's device ids are profiler agents (2, 9), deviceProperties counts GPUs from 0: one model listed
+    assert set(kernels["device"]) == {"AMD Instinct MI300X" if "sglang" in replay else ""}
 
 
 @pytest.mark.parametrize("replay", sorted(GRAPH_TRACES))
