@@ -91,13 +91,15 @@ ARG_FIELDS: dict[str, str] = {
 DEVICE_FIELDS: dict[str, str] = {"id": "int", "name": "text", "computeMajor": "int", "computeMinor": "int"}
 
 
-def _check(p: Path, where: str, obj: dict[str, Any], fields: dict[str, str]) -> None:
-    for key, kind in fields.items():
-        if key in obj:
-            ok, expected = CHECKS[kind]
-            if not ok(obj[key]):
-                raise InputError(p, f"{where}: field {key!r} is {_type_name(obj[key])}, expected {expected}",
-                                 hint="the file is not a torch.profiler trace as written by export_chrome_trace()")
+def _check(p: Path, where: str | int, obj: dict[str, Any], fields: dict[str, str], suffix: str = "") -> None:
+    """Every declared field obj has, against its type. `where` is a name or an event index (the message
+    is built only on failure: this runs for every event)."""
+    for key in fields.keys() & obj.keys():
+        ok, expected = CHECKS[fields[key]]
+        if not ok(obj[key]):
+            place = f"traceEvents[{where}]{suffix}" if isinstance(where, int) else where
+            raise InputError(p, f"{place}: field {key!r} is {_type_name(obj[key])}, expected {expected}",
+                             hint="the file is not a torch.profiler trace as written by export_chrome_trace()")
 
 
 def _type_name(v: Any) -> str:
@@ -123,10 +125,10 @@ def validate(p: Path, top: dict[str, Any], events: list[Any]) -> None:
     for k, e in enumerate(events):
         if not isinstance(e, dict):
             raise InputError(p, f"traceEvents[{k}] is {_type_name(e)}, expected an event object")
-        _check(p, f"traceEvents[{k}]", e, EVENT_FIELDS)
+        _check(p, k, e, EVENT_FIELDS)
         args = e.get("args")
         if args:
-            _check(p, f"traceEvents[{k}].args", args, ARG_FIELDS)
+            _check(p, k, args, ARG_FIELDS, ".args")
 
 
 # --------------------------------------------------------------------------- loading
