@@ -43,7 +43,7 @@ import pandas as pd
 
 from nsroof.importers import trace_graphs, trace_ops
 from nsroof.importers.kernel_table import empty_identity
-from nsroof.importers.trace_load import META_KEY, _is_int, load_events
+from nsroof.importers.trace_load import META_KEY, _is_int, load_events, paused_gc
 from nsroof.importers.trace_ops import OpTree, number
 from nsroof.schema import FileFacts
 
@@ -151,6 +151,11 @@ def read(path: str | os.PathLike[str], *,
          captures: Sequence[str | os.PathLike[str]] = ()) -> tuple[pd.DataFrame, FileFacts]:
     """The kernel table of a trace and its facts (the ops table in facts.ops). `captures`: traces recorded
     around the capture of the graphs this trace replays (nsroof.importers.trace_graphs)."""
+    with paused_gc():
+        return _read(path, captures)
+
+
+def _read(path: str | os.PathLike[str], captures: Sequence[str | os.PathLike[str]]) -> tuple[pd.DataFrame, FileFacts]:
     top, events = load_events(path)
     name = Path(path).name
     cats = by_category(events)

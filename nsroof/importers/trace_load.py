@@ -6,11 +6,13 @@ writes them: a larger one (or a literal longer than Python converts) is such a o
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -132,6 +134,20 @@ def validate(p: Path, top: dict[str, Any], events: list[Any]) -> None:
 
 
 # --------------------------------------------------------------------------- loading
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic collector paused while a trace becomes millions of small objects (none of them cyclic
+    garbage): its passes over the growing heap cost about a sixth of an import (7.2 s -> 6.0 s on a 35 MB
+    trace). Restored as it was, whatever happens."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def load_events(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
