@@ -192,7 +192,11 @@ def apply(frame: Any, activities: list[dict[str, Any]], launches: dict[int, dict
 
     kinds = [str(k) for k in frame["kind"]]
     mapped, facts = map_replays(activities, kinds, launches, captures)
+    warnings += [f"{c.name}: no stream capture in it (no *StreamBeginCapture ... *StreamEndCapture on a thread): "
+                 "record the capture trace around the graphs' capture" for c in captures if not c.graphs]
     if not facts["graph_launches"]:
+        if captures:
+            warnings.append("no graph launch (cudaGraphLaunch, hipGraphLaunch) in the trace: --capture maps nothing")
         return frame
     offset = len(tree.ops)
     for c in captures:

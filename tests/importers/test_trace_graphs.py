@@ -70,6 +70,13 @@ def test_rocm_replay_pairs_kernels_by_name_and_reads_string_streams() -> None:
     assert list(kernels["nvtx_path"]) == ["execute_8_generation_8"] * 2
 
 
+def test_a_capture_without_a_stream_capture_or_a_replay_without_graphs_says_so() -> None:
+    _, facts = _kernels(DATA / "graph_replay.json", DATA / "cross_thread.json")
+    assert any("cross_thread.json: no stream capture" in w for w in facts.warnings)
+    _, facts = _kernels(DATA / "cross_thread.json", DATA / "graph_capture.json")
+    assert any("--capture maps nothing" in w for w in facts.warnings)
+
+
 def test_capture_of_another_format_is_refused(tmp_path: Path) -> None:
     csv = tmp_path / "k.csv"
     csv.write_text('"ID","Kernel Name"\n"0","k"\n')
