@@ -157,7 +157,10 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
         return _attribute_cpu(kernels, table)
     op_ids = _ints(kernels, "op_id")
     kinds = _texts(kernels, "kind", "kernel")
-    names = _texts(kernels, "function") if "function" in kernels else _texts(kernels, "kernel_name")
+    # helpers are told by the short name (no template arguments, which name the GEMM a reduce serves); the
+    # work, its gradient and TF32 by the full name (a CUTLASS `Kernel`'s template says tensorop_s1688gemm)
+    full = _texts(kernels, "kernel_name")
+    names = _texts(kernels, "function") if "function" in kernels else full
     rows = [_Row() for _ in range(len(kernels))]
     units: dict[int, list[int]] = {}
     uncosted: dict[int, list[int]] = {}  # launching ops without a cost, for the op-level view
@@ -171,10 +174,10 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
             uncosted.setdefault(j, []).append(i)
         else:
             units.setdefault(u, []).append(i)
-    policy = _tf32_rule(tf32, _texts(kernels, "cc"), names)
+    policy = _tf32_rule(tf32, _texts(kernels, "cc"), full)
     for u, members in units.items():
         cost = policy(table.cost(u), members)
-        for i, row in _split(table, u, cost, members, op_ids, names).items():
+        for i, row in _split(table, u, cost, members, op_ids, (names, full)).items():
             rows[i] = row
     rows = _trace_costs(kernels, rows)
     analytic = _table(kernels, rows)
@@ -186,21 +189,22 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
 
 
 def _split(table: _Ops, u: int, cost: OpCost, members: list[int], op_ids: np.ndarray,
-           names: np.ndarray) -> dict[int, _Row]:
-    """The unit's cost over its kernels (rules 2 and 3)."""
+           kernel_names: tuple[np.ndarray, np.ndarray]) -> dict[int, _Row]:
+    """The unit's cost over its kernels (rules 2 and 3); kernel_names: (short, full) names."""
+    names, full = kernel_names
     if cost.roof_kind != "matmul":  # a norm, pointwise or reduction op: every kernel does its work
         return _even(u, cost, members, "own")
     aux = [i for i in members if _is_aux(table, u, int(op_ids[i]), str(names[i]))]
     if len(members) == 1 and not aux:
         return {members[0]: _Row(u, "own", cost)}
     work = [i for i in members if i not in aux]
-    recognized = [i for i in work if WORK_KERNEL.search(str(names[i])) or _work_child(table, u, int(op_ids[i]))]
+    recognized = [i for i in work if WORK_KERNEL.search(str(full[i])) or _work_child(table, u, int(op_ids[i]))]
     if recognized:  # the other kernels beside a recognized GEMM/conv/attention kernel are helpers
         aux, work = [i for i in members if i not in recognized], recognized
     out = {i: _Row(u, "aux", unknown(f"{_aux_kind(str(names[i]))} of {table.name(u)}: its tensors are not recorded; "
                                     "the op's FLOPs and bytes are on its GEMM/conv/attention kernels"))
            for i in aux}
-    parts = _gradient_parts(table, u, [*work, *aux], names)
+    parts = _gradient_parts(table, u, [*work, *aux], full)
     if parts:
         for i, (part, count, what) in parts.items():
             out[i] = _Row(u, "work", part, 1.0 / count, f"its {what} (the formula for that gradient alone)")
@@ -365,7 +369,9 @@ def _attribute_cpu(kernels: pd.DataFrame, table: _Ops) -> Attribution:
     analytic = _table(out, rows)
     seen = set(_ints(kernels, "op_id").tolist())  # the ops of the selected steps
     units = [j for j in _cpu_units(table) if j in seen]
-    op_kernels, op_analytic = _units_table(out, table, {j: (table.cost(j), np.nan) for j in units}, "cpu_op dur", {})
+    own_us = table.frame.set_index("op_id")["duration_us"] if len(table.frame) else pd.Series(dtype="float64")
+    op_kernels, op_analytic = _units_table(out, table, {j: (table.cost(j), float(own_us[j]) * 1e-6, "cpu_op dur")
+                                                        for j in units}, {})
     return Attribution(out, analytic, op_kernels, op_analytic)
 
 
@@ -390,18 +396,22 @@ def _gpu_units(kernels: pd.DataFrame, table: _Ops, units: dict[int, list[int]], 
                ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The op-level rows of a GPU trace: per unit, its kernels' summed time and its (TF32-judged) cost."""
     seconds = kernels["gpu__time_duration.sum"].astype("float64").to_numpy() if len(kernels) else np.zeros(0)
-    picked: dict[int, tuple[OpCost, float]] = {}
+    picked: dict[int, tuple[OpCost, float, str]] = {}
     for u, members in units.items():
         costs = [rows[i].cost for i in members if rows[i].role not in ("aux", "") and rows[i].cost.known]
         cost = table.cost(u)
         if costs and costs[0].precision != cost.precision:  # the TF32 judgement its kernels got
             cost = replace(cost, precision=costs[0].precision, tensor_dtype=costs[0].tensor_dtype,
                            label=costs[0].label if costs[0].formula == cost.formula else cost.label)
-        picked[u] = (cost, float(np.sum(seconds[members])))
-    return _units_table(kernels, table, picked, "sum of its kernels' gpu__time_duration.sum", units)
+        if all(rows[i].role == "aux" for i in members):  # its helpers alone: the sample lost the work kernel
+            picked[u] = (cost, np.nan, f"its GEMM/conv/attention kernel is not in the trace (its {len(members)} "
+                                       f"helper kernel(s) ran {np.sum(seconds[members]) * 1e6:.3g} us)")
+        else:
+            picked[u] = (cost, float(np.sum(seconds[members])), "sum of its kernels' gpu__time_duration.sum")
+    return _units_table(kernels, table, picked, units)
 
 
-def _units_table(kernels: pd.DataFrame, table: _Ops, units: dict[int, tuple[OpCost, float]], how: str,
+def _units_table(kernels: pd.DataFrame, table: _Ops, units: dict[int, tuple[OpCost, float, str]],
                  members: dict[int, list[int]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A kernel-like table (kind 'op', kernel_id = op_id, launches = its kernels; declared in
     nsroof.schema.OP_LEVEL_KERNEL_COLUMNS) and its analytic table: the op-level view goes through the same
@@ -415,8 +425,6 @@ def _units_table(kernels: pd.DataFrame, table: _Ops, units: dict[int, tuple[OpCo
         return [str(values[i]) if i >= 0 else (str(values[0]) if len(values) else "") for i in first]
 
     frame = table.frame.set_index("op_id") if len(table.frame) else table.frame
-    durations = [units[u][1] if units[u][1] == units[u][1] else float(frame.at[u, "duration_us"]) * 1e-6
-                 for u in ids]
     names = [table.name(u) for u in ids]
     op_kernels = pd.DataFrame({
         "source": pd.Series([source] * len(ids), dtype=object),
@@ -432,8 +440,8 @@ def _units_table(kernels: pd.DataFrame, table: _Ops, units: dict[int, tuple[OpCo
         "device": pd.Series(of_kernel("device"), dtype=object),
         "cc": pd.Series(of_kernel("cc"), dtype=object),
         "launches": pd.array([len(members.get(u, [])) or 1 for u in ids], dtype="Int64"),
-        "gpu__time_duration.sum": np.array(durations, dtype="float64"),
-        "duration_source": pd.Series([how] * len(ids), dtype=object),
+        "gpu__time_duration.sum": np.array([units[u][1] for u in ids], dtype="float64"),
+        "duration_source": pd.Series([units[u][2] for u in ids], dtype=object),
     })
     analytic = _table(op_kernels, [_Row(u, "own", units[u][0]) for u in ids])
     return op_kernels, analytic
