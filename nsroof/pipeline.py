@@ -52,7 +52,7 @@ class _Input:
     """One input analyzed: its report rows, op-level rows and what the metadata says of it."""
 
     frame: pd.DataFrame
-    ops: pd.DataFrame
+    ops: pd.DataFrame | None  # None: the format has no ops
     record: dict[str, Any]
     warnings: list[str]
     hints: list[str]
@@ -99,7 +99,7 @@ def analyze(
                "machine": fixed.label if fixed is not None else None,
                "machine_overrides": [Path(p).name for p, d in zip(paths, done, strict=True) if d.overridden]},
     )
-    return Report(frame=frame, metadata=metadata, warnings=warnings, hints=hints, ops=_concat([d.ops for d in done]))
+    return Report(frame=frame, metadata=metadata, warnings=warnings, hints=hints, ops=_concat([d.ops for d in done if d.ops is not None]))
 
 
 def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate: bool) -> _Input:
@@ -131,7 +131,7 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
         gpu = facts.format != "torch-trace" or any(machines.device_candidates(d) or "NVIDIA" in d for d in devices)
         warnings += [f"{name}: {w}" for w in machines.check_against_export(fixed, devices, gpu_export=gpu)]
     built = build.build_report(kernels, quantities, fixed, levels=levels)
-    ops = build.build_report(c.op_kernels, c.op_quantities, fixed, levels=("dram",))
+    ops = build.build_report(c.op_kernels, c.op_quantities, fixed, levels=("dram",)) if len(c.op_kernels) else None
     hints = [f"{name}: {h}" for h in facts.hints]
     hints += [f"{name}: {h}" for h in (completing_metrics_hint(built), ceilings_hint(built)) if h]
     return _Input(built, ops, record, warnings, hints, fixed is not None and build.has_ncu_ceilings(quantities))

@@ -39,6 +39,7 @@ from nsroof.schema import (
     ANALYTIC_QUANTITY_FIELDS,
     OP_LEVEL_KERNEL_COLUMNS,
     PRECISIONS,
+    QUANTITY_FIELDS,
     kernel_key,
 )
 
@@ -494,7 +495,8 @@ def costed(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
 
     if ops is None and "op_id" not in kernels.columns:
         none = pd.DataFrame({c: [] for c in OP_LEVEL_KERNEL_COLUMNS})
-        return Costed(kernels, derive(kernels), none, derive(none))
+        quantities = pd.DataFrame({f.name: [] for f in (*QUANTITY_FIELDS, *ANALYTIC_QUANTITY_FIELDS)})
+        return Costed(kernels, derive(kernels), none, quantities)
     a = attribute(kernels, ops, tf32=tf32)
     return Costed(a.kernels, fill(a.kernels, derive(a.kernels), a.analytic), a.op_kernels,
                   fill(a.op_kernels, derive(a.op_kernels), a.op_analytic), a.facts, a.warnings)
