@@ -1,7 +1,8 @@
-"""The spine: input file(s) -> kernel table -> quantities -> classified report.
+"""The spine: each input once down the layers, importer -> models -> report.
 
     report = nsroof.analyze(["run.ncu-rep.csv"], machine="a100-40gb")
     report.frame          # one row per (kernel, level), nsroof.schema.COLUMNS
+    report.ops            # traces: the op-level view, one row per op call (same columns, kind 'op')
     report.metadata       # what the Parquet file's metadata will hold
 """
 
