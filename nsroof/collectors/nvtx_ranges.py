@@ -25,6 +25,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from nsroof.collectors.module_names import GlobalNames, original, quiet_compile_warning, range_name
+
 DOMAIN = "nsroof"
 BACKWARD_SUFFIX = " (backward)"
 _NODE_KEY = "nsroof_backward_ranges"  # a module's backward range: "<qualified name> (backward)"
@@ -374,24 +376,9 @@ class ModuleRanges:
 
 def module_range_names(model: Any, root: str | None = None) -> dict[str, str]:
     """Qualified module name -> range name: the root is named by its class, children by their path. A
-    torch.compile'd module (OptimizedModule) is named as the module it wraps (see _range_name)."""
-    root_name = root or type(_original(model)).__name__
-    return {qual: _range_name(root_name, qual) for qual, _ in model.named_modules()}
-
-
-def _original(module: Any) -> Any:
-    """The module torch.compile wrapped (``OptimizedModule._orig_mod``), else the module itself."""
-    if type(module).__name__ != "OptimizedModule":
-        return module
-    inner = module._modules.get("_orig_mod")
-    return module if inner is None else inner
-
-
-def _range_name(root_name: str, qual: str) -> str:
-    # torch.compile puts the original module below its wrapper as `_orig_mod`: the path leaves that step
-    # out, so a compiled region and the modules in it keep the names the eager model has.
-    parts = [p for p in qual.split(".") if p != "_orig_mod"] if qual else []
-    return ".".join([root_name, *parts])
+    torch.compile'd module (OptimizedModule) is named as the module it wraps (see module_names.range_name)."""
+    root_name = root or type(original(model)).__name__
+    return {qual: range_name(root_name, qual) for qual, _ in model.named_modules()}
 
 
 def _compiling() -> Callable[[], bool]:
@@ -437,44 +424,12 @@ def _register_range_name(name: str, backward: bool) -> None:
         MODULE_RANGE_NAMES.add(name + BACKWARD_SUFFIX)
 
 
-class _GlobalNames:
-    """Qualified names for modules seen by the global hooks: a module first seen without a known parent is
-    a root named by its class; its children are named by their path below it (as FlopCounterMode does).
-    Keyed by id() for a cheap lookup on every module call; an entry goes when its module is collected."""
-
-    def __init__(self, backward: bool) -> None:
-        self.names: dict[int, str] = {}
-        self.backward = backward
-
-    def of(self, module: Any) -> str:
-        name = self.names.get(id(module))
-        if name is None:
-            inner = _original(module)
-            known = self.names.get(id(inner)) if inner is not module else None
-            if known is not None:
-                self._add(module, known)  # compiled after its first eager call: the same path
-            root = type(inner).__name__
-            for qual, child in module.named_modules():
-                if id(child) not in self.names:
-                    self._add(child, _range_name(root, qual))
-            name = self.names[id(module)]
-        return name
-
-    def _add(self, module: Any, name: str) -> None:
-        import weakref
-
-        key = id(module)
-        self.names[key] = name
-        weakref.finalize(module, self.names.pop, key, None)
-        _register_range_name(name, self.backward)
-
-
 def annotate_all_modules(*, backward: bool = True) -> ModuleRanges:
     """annotate_modules for every nn.Module of the process, through torch's global module hooks: what
     nsroof.profile and the ncu bootstrap use when they cannot know the model."""
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-    names = _GlobalNames(backward)
+    names = GlobalNames(lambda name: _register_range_name(name, backward))
     known = names.names
     compiling = _compiling()
     fast, profiler = _recorders()[1], sys.modules["torch.autograd.profiler"]
@@ -507,25 +462,8 @@ def annotate_all_modules(*, backward: bool = True) -> ModuleRanges:
         _exit_module(name, output, backward)
 
     handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True),
-               _quiet_compile_warning()]
+               quiet_compile_warning()]
     return ModuleRanges(handles, {})
-
-
-class _quiet_compile_warning:  # noqa: N801 - a handle like the hooks': .remove() undoes it
-    """Silences torch's warning that global hooks also fire for torch.compile's OptimizedModule while the
-    hooks are installed: nsroof names the wrapper as the module it wraps (see _original)."""
-
-    def __init__(self) -> None:
-        import warnings
-
-        self._saved: Any = warnings.catch_warnings()
-        self._saved.__enter__()
-        warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks")
-
-    def remove(self) -> None:
-        if self._saved is not None:
-            self._saved.__exit__(None, None, None)
-            self._saved = None
 
 
 def _tensors_requiring_grad(values: Any) -> list[Any]:

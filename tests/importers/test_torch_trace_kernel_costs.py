@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from nsroof import importers
 from nsroof.models.machines import Machine
 from nsroof.pipeline import analyze
 
