@@ -104,7 +104,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     body = [(r["work"], r["what"], "—" if r["measured"] is None else _figure(r["measured"]),
              f"{'>=' if r['at_least'] else '<='} {r['goal']:g}", r["status"]) for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=False)]
-    line = "  ".join("{:<%d}" % w for w in widths)
+    line = "  ".join(f"{{:<{w}}}" for w in widths)
     out = [line.format(*head), line.format(*("-" * w for w in widths))]
     out += [line.format(*b) for b in body]
     out += [f"  {r['work']}: {r['detail']}" for r in rows if r["detail"] and r["status"] == "SKIP"]
