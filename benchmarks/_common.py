@@ -100,7 +100,7 @@ def _figure(value: float) -> str:
 
 def table(rows: list[dict[str, Any]]) -> str:
     """The one table run.py prints: each target's ratio against its goal, PASS/FAIL/SKIP."""
-    head = ("work", "ratio", "measured", "target", "result")
+    head = ("work", "measure", "measured", "target", "result")
     body = [(r["work"], r["what"], "—" if r["measured"] is None else _figure(r["measured"]),
              f"{'>=' if r['at_least'] else '<='} {r['goal']:g}", r["status"]) for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=False)]
