@@ -119,6 +119,14 @@ def _ratios(base: list[float], other: list[float]) -> tuple[float, float]:
     return min(other) / min(base), statistics.median(other) / statistics.median(base)
 
 
+def record_targets(a: dict[str, float], p: dict[str, float]) -> None:
+    """This module's targets for the table `make bench` prints (benchmarks/_common.py)."""
+    target("annotate: 4 user ranges a step, no profiler", a["ranges_ratio"], 1.01, at_least=False,
+           what="step time ratio", detail=f"fastest of {SAMPLES} alternated steps")
+    target("nsroof.profile vs torch.profiler, tiny transformer", p["ratio"], 1.05, at_least=False,
+           what="profiled region ratio", detail=f"fastest of {PROFILE_SAMPLES} alternated runs")
+
+
 def empty_range_ns(n: int = 100_000, repeats: int = 5) -> float:
     from nsroof import annotate
 
@@ -272,14 +280,6 @@ def bench_profile() -> dict[str, float]:
             "ratio_median": ratio_median, "ratio_cpu": ratio_cpu, "build_s": statistics.median(build), "rows_per_step": rows,
             "profiled_range_ns": per_range, "module_calls": calls,
             "predicted": (calls + 1) * per_range * 1e-9 / step_s}
-
-
-def record_targets(a: dict[str, float], p: dict[str, float]) -> None:
-    """This module's targets for the table `make bench` prints (benchmarks/_common.py)."""
-    target("annotate: 4 user ranges a step, no profiler", a["ranges_ratio"], 1.01, at_least=False,
-           what="step time ratio", detail=f"fastest of {SAMPLES} alternated steps")
-    target("nsroof.profile vs torch.profiler, tiny transformer", p["ratio"], 1.05, at_least=False,
-           what="profiled region ratio", detail=f"fastest of {PROFILE_SAMPLES} alternated runs")
 
 
 def main() -> bool:
