@@ -7,7 +7,8 @@ values, 48 rows a kernel; CodeGandee/llm-perf-opt, reports/.../ncu.details.csv, 
 and a BERT flash-attention run on an A100 (old layout, ragged rows ending in a trailing comma, kernel
 names up to 1,444 characters; leleucas/Actual-Parameter-Collection-for-Machine-Learning-Operators,
 attention/.../bert_flashattn_nsight.csv, 605 kB, 10 kernels: 201 copies). Each side runs in a fresh
-interpreter, timed after its imports, alternating for NSROOF_BENCH_ANALYZE_ROUNDS rounds (5); the best
+interpreter, timed after its imports and a first call on the small export below (first-call costs: lazy
+imports, the machine table, thread pools), alternating for NSROOF_BENCH_ANALYZE_ROUNDS rounds (5); the best
 run of each counts.
 - polars: read_csv (every column text) + the value's digit grouping removed and cast to float + pivot
   (one row per kernel, one column per metric) + write_parquet. It does not convert units, resolve
@@ -51,24 +52,29 @@ TARGET_SMALL_S = 0.3
 _POLARS = r"""
 import json, sys, time
 import polars as pl
-src, dst = sys.argv[1], sys.argv[2]
+src, dst, warm = sys.argv[1], sys.argv[2], sys.argv[3]
+def pipeline(src):
+    df = pl.read_csv(src, infer_schema=False, truncate_ragged_lines=True)
+    df = df.with_columns(pl.col("Metric Value").str.replace_all(",", "").cast(pl.Float64, strict=False))
+    wide = df.pivot(on="Metric Name", index=["ID", "Kernel Name"], values="Metric Value", aggregate_function="first")
+    wide.write_parquet(dst)
+    return wide
+pipeline(warm)  # first-call costs (lazy imports, thread pools) out of the timing, as on nsroof's side
 t0 = time.perf_counter()
-df = pl.read_csv(src, infer_schema=False, truncate_ragged_lines=True)
-df = df.with_columns(pl.col("Metric Value").str.replace_all(",", "").cast(pl.Float64, strict=False))
-wide = df.pivot(on="Metric Name", index=["ID", "Kernel Name"], values="Metric Value", aggregate_function="first")
-wide.write_parquet(dst)
+wide = pipeline(src)
 dt = time.perf_counter() - t0
 print(json.dumps({"seconds": dt, "peak_rss": peak_rss_bytes(), "kernels": wide.height}))
 """
 
 _NSROOF = r"""
 import json, sys, time
-src, dst, reader, machine = sys.argv[1:5]
+src, dst, reader, machine, warm = sys.argv[1:6]
 import nsroof.importers, nsroof.importers.ncu_csv, nsroof.pipeline
 spent = {"read": 0.0}
 used = []
-def timed_read(path):
+def timed_read(path, **_):
     # the same call, timed (how much of the path the importer takes), with the details-page reader chosen
+    # (the keywords nsroof.importers.read takes, captures, are for traces only)
     t = time.perf_counter()
     try:
         kernels, facts = nsroof.importers.ncu_csv.read(path, reader=reader)
@@ -77,6 +83,10 @@ def timed_read(path):
     finally:
         spent["read"] += time.perf_counter() - t
 nsroof.importers.read = timed_read
+# first-call costs out of the timing: the modules analyze imports when first called, the machine table
+nsroof.pipeline.analyze([warm], machine=machine or None).write(dst)
+used.clear()
+spent["read"] = 0.0
 import_rss = peak_rss_bytes()
 t0 = time.perf_counter()
 report = nsroof.pipeline.analyze([src], machine=machine or None)
@@ -171,8 +181,8 @@ def bench_large(folder: Path, reader: str, source: str, label: str, machine: str
     ours, peers = [], []
     for _ in range(env_int("NSROOF_BENCH_ANALYZE_ROUNDS", 5)):
         # alternating: a change in the machine's load weighs on both sides
-        peers.append(child(_POLARS, str(path), str(folder / "polars.parquet")))
-        ours.append(child(_NSROOF, str(path), str(folder / "nsroof.parquet"), reader, machine))
+        peers.append(child(_POLARS, str(path), str(folder / "polars.parquet"), str(SMALL)))
+        ours.append(child(_NSROOF, str(path), str(folder / "nsroof.parquet"), reader, machine, str(SMALL)))
     o, p = (min(runs, key=lambda r: r["seconds"]) for runs in (ours, peers))
     _describe(o, p, mb, reader)
     print(f"  all runs: polars {_seconds(peers)} s; nsroof {_seconds(ours)} s")
@@ -181,8 +191,8 @@ def bench_large(folder: Path, reader: str, source: str, label: str, machine: str
     above = (o["peak_rss"] - o["import_rss"]) / facts["bytes"]
     return target(work, o["peak_rss"] / facts["bytes"], TARGET_RSS_OVER_FILE, at_least=False,
                   what="nsroof peak RSS / file",
-                  detail=f"{o['peak_rss'] / 1e6:.0f} MB for {mb:.0f} MB; the imports alone {o['import_rss'] / 1e6:.0f} MB, "
-                         f"the analysis {above:.2f}x the file above them") and ok
+                  detail=f"{o['peak_rss'] / 1e6:.0f} MB for {mb:.0f} MB; after the imports and a first call on the small "
+                         f"export {o['import_rss'] / 1e6:.0f} MB, the analysis {above:.2f}x the file above that") and ok
 
 
 def main(argv: list[str] | None = None) -> bool:
