@@ -444,6 +444,11 @@ def main() -> bool:
           f"(export + analysis) {lb['report_s'] * 1e3:.0f} ms (medians), ratio {lb['report_ratio']:.2f}   target <= 1.5")
     print(f"    of nsroof's: the trace written (kineto's JSON, one gzip pass) {lb['save_s'] * 1e3:.0f} ms, "
           f"its import and the report {(lb['report_s'] - lb['save_s']) * 1e3:.0f} ms")
+    target("nsroof.profile vs torch.profiler, launch-bound step", lb["ratio"], 1.03, at_least=False,
+           what="profiled region ratio", detail=f"{LAUNCH_MODULES} small modules, fastest of {LAUNCH_SAMPLES} runs; "
+                                                f"predicted from the per-call cost {lb['predicted'] * 100:.1f}%")
+    target("nsroof.profile report vs torch's export_chrome_trace", lb["report_ratio"], 1.5, at_least=False,
+           what="time ratio", detail="launch-bound run, medians; the export and the import + report")
     ok = a["ranges_ratio"] <= 1.01 and p["ratio"] <= 1.05 and lb["ratio"] <= 1.03 and lb["report_ratio"] <= 1.5
     print(f"targets {'met' if ok else 'NOT met'} in this run")
     return True  # a measurement, not a gate: noisy shared machines must not fail `make bench`
