@@ -532,3 +532,23 @@ def test_an_fp64_gemm_is_the_fp64_tensor_roof_too_where_the_gpu_has_one(monkeypa
     assert machine.sources["peak_flop_per_s.fp64_tensor"].startswith("measured: x (the fp64 GEMM: cuBLAS runs it on")
     monkeypatch.setitem(machines.RATE_KEYS, "peak_flop_per_s", tuple(k for k in machines.DENSE_DTYPES if k != "fp64_tensor"))
     assert runner.peak_keys("fp64", h100) == ("fp64",)  # a machine table without the key: the plain fp64 roof
+
+
+def test_matmul_precision_uses_the_new_api_when_a_script_set_it() -> None:
+    # Once torch.backends.cuda.matmul.fp32_precision is set, torch.get_float32_matmul_precision() raises
+    # on the mix of APIs: the measured GEMM sets and restores the new one instead.
+    from nsroof.collectors.measure.gemm import matmul_precision
+
+    matmul = torch.backends.cuda.matmul
+    if not hasattr(matmul, "fp32_precision"):
+        pytest.skip("torch without the fp32_precision API")
+    old = matmul.fp32_precision
+    try:
+        matmul.fp32_precision = "tf32"
+        with matmul_precision("fp32"):
+            assert matmul.fp32_precision == "ieee"
+        with matmul_precision("tf32"):
+            assert matmul.fp32_precision == "tf32"
+        assert matmul.fp32_precision == "tf32"
+    finally:
+        matmul.fp32_precision = old
