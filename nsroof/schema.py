@@ -46,6 +46,9 @@ IDENTITY_COLUMNS: dict[str, tuple[str, str]] = {
     "nvtx_path": ("object", "the NVTX range names joined with '/' ('' when none)"),
 }
 
+# Beside them, the torch-trace importer adds `step` (Int64): the training step a row ran in, counted from 1
+# from the trace's nsroof.step() / optimizer-step marks (the report's `step` column, REPORT_FIELDS).
+
 # The Nsight Compute CSV/text export's column -> the identity column above it fills (raw names as ncu
 # prints them in the header of `--csv` exports; `Kernel Name` also yields `function`, NVTX columns yield
 # nvtx_ranges/nvtx_path).
@@ -112,6 +115,9 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("block", _S, "", "block size (x, y, z)", True),
     Field("stream", _I, "", "CUDA stream ID, when known"),
     Field("nvtx_path", _S, "", "enclosing NVTX ranges, outermost first, joined with '/'", True),
+    Field("step", _I, "", "training step the kernel ran in, counted from 1: the step marks of a torch trace "
+          "(nsroof.step() or optimizer steps), else the N of the innermost `ProfilerStep#N` / `step N` NVTX range; "
+          "null when the input marks no steps"),
     Field("duration_s", _F, "s", "kernel duration (sum over merged launches)"),
     Field("duration_source", _S, "", "metric or formula that gave duration_s", True),
     Field("flops", _F, "FLOP", "all floating-point operations: fp64 + fp32 + fp16 + tensor"),

@@ -319,6 +319,9 @@ def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any],
                   warnings: list[str], extra: dict[str, Any]) -> pd.DataFrame:
     source, bounds, warmup, steps = step_window(meta, annotations)
     extra["steps"] = {"source": source, "marked": len(bounds), "warmup": warmup, "steps": steps}
+    if bounds and len(frame):  # step i (from 1) ends at the i-th mark
+        index = np.searchsorted(np.asarray(bounds, dtype=float), np.asarray(starts, dtype=float), side="right")
+        frame["step"] = pd.array(index + 1, dtype="Int64")
     if steps is None and not warmup:
         return frame
     keep = np.array([in_window(s, bounds, warmup, steps) for s in starts], dtype=bool)

@@ -26,7 +26,6 @@ count differs, else run.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.errors import NsroofError
+from nsroof.importers.nvtx import STEP_RANGE
 from nsroof.schema import LEVELS
 from nsroof.units import human_time
 
@@ -41,7 +41,6 @@ KEY: tuple[str, str] = ("function", "nvtx_path")
 NO_RANGE = "(no NVTX range)"
 PER = ("auto", "run", "step", "launch")
 REQUIRED = ("function", "nvtx_path", "level", "duration_s", "bytes", "bound")
-_STEP_RANGE = re.compile(r"^(?P<stem>ProfilerStep#|step[ _#-]?)(?P<n>\d+)$", re.IGNORECASE)
 # relative difference of the ncu-measured roofs above which two runs did not run at the same clocks
 CLOCK_TOLERANCE = 0.02
 
@@ -91,7 +90,7 @@ def _stable_paths(paths: pd.Series) -> pd.Series:
 
 
 def _mask_steps(path: str) -> str:
-    return "/".join(_STEP_RANGE.sub(lambda m: m.group("stem") + "*", part) for part in path.split("/")) if path else path
+    return "/".join(STEP_RANGE.sub(lambda m: m.group("stem") + "*", part) for part in path.split("/")) if path else path
 
 
 def steps_in(report: pd.DataFrame, metadata: dict[str, Any] | None = None) -> int | None:
@@ -107,7 +106,7 @@ def steps_in(report: pd.DataFrame, metadata: dict[str, Any] | None = None) -> in
     if "nvtx_path" not in report.columns or report.empty:
         return None
     found = {m.group(0) for p in report["nvtx_path"].dropna().astype(str).unique() for part in p.split("/")
-             if (m := _STEP_RANGE.match(part))}
+             if (m := STEP_RANGE.match(part))}
     return len(found) or None
 
 

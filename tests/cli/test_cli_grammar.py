@@ -250,12 +250,12 @@ def test_one_time_formatter() -> None:
 def test_one_kernel_key() -> None:
     import pandas as pd
 
-    from nsroof.report import plots
+    from nsroof.report import chart_data
     from nsroof.schema import kernel_key
 
     frame = pd.DataFrame({"source": ["a.csv", "a.csv", None], "kernel_id": pd.array([1, 1, 2], dtype="Int64")})
     assert list(kernel_key(frame)) == ["a.csv\x001", "a.csv\x001", "\x002"]
-    assert plots.kernel_key is kernel_key
+    assert chart_data.kernel_key is kernel_key
     import nsroof.report.build as build
     import nsroof.report.ledger_join as join
 
