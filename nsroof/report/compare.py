@@ -259,7 +259,11 @@ class Comparison:
 def compare(before: pd.DataFrame, after: pd.DataFrame, *, per: str = "auto", ranges: bool = True,
             metadata: tuple[dict[str, Any], dict[str, Any]] = ({}, {})) -> Comparison:
     """Two reports compared like with like: normalised (see the module docstring), with a warning for
-    each difference that is not the code's — devices, ncu versions, clocks, step counts."""
+    each difference that is not the code's — devices, ncu versions, clocks, step counts. A side with no
+    rows is an NsroofError saying so in one line (empty_answer)."""
+    answer = empty_answer(before, after)
+    if answer:
+        raise NsroofError(answer)
     steps = (steps_in(before, metadata[0]), steps_in(after, metadata[1]))
     ka, kb = kernel_table(before), kernel_table(after)
     chosen = choose_per(per, ka, kb, steps)
@@ -274,6 +278,21 @@ def compare(before: pd.DataFrame, after: pd.DataFrame, *, per: str = "auto", ran
         warnings.append("one side is a CPU op profile, the other GPU kernels: their times are not the same quantity")
     return Comparison(join_kernels(na, nb), join_ranges(ranges_of(na), ranges_of(nb)) if ranges else None, chosen, steps,
                       warnings, on_cpu=all(cpu))
+
+
+def empty_answer(before: pd.DataFrame, after: pd.DataFrame, names: tuple[str, str] = ("before", "after")) -> str:
+    """The one-line answer when a side has no kernels (a trace without kernels gives such a report); '' when
+    both have some."""
+    from nsroof.schema import kernel_key
+
+    if not before.empty and not after.empty:
+        return ""
+    if before.empty and after.empty:
+        return f"nothing to compare: neither {names[0]} nor {names[1]} has any kernel"
+    empty, full, frame = (names[0], names[1], after) if before.empty else (names[1], names[0], before)
+    n = int(kernel_key(frame).nunique())
+    return (f"nothing to compare: {empty} has no kernels ({full} has {n}; "
+            f"every kernel is {'added' if before.empty else 'removed'})")
 
 
 def is_cpu(report: pd.DataFrame) -> bool:

@@ -105,7 +105,12 @@ def plot(df: pd.DataFrame, *, level: str = "all", top: int = 10, nvtx: str | Non
     With `ax`, draws into it (the unplotted-kernel list goes under that axes); otherwise makes a
     Figure of fixed size (`size`: width × height of the plot area in inches). Save it with `save()`
     for byte-identical SVG output. `point_links`: each point's SVG element is wrapped in a link to
-    POINT_LINK + its kernel key in hex + its level (the HTML page turns them into tooltips)."""
+    POINT_LINK + its kernel key in hex + its level (the HTML page turns them into tooltips). A report of
+    several devices (a dataset) gets one panel per device, each against its own roofs."""
+    devices = sorted({str(d) for d in df["device"].astype(str).unique()}) if "device" in df.columns else []
+    if ax is None and len(devices) > 1:
+        return _panels(df, devices, level=level, top=top, nvtx=nvtx, precision=precision, title=title,
+                       point_links=point_links, size=size)
     with _rc():
         data = chart_data(df, level=level, top=top, nvtx=nvtx, precision=precision)
         roofs = roof_lines(df, level=level, nvtx=nvtx, precision=precision)
@@ -134,6 +139,25 @@ def plot(df: pd.DataFrame, *, level: str = "all", top: int = 10, nvtx: str | Non
         _draw(ax, data, roofs, ridges, title=title or _title(data, level, nvtx, precision),
               empty_text="The report has no kernels" if df.empty else "No kernel matches the filters",
               point_links=point_links)
+    return fig
+
+
+def _panels(df: pd.DataFrame, devices: list[str], *, size: tuple[float, float] | None, title: str | None,
+            **options: Any) -> Figure:
+    """One panel per device, stacked: each device's kernels against that device's roofs only."""
+    from matplotlib.figure import Figure
+
+    ax_w, ax_h = size or (_AX_W_IN, _AX_H_IN)
+    fig_w = _FIG_W_IN - _AX_W_IN + ax_w
+    panel_h = _TOP_IN + ax_h + _BOTTOM_IN + 0.5 + _LINE_IN * MAX_UNPLOTTED_LINES / 2
+    with _rc():
+        fig = Figure(figsize=(fig_w, panel_h * len(devices)))
+        for i, device in enumerate(devices):
+            bottom = (len(devices) - 1 - i) * panel_h + _BOTTOM_IN + 0.5 + _LINE_IN * MAX_UNPLOTTED_LINES / 2
+            ax = fig.add_axes((_AX_LEFT_IN / fig_w, bottom / fig.get_figheight(), ax_w / fig_w,
+                               ax_h / fig.get_figheight()))
+            rows = df[df["device"].astype(str) == device]
+            plot(rows, ax=ax, title=f"{title} — {device or 'unknown device'}" if title else None, **options)
     return fig
 
 
@@ -329,9 +353,9 @@ def _bandwidth_label(ax: Axes, row: Any, x_lo: float, stop: float, color: str, t
 FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
 
 
-def save(fig: Figure, path: str | os.PathLike[str], *, salt: str = "nsroof") -> Path:
+def save(fig: Figure, path: str | os.PathLike[str], *, salt: str = "nsroof", dpi: int | None = None) -> Path:
     """Write `fig` atomically as PNG, SVG or PDF (from the suffix), with no timestamps and fixed SVG
-    ids, so the same figure gives the same bytes."""
+    ids, so the same figure gives the same bytes (`dpi`: the PNG's resolution, default RC's)."""
     target = Path(path)
     fmt = target.suffix.lower().lstrip(".")
     if fmt not in FORMATS:
@@ -340,7 +364,7 @@ def save(fig: Figure, path: str | os.PathLike[str], *, salt: str = "nsroof") -> 
     from nsroof.atomic import atomic_path
 
     with _rc(salt), atomic_path(target) as tmp:
-        fig.savefig(tmp, format=fmt, metadata=_metadata(fmt))
+        fig.savefig(tmp, format=fmt, metadata=_metadata(fmt), dpi=dpi if dpi else "figure")
     return target
 
 
