@@ -102,6 +102,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         self._counts = {"nsroof": 0, "optimizer": 0}
         self._stopped = False
         self._facts: dict[str, Any] = {}
+        self.interrupted_trace: Path | None = None  # the trace saved when Ctrl-C ended the run
 
     # -- public results
     @property
@@ -139,6 +140,8 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
             undo()
         self._cleanup.clear()
         if exc_type is not None:
+            if issubclass(exc_type, KeyboardInterrupt) and self._prof is not None:
+                self.interrupted_trace = self._save_trace()  # Ctrl-C: keep what was recorded so far
             return
         self.result = self._build()
 
@@ -165,12 +168,16 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
             self._prof.__exit__(None, None, None)
 
     # -- building the report: the saved trace through the importer and the pipeline
-    def _build(self) -> ProfileResult:
-        from nsroof import pipeline
-
+    def _save_trace(self) -> Path:
         trace = self.trace or Path(tempfile.mkdtemp(prefix="nsroof-profile-")) / "trace.json.gz"
         trace.parent.mkdir(parents=True, exist_ok=True)
         self._prof.export_chrome_trace(str(trace))
+        return trace
+
+    def _build(self) -> ProfileResult:
+        from nsroof import pipeline
+
+        trace = self._save_trace()
         warnings: list[str] = []
         machine = resolve_machine(self.machine_spec, cuda=self._use_cuda, warnings=warnings)
         built = pipeline.analyze([trace], machine=machine)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from nsroof.collectors.script import run_script, split_command
+from nsroof.collectors.script import filtered_stderr, run_script, split_command
 from nsroof.commands.options import (
     LoadWatch,
     Progress,
@@ -32,8 +32,9 @@ def trace_path(output: Path) -> Path:
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--steps", type=click.IntRange(min=1), metavar="N",
               help="Record N steps (optimizer steps, or nsroof.step() marks).")
-@click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
-              help="Steps to skip first.")
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, metavar="N",
+              help="Steps to skip first (the first call's warm-up would dominate the top op); not applied when "
+                   "the script marks no steps.")
 @machine_option(when_omitted="on a GPU its profile cached by `nsroof measure --device cuda`, else its datasheet "
                               "entry; on CPU this CPU's measured profile (measured once, cached)")
 @output_option("the report (Parquet); the chrome trace is kept next to it as REPORT.trace.json.gz",
@@ -58,10 +59,15 @@ def profile(steps: int | None, warmup: int, machine: str | None, output: Path, t
     session = nsroof_profile(machine=machine, steps=steps, warmup=warmup, trace=trace_path(output))
     stop = None
     try:
-        with session:
+        with filtered_stderr(), session:
             run_script(kind, target, args)
             # leaving the block stops the profiler and builds the report (and measures the CPU the first time)
             stop = progress.start("building the report" + (" and measuring this CPU's roofline (once)" if pending else ""))
+    except KeyboardInterrupt:
+        saved = session.interrupted_trace
+        click.echo("nsroof: interrupted; " + (f"the trace recorded so far is saved as {saved} (`nsroof analyze {saved}` "
+                                              "makes its report)" if saved else "nothing was recorded"), err=True)
+        raise SystemExit(130) from None
     finally:
         if stop is not None:
             stop()

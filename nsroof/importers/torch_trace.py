@@ -324,6 +324,11 @@ def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any],
         frame["step"] = pd.array(index + 1, dtype="Int64")
     if steps is None and not warmup:
         return frame
+    if steps is None and not bounds:  # a warm-up counts steps: with none marked there is nothing to skip
+        warnings.append(f"--warmup {warmup} not applied: the run marked no steps (no optimizer.step() and no "
+                        "nsroof.step()), so every op is kept")
+        extra["steps"] |= {"warmup": 0, "warmup_ignored": warmup}
+        return frame
     keep = np.array([in_window(s, bounds, warmup, steps) for s in starts], dtype=bool)
     # the window the profile asked for is a fact of the file, not a warning: the summary states it
     extra["steps"] |= {"window": f"{warmup}..{warmup + (steps or 0) - 1 if steps else 'end'}",
