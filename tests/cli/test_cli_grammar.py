@@ -180,7 +180,8 @@ def test_profile_threads_and_the_short_run_warning(tmp_path: Path) -> None:
     finally:
         torch.set_num_threads(threads)
     assert result.exit_code == 0, result.output
-    assert "warning: --steps 10 (after --warmup 0) asked for 10 steps but the script ran 3" in result.stderr
+    # --warmup 1 by default: 11 steps asked for, 2 of the 3 recorded
+    assert "warning: --steps 10 (after --warmup 1) asked for 11 steps but the script ran 3" in result.stderr
 
 
 # --------------------------------------------------------------------------- the ncu --metrics hint
