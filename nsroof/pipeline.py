@@ -33,6 +33,19 @@ class Report:
 
         return parquet.write(self.frame, path, metadata=self.metadata)
 
+    def __repr__(self) -> str:
+        """One line (the rows are in .frame): 'Report(15 kernels, 45 rows, from x.csv on NVIDIA A100…)'."""
+        from nsroof.schema import kernel_key
+
+        f = self.frame
+        n = int(kernel_key(f).nunique()) if len(f) and {"source", "kernel_id"} <= set(f.columns) else 0
+        sources = sorted({str(s) for s in f["source"].astype(str).unique()}) if "source" in f.columns else []
+        devices = sorted({str(d) for d in f["device"].astype(str).unique() if d}) if "device" in f.columns else []
+        where = (f" from {', '.join(sources[:2])}{' …' if len(sources) > 2 else ''}" if sources else "") + (
+            f" on {', '.join(devices[:2])}{' …' if len(devices) > 2 else ''}" if devices else "")
+        notes = f", {len(self.warnings)} warning(s)" if self.warnings else ""
+        return f"Report({n} kernel{'s' if n != 1 else ''}, {len(f)} rows{where}{notes}; .frame holds the rows)"
+
 
 def analyze(
     paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],

@@ -61,6 +61,10 @@ class ProfileResult:
     trace_facts: dict[str, Any] = field(default_factory=dict)  # what nsroof recorded in the trace
     step_window: str = ""  # the steps kept, when --steps/--warmup selected a window
 
+    def __repr__(self) -> str:  # one line: the rows and metadata are large (read .report, .metadata)
+        return (f"ProfileResult({len(self.report)} rows, machine={self.machine.name if self.machine else None!r}, "
+                f"trace={str(self.trace)!r}, {self.steps_marked} steps marked, {len(self.warnings)} warning(s))")
+
 
 # --------------------------------------------------------------------------- the context manager
 
