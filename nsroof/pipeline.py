@@ -19,6 +19,7 @@ import pandas as pd
 
 from nsroof._distinct import map_rows
 from nsroof.models.machines import Machine
+from nsroof.schema import MISSING_COUNTERS, Hint
 
 
 @dataclass
@@ -85,7 +86,7 @@ def analyze(
         records[name] = ({"format": facts.format} | {k: str(v) for k, v in versions if v not in (None, "")}
                          | ({"facts": dict(facts.extra)} if facts.extra else {}))
         warnings += [f"{name}: {w}" for w in facts.warnings]
-        hints += [f"{name}: {h}" for h in facts.hints]
+        hints += [Hint(h, source=name) for h in facts.hints]
         if "source" not in kernels or kernels["source"].eq("").all():
             kernels["source"] = name
         quantities = fill_analytic(kernels, derive(kernels))
@@ -102,7 +103,7 @@ def analyze(
         built = analytic_ledger(build.build_report(kernels, quantities, fixed, levels=levels), quantities)
         for hint in (completing_metrics_hint(built), ceilings_hint(built)):
             if hint:
-                hints.append(f"{name}: {hint}")
+                hints.append(hint.at(name) if isinstance(hint, Hint) else Hint(hint, source=name))
         frames.append(built)
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=build.COLUMNS)
 
@@ -192,7 +193,7 @@ def analytic_ledger(report: pd.DataFrame, quantities: pd.DataFrame) -> pd.DataFr
     return out
 
 
-def completing_metrics_hint(report: pd.DataFrame) -> str:
+def completing_metrics_hint(report: pd.DataFrame) -> Hint | str:
     """When counters are missing, the `ncu --metrics` list that would complete the roofline
     (from nsroof.models.metric_formulas, the single source of that list)."""
     # Only rows the missing counters left unclassified: a partial FLOP count (e.g. no HADD/HMUL in a
@@ -208,7 +209,8 @@ def completing_metrics_hint(report: pd.DataFrame) -> str:
     ccs = sorted({str(c) for c in report["cc"].astype(str).unique() if c})
     metrics = required_metrics(ccs[0] if len(ccs) == 1 else None)
     n = lacking.drop_duplicates(["source", "kernel_id"]).shape[0]
-    return f"{n} kernel(s) lack roofline counters; profile with `ncu --metrics {','.join(metrics)}`"
+    return Hint(f"{n} kernel(s) lack roofline counters; profile with `ncu --metrics {','.join(metrics)}`",
+                kind=MISSING_COUNTERS, metrics=tuple(metrics), kernels=n)
 
 
 def _contains(column: pd.Series, needle: str) -> np.ndarray:

@@ -85,6 +85,33 @@ class FileFacts:
     extra: dict[str, Any] = field(default_factory=dict)  # format-specific facts (e.g. report_file_version)
 
 
+MISSING_COUNTERS = "missing-counters"  # Hint.kind of the `ncu --metrics` list that completes the roofline
+
+
+class Hint(str):
+    """One line of advice, with its structure kept: `source` (the input it is about, '' for a run), `kind`
+    ('missing-counters' for the `ncu --metrics` list, '' for other advice), `text` (without the source),
+    `metrics` (the metric names of a missing-counters hint) and `kernels` (how many kernels it concerns).
+    A str ('source: text'), so it prints, compares and goes into JSON metadata as the line it always was;
+    readers take the fields, never parse the line back."""
+
+    source: str
+    kind: str
+    text: str
+    metrics: tuple[str, ...]
+    kernels: int
+
+    def __new__(cls, text: str, *, source: str = "", kind: str = "", metrics: tuple[str, ...] = (),
+                kernels: int = 0) -> Hint:
+        obj = super().__new__(cls, f"{source}: {text}" if source else text)
+        obj.source, obj.kind, obj.text, obj.metrics, obj.kernels = source, kind, text, tuple(metrics), kernels
+        return obj
+
+    def at(self, source: str) -> Hint:
+        """The same hint about the input `source`."""
+        return Hint(self.text, source=source, kind=self.kind, metrics=self.metrics, kernels=self.kernels)
+
+
 @dataclass(frozen=True)
 class Field:
     name: str

@@ -196,6 +196,17 @@ def test_the_metrics_hint_is_one_line_per_run_with_the_list_in_a_file(tmp_path: 
         shutil.copy(REPO / "tests" / "data" / "ncu" / "details_new.csv", tmp_path / name)
     report = analyze([tmp_path / "a.csv", tmp_path / "b.csv"], machine="h100")
     assert sum("lack roofline counters" in h for h in report.hints) == 2  # the pipeline: one per file
+    import pickle
+
+    from nsroof.schema import MISSING_COUNTERS
+
+    # structured: the fields are read, never parsed back from the line (and survive a process pool)
+    missing = [h for h in report.hints if getattr(h, "kind", "") == MISSING_COUNTERS]
+    assert sorted(h.source for h in missing) == ["a.csv", "b.csv"] and [h.kernels for h in missing] == [2, 2]
+    again = pickle.loads(pickle.dumps(missing[0]))
+    assert (again, again.source, again.kind, again.metrics) == (missing[0], "a.csv", MISSING_COUNTERS,
+                                                                missing[0].metrics)
+    assert str(missing[0]) == f"a.csv: {missing[0].text}"
     listing = tmp_path / "r.ncu-metrics.txt"
     hints = fold_metrics_hints(report.hints, listing)
     lines = [h for h in hints if "lack roofline counters" in h]
