@@ -87,10 +87,10 @@ def render(report: Any, *, top: int = 10, output: str | None = None, width: int 
         lines += ["", *part] if part else []
     lines += [f"warning: {w}" for w in getattr(report, "warnings", [])]
     lines += [f"hint: {h}" for h in getattr(report, "hints", [])]
-    return "\n".join(_fit(line, width) for line in lines)
+    return "\n".join(fit_line(line, width) for line in lines)
 
 
-def _fit(line: str, width: int) -> str:
+def fit_line(line: str, width: int) -> str:
     """A line wider than `width` wrapped at spaces, its continuation indented past its own indent (a word
     longer than a line, such as a metric list, is broken)."""
     if len(line) <= width:
