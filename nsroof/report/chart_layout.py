@@ -48,10 +48,11 @@ def _label_candidates(cx: float, cy: float, gap: float, w: float, h: float) -> l
     return out
 
 
-def place_labels(ax: Axes, pts: pd.DataFrame) -> None:
-    """Put each top-N label near its marker where it covers the fewest markers and earlier labels
-    (greedy, in rank order, so the longest kernels get the best spots; deterministic). A label moved
-    away from its marker gets a thin leader line."""
+def place_labels(ax: Axes, pts: pd.DataFrame, *, gid_prefix: str | None = None) -> None:
+    """Put each top-N label near its marker where it covers the fewest markers, earlier labels and the
+    roof labels already drawn (greedy, in rank order, so the longest kernels get the best spots;
+    deterministic). A label moved away from its marker gets a thin leader line. With `gid_prefix`, each
+    label's SVG group id is the prefix + its kernel key in hex (the HTML page hides it with its point)."""
     labelled = pts[pts["label"] != ""]
     if labelled.empty:
         return
@@ -62,7 +63,7 @@ def place_labels(ax: Axes, pts: pd.DataFrame) -> None:
                                                  pts["y_flop_per_s"].to_numpy(float)]))
     radius = np.sqrt(pts["marker_area_pt2"].to_numpy(float) / math.pi) * px_per_pt
     markers = np.column_stack([xy[:, 0] - radius, xy[:, 1] - radius, xy[:, 0] + radius, xy[:, 1] + radius])
-    labels = np.empty((0, 4))
+    labels = _text_boxes(ax, px_per_pt)
     frame = ax.get_window_extent()
     for row in labelled.itertuples():
         i = pts.index.get_loc(row.Index)
@@ -88,11 +89,31 @@ def place_labels(ax: Axes, pts: pd.DataFrame) -> None:
         labels = np.vstack([labels, np.array(box)[None, :]])
         leader = {"arrowstyle": "-", "color": "#999999", "linewidth": 0.6, "shrinkA": 0, "shrinkB": 0} \
             if step > 0 else None
-        ax.annotate(text, (row.x_intensity, row.y_flop_per_s),
+        note = ax.annotate(text, (row.x_intensity, row.y_flop_per_s),
                     xytext=((ax0 - cx) / px_per_pt, (ay0 - cy) / px_per_pt), textcoords="offset points",
                     fontsize=_LABEL_PT, ha={1: "left", -1: "right", 0: "center"}[sx],
                     va={1: "bottom", -1: "top", 0: "center"}[sy], zorder=8, arrowprops=leader,
                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
+        if gid_prefix is not None:
+            note.set_gid(f"{gid_prefix}{str(row.key).encode().hex()}")
+
+
+def _text_boxes(ax: Axes, px_per_pt: float) -> np.ndarray:
+    """Display boxes of the horizontal texts already on the axes (the compute roofs' labels), estimated as
+    the labels are (0.6 em per character), so a kernel label avoids them."""
+    boxes = []
+    for text in ax.texts:
+        if text.get_rotation() != 0 or not text.get_text():
+            continue
+        x, y = ax.transData.transform(text.get_position())
+        size = float(text.get_fontsize())
+        lines = text.get_text().split("\n")
+        w = 0.6 * size * max(len(s) for s in lines) * px_per_pt
+        h = 1.3 * size * len(lines) * px_per_pt
+        x0 = {"left": x, "right": x - w}.get(text.get_horizontalalignment(), x - w / 2)
+        y0 = {"bottom": y, "top": y - h}.get(text.get_verticalalignment(), y - h / 2)
+        boxes.append((x0, y0, x0 + w, y0 + h))
+    return np.array(boxes, dtype=float).reshape(-1, 4)
 
 
 def _overlaps(box: tuple[float, float, float, float], boxes: np.ndarray) -> np.ndarray:

@@ -114,7 +114,7 @@ function apply(){var q=text.value.toLowerCase(),b=bound.value,shown=0;
  // the charts follow the table: a point is shown when its kernel's row is
  points.forEach(function(p){var r=byRank[p.getAttribute('data-k')];
   p.style.display=r&&!r.hidden?'':'none';});}
-var points=Array.prototype.slice.call(document.querySelectorAll('a.pt')),byRank={};
+var points=Array.prototype.slice.call(document.querySelectorAll('.pt')),byRank={};
 table.querySelectorAll('tr.kernel').forEach(function(r){byRank[r.getAttribute('data-k')]=r;});
 points.forEach(function(p){p.addEventListener('click',function(){var r=byRank[p.getAttribute('data-k')];if(!r)return;
  table.querySelectorAll('tr.hl').forEach(function(h){h.classList.remove('hl');});
@@ -182,12 +182,21 @@ def _point_tips(k: pd.DataFrame) -> dict[tuple[str, str], tuple[int, str]]:
     return tips
 
 
+_LABEL_ID = re.compile(r'<g id="' + re.escape(plots.LABEL_GID) + r'([0-9a-f]*)"')
+
+
 def _link_points(svg: str, tips: dict[tuple[str, str], tuple[int, str]]) -> str:
-    """The chart's point links (plots.POINT_LINK) replaced by the kernel's rank and an SVG tooltip."""
+    """The chart's point links (plots.POINT_LINK) replaced by the kernel's rank and an SVG tooltip, and
+    its label groups (plots.LABEL_GID) marked with the rank, so the filter hides them with the points."""
+    ranks = {hex_key: rank for (hex_key, _), (rank, _) in tips.items()}
+
     def point(m: re.Match[str]) -> str:
+        if m.group(2) == "join":  # the segment joining a kernel's levels: hidden with its points
+            return f'<a class="pt" data-k="{ranks.get(m.group(1), 0)}">'
         rank, text = tips.get((m.group(1), m.group(2)), (0, ""))
         return f'<a class="pt" data-k="{rank}"><title>{_e(text)}</title>'
 
+    svg = _LABEL_ID.sub(lambda m: f'<g class="pt lbl" data-k="{ranks.get(m.group(1), 0)}"', svg)
     return _POINT_HREF.sub(point, svg)
 
 

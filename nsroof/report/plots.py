@@ -50,6 +50,8 @@ LEVEL_COLORS: dict[str, str] = {"dram": "#1f5fa8", "l2": "#23994a", "l1": "#e078
 LEVEL_MARKERS: dict[str, str] = {"dram": "o", "l2": "s", "l1": "^"}
 #: the href of a point's link in SVG output with point_links=True: POINT_LINK + hex(kernel key) + "-" + level
 POINT_LINK = "#nsroof-point-"
+#: the SVG group id of a kernel's label with point_links=True: LABEL_GID + hex(kernel key)
+LABEL_GID = "nsroof-label-"
 PRECISION_COLORS: dict[str, str] = {"fp64": "#7a1f5c", "fp32": "#333333", "fp16": "#6b4fa0", "tensor": "#a0522d"}
 ABOVE_ROOF_COLOR = "#d62728"
 SET_LINESTYLES: tuple[Any, ...] = ("-", "--", ":", "-.")
@@ -231,8 +233,10 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
     segments = [((a, y), (b, y)) for a, b, y in zip(span["x0"], span["x1"], span["y"], strict=True)]
     rasterize = len(pts) > RASTERIZE_POINTS
     if segments:
-        ax.add_collection(LineCollection(segments, colors="#888888", linewidths=0.7, alpha=0.6, zorder=5,
-                                         rasterized=rasterize))
+        joins = LineCollection(segments, colors="#888888", linewidths=0.7, alpha=0.6, zorder=5, rasterized=rasterize)
+        if point_links and not rasterize:
+            joins.set_urls([f"{POINT_LINK}{str(k).encode().hex()}-join" for k in span.index])
+        ax.add_collection(joins)
     for lv in LEVELS:
         p = pts[pts["level"] == lv]
         if p.empty:
@@ -247,7 +251,7 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
         ax.scatter(hot["x_intensity"], hot["y_flop_per_s"], s=hot["marker_area_pt2"] * 1.5 + 40, facecolors="none",
                    edgecolors=ABOVE_ROOF_COLOR, linewidths=1.6, zorder=7, rasterized=rasterize)
 
-    place_labels(ax, pts)
+    place_labels(ax, pts, gid_prefix=LABEL_GID if point_links else None)
 
     handles: list[Any] = [
         Line2D([], [], marker=LEVEL_MARKERS[lv], linestyle="", markerfacecolor=LEVEL_COLORS[lv], markeredgecolor="white",

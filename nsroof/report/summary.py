@@ -137,8 +137,8 @@ def _top_table(kernels: pd.DataFrame, top: int, width: int) -> list[str]:
     copies = is_copy(kernels)
     ids = kernels["kernel_id"].astype(str)
     id_w = max(2, int(ids.str.len().max()))
-    compact = width - (2 + id_w + 1 + 1 + 9 + 1 + 6 + 2 + 8) - 14 * len(levels) < 24
-    cell_w, limit_w, time_w = (10, 5, 8) if compact else (14, 8, 9)
+    compact = width - (2 + id_w + 1 + 1 + 9 + 1 + 6 + 2 + 8) - 13 * len(levels) < 24
+    cell_w, limit_w, time_w = (10, 5, 8) if compact else (13, 8, 9)
     name_w = max(12, width - (2 + id_w + 1 + 1 + time_w + 1 + 6 + 2 + limit_w) - cell_w * len(levels))
     ranked = kernels.sort_values("duration_s", ascending=False, na_position="last").head(top)
     longest = int(ranked["function"].fillna("").astype(str).str.len().max()) if len(ranked) else 0
