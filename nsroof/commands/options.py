@@ -53,9 +53,9 @@ def threads_option(*, default: int | None = None) -> Callable[[F], F]:
 
 
 def quiet_option() -> Callable[[F], F]:
-    """-q/--quiet: no progress lines (they go to stderr, and only when stderr is a terminal)."""
+    """-q/--quiet: nothing but errors and warnings (no summary, no 'wrote …' line, no progress lines)."""
     return click.option("-q", "--quiet", "quiet", is_flag=True,
-                        help="No progress lines on stderr (they are shown only when stderr is a terminal).")
+                        help="Print nothing but errors and warnings: no summary, no progress lines.")
 
 
 def level_option(levels: Sequence[str], *, default: str, what: str) -> Callable[[F], F]:

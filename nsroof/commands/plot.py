@@ -7,7 +7,14 @@ from typing import Any
 
 import click
 
-from nsroof.commands.options import check_suffix, level_option, output_option, selection_options, top_option
+from nsroof.commands.options import (
+    check_suffix,
+    level_option,
+    output_option,
+    quiet_option,
+    selection_options,
+    top_option,
+)
 from nsroof.schema import LEVELS, PRECISIONS
 
 
@@ -35,8 +42,9 @@ def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> tupl
 @click.option("--size", callback=_size, metavar="WxH", help="Plot area in inches, e.g. 8x5 (default 6.6x5.4).")
 @click.option("--dpi", type=click.IntRange(30, 1200), default=None, metavar="N", help="PNG resolution (default 110).")
 @selection_options()
+@quiet_option()
 def plot(report: Path, output: Path, level: str, top: int, precision: str | None, title: str | None,
-         size: tuple[float, float] | None, dpi: int | None, selection: Any) -> None:
+         size: tuple[float, float] | None, dpi: int | None, selection: Any, quiet: bool) -> None:
     """Draw the roofline of every kernel in REPORT: compute and bandwidth roofs with their sources,
     one point per kernel and level (a marker shape per level), point area proportional to the kernel's
     share of time. A report of several devices gets one panel per device."""
@@ -62,4 +70,5 @@ def plot(report: Path, output: Path, level: str, top: int, precision: str | None
     whole = int((~missing["partial"]).sum()) if len(missing) else 0
     if whole:
         text += f"; {whole} kernel{'s' if whole != 1 else ''} not plotted (listed under the chart)"
-    click.echo(text)
+    if not quiet:
+        click.echo(text)

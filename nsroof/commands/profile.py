@@ -15,6 +15,7 @@ from nsroof.commands.options import (
     LoadWatch,
     Progress,
     apply_threads,
+    check_suffix,
     machine_option,
     output_option,
     quiet_option,
@@ -52,6 +53,7 @@ def profile(steps: int | None, warmup: int, machine: str | None, output: Path, t
     from nsroof.collectors.torch_profile import render_summary
     from nsroof.report import parquet
 
+    check_suffix(output, (".parquet",), "a report")
     kind, target, args = split_command(command)
     apply_threads(threads)  # before the announcement: the cached CPU profile is per thread count
     pending = _announce_cpu_measurement(machine)
@@ -83,7 +85,8 @@ def profile(steps: int | None, warmup: int, machine: str | None, output: Path, t
                 "torch_version": _torch_version(),
                 "warnings": result.warnings + warnings}
     parquet.write(result.report, output, metadata=metadata)
-    click.echo(render_summary(result, top=top, output=str(output)))
+    if not quiet:
+        click.echo(render_summary(result, top=top, output=str(output)))
     for w in warnings:
         click.echo(f"warning: {w}", err=True)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from nsroof.commands.options import check_suffix, output_option, selection_options, top_option
+from nsroof.commands.options import check_suffix, output_option, quiet_option, selection_options, top_option
 
 
 @click.command()
@@ -16,7 +16,8 @@ from nsroof.commands.options import check_suffix, output_option, selection_optio
 @top_option("kernels labelled on the charts")
 @click.option("--title", default="nsroof report", show_default=True, help="Page title.")
 @selection_options()
-def report(report: Path, output: Path, top: int, title: str, selection: Any) -> None:
+@quiet_option()
+def report(report: Path, output: Path, top: int, title: str, selection: Any, quiet: bool) -> None:
     """Write REPORT as one HTML file: run summary (devices, ceilings and their sources, share of time per
     bound per level), roofline charts as inline SVG, and a sortable, filterable table of kernels grouped
     by NVTX path; hover a point for its kernel, and the table's filter filters the charts too. Nothing on
@@ -32,4 +33,5 @@ def report(report: Path, output: Path, top: int, title: str, selection: Any) -> 
         metadata = {**metadata, "selection": selection.describe()}
     html.write(df, output, metadata=metadata, title=title, top=top)
     n = int(kernel_key(df).nunique())
-    click.echo(f"wrote {output}: {n} kernel{'s' if n != 1 else ''}, {output.stat().st_size / 1e3:.0f} kB")
+    if not quiet:
+        click.echo(f"wrote {output}: {n} kernel{'s' if n != 1 else ''}, {output.stat().st_size / 1e3:.0f} kB")

@@ -82,3 +82,12 @@ def test_compare_selects_on_both_sides_and_prints_csv(reports: tuple[Path, Path]
     # the six GEMMs share 3 names and 3 NVTX paths: 5 distinct (function, path) keys, all unchanged
     assert all(line.split(",")[0].startswith("ampere_bf16") for line in lines[1:])
     assert all(",both," in line for line in lines[1:])
+
+
+def test_quiet_prints_nothing_but_errors(reports: tuple[Path, Path], tmp_path: Path) -> None:
+    full, _ = reports
+    for command, out in (("plot", tmp_path / "c.svg"), ("report", tmp_path / "r.html")):
+        code, stdout, err = _run(command, str(full), "-o", str(out), "-q")
+        assert (code, stdout, err) == (0, "", "") and out.exists()
+    code, stdout, err = _run("plot", str(full), "-o", str(tmp_path / "c.txt"), "-q")
+    assert code == 2 and stdout == "" and "cannot write a chart as '.txt'" in err
