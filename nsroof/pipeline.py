@@ -55,9 +55,12 @@ def analyze(
     aggregate: bool = False,
     ledger: str | os.PathLike[str] | None = None,
     digests: Mapping[str, Future[str]] | None = None,
+    captures: Sequence[str | os.PathLike[str]] = (),
 ) -> Report:
     """Read each export, derive its roofline quantities and classify every kernel at every level.
-    `digests`: the inputs' SHA-256 already under way (nsroof.digest.start), by os.fspath(path)."""
+    `digests`: the inputs' SHA-256 already under way (nsroof.digest.start), by os.fspath(path).
+    `captures`: traces recorded around the capture of the CUDA/HIP graphs a trace replays
+    (nsroof.importers.trace_graphs)."""
     from nsroof import digest, importers
     from nsroof.models import machines
     from nsroof.models.quantities import derive
@@ -78,7 +81,7 @@ def analyze(
     given = dict(digests or {})
     digests = {**digest.start(p for p in paths if os.fspath(p) not in given), **given}
     for path in paths:
-        kernels, facts = importers.read(path)
+        kernels, facts = importers.read(path, captures=captures)
         name = Path(path).name
         # the format; what compare needs to tell two ncu versions apart (the CSV/text layout, the .ncu-rep
         # file version); format-specific facts (a trace's step window, TF32)

@@ -67,6 +67,52 @@ NCU_IDENTITY_COLUMNS: dict[str, str] = {
 }
 
 
+# The kernel table's columns beyond IDENTITY_COLUMNS that cross a layer (importer -> models -> report), with
+# their units: name -> (pandas dtype, unit, description). Importers fill what the input holds; a missing column
+# means "not known" (an ncu export has no op). `KERNEL_COLUMNS` below is the whole declared table.
+TRACE_KERNEL_COLUMNS: dict[str, tuple[str, str, str]] = {
+    "kind": ("object", "", "what the row times: kernel, memcpy, memset (GPU activities) or cpu_op (an op call of a "
+             "CPU profile)"),
+    "op_id": ("Int64", "", "the innermost op that launched the activity: an op_id of the file's ops table "
+              "(FileFacts.ops); <NA> when no op is linked. A cpu_op row is the op itself"),
+    "op_link": ("object", "", "how op_id was found: external id, enclosing op, kernel external id, none, self"),
+    "op": ("object", "", "name of the op op_id names (e.g. aten::mm)"),
+    "input_shapes": ("object", "", "that op's recorded input shapes as text ('' when none)"),
+    "module": ("object", "", "nn.Module qualified name of that op, when known"),
+    "duration_source": ("object", "", "what gave the row's duration when not a kernel's own (cpu_op rows)"),
+    "launches": ("Int64", "count", "launches merged into this row (--aggregate; 1 otherwise)"),
+    # The hook for costs the trace itself states (e.g. Inductor's per-kernel kernel_flop / kernel_num_gb): when
+    # not NaN they cost the kernel instead of the op's formula, with provenance trace_cost_source.
+    "trace_flops": ("float64", "FLOP", "FLOPs the trace states for this kernel (NaN when it states none)"),
+    "trace_bytes": ("float64", "byte", "DRAM bytes the trace states for this kernel (NaN when it states none)"),
+    "trace_cost_source": ("object", "", "where trace_flops/trace_bytes come from, e.g. 'inductor:kernel_flop'"),
+}
+
+# The ops table of a trace (FileFacts.ops): one row per op call (cat cpu_op), whether or not it launched a
+# kernel. Kernel rows name their innermost launching op by (source, op_id); parents make the tree. The costing
+# (which formula prices which kernel) is nsroof.models.attribution's, never the importer's.
+OP_COLUMNS: dict[str, tuple[str, str, str]] = {
+    "source": ("object", "", "input file name"),
+    "op_id": ("Int64", "", "op call ID, unique within a source (the kernel table's op_id)"),
+    "parent_op_id": ("Int64", "", "the innermost op on the same thread enclosing this one (<NA> at the top)"),
+    "name": ("object", "", "op name as recorded, e.g. aten::linear"),
+    "input_shapes": ("object", "", "recorded Input Dims: a list with one shape (list of int) or shape list per "
+                     "argument; None when not recorded"),
+    "input_dtypes": ("object", "", "recorded Input type: a list of dtype strings; None when not recorded"),
+    "concrete_inputs": ("object", "", "recorded Concrete Inputs as Python values (None for a tensor argument); "
+                        "None when not recorded"),
+    "sequence_number": ("Int64", "", "autograd sequence number, when recorded"),
+    "forward_op_id": ("Int64", "", "for a backward op: the forward op it differentiates (<NA> otherwise)"),
+    "thread": ("object", "", "'pid/tid' of the thread that ran it"),
+    "start_us": ("float64", "µs", "start timestamp as the trace records it"),
+    "duration_us": ("float64", "µs", "wall duration, its children included"),
+    "nvtx_path": ("object", "", "enclosing annotation ranges, outermost first, joined with '/'"),
+    "module": ("object", "", "nn.Module qualified name, when known"),
+    "recorded_in": ("object", "", "the trace file that recorded the op: the source itself, or the capture trace "
+                    "(nsroof analyze --capture) whose graph the source's kernels replayed"),
+}
+
+
 @dataclass
 class FileFacts:
     """What an importer learned about the file as a whole, returned beside the kernel table:
@@ -83,6 +129,7 @@ class FileFacts:
     number_style_evidence: str = ""  # the cell that decided number_style
     reader: str = ""  # what read the file (e.g. "ncu_report 2024.1", an `ncu -i` command line)
     extra: dict[str, Any] = field(default_factory=dict)  # format-specific facts (e.g. report_file_version)
+    ops: Any = None  # traces: the ops table (OP_COLUMNS, a pandas DataFrame); None for formats without ops
 
 
 MISSING_COUNTERS = "missing-counters"  # Hint.kind of the `ncu --metrics` list that completes the roofline

@@ -10,6 +10,7 @@ import click
 
 from nsroof.commands.options import (
     Progress,
+    capture_option,
     check_suffix,
     machine_option,
     output_option,
@@ -34,13 +35,14 @@ from nsroof.errors import InputError
 @click.option("--scheduler", help="Dataset mode with --executor dask: the scheduler address, e.g. tcp://10.0.0.1:8786.")
 @click.option("--overwrite", is_flag=True, help="Dataset mode: replace partitions that already exist.")
 @click.option("--name-template", help="Dataset mode: file-name pattern giving host/rank, e.g. 'prof_%h_%q{RANK}.ncu-rep'.")
+@capture_option()
 @selection_options()
 @table_output_options("one wide row per kernel (time, and intensity, bound and roof fraction per level)")
 @quiet_option()
 def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, aggregate: bool,
             ledger: Path | None, top: int, jobs: int | None, executor: str, scheduler: str | None,
-            overwrite: bool, name_template: str | None, quiet: bool, as_json: bool, as_csv: bool,
-            selection: Any) -> None:
+            overwrite: bool, name_template: str | None, captures: tuple[Path, ...], quiet: bool, as_json: bool,
+            as_csv: bool, selection: Any) -> None:
     """Classify every kernel of Nsight Compute exports (CSV of any version/locale, .ncu-rep) or
     torch.profiler traces at DRAM, L2 and L1, and write a Parquet report.
 
@@ -55,6 +57,9 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     dataset_mode = (len(inputs) > 1 or any(p.is_dir() for p in inputs) or executor == "dask"
                     or jobs is not None or (output is not None and output.is_dir()))
     if dataset_mode:
+        if captures:
+            raise InputError(os.fspath(captures[0]), "--capture works on one replay trace at a time",
+                             hint="analyze each replay trace separately with its --capture")
         if selection:
             raise click.UsageError(f"{selection.describe()} selects kernels of one input; a dataset keeps every "
                                    "kernel (select when reading it: nsroof plot/report/compare DIR --kernel …)")
@@ -77,7 +82,8 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
                          hint="choose another -o path, e.g. report.parquet")
     check_suffix(output, (".parquet",), "a report")
     with Progress(quiet).waiting(f"analyzing {inputs[0]}"):
-        report = run(list(inputs), machine=machine, aggregate=aggregate, ledger=ledger, digests=digests)
+        report = run(list(inputs), machine=machine, aggregate=aggregate, ledger=ledger, digests=digests,
+                     captures=captures)
     if selection:
         report.frame = selection.apply(report.frame, what=str(inputs[0]))
         report.metadata["selection"] = selection.describe()

@@ -153,11 +153,11 @@ def test_the_pipeline_step_fills_what_the_counters_lack(tmp_path: Path) -> None:
 
 
 TRACES = {
-    # file: (rows, rows linked to an op)
-    "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz": (79, 79),
-    "hta__timeline_analysis_sampled_rank-0.json.gz": (1154, 1138),
-    "hta__triton_example.json.gz": (1, 1),
-    "kineto__after_fix_trace.json": (1, 1),
+    # file: (rows, rows linked to a cpu_op, rows whose launch no op encloses: the runtime launch is their op)
+    "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz": (79, 79, 0),
+    "hta__timeline_analysis_sampled_rank-0.json.gz": (1154, 1138, 16),
+    "hta__triton_example.json.gz": (1, 1, 0),
+    "kineto__after_fix_trace.json": (1, 1, 0),
 }
 
 
@@ -165,9 +165,10 @@ TRACES = {
 def test_real_traces_import(shared_fixtures: Path, name: str) -> None:
     df = read(shared_fixtures / "traces" / name)
     df = df[df["kind"] == "kernel"]
-    rows, linked = TRACES[name]
+    rows, linked, launches = TRACES[name]
     assert len(df) == rows
-    assert int((df["op"] != "").sum()) == linked
+    assert int((df["op_link"] == "runtime launch").sum()) == launches
+    assert int(((df["op"] != "") & (df["op_link"] != "runtime launch")).sum()) == linked
     assert df["gpu__time_duration.sum"].notna().all() and (df["gpu__time_duration.sum"] > 0).all()
 
 
