@@ -259,21 +259,11 @@ def roof_lines(df: pd.DataFrame, *, level: str = "all", nvtx: str | None = None,
         "compute_source": list(comp_src),
         "memory_source": list(mem_src),
     })
-    parts = []
     comp = base[(base["precision"] != "") & np.isfinite(base["peak"]) & (base["peak"] > 0)]
-    if len(comp):
-        g = comp.groupby(["device", "compute_source", "precision"], sort=True)
-        c = g.agg(value_min=("peak", "min"), value_max=("peak", "max"), n_kernels=("key", "nunique")).reset_index()
-        c = c.rename(columns={"compute_source": "source", "precision": "name"})
-        c["kind"] = "compute"
-        parts.append(c)
     mem = base[np.isfinite(base["bw"]) & (base["bw"] > 0)]
-    if len(mem):
-        g = mem.groupby(["device", "memory_source", "level"], sort=True)
-        m = g.agg(value_min=("bw", "min"), value_max=("bw", "max"), n_kernels=("key", "nunique")).reset_index()
-        m = m.rename(columns={"memory_source": "source", "level": "name"})
-        m["kind"] = "bandwidth"
-        parts.append(m)
+    parts = [_roofs_of(comp, "peak", "compute_source", "precision", "compute"),
+             _roofs_of(mem, "bw", "memory_source", "level", "bandwidth")]
+    parts = [part for part in parts if len(part)]
     cols = ["kind", "name", "device", "source", "family", "value_min", "value_max", "n_kernels", "ceiling_set"]
     if not parts:
         return pd.DataFrame(columns=cols)
@@ -288,6 +278,15 @@ def roof_lines(df: pd.DataFrame, *, level: str = "all", nvtx: str | None = None,
     roofs["ceiling_set"] = [set_index[(d, f)] for d, f in zip(roofs["device"], roofs["family"], strict=True)]
     roofs = roofs.sort_values(["ceiling_set", "_k", "_n", "source"], kind="stable").reset_index(drop=True)
     return roofs[cols]
+
+
+def _roofs_of(rows: pd.DataFrame, value: str, source: str, name: str, kind: str) -> pd.DataFrame:
+    """One roof per (device, source, name) of `rows`: the range of `value` over its kernels."""
+    if rows.empty:
+        return rows.iloc[0:0]
+    g = rows.groupby(["device", source, name], sort=True)
+    out = g.agg(value_min=(value, "min"), value_max=(value, "max"), n_kernels=("key", "nunique")).reset_index()
+    return out.rename(columns={source: "source", name: "name"}).assign(kind=kind)
 
 
 def ridge_points(df: pd.DataFrame, *, level: str = "all", nvtx: str | None = None,
