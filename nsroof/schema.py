@@ -113,6 +113,34 @@ OP_COLUMNS: dict[str, tuple[str, str, str]] = {
 }
 
 
+# The op-level view's kernel-like table (nsroof.models.attribution): one row per op call that costs or launched
+# kernels, kind 'op', kernel_id = op_id, launches = its kernels, gpu__time_duration.sum = their summed time (a
+# CPU trace: the op's own time). It goes through the same quantities and classification as kernel rows.
+OP_LEVEL_KERNEL_COLUMNS: tuple[str, ...] = (
+    "source", "kernel_id", "kind", "kernel_name", "function", "op", "op_id", "input_shapes", "module", "nvtx_path",
+    "device", "cc", "launches", "gpu__time_duration.sum", "duration_source",
+)
+
+# The analytic table: nsroof.models.attribution.attribute(...) -> one row per kernel-table row, keyed by
+# kernel_key (source, kernel_id), never by row order: which op's formula prices the row and what it says.
+ANALYTIC_COLUMNS: dict[str, tuple[str, str, str]] = {
+    "source": ("object", "", "input file name (with kernel_id: the kernel_key)"),
+    "kernel_id": ("Int64", "", "the kernel table's kernel_id"),
+    "analytic_op_id": ("Int64", "", "the op whose cost the row belongs to (its op-level row); <NA> when none"),
+    "analytic_role": ("object", "", "own (the op's cost on its kernel), work (a share of an op's work over its "
+                      "GEMM/conv/attention kernels), aux (a copy/transpose/fill/split-K kernel of an op: none of "
+                      "its FLOPs) or '' (not costed)"),
+    "analytic_flops": ("float64", "FLOP", "FLOPs the formula gives this row (NaN when none)"),
+    "analytic_bytes": ("float64", "byte", "compulsory DRAM bytes the formula gives this row (NaN when none)"),
+    "analytic_precision": ("object", "", "report precision of those FLOPs: fp64, fp32, fp16, tensor ('' unknown)"),
+    "analytic_tensor_dtype": ("object", "", "for tensor precision: the dtype whose dense tensor peak is the roof"),
+    "analytic_formula": ("object", "", "ledger formula name, e.g. gemm ('' when none)"),
+    "analytic_label": ("object", "", "the formula with its shape and any share, e.g. gemm(m=8, n=32, k=16, ...)"),
+    "analytic_missing": ("object", "", "why the row has no analytic cost ('' when it has one)"),
+    "analytic_origin": ("object", "", "what gave the cost: 'analytic' (a ledger formula) or the trace's own source "
+                        "prefix (e.g. 'inductor'); the report's provenance is '<origin>:<label>'"),
+}
+
 @dataclass
 class FileFacts:
     """What an importer learned about the file as a whole, returned beside the kernel table:
@@ -273,6 +301,11 @@ def _quantity_fields() -> tuple[Field, ...]:
 
 
 QUANTITY_FIELDS: tuple[Field, ...] = _quantity_fields()
+# What nsroof.models.attribution.fill adds to the quantities of a table with analytic costs.
+ANALYTIC_QUANTITY_FIELDS: tuple[Field, ...] = (
+    Field("tensor_dtype", _S, "", "dtype of the tensor roof an analytic cost states ('' when none)"),
+    Field("ledger_label", _S, "", "the analytic formula with its shape that gave flops ('' when none)"),
+)
 QUANTITY_COLUMNS: list[str] = [f.name for f in QUANTITY_FIELDS]
 
 

@@ -11,14 +11,11 @@ docs/readme/collectors.md):
     as '(x, y, z)', stream, context, device and cc (from ``deviceProperties`` when the trace has them);
   * ``op``, ``input_shapes``, ``nvtx_path``/``nvtx_ranges`` and ``module`` of the op that launched it, and
     ``op_link``: how the op was found (``external id``, ``enclosing op``, ``kernel external id``, ``none``);
-  * analytic costs of the op (nsroof.models.ledger.aten): ``analytic_flops``, ``analytic_bytes``,
-    ``analytic_precision``, ``analytic_tensor_dtype``, ``analytic_formula``, ``analytic_label``,
-    ``analytic_missing``. A costed op launching several kernels shares its cost among them in proportion
-    to their duration. The pipeline turns these into quantities in one step.
+  * ``op_id``: the innermost op that launched it, a row of the ops table returned as ``FileFacts.ops``
+    (nsroof.schema.OP_COLUMNS). Which formula prices which kernel is nsroof.models.attribution's job.
 
-A trace without GPU activity (a CPU run) gives one row per op call (``kind`` ``cpu_op``): an op with a
-known cost is a row with its whole time (its children folded in), an op without one a row with its self
-time, so the rows count the profiled op time once.
+A trace without GPU activity (a CPU run) gives one row per op call (``kind`` ``cpu_op``, ``op_id`` the op
+itself, its whole time); nsroof.models.attribution keeps the rows that count the op time once.
 
 Traces without kernel events but with CUPTI range-profiler counters (cat ``cuda_profiler_range``,
 torch.profiler's experimental profiler_metrics) give one row per range with those counters as metric
@@ -62,10 +59,6 @@ METRIC_UNITS = {
     "launch__registers_per_thread": "register/thread",
     "launch__shared_mem_per_block": "byte/block",
 }
-
-# The ledger formulas whose fp32 form runs on tensor cores as TF32 when torch allows it.
-TF32_MATMUL_FORMULAS = ("gemm", "gemm-bias", "bmm", "linear", "attention", "attention-backward", "decode")
-TF32_CONV_PREFIX = "conv"
 
 
 def _num(value: Any) -> float:
@@ -172,12 +165,10 @@ def _read(path: str | os.PathLike[str], captures: Sequence[str | os.PathLike[str
         tree, annotations = op_tree(cats, meta)
         caps: list[trace_graphs.Capture] = []
         if activities:
-            # the kernel's name tells a TF32 matmul only where the trace does not record torch's TF32 switches
-            by_name = tf32_policy(meta) == (None, None)
-            frame, starts = _gpu_rows(activities, cats, tree, top, name, warnings, tf32_by_kernel_name=by_name)
+            frame, starts = _gpu_rows(activities, cats, tree, top, name, warnings)
             caps = [load_capture(k, c) for k, c in enumerate(captures)]
             frame = trace_graphs.apply(frame, activities, launch_map(cats), tree, caps, warnings, extra)
-            frame, extra["tf32"] = _apply_tf32(frame, meta, warnings)
+            extra["tf32"] = tf32_facts(meta)
         else:
             frame, starts = _cpu_rows(tree, name, meta)
             if not len(frame):
@@ -265,8 +256,7 @@ def _devices(top: dict[str, Any]) -> dict[int, tuple[str, str]]:
 
 
 def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, Any]]], tree: OpTree,
-              top: dict[str, Any], name: str, warnings: list[str], *,
-              tf32_by_kernel_name: bool) -> tuple[pd.DataFrame, np.ndarray]:
+              top: dict[str, Any], name: str, warnings: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
     from nsroof.importers.names import short_name
 
     n = len(activities)  # in_order already
@@ -340,90 +330,29 @@ def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, A
     frame["gpu__time_duration.sum"] = dur_s
     frame["launch__registers_per_thread"] = registers
     frame["launch__shared_mem_per_block"] = shared
-    is_kernel = np.array([k == "kernel" for k in kinds], dtype=bool)
-    names = cols["kernel_name"] if tf32_by_kernel_name else None
-    for column, values in _analytic(tree, np.where(is_kernel, launcher, -1), dur_s, is_kernel, names).items():
-        frame[column] = values
     return frame, starts
 
 
-def _analytic(tree: OpTree, launcher: np.ndarray, dur_s: np.ndarray, is_kernel: np.ndarray,
-              kernel_names: Any) -> dict[str, Any]:
-    from nsroof.models.ledger.aten import on_kernel
-
-    n = len(launcher)
-    unit = np.array([tree.costed_ancestor(int(j)) if j >= 0 else -1 for j in launcher], dtype=np.int64)
-    unit_time: dict[int, float] = {}
-    for u, d in zip(unit, dur_s, strict=True):
-        if u >= 0:
-            unit_time[int(u)] = unit_time.get(int(u), 0.0) + (d if d == d else 0.0)
-    flops, nbytes = np.full(n, np.nan), np.full(n, np.nan)
-    precision, formula, label, missing = [""] * n, [""] * n, [""] * n, [""] * n
-    tensor_dtype = [""] * n
-    for i in range(n):
-        u, j = int(unit[i]), int(launcher[i])
-        if not is_kernel[i]:
-            missing[i] = "a memory copy or set, not a kernel: no roofline classification"
-        elif u >= 0:
-            cost = tree.cost(u) if kernel_names is None else on_kernel(tree.cost(u), str(kernel_names[i]))
-            share = dur_s[i] / unit_time[u] if unit_time[u] > 0 else math.nan
-            flops[i], nbytes[i] = cost.flops * share, cost.bytes * share
-            precision[i], formula[i], tensor_dtype[i] = cost.precision, cost.formula, cost.tensor_dtype
-            label[i] = cost.label if share == 1.0 else f"{cost.label} ×{share:.4g} (share by kernel time)"
-        elif j >= 0:
-            missing[i] = tree.cost(j).missing
-        else:
-            missing[i] = "launching op not in the trace (no runtime launch or cpu_op for the kernel's correlation)"
-    return {
-        "analytic_flops": flops, "analytic_bytes": nbytes,
-        "analytic_precision": pd.Series(precision, dtype=object), "analytic_formula": pd.Series(formula, dtype=object),
-        "analytic_label": pd.Series(label, dtype=object), "analytic_missing": pd.Series(missing, dtype=object),
-        "analytic_tensor_dtype": pd.Series(tensor_dtype, dtype=object),
-    }
-
-
-def _apply_tf32(frame: pd.DataFrame, meta: dict[str, Any], warnings: list[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """fp32 matmul/conv kernels on a tensor-core GPU (CC >= 8.0: TF32 exists from Ampere on) judged against
-    the TF32 tensor roof when the trace says torch allowed TF32 for them; fp32 otherwise."""
+def tf32_facts(meta: dict[str, Any]) -> dict[str, Any]:
+    """What the trace says of torch's TF32 switches (nsroof.models.attribution applies them)."""
     matmul, cudnn = tf32_policy(meta)
     facts: dict[str, Any] = {"matmul_allowed": matmul, "cudnn_allowed": cudnn, "rows": 0}
     if matmul is None and cudnn is None:
         facts["applied"] = "unknown: the trace does not record torch's TF32 settings; fp32 matmul/conv judged as fp32"
-        return frame, facts
-    formula = frame["analytic_formula"].astype(str)
-    fp32 = frame["analytic_precision"].astype(str).eq("fp32")
-    tensor_cores = frame["cc"].astype(str).map(_has_tf32)
-    take = fp32 & tensor_cores & ((formula.isin(TF32_MATMUL_FORMULAS) & bool(matmul))
-                                  | (formula.str.startswith(TF32_CONV_PREFIX) & bool(cudnn)))
-    if take.any():
-        frame = frame.copy()
-        frame.loc[take, "analytic_precision"] = "tensor"
-        frame.loc[take, "analytic_tensor_dtype"] = "tf32"
-        frame.loc[take, "analytic_label"] = frame.loc[take, "analytic_label"].astype(str) + " [TF32 allowed]"
-    facts["rows"] = int(take.sum())
-    facts["applied"] = (f"fp32 matmul{'' if matmul else ' (not allowed)'} / conv{'' if cudnn else ' (not allowed)'} "
-                        "kernels on CC >= 8.0 judged against the TF32 tensor roof where allowed")
-    if take.any():
-        warnings.append(f"{int(take.sum())} fp32 matmul/conv kernel(s) judged against the TF32 tensor roof: the trace "
-                        f"records TF32 allowed (matmul {matmul}, cuDNN {cudnn})")
-    return frame, facts
-
-
-def _has_tf32(cc: str) -> bool:
-    try:
-        return float(cc) >= 8.0
-    except ValueError:
-        return False
+    else:
+        facts["applied"] = (f"fp32 matmul{'' if matmul else ' (not allowed)'} / conv{'' if cudnn else ' (not allowed)'}"
+                            " kernels on CC >= 8.0 judged against the TF32 tensor roof where allowed")
+    return facts
 
 
 def _cpu_rows(tree: OpTree, name: str, meta: dict[str, Any]) -> tuple[pd.DataFrame, np.ndarray]:
-    rows = tree.cpu_rows()
-    n = len(rows)
+    order = sorted(range(len(tree.ops)), key=lambda i: tree.spans[i][0])
+    n = len(order)
     cols = empty_identity(n)
     cols["source"] = [name] * n
     device = str(meta.get("cpu", "")) if isinstance(meta.get("cpu", ""), str) else ""
-    paths = [tree.path(i) for i, _, _ in rows]
-    for r, (i, _, _) in enumerate(rows):
+    paths = [tree.path(i) for i in order]
+    for r, i in enumerate(order):
         op = str(tree.ops[i].get("name", ""))
         cols["kernel_name"][r] = op
         cols["function"][r] = op
@@ -432,23 +361,18 @@ def _cpu_rows(tree: OpTree, name: str, meta: dict[str, Any]) -> tuple[pd.DataFra
         cols["device"][r] = device
     frame = pd.DataFrame(cols)
     frame["kind"] = pd.Series(["cpu_op"] * n, dtype=object)
-    frame["op_id"] = pd.array([i for i, _, _ in rows], dtype="Int64")
+    frame["op_id"] = pd.array(order, dtype="Int64")
     frame["op_link"] = pd.Series(["self"] * n, dtype=object)
-    frame["op"] = pd.Series([str(tree.ops[i].get("name", "")) for i, _, _ in rows], dtype=object)
+    frame["op"] = pd.Series([str(tree.ops[i].get("name", "")) for i in order], dtype=object)
     frame["input_shapes"] = pd.Series(
-        [str(d) if (d := tree.args[i].get("Input Dims")) and any(d) else "" for i, _, _ in rows], dtype=object)
+        [str(d) if (d := tree.args[i].get("Input Dims")) and any(d) else "" for i in order], dtype=object)
     frame["module"] = pd.Series([tree.module(p) for p in paths], dtype=object)
-    frame["duration_source"] = pd.Series([src for _, _, src in rows], dtype=object)
-    frame["gpu__time_duration.sum"] = np.array([us * 1e-6 for _, us, _ in rows], dtype="float64")
-    costs = [tree.cost(i) for i, _, _ in rows]
-    frame["analytic_flops"] = np.array([c.flops for c in costs], dtype="float64")
-    frame["analytic_bytes"] = np.array([c.bytes for c in costs], dtype="float64")
-    for column, attr in (("analytic_precision", "precision"), ("analytic_formula", "formula"),
-                         ("analytic_label", "label"), ("analytic_missing", "missing"),
-                         ("analytic_tensor_dtype", "tensor_dtype")):
-        frame[column] = pd.Series([str(getattr(c, attr)) for c in costs], dtype=object)
-    starts = np.array([tree.spans[i][0] for i, _, _ in rows], dtype="float64")
+    frame["duration_source"] = pd.Series(["cpu_op dur"] * n, dtype=object)
+    frame["gpu__time_duration.sum"] = np.array([(tree.spans[i][1] - tree.spans[i][0]) * 1e-6 for i in order],
+                                               dtype="float64")
+    starts = np.array([tree.spans[i][0] for i in order], dtype="float64")
     return frame, starts
+
 
 def _profiler_ranges(ranges: list[dict[str, Any]], top: dict[str, Any], name: str) -> pd.DataFrame:
     from nsroof.importers.names import short_name

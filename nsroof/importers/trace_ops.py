@@ -1,5 +1,5 @@
 """The CPU side of a kineto trace: the op tree, which op launched each GPU activity, the annotation (NVTX)
-path and module of each op, and the ops' analytic costs. The correlation rules live here and only here
+path and module of each op, as the ops table (nsroof.schema.OP_COLUMNS). The correlation rules live here and only here
 (docs/readme/collectors.md, "Correlation rules"):
 
 1. GPU activity -> runtime launch: the activity's ``correlation`` equals the launch event's ``correlation``
@@ -135,7 +135,7 @@ class Timeline:
 
 
 class OpTree:
-    """CPU ops of a trace with their nesting per thread, annotation paths, forward ops and costs."""
+    """CPU ops of a trace with their nesting per thread, annotation paths and forward ops."""
 
     def __init__(self, ops: list[dict[str, Any]], annotations: list[dict[str, Any]],
                  module_ranges: Sequence[str] = ()) -> None:
@@ -171,7 +171,6 @@ class OpTree:
             self._annotated_threads.setdefault(key[0], []).append(key)
         self._adopted: dict[int, int] = {}  # rule 5: id() of a launch event -> its op index
         self._forward = self._forward_ops()
-        self._costs: dict[int, Any] = {}
         self._paths: dict[int, list[str]] = {}
 
     # -- nesting
@@ -357,48 +356,3 @@ class OpTree:
             "recorded_in": pd.Series([recorded_in or source] * n, dtype=object),
         })
 
-    # -- costs
-    def cost(self, i: int) -> Any:
-        if i not in self._costs:
-            from nsroof.models.ledger.aten import op_cost
-
-            a = self.args[i]
-            self._costs[i] = op_cost(str(self.ops[i].get("name", "")), a.get("Input Dims"), a.get("Input type"),
-                                     concrete_values(a.get("Concrete Inputs")))
-        return self._costs[i]
-
-    def costed_ancestor(self, i: int) -> int:
-        """The outermost op at or above i with a known cost (-1 when none)."""
-        found = -1
-        j = i
-        while j >= 0:
-            if self.cost(j).known:
-                found = j
-            j = self.parent[j]
-        return found
-
-    def self_time_us(self, i: int, children: dict[int, list[int]]) -> float:
-        """Duration minus the durations of its direct op children."""
-        s, e = self.spans[i]
-        inner = sum(self.spans[c][1] - self.spans[c][0] for c in children.get(i, []))
-        return max(e - s - inner, 0.0)
-
-    def cpu_rows(self) -> list[tuple[int, float, str]]:
-        """Rows of a trace without GPU activity: (op, duration µs, duration source). An op with a known
-        cost is one row with its whole time (its children folded in); an op without one, not under a
-        costed op, is a row with its self time. Together the rows count the profiled op time once."""
-        children: dict[int, list[int]] = {}
-        for i, p in enumerate(self.parent):
-            if p >= 0:
-                children.setdefault(p, []).append(i)
-        rows: list[tuple[int, float, str]] = []
-        for i in sorted(range(len(self.ops)), key=lambda i: self.spans[i][0]):
-            unit = self.costed_ancestor(i)
-            if unit >= 0 and unit != i:
-                continue
-            s, e = self.spans[i]
-            if unit == i:
-                rows.append((i, e - s, "cpu_op dur"))
-            else:
-                rows.append((i, self.self_time_us(i, children), "cpu_op dur - op children dur"))
-        return rows

@@ -80,6 +80,7 @@ def render(report: Any, *, top: int = 10, output: str | None = None, width: int 
     kernels = per_kernel(frame)
     lines = _head_lines(frame, kernels, metadata, output)
     lines += ["", *_top_table(kernels, top, width)]
+    lines += op_lines(getattr(report, "ops", None), top, width)
     lines += ["", *_share_lines(frame, kernels)]
     gains = _gain_lines(frame, top, ledger_used=bool(metadata.get("ledger")), width=width)
     lines += ["", *gains] if gains else []
@@ -219,6 +220,29 @@ def _above_lines(frame: pd.DataFrame) -> list[str]:
     for _, r in above.head(5).iterrows():
         lines.append(f"  - {_short(r['function'], 40)} at {r['level']}: {r['achieved_bytes_per_s']:.3g} B/s vs "
                      f"{r['bandwidth_bytes_per_s']:.3g}, {r['achieved_flop_per_s']:.3g} FLOP/s vs {r['peak_flop_per_s']:.3g}")
+    return lines
+
+
+def op_lines(ops: pd.DataFrame | None, top: int, width: int = 80) -> list[str]:
+    """The op-level view's costed ops by time (a trace's REPORT.ops.parquet), the calls of one op and shape
+    together: their kernels' summed time and their formula's whole FLOPs, so the rate is right even where a
+    helper kernel carries none of them. Bound and roof fraction of the first call (one shape, one intensity)."""
+    if ops is None or not len(ops) or not ops["flops"].notna().any():
+        return []
+    costed = ops[ops["flops"].notna()]
+    groups = costed.groupby([costed["op"].astype(str), costed["flops_source"].astype(str)], sort=False, observed=True)
+    table = groups.agg(time=("duration_s", "sum"), flops=("flops", "sum"), calls=("op", "size"),
+                       kernels=("launches", "sum"), bound=("bound", "first"), fraction=("roof_fraction", "first"))
+    table = table.sort_values("time", ascending=False).head(top)
+    op_w = max(12, min(34, width - (2 + 1 + 9 + 1 + 6 + 1 + 7 + 1 + 9 + 2 + 12)))  # room for 'compute 100%'
+    lines = ["", f"Top {len(table)} costed ops by time (op-level rows, calls of one op and shape together: their "
+             "kernels' time, their formula's FLOPs)",
+             f"  {'op':<{op_w}} {'time':>9} {'calls':>6} {'kernels':>7} {'FLOP/s':>9}  DRAM"]
+    for (op, _), r in table.iterrows():
+        rate = r["flops"] / r["time"] if r["time"] > 0 else np.nan
+        lines.append(f"  {_short(str(op), op_w):<{op_w}} {human_time(r['time']):>9} {int(r['calls']):>6} "
+                     f"{int(r['kernels']):>7} {(f'{rate:.3g}' if np.isfinite(rate) else '?'):>9}  "
+                     f"{_cell(r['bound'], r['fraction'])}")
     return lines
 
 

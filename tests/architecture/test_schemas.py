@@ -73,3 +73,41 @@ def test_a_trace_gives_kernels_naming_their_innermost_op_and_the_declared_ops_ta
     assert (op["name"], op["parent_op_id"]) == ("aten::addmm", 0)
     assert op["concrete_inputs"] == [None, None, None, 1, 1]
     assert (op["start_us"], op["duration_us"], op["thread"]) == (102.0, 10.0, "1/1")
+
+
+def test_the_trace_kernel_table_holds_only_declared_columns(tmp_path: Path) -> None:
+    """Every column the trace importer hands the models layer is declared (identity, TRACE_KERNEL_COLUMNS with
+    their dtypes, or a profiler metric under its ncu name): an undeclared one fails here."""
+    from nsroof.importers.kernel_table import is_metric_column
+    from nsroof.schema import TRACE_KERNEL_COLUMNS
+
+    kernels, _ = importers.read(_trace(tmp_path))
+    undeclared = [c for c in kernels.columns if c not in IDENTITY_COLUMNS and c not in TRACE_KERNEL_COLUMNS
+                  and not is_metric_column(c)]
+    assert undeclared == []
+    for c in set(kernels.columns) & set(TRACE_KERNEL_COLUMNS):
+        assert kernels[c].dtype.kind == _DTYPE_KIND[TRACE_KERNEL_COLUMNS[c][0]], c
+
+
+def test_the_analytic_tables_and_the_filled_quantities_are_the_declared_ones(tmp_path: Path) -> None:
+    from nsroof.models.attribution import attribute, costed
+    from nsroof.schema import ANALYTIC_COLUMNS, ANALYTIC_QUANTITY_FIELDS, OP_LEVEL_KERNEL_COLUMNS
+
+    kernels, facts = importers.read(_trace(tmp_path))
+    a = attribute(kernels, facts.ops)
+    for table in (a.analytic, a.op_analytic):
+        assert list(table.columns) == list(ANALYTIC_COLUMNS)
+        assert {c: table[c].dtype.kind for c in table} == {c: _DTYPE_KIND[d] for c, (d, _, _) in ANALYTIC_COLUMNS.items()}
+    assert list(a.op_kernels.columns) == list(OP_LEVEL_KERNEL_COLUMNS)
+    c = costed(kernels, facts.ops)
+    declared = [f.name for f in (*QUANTITY_FIELDS, *ANALYTIC_QUANTITY_FIELDS)]
+    assert list(c.quantities.columns) == declared and list(c.op_quantities.columns) == declared
+
+
+def test_the_op_level_report_has_the_report_columns(tmp_path: Path) -> None:
+    from nsroof.pipeline import analyze
+    from nsroof.schema import COLUMNS
+
+    report = analyze(_trace(tmp_path))
+    assert list(report.ops.columns) == COLUMNS
+    assert list(report.ops["kind"]) == ["op"] and list(report.ops["level"]) == ["dram"]
