@@ -1,7 +1,15 @@
 """nsroof: hierarchical roofline analysis for PyTorch workloads and Nsight Compute exports.
 
-Importing nsroof has no side effects: heavy modules (pandas, torch, nvtx, matplotlib) load
-only when the function that needs them is called.
+    import nsroof
+    report = nsroof.analyze("run.ncu-rep")          # or nsroof.load("report.parquet")
+    print(nsroof.summary(report))
+    nsroof.plot(report, "roofline.png"); nsroof.html(report, "report.html")
+    with nsroof.profile(machine="h100") as prof:     # torch.profiler around a region
+        step()
+    prof.report                                     # the same Report type
+
+Importing nsroof has no side effects: heavy modules (pandas, torch, nvtx, matplotlib) load only when
+the function that needs them is called (PEP 562 lazy attributes).
 """
 
 from __future__ import annotations
@@ -10,22 +18,37 @@ from typing import TYPE_CHECKING, Any
 
 from nsroof._version import __version__
 
-# Public name -> "module:attribute", resolved on first access (PEP 562).
+# Public name -> "module:attribute", resolved on first access.
 _LAZY: dict[str, str] = {
-    "load": "nsroof.report.parquet:load",
-    "analyze": "nsroof.pipeline:analyze",
+    "analyze": "nsroof.api:analyze",
+    "load": "nsroof.api:load",
+    "summary": "nsroof.api:summary",
+    "plot": "nsroof.api:plot",
+    "html": "nsroof.api:html",
+    "profile": "nsroof.api:profile",
+    "Report": "nsroof.pipeline:Report",
+    "NsroofError": "nsroof.errors:NsroofError",
     "analyze_many": "nsroof.dataset:analyze_many",
     "annotate": "nsroof.collectors.nvtx_ranges:annotate",
     "annotate_modules": "nsroof.collectors.nvtx_ranges:annotate_modules",
     "step": "nsroof.collectors.nvtx_ranges:step",
-    "profile": "nsroof.collectors.torch_profile:profile",
-    "plot": "nsroof.report.plots:plot",
 }
 
 __all__ = ["__version__", *_LAZY]
 
-if TYPE_CHECKING:  # pragma: no cover
-    from nsroof.report.parquet import load as load  # noqa: F401
+if TYPE_CHECKING:  # pragma: no cover  (type checkers and IDEs see the real signatures)
+    from nsroof.api import analyze as analyze
+    from nsroof.api import html as html
+    from nsroof.api import load as load
+    from nsroof.api import plot as plot
+    from nsroof.api import profile as profile
+    from nsroof.api import summary as summary
+    from nsroof.collectors.nvtx_ranges import annotate as annotate
+    from nsroof.collectors.nvtx_ranges import annotate_modules as annotate_modules
+    from nsroof.collectors.nvtx_ranges import step as step
+    from nsroof.dataset import analyze_many as analyze_many
+    from nsroof.errors import NsroofError as NsroofError
+    from nsroof.pipeline import Report as Report
 
 
 def __getattr__(name: str) -> Any:
@@ -38,3 +61,7 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module_name), attr)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -66,8 +66,9 @@ class LazyGroup(click.Group):
             click.echo(f"nsroof: error: {exc.format_message()}", err=True)
             sys.exit(exc.exit_code)
         except click.exceptions.Abort:
-            click.echo("nsroof: aborted", err=True)
-            sys.exit(1)
+            # Ctrl-C (click turns KeyboardInterrupt into Abort): the shell's convention, 128 + SIGINT
+            click.echo("nsroof: interrupted", err=True)
+            sys.exit(130)
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -75,7 +76,8 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except NsroofError as exc:
             click.echo(f"nsroof: error: {exc}", err=True)
-            ctx.exit(2)
+            # 2 (bad input) unless the error carries its own status (the user's script's, for nsroof profile)
+            ctx.exit(getattr(exc, "exit_code", 2))
 
 
 def _module_exists(target: str) -> bool:

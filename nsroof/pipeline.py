@@ -20,7 +20,7 @@ import pandas as pd
 
 from nsroof._distinct import map_rows
 from nsroof.models.machines import Machine
-from nsroof.schema import COLUMNS
+from nsroof.schema import COLUMNS, MISSING_COUNTERS, Hint
 
 
 @dataclass
@@ -40,6 +40,19 @@ class Report:
         if len(self.ops):
             parquet.write(self.ops, ops_path(out), metadata=self.metadata)
         return out
+
+    def __repr__(self) -> str:
+        """One line (the rows are in .frame): 'Report(15 kernels, 45 rows, from x.csv on NVIDIA A100…)'."""
+        from nsroof.schema import kernel_key
+
+        f = self.frame
+        n = int(kernel_key(f).nunique()) if len(f) and {"source", "kernel_id"} <= set(f.columns) else 0
+        sources = sorted({str(s) for s in f["source"].astype(str).unique()}) if "source" in f.columns else []
+        devices = sorted({str(d) for d in f["device"].astype(str).unique() if d}) if "device" in f.columns else []
+        where = (f" from {', '.join(sources[:2])}{' …' if len(sources) > 2 else ''}" if sources else "") + (
+            f" on {', '.join(devices[:2])}{' …' if len(devices) > 2 else ''}" if devices else "")
+        notes = f", {len(self.warnings)} warning(s)" if self.warnings else ""
+        return f"Report({n} kernel{'s' if n != 1 else ''}, {len(f)} rows{where}{notes}; .frame holds the rows)"
 
 
 def ops_path(path: str | os.PathLike[str]) -> Path:
@@ -137,8 +150,9 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
         warnings += [f"{name}: {w}" for w in machines.check_against_export(fixed, devices, gpu_export=gpu)]
     built = build.build_report(kernels, quantities, fixed, levels=levels)
     ops = build.build_report(c.op_kernels, c.op_quantities, fixed, levels=("dram",)) if len(c.op_kernels) else None
-    hints = [f"{name}: {h}" for h in facts.hints]
-    hints += [f"{name}: {h}" for h in (completing_metrics_hint(built), ceilings_hint(built)) if h]
+    hints: list[str] = [Hint(h, source=name) for h in facts.hints]
+    hints += [h.at(name) if isinstance(h, Hint) else Hint(h, source=name)
+              for h in (completing_metrics_hint(built), ceilings_hint(built)) if h]
     return _Input(built, ops, record, warnings, hints, fixed is not None and build.has_ncu_ceilings(quantities))
 
 
@@ -147,7 +161,7 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 
-def completing_metrics_hint(report: pd.DataFrame) -> str:
+def completing_metrics_hint(report: pd.DataFrame) -> Hint | str:
     """When counters are missing, the `ncu --metrics` list that would complete the roofline
     (from nsroof.models.metric_formulas, the single source of that list)."""
     # Only rows the missing counters left unclassified: a partial FLOP count (e.g. no HADD/HMUL in a
@@ -163,7 +177,8 @@ def completing_metrics_hint(report: pd.DataFrame) -> str:
     ccs = sorted({str(c) for c in report["cc"].astype(str).unique() if c})
     metrics = required_metrics(ccs[0] if len(ccs) == 1 else None)
     n = lacking.drop_duplicates(["source", "kernel_id"]).shape[0]
-    return f"{n} kernel(s) lack roofline counters; profile with `ncu --metrics {','.join(metrics)}`"
+    return Hint(f"{n} kernel(s) lack roofline counters; profile with `ncu --metrics {','.join(metrics)}`",
+                kind=MISSING_COUNTERS, metrics=tuple(metrics), kernels=n)
 
 
 def _contains(column: pd.Series, needle: str) -> np.ndarray:

@@ -46,6 +46,9 @@ IDENTITY_COLUMNS: dict[str, tuple[str, str]] = {
     "nvtx_path": ("object", "the NVTX range names joined with '/' ('' when none)"),
 }
 
+# Beside them, the torch-trace importer adds `step` (Int64): the training step a row ran in, counted from 1
+# from the trace's nsroof.step() / optimizer-step marks (the report's `step` column, REPORT_FIELDS).
+
 # The Nsight Compute CSV/text export's column -> the identity column above it fills (raw names as ncu
 # prints them in the header of `--csv` exports; `Kernel Name` also yields `function`, NVTX columns yield
 # nvtx_ranges/nvtx_path).
@@ -157,6 +160,33 @@ class FileFacts:
     ops: Any = None  # traces: the ops table (OP_COLUMNS, a pandas DataFrame); None for formats without ops
 
 
+MISSING_COUNTERS = "missing-counters"  # Hint.kind of the `ncu --metrics` list that completes the roofline
+
+
+class Hint(str):
+    """One line of advice, with its structure kept: `source` (the input it is about, '' for a run), `kind`
+    ('missing-counters' for the `ncu --metrics` list, '' for other advice), `text` (without the source),
+    `metrics` (the metric names of a missing-counters hint) and `kernels` (how many kernels it concerns).
+    A str ('source: text'), so it prints, compares and goes into JSON metadata as the line it always was;
+    readers take the fields, never parse the line back."""
+
+    source: str
+    kind: str
+    text: str
+    metrics: tuple[str, ...]
+    kernels: int
+
+    def __new__(cls, text: str, *, source: str = "", kind: str = "", metrics: tuple[str, ...] = (),
+                kernels: int = 0) -> Hint:
+        obj = super().__new__(cls, f"{source}: {text}" if source else text)
+        obj.source, obj.kind, obj.text, obj.metrics, obj.kernels = source, kind, text, tuple(metrics), kernels
+        return obj
+
+    def at(self, source: str) -> Hint:
+        """The same hint about the input `source`."""
+        return Hint(self.text, source=source, kind=self.kind, metrics=self.metrics, kernels=self.kernels)
+
+
 @dataclass(frozen=True)
 class Field:
     name: str
@@ -187,6 +217,9 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("block", _S, "", "block size (x, y, z)", True),
     Field("stream", _I, "", "CUDA stream ID, when known"),
     Field("nvtx_path", _S, "", "enclosing NVTX ranges, outermost first, joined with '/'", True),
+    Field("step", _I, "", "training step the kernel ran in, counted from 1: the step marks of a torch trace "
+          "(nsroof.step() or optimizer steps), else the N of the innermost `ProfilerStep#N` / `step N` NVTX range; "
+          "null when the input marks no steps"),
     Field("duration_s", _F, "s", "kernel duration (sum over merged launches)"),
     Field("duration_source", _S, "", "metric or formula that gave duration_s", True),
     Field("flops", _F, "FLOP", "all floating-point operations: fp64 + fp32 + fp16 + tensor"),

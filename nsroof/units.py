@@ -133,3 +133,31 @@ def human_time(seconds: float | None, *, decimals: int | None = None) -> str:
                         ("ns", 1e-9))
     value = seconds / factor
     return f"{value:.3g} {unit}" if decimals is None else f"{value:.{decimals}f} {unit}"
+
+
+_SI_PREFIXES: tuple[tuple[float, str], ...] = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"),
+                                               (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
+
+
+def human_si(value: float | None, unit: str = "", *, digits: int = 3) -> str:
+    """The one SI formatter: `digits` significant digits with a decimal SI prefix,
+    human_si(1.95e13, 'FLOP/s') == '19.5 TFLOP/s'. NaN, ±inf and None are '—'."""
+    if value is None or value != value or value in (float("inf"), float("-inf")):
+        return "—"
+    if value == 0:
+        return f"0 {unit}".strip()
+    mag = abs(value)
+    for scale, prefix in _SI_PREFIXES:
+        if mag >= scale * (1 - 0.5 * 10 ** -digits):
+            return f"{value / scale:.{digits}g} {prefix}{unit}".strip()
+    return f"{value:.{digits}g} {unit}".strip()
+
+
+def human_si_range(low: float, high: float, unit: str = "") -> str:
+    """Both ends with the prefix of the higher one: human_si_range(1.9e13, 2e13, 'FLOP/s') == '19–20 TFLOP/s'."""
+    finite = all(v == v and v not in (float("inf"), float("-inf")) for v in (low, high))
+    if not finite or human_si(low, unit) == human_si(high, unit):
+        return human_si(high, unit)  # equal at the precision shown
+    number, _, rest = human_si(high, unit).partition(" ")
+    scale = high / float(number) if float(number) else 1.0
+    return f"{low / scale:.3g}–{number} {rest}".strip()

@@ -81,7 +81,7 @@ def test_every_reader_loads_the_dataset_as_nsroof_load_does(case: str, tmp_path:
     pytest.importorskip("polars")
     result = analyze_many([job(tmp_path, CASES[case])], tmp_path / "ds", jobs=1)
     assert result.exit_code == 0, result.summary()
-    ref = nsroof.load(tmp_path / "ds")
+    ref = nsroof.load(tmp_path / "ds").frame
     assert list(ref.columns) == DATASET_COLUMNS
     expected = rows(ref)
     for reader, df in read_all(tmp_path / "ds").items():
@@ -104,7 +104,7 @@ def test_ranks_hosts_and_nulls_read_back(tmp_path: Path) -> None:
                      "host-nodeC/rank-unknown/source-q.csv/part-0.parquet",
                      "host-unknown/rank-1/source-p.csv/part-0.parquet"]
     # filters on the identity columns work in nsroof.load and in pandas alike
-    one = nsroof.load(tmp_path / "ds", filters=[("rank", "=", 1)])
+    one = nsroof.load(tmp_path / "ds", filters=[("rank", "=", 1)]).frame
     assert set(one["source"].astype(str)) == {"p.csv"}
     assert len(pd.read_parquet(tmp_path / "ds", filters=[("host", "=", "nodeB")])) == 3  # 1 kernel x 3 levels
 

@@ -10,14 +10,28 @@ cost: the script shares the interpreter with nsroof (its imports are already loa
 from __future__ import annotations
 
 import os
+import re
 import runpy
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from nsroof.errors import InputError, NsroofError
+
+#: what kineto (torch.profiler's C++ side) prints on every start and stop, straight to fd 2
+KINETO_NOISE = re.compile(rb"^USDT:.*\] profiler_(start|stop)\s*$")
+
+
+class ScriptExit(NsroofError):
+    """The user's script ended with a failure: its own exit status (sys.exit(N); 1 for an exception, as
+    python gives), which the CLI exits with instead of nsroof's usage-error code 2."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def split_command(command: Sequence[str]) -> tuple[str, str, list[str]]:
@@ -58,15 +72,53 @@ def runner(kind: str, target: str) -> Callable[[], object]:
 
 
 def run_script(kind: str, target: str, args: list[str]) -> None:
-    """Run the user's script; its own exception is shown with its traceback, then reported as one line."""
+    """Run the user's script; its own exception is shown with its traceback, then reported as one line
+    (ScriptExit, carrying the status python would have exited with)."""
     with script_environment(kind, target, args):
         try:
             runner(kind, target)()
         except SystemExit as exc:
             if exc.code not in (0, None):
-                raise NsroofError(f"{target} exited with status {exc.code}; no report written") from None
+                code = exc.code if isinstance(exc.code, int) else 1  # sys.exit("message") exits 1
+                if not isinstance(exc.code, int):
+                    print(exc.code, file=sys.stderr)
+                raise ScriptExit(f"{target} exited with status {exc.code}; no report written", code) from None
         except NsroofError:
             raise
         except Exception as exc:
             traceback.print_exc()
-            raise NsroofError(f"{target} raised {type(exc).__name__}: {exc}; no report written") from None
+            raise ScriptExit(f"{target} raised {type(exc).__name__}: {exc}; no report written", 1) from None
+
+
+@contextmanager
+def filtered_stderr(noise: re.Pattern[bytes] = KINETO_NOISE) -> Iterator[None]:
+    """File descriptor 2 through a filter that drops the lines matching `noise` (kineto writes its
+    `USDT: … profiler_start` lines from C++, below sys.stderr) and passes everything else on unchanged."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield  # no real fd 2 (an embedding host): nothing to filter
+        return
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def forward() -> None:
+        with os.fdopen(read_end, "rb") as pipe:
+            for line in pipe:
+                if not noise.match(line):
+                    os.write(saved, line)
+
+    thread = threading.Thread(target=forward, name="nsroof-stderr", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(saved, 2)  # closes the pipe's last write end: the thread drains and ends
+        thread.join(timeout=5)
+        os.close(saved)

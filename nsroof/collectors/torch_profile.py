@@ -65,6 +65,10 @@ class ProfileResult:
     trace_facts: dict[str, Any] = field(default_factory=dict)  # what nsroof recorded in the trace
     step_window: str = ""  # the steps kept, when --steps/--warmup selected a window
 
+    def __repr__(self) -> str:  # one line: the rows and metadata are large (read .report, .metadata)
+        return (f"ProfileResult({len(self.report)} rows, machine={self.machine.name if self.machine else None!r}, "
+                f"trace={str(self.trace)!r}, {self.steps_marked} steps marked, {len(self.warnings)} warning(s))")
+
 
 # --------------------------------------------------------------------------- the context manager
 
@@ -112,6 +116,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         self._counts = {"nsroof": 0, "optimizer": 0}
         self._stopped = False
         self._facts: dict[str, Any] = {}
+        self.interrupted_trace: Path | None = None  # the trace saved when Ctrl-C ended the run
 
     # -- public results
     @property
@@ -155,6 +160,8 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
                 undo()
             self._cleanup.clear()
         if exc_type is not None:
+            if issubclass(exc_type, KeyboardInterrupt) and self._prof is not None:
+                self.interrupted_trace = self._save_trace()  # Ctrl-C: keep what was recorded so far
             return
         self.result = self._build()
 
@@ -196,12 +203,16 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
             self.steps, self.warmup = None, 0
 
     # -- building the report: the saved trace through the importer and the pipeline
-    def _build(self) -> ProfileResult:
-        from nsroof import pipeline
-
+    def _save_trace(self) -> Path:
         trace = self.trace or Path(tempfile.mkdtemp(prefix="nsroof-profile-")) / "trace.json.gz"
         trace.parent.mkdir(parents=True, exist_ok=True)
         save_trace(self._prof, trace)
+        return trace
+
+    def _build(self) -> ProfileResult:
+        from nsroof import pipeline
+
+        trace = self._save_trace()
         warnings: list[str] = []
         try:
             machine = resolve_machine(self.machine_spec, cuda=self._use_cuda, warnings=warnings)

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 
 from nsroof.commands.options import (
     Progress,
     capture_option,
+    check_suffix,
     machine_option,
     output_option,
     quiet_option,
+    selection_options,
+    table_output_options,
     top_option,
 )
 from nsroof.errors import InputError
@@ -32,22 +36,33 @@ from nsroof.errors import InputError
 @click.option("--overwrite", is_flag=True, help="Dataset mode: replace partitions that already exist.")
 @click.option("--name-template", help="Dataset mode: file-name pattern giving host/rank, e.g. 'prof_%h_%q{RANK}.ncu-rep'.")
 @capture_option()
+@selection_options()
+@table_output_options("one wide row per kernel (time, and intensity, bound and roof fraction per level)")
 @quiet_option()
 def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, aggregate: bool,
             ledger: Path | None, top: int, jobs: int | None, executor: str, scheduler: str | None,
-            overwrite: bool, name_template: str | None, captures: tuple[Path, ...], quiet: bool) -> None:
+            overwrite: bool, name_template: str | None, captures: tuple[Path, ...], quiet: bool, as_json: bool,
+            as_csv: bool, selection: Any) -> None:
     """Classify every kernel of Nsight Compute exports (CSV of any version/locale, .ncu-rep) or
     torch.profiler traces at DRAM, L2 and L1, and write a Parquet report.
 
     One file gives one report file. Several files, globs or directories (or -o naming an existing
     folder) give one dataset folder under -o DIR that pandas.read_parquet(DIR) loads; a failed input is
-    listed and the others still land (exit code 1 when any failed)."""
+    listed and the others still land (exit code 1 when any failed).
+
+    --kernel/--nvtx/--step/--device/--source keep only the matching kernels (in the report written too);
+    --json or --csv print one row per kernel on stdout instead of the summary; -q prints nothing but errors."""
+    if as_json and as_csv:
+        raise click.UsageError("--json and --csv print the same table: give one of them")
     dataset_mode = (len(inputs) > 1 or any(p.is_dir() for p in inputs) or executor == "dask"
                     or jobs is not None or (output is not None and output.is_dir()))
     if dataset_mode:
         if captures:
             raise InputError(os.fspath(captures[0]), "--capture works on one replay trace at a time",
                              hint="analyze each replay trace separately with its --capture")
+        if selection:
+            raise click.UsageError(f"{selection.describe()} selects kernels of one input; a dataset keeps every "
+                                   "kernel (select when reading it: nsroof plot/report/compare DIR --kernel …)")
         _analyze_dataset(inputs, output, machine, aggregate, ledger, jobs, executor, scheduler, overwrite,
                          name_template, Progress(quiet))
         return
@@ -65,12 +80,33 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     if out.exists() and inputs[0].exists() and out.resolve() == inputs[0].resolve():
         raise InputError(os.fspath(out), "the output would overwrite the input export",
                          hint="choose another -o path, e.g. report.parquet")
+    check_suffix(output, (".parquet",), "a report")
     with Progress(quiet).waiting(f"analyzing {inputs[0]}"):
         report = run(list(inputs), machine=machine, aggregate=aggregate, ledger=ledger, digests=digests,
                      captures=captures)
+    if selection:
+        report.frame = selection.apply(report.frame, what=str(inputs[0]))
+        report.metadata["selection"] = selection.describe()
     report.write(out)
     report.hints = fold_metrics_hints(report.hints, metrics_list_path(out))
-    click.echo(render(report, top=top, output=str(out)))
+    if as_json or as_csv:
+        click.echo(script_output(report.frame, as_json=as_json), nl=False)
+    elif not quiet:
+        click.echo(render(report, top=top, output=str(out)))
+
+
+def script_output(frame: Any, *, as_json: bool) -> str:
+    """The wide per-kernel table (nsroof.report.wide.script_table) as JSON records or CSV text."""
+    from nsroof.report.wide import script_table
+
+    table = script_table(frame)
+    if as_json:
+        import json
+
+        # through pandas' encoder (NaN -> null, numpy scalars), full precision, '/' unescaped
+        records = json.loads(table.to_json(orient="records", double_precision=15))
+        return json.dumps(records, indent=1, ensure_ascii=False) + "\n"
+    return str(table.to_csv(index=False))
 
 
 def _analyze_dataset(inputs: tuple[Path, ...], output: Path | None, machine: str | None, aggregate: bool,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 import click
 
-from nsroof.commands.options import machine_option, output_option, top_option
+from nsroof.commands.options import check_suffix, machine_option, output_option, selection_options, top_option
 
 
 @click.command()
@@ -19,11 +20,13 @@ from nsroof.commands.options import machine_option, output_option, top_option
 @machine_option(when_omitted="for inputs that are raw exports, the datasheet entry of the GPU each names")
 @output_option("every kernel row: .csv or .parquet (per-range rows go to <name>.ranges.<ext>)")
 @click.option("--json", "as_json", is_flag=True, help="Print the kernel and range tables as JSON.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print the kernel table as CSV.")
 @click.option("--per", type=click.Choice(["auto", "run", "step", "launch"]), default="auto", show_default=True,
               help="Normalise: per step (both step counts known), per launch (before scaled to the after run's launch "
                    "counts), or per run (as measured); auto picks step, then launch when launch counts differ.")
+@selection_options()
 def compare(before: Path, after: Path, top: int, ranges: bool, machine: str | None, output: Path | None,
-            as_json: bool, per: str) -> None:
+            as_json: bool, as_csv: bool, per: str, selection: Any) -> None:
     """Compare two reports (.parquet), datasets (folders written by `nsroof analyze -o DIR`) or exports
     (analyzed on the fly): kernels (or CPU ops) matched by function name + NVTX path (torch emit_nvtx's
     seq / op_id / input_op_ids counters and step numbers ignored, sizes kept), normalised per step or
@@ -31,17 +34,27 @@ def compare(before: Path, after: Path, top: int, ranges: bool, machine: str | No
     DRAM/L2/L1 and in bound, and a warning when devices, ncu versions, clocks or step counts differ."""
     from nsroof.report import compare as cmp
 
+    if as_json and as_csv:
+        raise click.UsageError("give one of --json and --csv")
+    check_suffix(output, (".csv", ".parquet"), "the comparison")
     a, meta_a = _side(before, machine)
     b, meta_b = _side(after, machine)
+    a, b = selection.apply(a, what=str(before)), selection.apply(b, what=str(after))
+    answer = cmp.empty_answer(a, b, (str(before), str(after)))
+    if answer:  # one line, in the form asked for
+        click.echo(json.dumps({"per": None, "steps": [], "warnings": [answer], "kernels": [], "ranges": []})
+                   if as_json else answer)
+        return
     result = cmp.compare(a, b, per=per, ranges=ranges, metadata=(meta_a, meta_b))
     kernels, per_range = result.kernels, result.ranges
     if output is not None:
         _write(kernels, output)
         if per_range is not None:
             _write(per_range, output.with_name(f"{output.stem}.ranges{output.suffix}"))
+    if as_csv:
+        click.echo(kernels.to_csv(index=False), nl=False)
+        return
     if as_json:
-        import json
-
         doc = {"per": result.per, "steps": list(result.steps), "warnings": result.warnings,
                "kernels": _records(kernels), "ranges": _records(per_range) if per_range is not None else []}
         click.echo(json.dumps(doc, indent=1))
@@ -77,8 +90,6 @@ def _is_parquet(p: Path) -> bool:
 
 
 def _records(frame):  # type: ignore[no-untyped-def]
-    import json
-
     return json.loads(frame.to_json(orient="records"))
 
 

@@ -10,6 +10,7 @@ import click
 from nsroof.commands.options import (
     Progress,
     apply_threads,
+    check_suffix,
     machine_option,
     output_option,
     quiet_option,
@@ -37,16 +38,18 @@ def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Pat
     from nsroof.examples import train_tiny
     from nsroof.report import parquet
 
+    echo = _silent if quiet else click.echo  # -q: nothing but errors
+    check_suffix(output, (".parquet",), "a report")
     apply_threads(threads)
     cfg = train_tiny.Config()
-    click.echo(f"Profiling nsroof.examples.train_tiny on the CPU: {cfg.layers} layers, d_model {cfg.d_model}, "
+    echo(f"Profiling nsroof.examples.train_tiny on the CPU: {cfg.layers} layers, d_model {cfg.d_model}, "
                f"{cfg.heads} heads, batch {cfg.batch}×{cfg.seq} tokens; {warmup} warm-up + {steps} recorded "
                f"step(s), {torch.get_num_threads()} thread(s)")
     if machine is None:
         from nsroof.collectors.torch_profile import cpu_profile_pending
 
         pending = cpu_profile_pending()
-        click.echo("Ceilings: this CPU's measured roofline (nsroof measure's quick CPU sweep" +
+        echo("Ceilings: this CPU's measured roofline (nsroof measure's quick CPU sweep" +
                    (f"; not cached yet: measured after the steps, about a minute, saved to {pending})" if pending
                     else ", cached)"))
     trace = output.with_name(output.name.removesuffix(".parquet") + ".trace.json.gz")
@@ -61,8 +64,8 @@ def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Pat
         **result.metadata, "collector": "torch.profiler", "script": parquet.input_record(example),
         "trace": str(result.trace), "demo": True, "steps": steps, "warmup": warmup,
         "threads": torch.get_num_threads()})
-    click.echo("")
-    click.echo(render_summary(result, top=top, output=str(output)))
+    echo("")
+    echo(render_summary(result, top=top, output=str(output)))
 
     if EXAMPLE_EXPORT.is_file():
         from nsroof.pipeline import analyze
@@ -71,6 +74,10 @@ def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Pat
         example_out = output.with_name(output.stem + "-ncu-example.parquet")
         report = analyze([EXAMPLE_EXPORT])
         report.write(example_out)
-        click.echo("")
-        click.echo(f"The packaged Nsight Compute example ({EXAMPLE_EXPORT.name}), analyzed at DRAM, L2 and L1:")
-        click.echo(render(report, top=top, output=str(example_out)))
+        echo("")
+        echo(f"The packaged Nsight Compute example ({EXAMPLE_EXPORT.name}), analyzed at DRAM, L2 and L1:")
+        echo(render(report, top=top, output=str(example_out)))
+
+
+def _silent(*args: object, **kwargs: object) -> None:
+    return None

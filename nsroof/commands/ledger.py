@@ -306,7 +306,15 @@ def ledger(ctx: click.Context, op: str | None, machine: str, level: str, do_swee
         click.echo(_json(data) if as_json else sweep_text(formula.name, data))
         return
     analysis = lg.analyze(formula.fn(**formula.bind(raw)), m, level=level)
-    click.echo(_json(analysis_json(analysis)) if as_json else render(analysis, formula.source))
+    click.echo(_json(analysis_json(analysis)) if as_json else _fitted(render(analysis, formula.source)))
+
+
+def _fitted(text: str) -> str:
+    """The ledger's lines wrapped to the terminal (long sources and notes), as analyze's summary is."""
+    from nsroof.report.summary import fit_line, terminal_width
+
+    width = terminal_width()
+    return "\n".join(fit_line(line, width) for line in text.splitlines())
 
 
 def _json(data: Any) -> str:

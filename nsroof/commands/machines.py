@@ -64,7 +64,7 @@ def machine_json(m: Machine) -> dict[str, Any]:
     d["decode_batch_to_leave_memory_bound"] = {
         "roof": table["roof"], "ridge": jsonable(table["ridge"]),
         "batch": {k: jsonable(v) for k, v in table["batch"].items()},
-        "formula": "batch = ridge · weight bytes / 2  (I = 2·batch/bytes; seeds/roofline.py.txt)",
+        "formula": "batch = ridge · weight bytes / 2  (I = 2·batch/bytes; Williams et al., CACM 2009)",
     }
     d["sparse_trap"] = sparse_traps(m)
     return d

@@ -56,14 +56,15 @@ def measure(quick: bool, dtypes: tuple[str, ...], device: str, threads: int | No
     except OSError as exc:
         raise InputError(exc.filename or output or csv_path or "", f"cannot write: {exc.strerror or exc}",
                          hint="choose a writable path") from None
-    click.echo(render(result))
-    click.echo(f"\ncached as {cached}" + (" (the CPU profile `nsroof profile` and `nsroof demo` read at these threads)"
+    echo = click.echo if not quiet else (lambda *a, **k: None)  # -q: nothing but errors
+    echo(render(result))
+    echo(f"\ncached as {cached}" + (" (the CPU profile `nsroof profile` and `nsroof demo` read at these threads)"
                                           if result.environment.get("device") == "cpu" else "")
                if cached is not None else f"\nnot cached: {why_not}")
     if output is not None:
-        click.echo(f"\nwrote {output} (use: nsroof analyze --machine {output} …)")
+        echo(f"\nwrote {output} (use: nsroof analyze --machine {output} …)")
     if csv_path is not None:
-        click.echo(f"wrote {csv_path} ({len(result.points)} points)")
+        echo(f"wrote {csv_path} ({len(result.points)} points)")
 
 
 def _check_writable(path: Path) -> None:

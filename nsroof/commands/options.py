@@ -1,6 +1,7 @@
 """The options every command shares, declared once so they read and behave the same everywhere (the way
 sqlite-utils shares its option decorators): `--machine`, `-o/--output`, `--top`, `--threads`, `--quiet`,
-`--level`; and the progress line long steps print.
+`--level`, the selection (`--kernel`, `--nvtx`, `--step`, `--device`, `--source`) and the machine-readable
+outputs (`--json`, `--csv`); and the progress line long steps print.
 
 Each decorator takes only what truly differs per command (what the output is, what --top lists, what an
 omitted --machine means); the flag names, metavars, types and the first words of the help are fixed here.
@@ -58,15 +59,61 @@ def capture_option() -> Callable[[F], F]:
 
 
 def quiet_option() -> Callable[[F], F]:
-    """-q/--quiet: no progress lines (they go to stderr, and only when stderr is a terminal)."""
+    """-q/--quiet: nothing but errors and warnings (no summary, no 'wrote …' line, no progress lines)."""
     return click.option("-q", "--quiet", "quiet", is_flag=True,
-                        help="No progress lines on stderr (they are shown only when stderr is a terminal).")
+                        help="Print nothing but errors and warnings: no summary, no progress lines.")
 
 
 def level_option(levels: Sequence[str], *, default: str, what: str) -> Callable[[F], F]:
     """--level, one of `levels`: anything else is a usage error (exit 2), never a silent 'n/a'."""
     return click.option("--level", "level", type=click.Choice(list(levels)), default=default, show_default=True,
                         help=what)
+
+
+SELECTION_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("kernel", "REGEX", "Only kernels whose function or kernel name matches (case-insensitive search, e.g. gemm)."),
+    ("nvtx", "REGEX", "Only kernels whose NVTX path matches (e.g. 'layer0/attn')."),
+    ("step", "N|N-M|N,M", "Only kernels of these training steps (the report's `step` column)."),
+    ("device", "REGEX", "Only kernels that ran on a matching device (e.g. H100)."),
+    ("source", "REGEX", "Only kernels from a matching input file (reports and datasets of several inputs)."),
+)
+
+
+def selection_options() -> Callable[[F], F]:
+    """--kernel, --nvtx, --step, --device, --source: which kernels the command reads. The command gets one
+    `selection` argument (nsroof.report.selection.Selection) instead of the five."""
+    import functools
+
+    def decorate(command: F) -> F:
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            from nsroof.report.selection import from_options
+
+            values = {name: kwargs.pop(name) for name, _, _ in SELECTION_OPTIONS}
+            return command(*args, selection=from_options(**values), **kwargs)
+
+        for name, metavar, text in reversed(SELECTION_OPTIONS):
+            wrapper = click.option(f"--{name}", name, metavar=metavar, default=None, help=text)(wrapper)
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def table_output_options(what: str) -> Callable[[F], F]:
+    """--json / --csv: print `what` on stdout for scripts (one wide row per kernel), instead of the tables."""
+    def decorate(command: F) -> F:
+        command = click.option("--csv", "as_csv", is_flag=True, help=f"Print {what} as CSV on stdout.")(command)
+        return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON on stdout.")(command)
+
+    return decorate
+
+
+def check_suffix(path: Path | None, suffixes: Sequence[str], what: str) -> None:
+    """A usage error (exit 2) when `path` has a suffix the command cannot write, naming the ones it can."""
+    if path is None or path.suffix.lower() in suffixes:
+        return
+    raise click.BadParameter(f"{path}: cannot write {what} as {path.suffix or 'a file without suffix'!r}; name it "
+                             + " or ".join(f"*{s}" for s in suffixes), param_hint="-o/--output")
 
 
 def apply_threads(threads: int | None) -> int:

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import click
 
-from nsroof.collectors.script import run_script, split_command
+from nsroof.collectors.script import filtered_stderr, run_script, split_command
 from nsroof.commands.options import (
     LoadWatch,
     Progress,
     apply_threads,
+    check_suffix,
     machine_option,
     output_option,
     quiet_option,
@@ -42,7 +43,7 @@ def trace_path(output: Path) -> Path:
               help=f"Record N steps (optimizer steps, or nsroof.step() marks)  [default: {DEFAULT_STEPS}, "
                    f"after {DEFAULT_WARMUP} warm-up step]")
 @click.option("--warmup", type=click.IntRange(min=0), metavar="N",
-              help="Steps to skip first  [default: 0 with --steps, else the default schedule's]")
+              help=f"Steps to skip first  [default: {DEFAULT_WARMUP}; none when the script marks no more steps]")
 @click.option("--all-steps", is_flag=True, help="Record the whole run (no step window).")
 @machine_option(when_omitted="on a GPU its profile cached by `nsroof measure --device cuda`, else its datasheet "
                               "entry; on CPU this CPU's measured profile (measured once, cached)")
@@ -61,24 +62,34 @@ def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str
     from nsroof.collectors.torch_profile import render_summary
     from nsroof.report import parquet
 
+    check_suffix(output, (".parquet",), "a report")
     kind, target, args = split_command(command)
     if all_steps and (steps is not None or warmup is not None):
         raise click.UsageError("--all-steps records the whole run: leave out --steps and --warmup")
     default_window = not all_steps and steps is None and warmup is None
+    # the warm-up step is skipped whenever the run is windowed and no --warmup says otherwise (the first
+    # call's one-time costs would dominate the top op); a script marking no more steps is then recorded whole
+    window_optional = not all_steps and warmup is None
     if default_window:
-        steps, warmup = DEFAULT_STEPS, DEFAULT_WARMUP
-    warmup = warmup or 0
+        steps = DEFAULT_STEPS
+    if warmup is None:
+        warmup = 0 if all_steps else DEFAULT_WARMUP
     apply_threads(threads)  # before the announcement: the cached CPU profile is per thread count
     pending = _announce_cpu_measurement(machine)
     progress, load = Progress(quiet), LoadWatch()
     session = nsroof_profile(machine=machine, steps=steps, warmup=warmup, trace=trace_path(output),
-                             window_optional=default_window)
+                             window_optional=window_optional)
     stop = None
     try:
-        with session:
+        with filtered_stderr(), session:
             run_script(kind, target, args)
             # leaving the block stops the profiler and builds the report (and measures the CPU the first time)
             stop = progress.start("building the report" + (" and measuring this CPU's roofline (once)" if pending else ""))
+    except KeyboardInterrupt:
+        saved = session.interrupted_trace
+        click.echo("nsroof: interrupted; " + (f"the trace recorded so far is saved as {saved} (`nsroof analyze {saved}` "
+                                              "makes its report)" if saved else "nothing was recorded"), err=True)
+        raise SystemExit(130) from None
     finally:
         if stop is not None:
             stop()
@@ -95,7 +106,8 @@ def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str
                 "torch_version": _torch_version(),
                 "warnings": result.warnings + warnings}
     parquet.write(result.report, output, metadata=metadata)
-    click.echo(render_summary(result, top=top, output=str(output)))
+    if not quiet:
+        click.echo(render_summary(result, top=top, output=str(output)))
     for w in warnings:
         click.echo(f"warning: {w}", err=True)
 

@@ -84,3 +84,17 @@ def short_name(kernel_name: str) -> str:
         head = head.rsplit("::", 1)[1]
     head = head.strip("*& ")
     return head or text
+
+
+def fit_name(name: str, width: int) -> str:
+    """`name` in at most `width` characters: cut in the middle with '…', keeping the head and the tail,
+    because kernels of one family differ at the end (`…gemm_bf16_128x128_ldg8_f2f_stages_64x3_nn` /
+    `…_tn`). The one shortener of kernel and op names for tables, labels and charts."""
+    text = str(name)
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    tail = (width - 1) // 2
+    head = width - 1 - tail
+    return text[:head] + "…" + (text[-tail:] if tail else "")

@@ -24,8 +24,11 @@ import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 PUSH_POP_PREFIX = "thread Domain:Push/Pop_Range"
+#: a step range: torch.profiler's `ProfilerStep#3`, or `step 3` / `step_3` / `step#3` as scripts name them
+STEP_RANGE = re.compile(r"^(?P<stem>ProfilerStep#|step[ _#-]?)(?P<n>\d+)$", re.IGNORECASE)
 START_END_PREFIX = "Id:Domain:Start/Stop_Range"
 DEFAULT_DOMAIN = "<default domain>"
 
@@ -155,3 +158,26 @@ def stable_nvtx_path(nvtx_path: str, *, keep_sizes: bool = True) -> str:
     if not nvtx_path:
         return ""
     return "/".join(stable_range_name(part, keep_sizes=keep_sizes) for part in nvtx_path.split("/"))
+
+
+def step_of_path(nvtx_path: str) -> int | None:
+    """The N of the innermost step range (STEP_RANGE) of an NVTX path; None when it has none."""
+    for part in reversed(nvtx_path.split("/") if nvtx_path else []):
+        m = STEP_RANGE.match(part.strip())
+        if m:
+            return int(m.group("n"))
+    return None
+
+
+def steps(marked: object, nvtx_paths: object) -> Any:
+    """The report's `step` column (pandas Int64): the importer's own step number where it has one (torch
+    traces), else the step range of the NVTX path."""
+    import pandas as pd
+
+    paths = pd.Series(nvtx_paths, dtype=object).fillna("").astype(str)
+    by_path = {p: step_of_path(p) for p in paths.unique()}
+    from_path = pd.array(paths.map(by_path).tolist(), dtype="Int64")
+    if marked is None:
+        return from_path
+    own = pd.array(pd.Series(marked).tolist(), dtype="Int64")
+    return pd.array([o if o is not pd.NA else p for o, p in zip(own, from_path, strict=True)], dtype="Int64")

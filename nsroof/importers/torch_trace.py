@@ -241,7 +241,15 @@ def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any],
                   warnings: list[str], extra: dict[str, Any]) -> pd.DataFrame:
     source, bounds, warmup, steps = step_window(meta, annotations)
     extra["steps"] = {"source": source, "marked": len(bounds), "warmup": warmup, "steps": steps}
+    if bounds and len(frame):  # step i (from 1) ends at the i-th mark
+        index = np.searchsorted(np.asarray(bounds, dtype=float), np.asarray(starts, dtype=float), side="right")
+        frame["step"] = pd.array(index + 1, dtype="Int64")
     if steps is None and not warmup:
+        return frame
+    if steps is None and not bounds:  # a warm-up counts steps: with none marked there is nothing to skip
+        warnings.append(f"--warmup {warmup} not applied: the run marked no steps (no optimizer.step() and no "
+                        "nsroof.step()), so every op is kept")
+        extra["steps"] |= {"warmup": 0, "warmup_ignored": warmup}
         return frame
     keep = np.array([in_window(s, bounds, warmup, steps) for s in starts], dtype=bool)
     # the window the profile asked for is a fact of the file, not a warning: the summary states it

@@ -307,6 +307,7 @@ def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: _Roofs, levels: 
         "block": per_kernel(text("block")),
         "stream": ints("stream"),
         "nvtx_path": per_kernel(text("nvtx_path")),
+        "step": _steps(kernels).take(np.repeat(np.arange(n), L)),
         "duration_s": per_kernel(_col(q, "duration_s").astype("float64").to_numpy()),
         "duration_source": per_kernel(_text(q, "duration_source")),
         "flops": per_kernel(_col(q, "flops").astype("float64").to_numpy()),
@@ -456,6 +457,14 @@ def _classified(columns: dict[str, object], index: pd.Index) -> pd.DataFrame:
             else value
 
     return pd.DataFrame({name: column(name) for name in COLUMNS}, index=index)
+
+
+def _steps(kernels: pd.DataFrame) -> pd.arrays.IntegerArray:
+    """Per kernel, the step it ran in (nsroof.importers.nvtx.steps)."""
+    from nsroof.importers.nvtx import steps
+
+    return steps(kernels["step"] if "step" in kernels else None,
+                 kernels["nvtx_path"] if "nvtx_path" in kernels else [""] * len(kernels))
 
 
 def _empty(name: str, n: int) -> object:

@@ -26,7 +26,6 @@ count differs, else run.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.errors import NsroofError
+from nsroof.importers.nvtx import STEP_RANGE
 from nsroof.schema import LEVELS
 from nsroof.units import human_time
 
@@ -41,7 +41,6 @@ KEY: tuple[str, str] = ("function", "nvtx_path")
 NO_RANGE = "(no NVTX range)"
 PER = ("auto", "run", "step", "launch")
 REQUIRED = ("function", "nvtx_path", "level", "duration_s", "bytes", "bound")
-_STEP_RANGE = re.compile(r"^(?P<stem>ProfilerStep#|step[ _#-]?)(?P<n>\d+)$", re.IGNORECASE)
 # relative difference of the ncu-measured roofs above which two runs did not run at the same clocks
 CLOCK_TOLERANCE = 0.02
 
@@ -91,7 +90,7 @@ def _stable_paths(paths: pd.Series) -> pd.Series:
 
 
 def _mask_steps(path: str) -> str:
-    return "/".join(_STEP_RANGE.sub(lambda m: m.group("stem") + "*", part) for part in path.split("/")) if path else path
+    return "/".join(STEP_RANGE.sub(lambda m: m.group("stem") + "*", part) for part in path.split("/")) if path else path
 
 
 def steps_in(report: pd.DataFrame, metadata: dict[str, Any] | None = None) -> int | None:
@@ -107,7 +106,7 @@ def steps_in(report: pd.DataFrame, metadata: dict[str, Any] | None = None) -> in
     if "nvtx_path" not in report.columns or report.empty:
         return None
     found = {m.group(0) for p in report["nvtx_path"].dropna().astype(str).unique() for part in p.split("/")
-             if (m := _STEP_RANGE.match(part))}
+             if (m := STEP_RANGE.match(part))}
     return len(found) or None
 
 
@@ -260,7 +259,11 @@ class Comparison:
 def compare(before: pd.DataFrame, after: pd.DataFrame, *, per: str = "auto", ranges: bool = True,
             metadata: tuple[dict[str, Any], dict[str, Any]] = ({}, {})) -> Comparison:
     """Two reports compared like with like: normalised (see the module docstring), with a warning for
-    each difference that is not the code's — devices, ncu versions, clocks, step counts."""
+    each difference that is not the code's — devices, ncu versions, clocks, step counts. A side with no
+    rows is an NsroofError saying so in one line (empty_answer)."""
+    answer = empty_answer(before, after)
+    if answer:
+        raise NsroofError(answer)
     steps = (steps_in(before, metadata[0]), steps_in(after, metadata[1]))
     ka, kb = kernel_table(before), kernel_table(after)
     chosen = choose_per(per, ka, kb, steps)
@@ -275,6 +278,21 @@ def compare(before: pd.DataFrame, after: pd.DataFrame, *, per: str = "auto", ran
         warnings.append("one side is a CPU op profile, the other GPU kernels: their times are not the same quantity")
     return Comparison(join_kernels(na, nb), join_ranges(ranges_of(na), ranges_of(nb)) if ranges else None, chosen, steps,
                       warnings, on_cpu=all(cpu))
+
+
+def empty_answer(before: pd.DataFrame, after: pd.DataFrame, names: tuple[str, str] = ("before", "after")) -> str:
+    """The one-line answer when a side has no kernels (a trace without kernels gives such a report); '' when
+    both have some."""
+    from nsroof.schema import kernel_key
+
+    if not before.empty and not after.empty:
+        return ""
+    if before.empty and after.empty:
+        return f"nothing to compare: neither {names[0]} nor {names[1]} has any kernel"
+    empty, full, frame = (names[0], names[1], after) if before.empty else (names[1], names[0], before)
+    n = int(kernel_key(frame).nunique())
+    return (f"nothing to compare: {empty} has no kernels ({full} has {n}; "
+            f"every kernel is {'added' if before.empty else 'removed'})")
 
 
 def is_cpu(report: pd.DataFrame) -> bool:

@@ -18,69 +18,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsroof.report import plots
+from nsroof.report import chart_data, plots
+from nsroof.report.chart_data import LEVEL_NAMES
+from nsroof.report.wide import LEDGER_COLUMNS, kernel_rows
+from nsroof.report.wide import as_float as _num
 from nsroof.schema import BOUNDS, LEVELS, kernel_key
-from nsroof.units import human_time
-
-LEDGER_COLUMNS: tuple[str, ...] = ("ledger_op", "expected_flops", "min_bytes", "flop_ratio", "excess_traffic",
-                                   "ideal_time_s", "headroom")
+from nsroof.units import human_si, human_si_range, human_time
 
 
 def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def _num(value: Any) -> float:
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return float("nan")
-    return f
 
 
 # ------------------------------------------------------------------------------------------ data
-
-
-def kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per kernel (longest first) with its per-level verdicts pivoted into columns:
-    bound_<level>, intensity_<level>, ridge_<level>, roof_fraction_<level>, time_floor_s_<level>; plus
-    time_floor_s and bound at the limiting level, floor_ratio = duration_s / time_floor_s, and the ledger
-    columns (first non-null over the kernel's rows)."""
-    k = plots.kernels(df)
-    key = kernel_key(df)
-    rows = df.assign(_key=key.to_numpy())
-    first = rows.drop_duplicates("_key").set_index("_key")
-    out = k.set_index("key")
-    for col in ("launches", "limiting", "above_roof", "op", "module", "missing", "cc", "flops"):
-        if col in first.columns:
-            out[col] = first[col].reindex(out.index)
-    out["above_roof"] = rows.groupby("_key")["above_roof"].agg(lambda s: bool(s.fillna(False).astype(bool).any())) \
-        .reindex(out.index).fillna(False).astype(bool)
-    out["missing"] = rows.groupby("_key")["missing"].agg(
-        lambda s: ", ".join(dict.fromkeys(t.strip() for v in s.astype(str) for t in v.split(",")
-                                          if t.strip() and t.strip() not in ("nan", "<NA>")))).reindex(out.index)
-    for level in LEVELS:
-        at = rows[rows["level"].astype(str) == level].drop_duplicates("_key").set_index("_key")
-        for col in ("bound", "intensity", "ridge", "roof_fraction", "time_floor_s", "achieved_flop_per_s"):
-            out[f"{col}_{level}"] = at[col].reindex(out.index) if col in at.columns else np.nan
-        out[f"bound_{level}"] = out[f"bound_{level}"].astype(object).where(out[f"bound_{level}"].notna(), "")
-    floors = out[[f"time_floor_s_{lv}" for lv in LEVELS]].astype("float64")
-    out["time_floor_s"] = floors.max(axis=1, skipna=True)
-    limiting = out["limiting"].astype(str) if "limiting" in out else pd.Series("", index=out.index)
-    out["bound"] = [
-        out.at[i, f"bound_{lv}"] if lv in LEVELS else "unknown" for i, lv in zip(out.index, limiting, strict=True)
-    ]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out["floor_ratio"] = out["duration_s"].astype("float64") / out["time_floor_s"]
-    for col in LEDGER_COLUMNS:
-        if col in rows.columns:
-            series = rows[col]
-            if col == "ledger_op":
-                series = series.astype(object).where(series.astype(str).str.len() > 0)
-            out[col] = series.groupby(rows["_key"]).first().reindex(out.index)
-        else:
-            out[col] = np.nan
-    return out.reset_index()
 
 
 def group_path(nvtx_path: str) -> str:
@@ -102,7 +54,7 @@ def ledger_ran(df: pd.DataFrame) -> bool:
 def bound_shares(df: pd.DataFrame) -> pd.DataFrame:
     """Per level, the share of the run's time (Σ duration_s of all kernels) spent memory-, compute-bound
     or unknown at that level. Rows: levels present; columns: BOUNDS."""
-    k = plots.kernels(df)
+    k = chart_data.kernels(df)
     total_s = float(np.nansum(k["duration_s"].to_numpy(float)))
     key = kernel_key(df)
     rows = df.assign(_key=key.to_numpy()).drop_duplicates(["_key", "level"])
@@ -131,7 +83,7 @@ tr.group th{background:#e8eef7;text-align:left;font-weight:600;cursor:default}
 .k{min-width:160px;max-width:420px;overflow-wrap:anywhere}.muted{color:#777}code{font-size:12px}
 .scroll{overflow-x:auto}.controls{margin:8px 0;display:flex;gap:12px;align-items:center}
 figure{margin:10px 0}figure svg{width:100%;height:auto}figcaption{color:#555;font-size:12px}
-figure.main{max-width:1050px}.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:8px}
+figure.chart{max-width:1100px}a.pt{cursor:pointer}a.pt:hover{opacity:.6}tr.hl td{background:#fff3c4}
 """
 
 # Sorting sorts rows inside each NVTX group; filtering hides rows and empty groups.
@@ -158,7 +110,15 @@ function apply(){var q=text.value.toLowerCase(),b=bound.value,shown=0;
    var ok=(!q||r.getAttribute('data-text').indexOf(q)>=0)&&(!b||r.getAttribute('data-bound')===b);
    r.hidden=!ok;if(ok)n++;});
   tb.hidden=n===0;var c=tb.querySelector('.count');if(c)c.textContent=n;shown+=n;});
- document.getElementById('shown').textContent=shown;}
+ document.getElementById('shown').textContent=shown;
+ // the charts follow the table: a point is shown when its kernel's row is
+ points.forEach(function(p){var r=byRank[p.getAttribute('data-k')];
+  p.style.display=r&&!r.hidden?'':'none';});}
+var points=Array.prototype.slice.call(document.querySelectorAll('.pt')),byRank={};
+table.querySelectorAll('tr.kernel').forEach(function(r){byRank[r.getAttribute('data-k')]=r;});
+points.forEach(function(p){p.addEventListener('click',function(){var r=byRank[p.getAttribute('data-k')];if(!r)return;
+ table.querySelectorAll('tr.hl').forEach(function(h){h.classList.remove('hl');});
+ r.classList.add('hl');r.scrollIntoView({block:'center'});});});
 text.addEventListener('input',apply);bound.addEventListener('change',apply);
 // a link may carry the filter (report.html#q=gemm&bound=memory)
 var h=new URLSearchParams(location.hash.slice(1));
@@ -181,24 +141,70 @@ def _svg_inline(svg: str, prefix: str) -> str:
     return svg.strip()
 
 
-def charts(df: pd.DataFrame, *, top: int = 10) -> list[tuple[str, str]]:
-    """(caption, inline SVG) for the hierarchical chart and one chart per level present. Each chart
-    gets its own SVG id salt, so ids never collide on the page."""
+def charts(df: pd.DataFrame, *, top: int = 10, k: pd.DataFrame | None = None) -> list[tuple[str, str]]:
+    """(caption, inline SVG) per device: the hierarchical chart, then one chart per level — just the one
+    level's chart when the report has a single level (a CPU profile: DRAM only). Every point is an SVG
+    element with a tooltip (kernel, id, level, intensity, FLOP/s, roof %) and `data-k` = its kernel's
+    rank, which the table's filter uses to hide it. Each chart has its own SVG id salt."""
+    k = kernel_rows(df) if k is None else k
+    tips = _point_tips(k)
+    devices = sorted({str(d) for d in df["device"].astype(str).unique()}) or [""]
     out = []
-    present = [lv for lv in LEVELS if (df["level"].astype(str) == lv).any()]
-    for level in ("all", *present):
-        fig = plots.plot(df, level=level, top=top)
-        caption = ("All levels: each kernel's DRAM, L2 and L1 points share one FLOP/s and are joined"
-                   if level == "all" else f"{plots.LEVEL_NAMES[level]} only")
-        out.append((caption, _svg_inline(plots.to_svg(fig, salt=f"nsroof-{level}"), f"chart-{level}")))
+    for n, device in enumerate(devices):
+        rows = df[df["device"].astype(str) == device] if len(devices) > 1 else df
+        present = [lv for lv in LEVELS if (rows["level"].astype(str) == lv).any()]
+        on = f" — {device or 'unknown device'}" if len(devices) > 1 else ""
+        for level in (["all", *present] if len(present) > 1 else present or ["all"]):
+            fig = plots.plot(rows, level=level, top=top, point_links=True)
+            caption = ("All levels: each kernel's points at " + ", ".join(LEVEL_NAMES[lv] for lv in present)
+                       + " share one FLOP/s and are joined" if level == "all" else f"{LEVEL_NAMES[level]} only") + on
+            svg = _link_points(plots.to_svg(fig, salt=f"nsroof-{n}-{level}"), tips)
+            out.append((caption, _svg_inline(svg, f"chart-{n}-{level}")))
     return out
+
+
+_POINT_HREF = re.compile(r'<a xlink:href="' + re.escape(plots.POINT_LINK) + r'([0-9a-f]*)-(\w+)"[^>]*>')
+
+
+def _point_tips(k: pd.DataFrame) -> dict[tuple[str, str], tuple[int, str]]:
+    """(kernel key in hex, level) -> (rank, tooltip) for every kernel and level of `kernel_rows`."""
+    tips = {}
+    for r in k.itertuples():
+        name = r.function if isinstance(r.function, str) and r.function else r.kernel_name
+        for lv in LEVELS:
+            bound = getattr(r, f"bound_{lv}") or "unknown"
+            text = (f"{r.rank}. {name} (id {r.kernel_id}) at {LEVEL_NAMES[lv]}: {bound}-bound, "
+                    f"intensity {_per_byte(_num(getattr(r, f'intensity_{lv}')))}, "
+                    f"{human_si(_num(getattr(r, f'achieved_flop_per_s_{lv}')), 'FLOP/s')}, "
+                    f"{_pct(_num(getattr(r, f'roof_fraction_{lv}')))} of the roof; "
+                    f"{human_time(_num(r.duration_s))} ({_pct(_num(r.time_share))} of the time)")
+            tips[(str(r.key).encode().hex(), lv)] = (int(r.rank), text)
+    return tips
+
+
+_LABEL_ID = re.compile(r'<g id="' + re.escape(plots.LABEL_GID) + r'([0-9a-f]*)"')
+
+
+def _link_points(svg: str, tips: dict[tuple[str, str], tuple[int, str]]) -> str:
+    """The chart's point links (plots.POINT_LINK) replaced by the kernel's rank and an SVG tooltip, and
+    its label groups (plots.LABEL_GID) marked with the rank, so the filter hides them with the points."""
+    ranks = {hex_key: rank for (hex_key, _), (rank, _) in tips.items()}
+
+    def point(m: re.Match[str]) -> str:
+        if m.group(2) == "join":  # the segment joining a kernel's levels: hidden with its points
+            return f'<a class="pt" data-k="{ranks.get(m.group(1), 0)}">'
+        rank, text = tips.get((m.group(1), m.group(2)), (0, ""))
+        return f'<a class="pt" data-k="{rank}"><title>{_e(text)}</title>'
+
+    svg = _LABEL_ID.sub(lambda m: f'<g class="pt lbl" data-k="{ranks.get(m.group(1), 0)}"', svg)
+    return _POINT_HREF.sub(point, svg)
 
 
 def render(df: pd.DataFrame, *, metadata: dict[str, Any] | None = None, title: str = "nsroof report",
            top: int = 10, with_charts: bool = True) -> str:
     """The whole page as one string."""
     metadata = metadata or {}
-    missing_cols = plots.check_columns(df)
+    missing_cols = chart_data.check_columns(df)
     if missing_cols:
         from nsroof.errors import NsroofError
 
@@ -215,15 +221,10 @@ def render(df: pd.DataFrame, *, metadata: dict[str, Any] | None = None, title: s
         _bounds_section(df),
     ]
     if with_charts:
-        parts.append("<h2>Roofline charts</h2>")
-        drawn = charts(df, top=top)
-        for i, (caption, svg) in enumerate(drawn):
-            if i == 1:
-                parts.append('<div class="grid">')
-            parts.append(f'<figure class="{"main" if i == 0 else "level"}">{svg}'
-                         f"<figcaption>{_e(caption)}</figcaption></figure>")
-        if len(drawn) > 1:
-            parts.append("</div>")
+        parts.append("<h2>Roofline charts</h2><p>Hover a point for its kernel; the table's filter below also "
+                     "filters the charts; click a point to find its row.</p>")
+        parts += [f'<figure class="chart">{svg}<figcaption>{_e(caption)}</figcaption></figure>'
+                  for caption, svg in charts(df, top=top, k=k)]
     parts.append(_table_section(df, k))
     parts.append(f"<script>{_JS}</script></body></html>")
     return "\n".join(parts) + "\n"
@@ -247,6 +248,11 @@ def _td(text: str, *, numeric: bool = False, title: str | None = None, cls: str 
     classes = " ".join(c for c in ("n" if numeric else "", cls) if c)
     attrs = (f' class="{classes}"' if classes else "") + (f' title="{_e(title)}"' if title else "")
     return f"<td{attrs}>{_e(text)}</td>"
+
+
+def _per_byte(value: float, unit: str = " FLOP/B") -> str:
+    """An arithmetic intensity, 3 significant digits and no SI prefix (0.607 FLOP/B reads better than 607 m)."""
+    return "—" if not np.isfinite(value) else f"{value:.3g}{unit}"
 
 
 def _pct(share: float) -> str:
@@ -284,14 +290,15 @@ def _run_section(df: pd.DataFrame, k: pd.DataFrame, metadata: dict[str, Any]) ->
 
 
 def _ceilings_section(df: pd.DataFrame, metadata: dict[str, Any]) -> str:
-    roofs = plots.roof_lines(df)
+    roofs = chart_data.roof_lines(df)
     rows = []
     for r in roofs.itertuples():
         unit = "FLOP/s" if r.kind == "compute" else "B/s"
-        value = plots.si(r.value_max, unit) if r.value_min == r.value_max else plots.si_range(
+        value = human_si(r.value_max, unit) if r.value_min == r.value_max else human_si_range(
             r.value_min, r.value_max, unit)
-        rows.append([_td(r.device), _td(r.kind), _td(plots.LEVEL_NAMES.get(r.name, r.name)),
-                     _td(value, numeric=True, title=f"{r.value_min!r} … {r.value_max!r}"), _td(r.source, cls="k"),
+        rows.append([_td(r.device), _td(r.kind), _td(LEVEL_NAMES.get(r.name, r.name)),
+                     _td(value, numeric=True, title=f"{human_si(r.value_min, unit, digits=6)} … "
+                         f"{human_si(r.value_max, unit, digits=6)}"), _td(r.source, cls="k"),
                      _td(str(r.n_kernels), numeric=True)])
     text = ("<h2>Ceilings</h2><p>The roofs every kernel was classified against, from the report's "
             "<code>peak_flop_per_s</code>, <code>bandwidth_bytes_per_s</code> and <code>ceiling_source</code> "
@@ -299,8 +306,8 @@ def _ceilings_section(df: pd.DataFrame, metadata: dict[str, Any]) -> str:
     text += _table(["device", "roof", "precision / level", "value", "source", "kernels"], rows) if rows else \
         "<p class='muted'>No ceilings in this report: every verdict is unknown (pass --machine to nsroof analyze).</p>"
     # a machine's figures are cited whether used at boost or at the profiled clock ('spec:X @ 765 MHz SM')
-    used = {plots.source_family(s).partition(" @ ")[0] for src in df["ceiling_source"].astype(str).unique()
-            for s in plots.split_ceiling_source(src)}
+    used = {chart_data.source_family(s).partition(" @ ")[0] for src in df["ceiling_source"].astype(str).unique()
+            for s in chart_data.split_ceiling_source(src)}
     cites = []
     for m in metadata.get("ceilings") or []:
         if not isinstance(m, dict) or m.get("label") not in used:
@@ -314,7 +321,7 @@ def _ceilings_section(df: pd.DataFrame, metadata: dict[str, Any]) -> str:
 
 def _bounds_section(df: pd.DataFrame) -> str:
     shares = bound_shares(df)
-    rows = [[_td(plots.LEVEL_NAMES.get(str(lv), str(lv)))] + [_td(_pct(shares.at[lv, b]), numeric=True, cls=b)
+    rows = [[_td(LEVEL_NAMES.get(str(lv), str(lv)))] + [_td(_pct(shares.at[lv, b]), numeric=True, cls=b)
                                                                 for b in BOUNDS]
             for lv in shares.index]
     return ("<h2>Share of time per bound</h2><p>Σ duration_s of the kernels with each verdict at each level, "
@@ -329,9 +336,13 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame) -> str:
         ("source", "input file"), ("id", "kernel_id"), ("launches", "launches merged into this row"),
         ("duration", "duration_s"), ("share", "duration_s / Σ duration_s of the run"),
         ("precision", "precision carrying most FLOPs"),
-        *[(f"{plots.LEVEL_NAMES[lv]}", f"bound at {plots.LEVEL_NAMES[lv]} (hover: intensity, ridge, roof fraction)")
+        *[(f"{LEVEL_NAMES[lv]}", f"bound at {LEVEL_NAMES[lv]} (hover: intensity, ridge, roof fraction)")
           for lv in LEVELS],
-        ("limiting", "level with the largest time floor"),
+        ("limiting", "level with the largest time floor (compute: the compute floor is the largest)"),
+        ("roof %", "roof_fraction at the limiting level: achieved / attainable"),
+        ("intensity", "FLOP per DRAM byte (hover: every level)"),
+        ("FLOP/s", "achieved_flop_per_s = flops / duration_s"),
+        ("DRAM B/s", "achieved_bytes_per_s at DRAM = bytes / duration_s"),
         ("time floor", "max over levels of max(flops / peak_flop_per_s, bytes / bandwidth_bytes_per_s)"),
         ("× floor", "duration_s / time floor: how far above its roofline floor the kernel ran"),
         ("headroom", "duration_s / ideal_time_s from the ledger join (— when no ledger formula matched)"),
@@ -388,13 +399,23 @@ def _kernel_row(r: Any, ledger: bool) -> str:
     ]
     for lv in LEVELS:
         b = getattr(r, f"bound_{lv}") or ""
-        tip = (f"intensity {plots.si(_num(getattr(r, f'intensity_{lv}')), 'FLOP/B')}, "
-               f"ridge {plots.si(_num(getattr(r, f'ridge_{lv}')), 'FLOP/B')}, "
+        tip = (f"intensity {_per_byte(_num(getattr(r, f'intensity_{lv}')))}, "
+               f"ridge {_per_byte(_num(getattr(r, f'ridge_{lv}')))}, "
                f"roof fraction {_pct(_num(getattr(r, f'roof_fraction_{lv}')))}")
         cells.append(f'<td class="{_e(b)}" title="{_e(tip)}">{_e(b)}</td>')
     limiting = str(r.limiting) if isinstance(r.limiting, str) else ""
+    first = LEVELS[0]
+    intensities = ", ".join(f"{LEVEL_NAMES[lv]} {_per_byte(_num(getattr(r, f'intensity_{lv}')))}"
+                            for lv in LEVELS)
     cells += [
-        _td(plots.LEVEL_NAMES.get(limiting, limiting)),
+        _td(LEVEL_NAMES.get(limiting, limiting)),
+        _ntd(_num(r.roof_fraction), _pct(_num(r.roof_fraction))),
+        _ntd(_num(getattr(r, f"intensity_{first}")), _per_byte(_num(getattr(r, f"intensity_{first}")), unit=""),
+             title=intensities),
+        _ntd(_num(getattr(r, f"achieved_flop_per_s_{first}")), human_si(_num(getattr(r, f"achieved_flop_per_s_{first}")),
+                                                                        "FLOP/s")),
+        _ntd(_num(getattr(r, f"achieved_bytes_per_s_{first}")), human_si(_num(getattr(r, f"achieved_bytes_per_s_{first}")),
+                                                                         "B/s")),
         _ntd(_num(r.time_floor_s), human_time(_num(r.time_floor_s))),
         _ntd(_num(r.floor_ratio), "—" if not np.isfinite(_num(r.floor_ratio)) else f"{r.floor_ratio:.2f}×"),
         _ntd(_num(r.headroom), "—" if not np.isfinite(_num(r.headroom)) else f"{r.headroom:.2f}×"),
@@ -409,5 +430,6 @@ def _kernel_row(r: Any, ledger: bool) -> str:
     bound = str(r.bound) if isinstance(r.bound, str) and r.bound else "unknown"
     nvtx = str(r.nvtx_path) if isinstance(r.nvtx_path, str) else ""
     title = f' title="NVTX: {_e(nvtx)}"' if nvtx else ""
-    return (f'<tr class="kernel" data-bound="{_e(bound)}" data-text="{_e(text)}"{title}>' + "".join(cells)
+    return (f'<tr class="kernel" data-k="{r.rank}" data-bound="{_e(bound)}" data-text="{_e(text)}"{title}>'
+            + "".join(cells)
             + "</tr>")

@@ -12,15 +12,17 @@ from nsroof.units import human_time
 
 
 def _short(text: str, width: int) -> str:
-    text = str(text)
-    return text if len(text) <= width else text[: width - 1] + "…"
+    from nsroof.importers.names import fit_name
+
+    return fit_name(str(text), width)
 
 
-def _cell(bound: str, fraction: float) -> str:
+def _cell(bound: str, fraction: float, compact: bool = False) -> str:
     if bound == "unknown":
         return "unknown"
     frac = f" {fraction:.0%}" if np.isfinite(fraction) else ""
-    return f"{bound}{frac}"
+    word = {"memory": "mem", "compute": "comp"}.get(bound, bound) if compact else bound
+    return f"{word}{frac}"
 
 
 def per_kernel(frame: pd.DataFrame) -> pd.DataFrame:
@@ -61,15 +63,46 @@ def bound_shares(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["level", "memory", "compute", "unknown"])
 
 
-def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
-    """Text summary of a Report (or a report DataFrame)."""
+def terminal_width() -> int:
+    """The terminal's width (COLUMNS when set), never below 80: the width tables and hints are fitted to."""
+    import shutil
+
+    return max(80, shutil.get_terminal_size((80, 24)).columns)
+
+
+def render(report: Any, *, top: int = 10, output: str | None = None, width: int | None = None) -> str:
+    """Text summary of a Report (or a report DataFrame), no line wider than `width` (default: the terminal's)."""
+    width = width or terminal_width()
     frame: pd.DataFrame = getattr(report, "frame", report)
-    warnings: list[str] = list(getattr(report, "warnings", []))
-    hints: list[str] = list(getattr(report, "hints", []))
-    lines: list[str] = []
+    metadata = getattr(report, "metadata", {}) or {}
     if frame.empty:
         return "no kernels"
     kernels = per_kernel(frame)
+    lines = _head_lines(frame, kernels, metadata, output)
+    lines += ["", *_top_table(kernels, top, width)]
+    lines += op_lines(getattr(report, "ops", None), top, width)
+    lines += ["", *_share_lines(frame, kernels)]
+    gains = _gain_lines(frame, top, ledger_used=bool(metadata.get("ledger")), width=width)
+    lines += ["", *gains] if gains else []
+    for part in (_unknown_lines(frame), _coverage_lines(frame, metadata), _above_lines(frame)):
+        lines += ["", *part] if part else []
+    lines += [f"warning: {w}" for w in getattr(report, "warnings", [])]
+    lines += [f"hint: {h}" for h in getattr(report, "hints", [])]
+    return "\n".join(fit_line(line, width) for line in lines)
+
+
+def fit_line(line: str, width: int) -> str:
+    """A line wider than `width` wrapped at spaces, its continuation indented past its own indent (a word
+    longer than a line, such as a metric list, is broken)."""
+    if len(line) <= width:
+        return line
+    import textwrap
+
+    indent = " " * (len(line) - len(line.lstrip()))
+    return "\n".join(textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_on_hyphens=False))
+
+
+def _head_lines(frame: pd.DataFrame, kernels: pd.DataFrame, metadata: dict[str, Any], output: str | None) -> list[str]:
     total = kernels["duration_s"].astype("float64").sum(min_count=1)
     # each distinct text once (a report repeats a few over thousands of rows)
     devices = ", ".join(sorted({str(d) for d in frame["device"].astype(str).unique() if d})) or "unknown device"
@@ -83,31 +116,59 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
     what = f"{len(kernels)} kernels"
     if copies.any():
         what = f"{int((~copies).sum())} kernels + {int(copies.sum())} memory copies/sets"
-    lines.append(f"{what} ({launches} launches, {human_time(total)}) from {sources} on {devices}")
-    lines += _ceiling_lines(ceilings, getattr(report, "metadata", {}) or {})
+    lines = [f"{what} ({launches} launches, {human_time(total)}) from {sources} on {devices}"]
+    if metadata.get("selection"):
+        lines.append(f"selected: {metadata['selection']}")
+    lines += _ceiling_lines(ceilings, metadata)
     if output:
         lines.append(f"report: {output}")
-    levels = [lv for lv in LEVELS if f"bound_{lv}" in kernels] + [
-        c[6:] for c in kernels.columns if c.startswith("bound_") and c[6:] not in LEVELS
-    ]
+    return lines
 
-    lines.append("")
-    lines.append(f"Top {min(top, len(kernels))} {'kernels and copies' if copies.any() else 'kernels'} by time (bound and "
-                 "fraction of the attainable roof per level)")
-    header = f"  {'function':<34} {'time':>9} {'share':>6}  " + "".join(f"{lv.upper():<15}" for lv in levels) + "limiting"
-    lines.append(header)
+
+def _top_table(kernels: pd.DataFrame, top: int, width: int) -> list[str]:
+    """The longest kernels, one line each, sized to `width`: id, a name cut in the middle (the suffix that
+    tells `…_nn` from `…_tn` kept), time, share, bound and roof fraction per level, the limiting level."""
+    from nsroof.importers.names import fit_name
+
+    if top <= 0:
+        return []
+    levels = [lv for lv in LEVELS if f"bound_{lv}" in kernels] + [
+        c[6:] for c in kernels.columns if c.startswith("bound_") and c[6:] not in LEVELS]
+    total = kernels["duration_s"].astype("float64").sum(min_count=1)
+    copies = is_copy(kernels)
+    ids = kernels["kernel_id"].astype(str)
+    id_w = max(2, int(ids.str.len().max()))
+    compact = width - (2 + id_w + 1 + 1 + 9 + 1 + 6 + 2 + 8) - 13 * len(levels) < 24
+    cell_w, limit_w, time_w = (10, 5, 8) if compact else (13, 8, 9)
+    name_w = max(12, width - (2 + id_w + 1 + 1 + time_w + 1 + 6 + 2 + limit_w) - cell_w * len(levels))
     ranked = kernels.sort_values("duration_s", ascending=False, na_position="last").head(top)
+    longest = int(ranked["function"].fillna("").astype(str).str.len().max()) if len(ranked) else 0
+    name_w = min(name_w, max(longest, len("function")))  # a wide terminal gives the names room, no more
+    lines = [f"Top {min(top, len(kernels))} {'kernels and copies' if copies.any() else 'kernels'} by time (bound and "
+             "fraction of the attainable roof per level)",
+             f"  {'id':>{id_w}} {'function':<{name_w}} {'time':>{time_w}} {'share':>6}  "
+             + "".join(f"{lv.upper():<{cell_w}}" for lv in levels) + ("limit" if compact else "limiting")]
     for _, k in ranked.iterrows():
         share = k["duration_s"] / total if total and np.isfinite(k["duration_s"]) else np.nan
         share_text = f"{share:.1%}" if np.isfinite(share) else "?"
         copy = str(k.get("kind", "")) in COPY_KINDS
-        cells = "".join(f"{'(copy/set)' if copy else _cell(k[f'bound_{lv}'], k[f'fraction_{lv}']):<15}" for lv in levels)
-        name = _short(k["function"] or k.get("kernel_name", ""), 34)
-        lines.append(f"  {name:<34} {human_time(k['duration_s']):>9} {share_text:>6}  {cells}{k['limiting'] or '-'}")
+        cells = "".join(f"{'(copy/set)' if copy else _cell(k[f'bound_{lv}'], k[f'fraction_{lv}'], compact):<{cell_w}}"
+                        for lv in levels)
+        name = fit_name(k["function"] or k.get("kernel_name", ""), name_w)
+        lines.append(f"  {k['kernel_id']!s:>{id_w}} {name:<{name_w}} {human_time(k['duration_s']):>{time_w}} "
+                     f"{share_text:>6}  {cells}{_limit(k['limiting'], compact) or '-'}")
+    return lines
 
-    lines += op_lines(getattr(report, "ops", None), top)
-    lines.append("")
+
+def _limit(limiting: str, compact: bool) -> str:
+    return "comp" if compact and limiting == "compute" else str(limiting or "")
+
+
+def _share_lines(frame: pd.DataFrame, kernels: pd.DataFrame) -> list[str]:
+    lines = []
+    copies = is_copy(kernels)
     if copies.any():
+        total = kernels["duration_s"].astype("float64").sum(min_count=1)
         copy_s = float(kernels.loc[copies, "duration_s"].astype("float64").sum())
         lines.append(f"Memory copies/sets: {human_time(copy_s)} ({copy_s / total:.1%} of the time), not kernels: "
                      "timed, never classified")
@@ -116,54 +177,53 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
     for _, row in bound_shares(frame).iterrows():
         cells = " ".join(f"{row[b]:>8.1%}" if np.isfinite(row[b]) else f"{'?':>8}" for b in ("memory", "compute", "unknown"))
         lines.append(f"  {row['level']:<6} {cells}")
+    return lines
 
-    metadata = getattr(report, "metadata", {}) or {}
-    gains = _gain_lines(frame, top, ledger_used=bool(metadata.get("ledger")))
-    if gains:
-        lines.append("")
-        lines.extend(gains)
 
+def _unknown_lines(frame: pd.DataFrame) -> list[str]:
     unknown = frame[(frame["bound"].astype(str) == "unknown").to_numpy() & ~is_copy(frame)]
-    if len(unknown):
-        lines.append("")
-        n_kernels = unknown.drop_duplicates(["source", "kernel_id"]).shape[0]
-        lines.append(f"Not classified: {n_kernels} kernel(s) at one or more levels; why:")
-        reasons = unknown.groupby(unknown["missing"].astype(str), sort=False, observed=True).agg(
-            rows=("kernel_id", "size"), levels=("level", lambda s: ",".join(sorted(set(map(str, s)))))
-        ).sort_values("rows", ascending=False)
-        for missing, r in reasons.head(5).iterrows():
-            lines.append(f"  - {r['rows']} row(s) at {r['levels']}: missing {_first_names(missing) or 'FLOPs and bytes are both zero'}")
+    if not len(unknown):
+        return []
+    n_kernels = unknown.drop_duplicates(["source", "kernel_id"]).shape[0]
+    lines = [f"Not classified: {n_kernels} kernel(s) at one or more levels; why:"]
+    reasons = unknown.groupby(unknown["missing"].astype(str), sort=False, observed=True).agg(
+        rows=("kernel_id", "size"), levels=("level", lambda s: ",".join(sorted(set(map(str, s)))))
+    ).sort_values("rows", ascending=False)
+    for missing, r in reasons.head(5).iterrows():
+        lines.append(f"  - {r['rows']} row(s) at {r['levels']}: missing {_first_names(missing) or 'FLOPs and bytes are both zero'}")
+    return lines
 
+
+def _coverage_lines(frame: pd.DataFrame, metadata: dict[str, Any]) -> list[str]:
     traces = [str(i.get("name", "")) for i in metadata.get("inputs", []) if i.get("format") == "torch-trace"]
     coverage = analytic_coverage(frame, traces)
-    if len(coverage):
-        lines.append("")
-        lines.append("Coverage of the torch trace(s): share of kernel time whose op has an analytic formula")
-        for _, c in coverage.iterrows():
-            if not c["time_s"] > 0:
-                lines.append(f"  {_short(c['source'], 44):<44} no kernel durations ({c['kernels']} kernels)")
-                continue
-            lines.append(f"  {_short(c['source'], 44):<44} {c['share']:>6.1%} of {human_time(c['time_s'])} "
-                         f"({c['costed']} of {c['kernels']} kernels)"
-                         + (f"; largest uncovered: {_short(c['uncovered'], 70)} ({human_time(c['uncovered_s'])})"
-                            if c["uncovered"] else ""))
+    if not len(coverage):
+        return []
+    lines = ["Coverage of the torch trace(s): share of kernel time whose op has an analytic formula"]
+    for _, c in coverage.iterrows():
+        if not c["time_s"] > 0:
+            lines.append(f"  {_short(c['source'], 44):<44} no kernel durations ({c['kernels']} kernels)")
+            continue
+        lines.append(f"  {_short(c['source'], 44):<44} {c['share']:>6.1%} of {human_time(c['time_s'])} "
+                     f"({c['costed']} of {c['kernels']} kernels)"
+                     + (f"; largest uncovered: {_short(c['uncovered'], 70)} ({human_time(c['uncovered_s'])})"
+                        if c["uncovered"] else ""))
+    return lines
 
+
+def _above_lines(frame: pd.DataFrame) -> list[str]:
     above = frame[frame["above_roof"].astype(bool)]
-    if len(above):
-        lines.append("")
-        lines.append(f"Above the roof: {len(above)} row(s) achieve more than 105% of a roof — a counting or unit error "
-                     "(check the ceilings' clock and the byte/FLOP metrics):")
-        for _, r in above.head(5).iterrows():
-            lines.append(f"  - {_short(r['function'], 40)} at {r['level']}: {r['achieved_bytes_per_s']:.3g} B/s vs "
-                         f"{r['bandwidth_bytes_per_s']:.3g}, {r['achieved_flop_per_s']:.3g} FLOP/s vs {r['peak_flop_per_s']:.3g}")
-    for w in warnings:
-        lines.append(f"warning: {w}")
-    for h in hints:
-        lines.append(f"hint: {h}")
-    return "\n".join(lines)
+    if not len(above):
+        return []
+    lines = [f"Above the roof: {len(above)} row(s) achieve more than 105% of a roof — a counting or unit error "
+             "(check the ceilings' clock and the byte/FLOP metrics):"]
+    for _, r in above.head(5).iterrows():
+        lines.append(f"  - {_short(r['function'], 40)} at {r['level']}: {r['achieved_bytes_per_s']:.3g} B/s vs "
+                     f"{r['bandwidth_bytes_per_s']:.3g}, {r['achieved_flop_per_s']:.3g} FLOP/s vs {r['peak_flop_per_s']:.3g}")
+    return lines
 
 
-def op_lines(ops: pd.DataFrame | None, top: int) -> list[str]:
+def op_lines(ops: pd.DataFrame | None, top: int, width: int = 80) -> list[str]:
     """The op-level view's costed ops by time (a trace's REPORT.ops.parquet), the calls of one op and shape
     together: their kernels' summed time and their formula's whole FLOPs, so the rate is right even where a
     helper kernel carries none of them. Bound and roof fraction of the first call (one shape, one intensity)."""
@@ -174,12 +234,13 @@ def op_lines(ops: pd.DataFrame | None, top: int) -> list[str]:
     table = groups.agg(time=("duration_s", "sum"), flops=("flops", "sum"), calls=("op", "size"),
                        kernels=("launches", "sum"), bound=("bound", "first"), fraction=("roof_fraction", "first"))
     table = table.sort_values("time", ascending=False).head(top)
+    op_w = max(12, min(34, width - (2 + 1 + 9 + 1 + 6 + 1 + 7 + 1 + 9 + 2 + 12)))  # room for 'compute 100%'
     lines = ["", f"Top {len(table)} costed ops by time (op-level rows, calls of one op and shape together: their "
              "kernels' time, their formula's FLOPs)",
-             f"  {'op':<34} {'time':>9} {'calls':>6} {'kernels':>7} {'FLOP/s':>9}  DRAM"]
+             f"  {'op':<{op_w}} {'time':>9} {'calls':>6} {'kernels':>7} {'FLOP/s':>9}  DRAM"]
     for (op, _), r in table.iterrows():
         rate = r["flops"] / r["time"] if r["time"] > 0 else np.nan
-        lines.append(f"  {_short(str(op), 34):<34} {human_time(r['time']):>9} {int(r['calls']):>6} "
+        lines.append(f"  {_short(str(op), op_w):<{op_w}} {human_time(r['time']):>9} {int(r['calls']):>6} "
                      f"{int(r['kernels']):>7} {(f'{rate:.3g}' if np.isfinite(rate) else '?'):>9}  "
                      f"{_cell(r['bound'], r['fraction'])}")
     return lines
@@ -235,7 +296,7 @@ def _ceiling_family(source: str) -> str:
     return " + ".join(parts)
 
 
-def _gain_lines(frame: pd.DataFrame, top: int, ledger_used: bool = False) -> list[str]:
+def _gain_lines(frame: pd.DataFrame, top: int, ledger_used: bool = False, width: int = 80) -> list[str]:
     """The ledger join's part of the summary: always how many kernels matched when a mapping was given,
     then the kernels and NVTX ranges ranked by the time that could be gained."""
     has_ideal = "ideal_time_s" in frame and not frame["ideal_time_s"].isna().all()
@@ -251,9 +312,11 @@ def _gain_lines(frame: pd.DataFrame, top: int, ledger_used: bool = False) -> lis
         return [f"Ledger: {matched} of {total} kernels matched and evaluated a formula; no ideal time could be computed"
                 f"{' (no roofs: pass --machine)' if matched else ''}{why}"]
     lines = [f"Time that could be gained (duration - ideal time from the ledger; {matched} of {total} kernels matched)"]
+    label_w = max(20, min(60, width - 2 - 1 - 9 - 2 - 18))
     for _, r in table.head(top).iterrows():
         label = f"[{r['kind']}] {r['name']}"
-        lines.append(f"  {_short(label, 60):<60} {human_time(float(r['gain_s'])):>9}  headroom {r['headroom']:.3g}x")
+        lines.append(f"  {_short(label, label_w):<{label_w}} {human_time(float(r['gain_s'])):>9}  "
+                     f"headroom {r['headroom']:.3g}x")
     return lines
 
 

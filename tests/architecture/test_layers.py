@@ -27,7 +27,7 @@ LAYERS: dict[str, int] = {
     "nsroof.dataset": 5,
     "nsroof.collectors": 6,
     "nsroof.examples": 6,
-    "nsroof.commands": 7, "nsroof.cli": 7,
+    "nsroof.commands": 7, "nsroof.cli": 7, "nsroof.api": 7,
 }
 FACADE = {"nsroof", "nsroof.__main__"}
 MAX_LINES = 800

@@ -180,7 +180,8 @@ def test_profile_threads_and_the_short_run_warning(tmp_path: Path) -> None:
     finally:
         torch.set_num_threads(threads)
     assert result.exit_code == 0, result.output
-    assert "warning: --steps 10 (after --warmup 0) asked for 10 steps but the script ran 3" in result.stderr
+    # --warmup 1 by default: 11 steps asked for, 2 of the 3 recorded
+    assert "warning: --steps 10 (after --warmup 1) asked for 11 steps but the script ran 3" in result.stderr
 
 
 # --------------------------------------------------------------------------- the ncu --metrics hint
@@ -195,6 +196,17 @@ def test_the_metrics_hint_is_one_line_per_run_with_the_list_in_a_file(tmp_path: 
         shutil.copy(REPO / "tests" / "data" / "ncu" / "details_new.csv", tmp_path / name)
     report = analyze([tmp_path / "a.csv", tmp_path / "b.csv"], machine="h100")
     assert sum("lack roofline counters" in h for h in report.hints) == 2  # the pipeline: one per file
+    import pickle
+
+    from nsroof.schema import MISSING_COUNTERS
+
+    # structured: the fields are read, never parsed back from the line (and survive a process pool)
+    missing = [h for h in report.hints if getattr(h, "kind", "") == MISSING_COUNTERS]
+    assert sorted(h.source for h in missing) == ["a.csv", "b.csv"] and [h.kernels for h in missing] == [2, 2]
+    again = pickle.loads(pickle.dumps(missing[0]))
+    assert (again, again.source, again.kind, again.metrics) == (missing[0], "a.csv", MISSING_COUNTERS,
+                                                                missing[0].metrics)
+    assert str(missing[0]) == f"a.csv: {missing[0].text}"
     listing = tmp_path / "r.ncu-metrics.txt"
     hints = fold_metrics_hints(report.hints, listing)
     lines = [h for h in hints if "lack roofline counters" in h]
@@ -250,12 +262,12 @@ def test_one_time_formatter() -> None:
 def test_one_kernel_key() -> None:
     import pandas as pd
 
-    from nsroof.report import plots
+    from nsroof.report import chart_data
     from nsroof.schema import kernel_key
 
     frame = pd.DataFrame({"source": ["a.csv", "a.csv", None], "kernel_id": pd.array([1, 1, 2], dtype="Int64")})
     assert list(kernel_key(frame)) == ["a.csv\x001", "a.csv\x001", "\x002"]
-    assert plots.kernel_key is kernel_key
+    assert chart_data.kernel_key is kernel_key
     import nsroof.report.build as build
     import nsroof.report.ledger_join as join
 

@@ -12,7 +12,8 @@ from nsroof.cli import cli
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, ["ledger", *args])
+    # a wide terminal: these tests read whole lines (at 80 columns the long ones wrap)
+    return CliRunner().invoke(cli, ["ledger", *args], env={"COLUMNS": "250"})
 
 
 def run_json(*args: str) -> Any:
@@ -197,3 +198,11 @@ class TestMissingRoof:
         d = run_json("decode", "--params", "7e9", "--machine", "v100", "--compute-dtype", "fp16")
         assert d["step_s"] == pytest.approx(14e9 / 900e9)  # 15.6 ms: bf16 weights at 900 GB/s
         assert d["missing"] == []
+
+
+def test_the_text_fits_an_80_column_terminal() -> None:
+    result = CliRunner().invoke(cli, ["ledger", "attention-traffic", "--sq", "8192", "--skv", "8192", "--d", "128"],
+                                env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+    assert "block_m > d/2 = 64" in " ".join(result.output.split())  # wrapped, not cut

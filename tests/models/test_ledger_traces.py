@@ -32,7 +32,7 @@ def test_coverage_is_printed_per_trace_with_the_largest_reason() -> None:
     # HTA's alexnet trace was profiled without record_shapes: nothing is costed, and the reason says so
     assert (cov["costed"], cov["kernels"], cov["share"]) == (0, 79, 0.0)
     assert cov["uncovered"] == NO_SHAPES
-    text = render(alexnet)
+    text = render(alexnet, width=250)  # a wide terminal: the reason is read whole (at 80 columns it wraps)
     assert "Coverage of the torch trace(s)" in text and "0.0% of" in text and NO_SHAPES in text
 
     sampled = _analyze(SAMPLED)

@@ -163,7 +163,7 @@ def test_cli_writes_the_page_and_refuses_bad_input(report: pd.DataFrame, tmp_pat
     assert r.stdout.startswith(f"wrote {tmp_path / 'r.html'}: 5 kernels, ")
     assert len(Page((tmp_path / "r.html").read_text()).rows) == 5
     for args, message in (
-        ((str(path), "-o", str(tmp_path / "r.txt")), "needs an .html name"),
+        ((str(path), "-o", str(tmp_path / "r.txt")), "cannot write an HTML report as '.txt'"),
         ((str(tmp_path / "none.parquet"), "-o", str(tmp_path / "x.html")), "no such file or directory"),
     ):
         code, _, err = _invoke("report", *args)

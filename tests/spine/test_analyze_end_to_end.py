@@ -93,7 +93,7 @@ def test_with_every_roof_known_the_compute_floor_limits_sgemm(tmp_path: Path) ->
 def test_summary_and_metadata(report: tuple[pd.DataFrame, str, Path]) -> None:
     _, stdout, out = report
     table = stdout.splitlines()
-    first = next(i for i, line in enumerate(table) if line.lstrip().startswith("function"))
+    first = next(i for i, line in enumerate(table) if line.split()[:2] == ["id", "function"])
     assert "sgemm_kernel" in table[first + 1]  # the slowest kernel heads the table
     assert "Share of kernel time by bound" in stdout
     meta = read_metadata(out)

@@ -18,7 +18,8 @@ EXAMPLE = REPO / "nsroof" / "data" / "examples" / "example_details.csv"  # holds
 
 
 def _analyze(tmp_path: Path, *args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(cli, ["analyze", *args, "-o", str(tmp_path / "r.parquet")])
+    # a wide terminal: these tests read whole summary lines (at 80 columns they wrap)
+    r = CliRunner().invoke(cli, ["analyze", *args, "-o", str(tmp_path / "r.parquet")], env={"COLUMNS": "250"})
     return r.exit_code, r.stdout, r.stderr
 
 

@@ -23,10 +23,12 @@ from nsroof.models.ledger.core import (
 )
 from nsroof.models.ledger.registry import register
 
-SRC_ROOFLINE = "seeds/roofline.py.txt (Williams, Waterman & Patterson, CACM 2009)"
-SRC_LEDGER = "seeds/operator_ledger.py.txt (ledger convention: inputs read once, outputs written once)"
-SRC_TRAFFIC = "seeds/attention_traffic_model.py.txt (HBM element-traffic model)"
-SRC_LAYER = "seeds/memory_hierarchy.md (NVIDIA DL performance guide §4 worked example)"
+# Printed by `nsroof ledger`: public sources only (the seed documents these formulas grew from are not shipped)
+SRC_ROOFLINE = "roofline model: Williams, Waterman & Patterson, Roofline, CACM 52(4), 2009"
+SRC_LEDGER = "ledger convention: inputs read once, outputs written once (compulsory traffic)"
+SRC_TRAFFIC = ("HBM element-traffic model of attention: Dao et al., FlashAttention, NeurIPS 2022 (naive vs tiled "
+               "traffic)")
+SRC_LAYER = "NVIDIA Deep Learning Performance Guide, GPU Performance Background (worked example)"
 
 
 def _positive(formula: str, **values: float) -> None:
