@@ -462,6 +462,9 @@ def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int,
             scale = nsunits.scale(unit)
             wrong = dimensions.check(name, scale.base)
         except nsunits.UnknownUnitError:
+            if math.isnan(number):  # no value (a failed launch): no unit to check
+                values[name] = number
+                continue
             if dimensions.is_read(name):
                 raise UnitError(
                     p,
@@ -471,6 +474,9 @@ def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int,
             ignored.append((name, unit))
             continue
         if wrong is not None:
+            if math.isnan(number):
+                values[name] = number
+                continue
             if dimensions.is_read(name):
                 raise UnitError(p, f"kernel {kernel_id}: unit {unit!r} of the wrong dimension: {wrong}",
                                 hint=DAMAGED_HINT)

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof._distinct import map_rows, row_codes
+from nsroof.models import dimensions
 from nsroof.models import metric_formulas as mf
 from nsroof.models.metric_formulas import DURATION, TENSOR_FLOP_PER_INST, CounterFormula
 from nsroof.schema import LEVELS, PRECISIONS
@@ -297,12 +298,32 @@ def _join_one(values: Sequence[object], sep: str) -> str:
     return sep.join(seen)
 
 
+# why a launch without any value has NaN everywhere (ncu prints `n/a` for every metric of a failed launch)
+NO_VALUES = "no value recorded for this launch (every counter n/a: a failed or unprofiled launch)"
+
+
+def _without_values(k: _Kernels) -> np.ndarray:
+    """Launches for which the export holds counters but not one value among those the formulas read."""
+    read = [c for c in k.columns if dimensions.is_read(c)]
+    if len(read) < 2:  # one duration column (a trace) says nothing about a failed launch
+        return np.zeros(k.n, dtype=bool)
+    empty = np.ones(k.n, dtype=bool)
+    for c in read:
+        empty &= np.isnan(k.col(c))  # a refused value (inf, < 0) is a value: k.bad holds it
+        if c in k.bad:
+            empty &= np.isnan(k.bad[c])
+    return empty
+
+
 def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     """Per-kernel roofline quantities with provenance; see the module docstring for the columns."""
     k = _Kernels(kernels)
     cols: dict[str, object] = {}
 
     duration = _resolve(k, "duration_s")
+    failed = _without_values(k)
+    if failed.any():
+        duration.missing[failed] = NO_VALUES
     k.duration_s = duration.value
     cols["duration_s"] = duration.value
     cols["duration_source"] = duration.source

@@ -357,12 +357,7 @@ def _tensor_dtypes(q: pd.DataFrame) -> np.ndarray:
 def _peak_reason(precision: str, device: str, machine: Machine | None, tensor_metric: str,
                  dtype: str | None) -> str:
     if machine is None:
-        candidates = machines.device_candidates(device)
-        if len(candidates) > 1:
-            return (f"peak_flop_per_s[{precision}] (no ncu peak metric; device {device!r} fits several machine "
-                    f"entries ({', '.join(m.name for m in candidates)}): pass --machine with one of them)")
-        return (f"peak_flop_per_s[{precision}] (no ncu peak metric; device {device!r} not in the machine table: "
-                "pass --machine)")
+        return f"peak_flop_per_s[{precision}] (no ncu peak metric; {machines.unknown_device(device)}: pass --machine)"
     if precision == "tensor":
         what = f"tensor {dtype}" if dtype else f"tensor path {tensor_metric or '(none named)'}"
         return f"peak_flop_per_s[{what}] (no ncu peak metric; {machine.label} has no dense figure for it)"

@@ -77,6 +77,7 @@ def pivot_details(
     col_units: list[str] = []
     col_index: dict[tuple[str, str], int] = {}
     dropped: list[tuple[int, str, str]] = []  # (distinct key, column name, printed unit)
+    deferred: list[tuple[int, str]] = []  # (distinct key, why): a read metric in a wrong unit
     # columns in order of first appearance in the file, whatever the code order
     for i in np.argsort(first, kind="stable").tolist():
         k, u = divmod(int(uniq[i]), len(unit_names))
@@ -98,9 +99,10 @@ def pivot_details(
                                                  wrong_label_unit(section, body_label, label, base))
         if wrong is not None:
             if label_is_read(section, body_label, label, name):
-                raise UnitError(export.path, f"unit {unit_name!r} of the wrong dimension: {wrong}",
-                                line=int(row_lines[first[i]]), hint=DIMENSION_HINT)
-            dropped.append((i, name, unit_name))
+                # refused when a number is printed in it; a failed launch prints `n/a` with no unit
+                deferred.append((i, f"unit {unit_name!r} of the wrong dimension: {wrong}"))
+            else:
+                dropped.append((i, name, unit_name))
             continue
         j = col_index.get((name, base))
         if j is None:
@@ -112,15 +114,21 @@ def pivot_details(
         combo_factor[i] = factor
         combo_explicit[i] = explicit
     col_names = disambiguate(col_names, col_units)
-    if dropped:
-        # the dropped rows go to one scratch column, removed after the scatter
-        for i, name, unit_name in dropped:
-            combo_col[i], combo_factor[i], combo_explicit[i] = len(col_names), 1.0, False
-            if ignored is not None:
-                ignored.append((name, unit_name))
+    # the dropped rows go to one scratch column, removed after the scatter
+    for i, _, _ in dropped:
+        combo_col[i], combo_factor[i], combo_explicit[i] = len(col_names), 1.0, False
+    for i, _ in deferred:
+        combo_col[i], combo_factor[i], combo_explicit[i] = len(col_names), 1.0, False
 
     style, parsed = parsing.result() if parsing is not None else parse_values(export, rows)
-    scratch = [_SCRATCH] if dropped else []
+    for i, why in deferred:
+        printed = np.flatnonzero((inverse == i) & parsed.numeric)
+        if printed.size:
+            raise UnitError(export.path, why, line=int(row_lines[printed[0]]), hint=DIMENSION_HINT)
+    for i, name, unit_name in dropped:
+        if ignored is not None and ((inverse == i) & ~parsed.missing).any():  # a value was there to lose
+            ignored.append((name, unit_name))
+    scratch = [_SCRATCH] if dropped or deferred else []
     columns = _scatter(parsed, inverse, combo_col, combo_factor, combo_explicit, kidx, n_kernels, col_names + scratch)
     columns.pop(_SCRATCH, None)
     return columns, dict(zip(col_names, col_units, strict=True)), style
