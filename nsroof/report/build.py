@@ -337,6 +337,9 @@ def build_report(
         missing[:, j] = spread(
             lambda pr, nb, md, mf, ml, why=bw_reason: _join(pr, why if nb else "", md, mf, ml),  # what blocks first
             *row_codes(common_key, no_bw, missing_level), peak_reason, no_bw, *missing_common, missing_level)
+    l2_cache = np.array([m.cache_bytes.get("l2", np.nan) if m is not None else np.nan for m in kernel_machines],
+                        dtype=float)[mach_codes] if n else np.zeros(0)
+    columns["l2_cache_bytes"] = per_kernel(l2_cache)  # read by _classified for above_roof_cause, not a column
     columns.update({
         "bytes": bytes_.ravel(), "bytes_source": bytes_source.ravel(), "bandwidth_bytes_per_s": bandwidth.ravel(),
         "ceiling_source": ceiling.ravel(), "missing": missing.ravel(),
@@ -398,6 +401,7 @@ def _classified(columns: dict[str, object], index: pd.Index) -> pd.DataFrame:
         "roof_fraction": roofline.roof_fraction(w, ach_f, att, ach_b, b),
         "above_roof": roofline.above_roof(ach_f, p, ach_b, b),
     }
+    derived["above_roof_cause"] = _above_roof_causes(derived["above_roof"], ach_f, p, columns, qb, index)
     with np.errstate(divide="ignore", invalid="ignore"):
         memory_s, compute_s = qb / b, w / p
     derived["limiting"] = pd.Series(limiting(np.asarray(columns["source"], dtype=object),
@@ -412,6 +416,21 @@ def _classified(columns: dict[str, object], index: pd.Index) -> pd.DataFrame:
             else value
 
     return pd.DataFrame({name: column(name) for name in COLUMNS}, index=index)
+
+
+def _above_roof_causes(above: object, ach_f: np.ndarray, p: np.ndarray, columns: dict[str, object],
+                       qb: np.ndarray, index: pd.Index) -> pd.Series:
+    """Per above-roof row, its likely cause (roofline.above_roof_cause); '' elsewhere."""
+    flag = np.asarray(above, dtype=bool)
+    out = np.full(len(index), "", dtype=object)
+    rows = np.flatnonzero(flag)
+    if rows.size:
+        levels = np.asarray(columns["level"], dtype=object)
+        cache = np.asarray(columns.get("l2_cache_bytes", np.full(len(index), np.nan)), dtype=float)
+        with np.errstate(invalid="ignore"):
+            flops_above = ach_f > (1 + roofline.ABOVE_ROOF_TOLERANCE) * p
+        out[rows] = map_rows(roofline.above_roof_cause, levels[rows], qb[rows], cache[rows], flops_above[rows])
+    return pd.Series(out, index=index, dtype=object)
 
 
 def _empty(name: str, n: int) -> object:

@@ -150,11 +150,13 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
     above = frame[frame["above_roof"].astype(bool)]
     if len(above):
         lines.append("")
-        lines.append(f"Above the roof: {len(above)} row(s) achieve more than 105% of a roof — a counting or unit error "
-                     "(check the ceilings' clock and the byte/FLOP metrics):")
+        lines.append(f"Above the roof: {len(above)} row(s) achieve more than 105% of a roof; the likely cause per row "
+                     "(`above_roof_cause`):")
         for _, r in above.head(5).iterrows():
+            cause = str(r.get("above_roof_cause", "") or "a counting or unit error")
             lines.append(f"  - {_short(r['function'], 40)} at {r['level']}: {r['achieved_bytes_per_s']:.3g} B/s vs "
-                         f"{r['bandwidth_bytes_per_s']:.3g}, {r['achieved_flop_per_s']:.3g} FLOP/s vs {r['peak_flop_per_s']:.3g}")
+                         f"{r['bandwidth_bytes_per_s']:.3g}, {r['achieved_flop_per_s']:.3g} FLOP/s vs {r['peak_flop_per_s']:.3g}"
+                         f" — {cause}")
     for w in warnings:
         lines.append(f"warning: {w}")
     for h in hints:
