@@ -84,3 +84,19 @@ def test_a_text_log_with_a_value_missing_reads(tmp_path: Path) -> None:
     assert isinstance(table, pd.DataFrame) and len(table) >= 2
     assert len(table) == 3  # every launch read: an `n/a` without unit is a missing value, not a damaged unit
     assert "gpc__cycles_elapsed.max" not in table.columns or pd.isna(table["gpc__cycles_elapsed.max"].iloc[0])
+
+
+def test_auto_unit_rounding_above_one_percent_is_warned_once(tmp_path: Path) -> None:
+    # `ncu --print-units auto` prints 12 usecond where 12.35 was measured: half a unit of the last digit
+    # over the value = 0.5 / 12 = 4.2% > 1%; "12.35" (0.005 / 12.35 = 0.04%) is no warning
+    from nsroof.importers import ncu_csv
+
+    text = (DATA / "ncu" / "details_new.csv").read_text()
+    assert '"gpu__time_duration.sum","usecond","12.35"' in text
+    _, facts = ncu_csv.read(DATA / "ncu" / "details_new.csv")
+    assert not [w for w in facts.warnings if "rounding" in w]
+    path = tmp_path / "auto.csv"
+    path.write_text(text.replace('"gpu__time_duration.sum","usecond","12.35"', '"gpu__time_duration.sum","usecond","12"'))
+    _, facts = ncu_csv.read(path)
+    warned = [w for w in facts.warnings if "rounding" in w]
+    assert len(warned) == 1 and "up to 4.2%: gpu__time_duration.sum" in warned[0] and "--print-units base" in warned[0]

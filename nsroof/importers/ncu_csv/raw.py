@@ -15,7 +15,7 @@ from nsroof.importers import _ncutext as text
 from nsroof.importers.kernel_table import assemble, fill_launch_identity
 from nsroof.importers.ncu_csv.layout import Collected, Layout, identity_frame, launch_ids
 from nsroof.importers.ncu_csv.robust import read_blocks
-from nsroof.importers.ncu_csv.values import DIMENSION_HINT, file_style
+from nsroof.importers.ncu_csv.values import DIMENSION_HINT, file_style, rounding_warning
 from nsroof.models import dimensions
 from nsroof.units import UnknownUnitError, scale
 
@@ -101,6 +101,11 @@ def read_raw(
         cleaned = numbers.cells(cells)
         style = file_style(export, cleaned, lambda i: metric_cols[i // n], lambda i: int(lines[i % n]))
         parsed = numbers.parse(cleaned, style.style)
+        scaled_col = np.array([f != 1.0 and dimensions.is_read(c) for c, f in zip(metric_cols, factors, strict=True)], bool)
+        note = rounding_warning(parsed, np.repeat(scaled_col, n), lambda i: metric_cols[i // n],
+                                lambda i: int(lines[i % n]))
+        if note is not None:
+            collected.notes.append(note)
         values = parsed.values.reshape(len(metric_cols), n)
         numeric = parsed.numeric.reshape(len(metric_cols), n)
         missing = parsed.missing.reshape(len(metric_cols), n)

@@ -26,6 +26,30 @@ _SCRATCH = "\0dropped"
 DIMENSION_HINT = "the export is damaged or edited; re-export it from the report (ncu -i REPORT.ncu-rep --csv ...)"
 
 
+ROUNDING_LIMIT = 0.01  # warn when the printed precision can move a figure a formula reads by more than this
+
+
+def rounding_warning(parsed: numbers.Parsed, scaled: np.ndarray, name_of: Callable[[int], str],
+                     line_of: Callable[[int], int]) -> str | None:
+    """One warning when a value printed in an auto-scaled unit (`scaled`: per cell, a unit with a prefix,
+    of a metric a roofline number reads) has so few digits that rounding can move it by more than 1%:
+    half a unit of its last printed digit over the value (6 usecond printed for 6.496: 0.5 / 6 = 8.3%)."""
+    if parsed.decimals is None:
+        return None
+    rows = np.flatnonzero(scaled & parsed.numeric & (parsed.decimals >= 0) & (parsed.values != 0))
+    if not rows.size:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = 0.5 * np.power(10.0, -parsed.decimals[rows].astype(float)) / np.abs(parsed.values[rows])
+    over = rel > ROUNDING_LIMIT
+    if not over.any():
+        return None
+    worst = int(rows[int(np.nanargmax(rel))])
+    return (f"{int(over.sum())} value(s) in auto-scaled units are printed with so few digits that rounding can move "
+            f"them by more than 1% (up to {float(np.nanmax(rel)):.1%}: {name_of(worst)} at line {line_of(worst)}); "
+            "export with --print-units base for full precision")
+
+
 def file_style(export: text.Export, cleaned: Any, where: Callable[[int], str],
                 line_of: Callable[[int], int]) -> numbers.StyleDecision:
     """The file's one number style; conflicting evidence is an InputError naming both cells."""
@@ -57,6 +81,7 @@ def pivot_details(
     n_kernels: int,
     parsing: Future[tuple[numbers.StyleDecision, numbers.Parsed]] | None = None,
     ignored: list[tuple[str, str]] | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, str], numbers.StyleDecision]:
     """Values scattered into a kernels x columns table. `parsing`: parse_values(export, rows) under way
     (its errors come after the unit errors found here, as when it runs here). A metric no roofline number
@@ -128,6 +153,13 @@ def pivot_details(
     for i, name, unit_name in dropped:
         if ignored is not None and ((inverse == i) & ~parsed.missing).any():  # a value was there to lose
             ignored.append((name, unit_name))
+    if notes is not None:
+        real = combo_col < len(col_names)
+        read = np.array([bool(real[i]) and dimensions.is_read(col_names[combo_col[i]]) for i in range(len(uniq))], bool)
+        scaled = (read & (combo_factor != 1.0))[inverse]
+        note = rounding_warning(parsed, scaled, lambda r: col_names[combo_col[inverse[r]]], lambda r: int(row_lines[r]))
+        if note is not None:
+            notes.append(note)
     scratch = [_SCRATCH] if dropped or deferred else []
     columns = _scatter(parsed, inverse, combo_col, combo_factor, combo_explicit, kidx, n_kernels, col_names + scratch)
     columns.pop(_SCRATCH, None)
