@@ -28,6 +28,7 @@ import pandas as pd
 from nsroof._distinct import map_rows, row_codes
 from nsroof.models import dimensions
 from nsroof.models import metric_formulas as mf
+from nsroof.models import tensor_paths as tp
 from nsroof.models.metric_formulas import DURATION, TENSOR_FLOP_PER_INST, CounterFormula
 from nsroof.schema import LEVELS, PRECISIONS
 
@@ -58,12 +59,12 @@ class _Kernels:
         # one device's CC over thousands of launches: each distinct value normalized once
         raw_cc = cc.astype(object).where(cc.notna(), "").to_numpy(dtype=object)
         codes, first = row_codes(raw_cc)
-        distinct = [mf.normalize_cc(raw_cc[i]) for i in first.tolist()]
+        distinct = [tp.normalize_cc(raw_cc[i]) for i in first.tolist()]
         self.cc = np.array(distinct, dtype=object)[codes]
         self.cc_num = np.array([float(c) if c else np.nan for c in distinct], dtype=_FLOAT)[codes]
         self.duration_s = np.full(self.n, np.nan)
         self.tensor_flop_per_inst = np.array(
-            [mf.TENSOR_FLOP_PER_INST_BY_CC.get(c, np.nan) for c in distinct], dtype=_FLOAT)[codes]
+            [tp.TENSOR_FLOP_PER_INST_BY_CC.get(c, np.nan) for c in distinct], dtype=_FLOAT)[codes]
 
     def has(self, name: str) -> bool:
         return name in self._present
@@ -114,7 +115,7 @@ class _TensorOps:
 
 
 def _evaluate_tensor_ops(k: _Kernels, f: CounterFormula) -> _TensorOps:
-    paths = mf.select_tensor_metrics(k.columns, f.tensor_suffix)
+    paths = tp.select_tensor_metrics(k.columns, f.tensor_suffix)
     if not paths:
         nan = np.full(k.n, np.nan)
         return _TensorOps(nan, nan.copy(), np.full(k.n, "", dtype=object))
@@ -253,7 +254,7 @@ def _tensor_resolution(k: _Kernels) -> tuple[_Resolved, np.ndarray, np.ndarray]:
         sparse[used] = ops.sparse[used]
         dominant[used] = ops.dominant[used]
     # no 2:4 sparsity before Ampere: a known tensor count there has no sparse part
-    sparse[(k.cc_num < mf.FIRST_SPARSE_CC) & ~np.isnan(res.value)] = 0.0
+    sparse[(k.cc_num < tp.FIRST_SPARSE_CC) & ~np.isnan(res.value)] = 0.0
     return res, sparse, dominant
 
 
@@ -264,9 +265,9 @@ def _tensor_peak(k: _Kernels, dominant: np.ndarray) -> tuple[np.ndarray, np.ndar
     value = np.full(k.n, np.nan)
     source = np.full(k.n, "", dtype=object)
     clock = _scale(k, f, np.ones(k.n))
-    pre_sparsity = k.cc_num < mf.FIRST_SPARSE_CC  # Turing: unsplit metrics are dense work
+    pre_sparsity = k.cc_num < tp.FIRST_SPARSE_CC  # Turing: unsplit metrics are dense work
     for base in sorted({d for d in dominant if d}):
-        path = mf.tensor_path(base)
+        path = tp.tensor_path(base)
         if path is None:
             continue
         rows = dominant == base
@@ -313,6 +314,34 @@ def _without_values(k: _Kernels) -> np.ndarray:
         if c in k.bad:
             empty &= np.isnan(k.bad[c])
     return empty
+
+
+# Byte counters that miss stores (data returned to the SMs: loads only) and the write-inclusive
+# definition of the same level (roofline-metrics.md §4): lts2xbar is L2 -> crossbar, the LSU writeback
+# is L1 -> registers; lts__t / l1tex__t count every sector the level's tag stage served.
+READ_ONLY_DEFINITIONS: dict[str, tuple[frozenset[str], str, str]] = {
+    "l2": (frozenset({"lts2xbar"}), "lts__t", "lts__t_bytes.sum or lts__t_sectors.sum"),
+    "l1": (frozenset({"lsu_lg", "lsu_lgds", "lsu"}), "l1tex__t", "l1tex__t_bytes.sum or l1tex__t_sectors.sum"),
+}
+
+
+def _write_inclusive(k: _Kernels, level: str, res: _Resolved, dram: np.ndarray) -> _Resolved:
+    """Where a read-only counter gave fewer bytes at this level than DRAM moved (a write-heavy kernel: its
+    stores pass the level uncounted), the write-inclusive counter of the export instead, its roof with it
+    (bandwidths are matched by definition); without one, the provenance calls the value a lower bound."""
+    read_only, inclusive, wanted = READ_ONLY_DEFINITIONS[level]
+    short = np.isin(res.definition, list(read_only)) & (res.value < dram)
+    if not short.any():
+        return res
+    alt = _resolve(k, f"bytes_{level}", match_definition=np.full(k.n, inclusive, dtype=object))
+    take = short & ~np.isnan(alt.value) & (alt.definition == inclusive)
+    value, source, definition = res.value.copy(), res.source.copy(), res.definition.copy()
+    for i in np.flatnonzero(take):
+        value[i], definition[i] = alt.value[i], inclusive
+        source[i] = f"{alt.source[i]} (write-inclusive: {res.source[i]} counted fewer bytes than DRAM)"
+    for i in np.flatnonzero(short & ~take):  # the value stands (a lower bound); its provenance says so
+        source[i] = f"{res.source[i]} (reads only, below DRAM bytes: a lower bound; collect {wanted})"
+    return _Resolved(value, source, res.missing, definition, res.estimated)
 
 
 def derive(kernels: pd.DataFrame) -> pd.DataFrame:
@@ -363,6 +392,8 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     byte_missing: dict[str, np.ndarray] = {}
     for level in LEVELS:
         res = _resolve(k, f"bytes_{level}")
+        if level != "dram":
+            res = _write_inclusive(k, level, res, np.asarray(cols["bytes_dram"], dtype=float))
         byte_defs[level], byte_missing[level] = res.definition, res.missing
         cols[f"bytes_{level}"] = res.value
         cols[f"bytes_source_{level}"] = res.source
@@ -393,7 +424,7 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
         inst = np.where(np.isnan(inst), k.col(name), inst)
     cols["tensor_inst"] = np.where(estimate, inst, np.nan)
     active = np.full(k.n, np.nan)
-    for name in mf.TENSOR_ACTIVE_CYCLES:
+    for name in tp.TENSOR_ACTIVE_CYCLES:
         active = np.where(np.isnan(active), k.col(name), active)
     cols["tensor_cycles_active"] = active
     for unit in ("sm", "dram", "l2", "l1"):

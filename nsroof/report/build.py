@@ -17,7 +17,7 @@ import pandas as pd
 
 from nsroof._distinct import map_rows, row_codes, spread
 from nsroof.models import machines, roofline
-from nsroof.models import metric_formulas as mf
+from nsroof.models import tensor_paths as tp
 from nsroof.models.machines import Machine
 from nsroof.schema import COLUMNS, FIELD_BY_NAME, LEVELS, PRECISIONS
 
@@ -85,9 +85,9 @@ def _tensor_estimates(q: pd.DataFrame, cc: np.ndarray, codes: np.ndarray, kernel
     total = q["flops"].astype("float64").to_numpy().copy()
     source_t = _text(q, "flops_source_tensor").copy()
     source = _text(q, "flops_source").copy()
-    dtype = mf.TENSOR_ESTIMATE_DTYPE
+    dtype = tp.TENSOR_ESTIMATE_DTYPE
     for i in rows.tolist():
-        shapes = mf.TENSOR_SHAPES_BY_CC.get(mf.normalize_cc(cc[i]))
+        shapes = tp.TENSOR_SHAPES_BY_CC.get(tp.normalize_cc(cc[i]))
         if not shapes:
             continue
         m = kernel_machines[codes[i]]
@@ -353,7 +353,7 @@ def _tensor_dtypes(q: pd.DataFrame) -> np.ndarray:
     (`tensor_metric`), else — for FLOPs estimated from the tensor-pipe count — the HMMA FP16 path."""
     estimated = ~np.isnan(_col(q, "tensor_inst").astype("float64").to_numpy())
     return map_rows(lambda stated, metric, est: stated or tensor_dtype(metric) or
-                    (mf.TENSOR_ESTIMATE_DTYPE if est else None),
+                    (tp.TENSOR_ESTIMATE_DTYPE if est else None),
                     _text(q, "tensor_dtype"), _text(q, "tensor_metric"), estimated)
 
 
