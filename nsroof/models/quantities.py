@@ -329,6 +329,8 @@ def _write_inclusive(k: _Kernels, level: str, res: _Resolved, dram: np.ndarray) 
     """Where a read-only counter gave fewer bytes at this level than DRAM moved (a write-heavy kernel: its
     stores pass the level uncounted), the write-inclusive counter of the export instead, its roof with it
     (bandwidths are matched by definition); without one, the provenance calls the value a lower bound."""
+    if level not in READ_ONLY_DEFINITIONS:  # DRAM: the reference the others are checked against
+        return res
     read_only, inclusive, wanted = READ_ONLY_DEFINITIONS[level]
     short = np.isin(res.definition, list(read_only)) & (res.value < dram)
     if not short.any():
@@ -344,15 +346,19 @@ def _write_inclusive(k: _Kernels, level: str, res: _Resolved, dram: np.ndarray) 
     return _Resolved(value, source, res.missing, definition, res.estimated)
 
 
+def _duration(k: _Kernels) -> _Resolved:
+    """The duration; a launch without any value (a failed launch) says so in `missing`."""
+    duration = _resolve(k, "duration_s")
+    duration.missing[_without_values(k)] = NO_VALUES
+    return duration
+
+
 def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     """Per-kernel roofline quantities with provenance; see the module docstring for the columns."""
     k = _Kernels(kernels)
     cols: dict[str, object] = {}
 
-    duration = _resolve(k, "duration_s")
-    failed = _without_values(k)
-    if failed.any():
-        duration.missing[failed] = NO_VALUES
+    duration = _duration(k)
     k.duration_s = duration.value
     cols["duration_s"] = duration.value
     cols["duration_source"] = duration.source
@@ -391,9 +397,7 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     byte_defs: dict[str, np.ndarray] = {}
     byte_missing: dict[str, np.ndarray] = {}
     for level in LEVELS:
-        res = _resolve(k, f"bytes_{level}")
-        if level != "dram":
-            res = _write_inclusive(k, level, res, np.asarray(cols["bytes_dram"], dtype=float))
+        res = _write_inclusive(k, level, _resolve(k, f"bytes_{level}"), np.asarray(cols.get("bytes_dram"), dtype=float))
         byte_defs[level], byte_missing[level] = res.definition, res.missing
         cols[f"bytes_{level}"] = res.value
         cols[f"bytes_source_{level}"] = res.source

@@ -148,16 +148,7 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
                          + (f"; largest uncovered: {_short(c['uncovered'], 70)} ({human_time(c['uncovered_s'])})"
                             if c["uncovered"] else ""))
 
-    above = frame[frame["above_roof"].astype(bool)]
-    if len(above):
-        lines.append("")
-        lines.append(f"Above the roof: {len(above)} row(s) achieve more than 105% of a roof; the likely cause per row "
-                     "(`above_roof_cause`):")
-        for _, r in above.head(5).iterrows():
-            cause = str(r.get("above_roof_cause", "") or "a counting or unit error")
-            lines.append(f"  - {_short(r['function'], 40)} at {r['level']}: {r['achieved_bytes_per_s']:.3g} B/s vs "
-                         f"{r['bandwidth_bytes_per_s']:.3g}, {r['achieved_flop_per_s']:.3g} FLOP/s vs {r['peak_flop_per_s']:.3g}"
-                         f" — {cause}")
+    lines += _above_roof_lines(frame[frame["above_roof"].astype(bool)])
     for w in warnings:
         lines.append(f"warning: {w}")
     for h in hints:
@@ -184,6 +175,20 @@ def op_lines(ops: pd.DataFrame | None, top: int) -> list[str]:
         lines.append(f"  {_short(str(op), 34):<34} {human_time(r['time']):>9} {int(r['calls']):>6} "
                      f"{int(r['kernels']):>7} {(f'{rate:.3g}' if np.isfinite(rate) else '?'):>9}  "
                      f"{_cell(r['bound'], r['fraction'])}")
+    return lines
+
+
+def _above_roof_lines(above: pd.DataFrame) -> list[str]:
+    """The above-roof note: how many rows, then the first five with their likely cause (`above_roof_cause`)."""
+    if not len(above):
+        return []
+    lines = ["", f"Above the roof: {len(above)} row(s) achieve more than 105% of a roof; the likely cause per row "
+             "(`above_roof_cause`):"]
+    for _, r in above.head(5).iterrows():
+        cause = str(r.get("above_roof_cause", "") or "a counting or unit error")
+        lines.append(f"  - {_short(r['function'], 40)} at {r['level']}: {r['achieved_bytes_per_s']:.3g} B/s vs "
+                     f"{r['bandwidth_bytes_per_s']:.3g}, {r['achieved_flop_per_s']:.3g} FLOP/s vs {r['peak_flop_per_s']:.3g}"
+                     f" — {cause}")
     return lines
 
 

@@ -67,31 +67,7 @@ def read_raw(
     identity = identity_frame(export, layout, ids, table.select(identity_cols))
     order = np.argsort(ids, kind="stable")
 
-    units: dict[str, str] = {}
-    factors: list[float] = []
-    kept: list[str] = []
-    for c in metric_cols:
-        unit_name = units_row.get(c, "")
-        try:
-            factor, base = scale(unit_name)
-            wrong = dimensions.check(c, base)
-        except UnknownUnitError as exc:
-            if dimensions.is_read(c):
-                raise UnitError(export.path, f"unknown unit {exc.unit!r} of {c!r} in the units row",
-                                line=export.header_line + 1,
-                                hint="re-export with --print-units base") from None
-            collected.ignored.append((c, unit_name))
-            continue
-        if wrong is not None:
-            if dimensions.is_read(c):
-                raise UnitError(export.path, f"unit {unit_name!r} of the wrong dimension in the units row: {wrong}",
-                                line=export.header_line + 1, hint=DIMENSION_HINT)
-            collected.ignored.append((c, unit_name))
-            continue
-        kept.append(c)
-        units[c] = base
-        factors.append(factor)
-    metric_cols = kept
+    metric_cols, units, factors = _usable_units(export, metric_cols, units_row, collected)
 
     n = table.num_rows
     columns: dict[str, Any] = {}
@@ -119,3 +95,34 @@ def read_raw(
     frame = assemble(identity, columns)
     fill_launch_identity(frame)
     return frame, {c: units[c] for c in columns}, style, collected
+
+
+def _usable_units(export: text.Export, metric_cols: list[str], units_row: dict[str, str],
+                  collected: Collected) -> tuple[list[str], dict[str, str], list[float]]:
+    """The metric columns whose unit nsroof can use, their base units and factors. A unit unknown or of
+    another dimension refuses the file on a counter a roofline number reads; any other such column is
+    dropped and noted in collected.ignored."""
+    units: dict[str, str] = {}
+    factors: list[float] = []
+    kept: list[str] = []
+    for c in metric_cols:
+        unit_name = units_row.get(c, "")
+        try:
+            factor, base = scale(unit_name)
+            wrong = dimensions.check(c, base)
+        except UnknownUnitError as exc:
+            if dimensions.is_read(c):
+                raise UnitError(export.path, f"unknown unit {exc.unit!r} of {c!r} in the units row",
+                                line=export.header_line + 1, hint="re-export with --print-units base") from None
+            collected.ignored.append((c, unit_name))
+            continue
+        if wrong is not None:
+            if dimensions.is_read(c):
+                raise UnitError(export.path, f"unit {unit_name!r} of the wrong dimension in the units row: {wrong}",
+                                line=export.header_line + 1, hint=DIMENSION_HINT)
+            collected.ignored.append((c, unit_name))
+            continue
+        kept.append(c)
+        units[c] = base
+        factors.append(factor)
+    return kept, units, factors

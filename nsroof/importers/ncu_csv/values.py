@@ -139,13 +139,27 @@ def pivot_details(
         combo_factor[i] = factor
         combo_explicit[i] = explicit
     col_names = disambiguate(col_names, col_units)
-    # the dropped rows go to one scratch column, removed after the scatter
-    for i, _, _ in dropped:
-        combo_col[i], combo_factor[i], combo_explicit[i] = len(col_names), 1.0, False
-    for i, _ in deferred:
+    for i in [d[0] for d in dropped] + [d[0] for d in deferred]:  # one scratch column, removed after the scatter
         combo_col[i], combo_factor[i], combo_explicit[i] = len(col_names), 1.0, False
 
     style, parsed = parsing.result() if parsing is not None else parse_values(export, rows)
+    _check_after_parsing(export, parsed, inverse, row_lines, deferred, dropped, ignored)
+    read = np.array([c < len(col_names) and dimensions.is_read(col_names[c]) for c in combo_col.tolist()], bool)
+    note = rounding_warning(parsed, (read & (combo_factor != 1.0))[inverse],
+                            lambda r: col_names[combo_col[inverse[r]]], lambda r: int(row_lines[r]))
+    if note is not None and notes is not None:
+        notes.append(note)
+    scratch = [_SCRATCH] if dropped or deferred else []
+    columns = _scatter(parsed, inverse, combo_col, combo_factor, combo_explicit, kidx, n_kernels, col_names + scratch)
+    columns.pop(_SCRATCH, None)
+    return columns, dict(zip(col_names, col_units, strict=True)), style
+
+
+def _check_after_parsing(export: text.Export, parsed: numbers.Parsed, inverse: np.ndarray, row_lines: np.ndarray,
+                         deferred: list[tuple[int, str]], dropped: list[tuple[int, str, str]],
+                         ignored: list[tuple[str, str]] | None) -> None:
+    """A number printed in a unit of another dimension, for a counter a roofline number reads, refuses the
+    file (a failed launch's `n/a` is no number); a dropped metric that lost a value is noted in `ignored`."""
     for i, why in deferred:
         printed = np.flatnonzero((inverse == i) & parsed.numeric)
         if printed.size:
@@ -153,17 +167,6 @@ def pivot_details(
     for i, name, unit_name in dropped:
         if ignored is not None and ((inverse == i) & ~parsed.missing).any():  # a value was there to lose
             ignored.append((name, unit_name))
-    if notes is not None:
-        real = combo_col < len(col_names)
-        read = np.array([bool(real[i]) and dimensions.is_read(col_names[combo_col[i]]) for i in range(len(uniq))], bool)
-        scaled = (read & (combo_factor != 1.0))[inverse]
-        note = rounding_warning(parsed, scaled, lambda r: col_names[combo_col[inverse[r]]], lambda r: int(row_lines[r]))
-        if note is not None:
-            notes.append(note)
-    scratch = [_SCRATCH] if dropped or deferred else []
-    columns = _scatter(parsed, inverse, combo_col, combo_factor, combo_explicit, kidx, n_kernels, col_names + scratch)
-    columns.pop(_SCRATCH, None)
-    return columns, dict(zip(col_names, col_units, strict=True)), style
 
 
 def _scatter(
