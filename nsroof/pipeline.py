@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof._distinct import map_rows
+from nsroof.models import machines
 from nsroof.models.machines import Machine
 from nsroof.schema import COLUMNS, MISSING_COUNTERS, Hint
 
@@ -191,14 +192,13 @@ def ceilings_hint(report: pd.DataFrame) -> str:
     """When kernels lack roofs because their device is unknown, say how to give them one."""
     no_roof = report[["source", "kernel_id", "device", "missing"]][
         (report["peak_flop_per_s"].isna() | report["bandwidth_bytes_per_s"].isna()).to_numpy()]
-    rows = no_roof[_contains(no_roof["missing"], "not in the machine table")]
+    rows = no_roof[_contains(no_roof["missing"], "machine table")]
     if rows.empty:
         return ""
-    devices = sorted({str(d) or "(unnamed)" for d in rows["device"].astype(str).unique()})
+    devices = sorted({str(d) for d in rows["device"].astype(str).unique()})
     n = rows.drop_duplicates(["source", "kernel_id"]).shape[0]
-    return (f"{n} kernel(s) have no roofs: device {', '.join(repr(d) for d in devices)} is not in the machine "
-            "table (the export names no GPU); pass --machine NAME (see `nsroof machines`) or a profile from "
-            "`nsroof measure`")
+    return (f"{n} kernel(s) have no roofs: {'; '.join(machines.unknown_device(d) for d in devices)}; "
+            + machines.UNKNOWN_DEVICE_FIX)
 
 
 def _machines_used(frame: pd.DataFrame, fixed: Machine | None, resolver: Any) -> list[Machine]:

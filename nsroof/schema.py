@@ -247,6 +247,8 @@ REPORT_FIELDS: tuple[Field, ...] = (
           "or 'compute' when flops / peak is at least every level's memory time ('' unless every level and the "
           "compute floor are known)", True),
     Field("above_roof", _B, "", "achieved exceeds a roof by more than 5% (a counting or unit error)"),
+    Field("above_roof_cause", _S, "", "the likely cause of above_roof at this level: a cache serving a working set "
+          "that fits it (DRAM), a roof of another counter (L2, L1), FLOPs counted above what ran; '' when not above", True),
     Field("ceiling_source", _S, "", "where the roofs came from: ncu:<metrics>, spec:<machine>, measured:<file>, file:<path>", True),
     Field("missing", _S, "", "metric names whose absence left a quantity NaN, comma-separated ('' when none)"),
     # The measured-vs-compulsory join (nsroof analyze --ledger); NaN / '' when no formula matched.

@@ -27,6 +27,7 @@ import pytest
 from nsroof import importers
 from nsroof.errors import NsroofError
 from nsroof.models import metric_formulas as mf
+from nsroof.models import tensor_paths as tp
 from nsroof.models.quantities import derive
 
 FOLDERS = ("csv", "converted", "synthetic")
@@ -102,8 +103,13 @@ def rate_comparisons(exports: Exports, check: str, level: str, ncu_rate: str, de
         independent = derive(without(k, lambda c: c == ncu_rate or c in drop))
         for i in np.flatnonzero(~np.isnan(ncu)):
             source = str(independent[f"bytes_source_{level}"].iat[i])
-            if source and (definition is None or DEFINITION_OF.get(source) == definition):
+            # a read-only counter's value keeps its formula, with a note in parentheses (quantities._write_inclusive)
+            if source and (definition is None or DEFINITION_OF.get(source.split(" (")[0]) == definition):
                 value, path = independent[f"bytes_{level}"].iat[i], source
+            elif "write-inclusive" in str(full[f"bytes_source_{level}"].iat[i]):
+                # a read-only counter below DRAM bytes: nsroof took the level's write-inclusive counter
+                # (quantities.READ_ONLY_DEFINITIONS), which ncu_rate does not measure
+                continue
             else:
                 value, path = full[f"bytes_{level}"].iat[i], "rate-only"
             duration = full["duration_s"].iat[i]
@@ -169,7 +175,11 @@ def test_dram_bytes_per_second(exports: Exports) -> None:
 
 def test_l2_bytes_per_second(exports: Exports) -> None:
     # without ncu's derived rate, nsroof counts 32 B per lts2xbar active cycle (the raw counter)
-    comps = list(rate_comparisons(exports, "L2 B/s", "l2", "derived__lts__lts2xbar_bytes.sum.per_second", "lts2xbar"))
+    # the write-inclusive lts__t counters are left out, so that lts2xbar's own bytes are what is compared
+    # even where a write-heavy kernel's report takes lts__t (quantities.READ_ONLY_DEFINITIONS)
+    lts_t = tuple(c for k in exports.values() for c in k.columns if str(c).startswith(("lts__t_bytes", "lts__t_sectors")))
+    comps = list(rate_comparisons(exports, "L2 B/s", "l2", "derived__lts__lts2xbar_bytes.sum.per_second", "lts2xbar",
+                                  drop=lts_t))
     comps += list(rate_comparisons(exports, "L2 B/s (lts__t)", "l2", "lts__t_bytes.sum.per_second", "lts__t"))
     assert_all_close(comps)
     assert_covers("l2", covered(comps, independent_only=True))
@@ -177,14 +187,17 @@ def test_l2_bytes_per_second(exports: Exports) -> None:
 
 def test_l1_bytes_per_second(exports: Exports) -> None:
     comps = []
+    l1tex_t = tuple(c for k in exports.values() for c in k.columns
+                    if str(c).startswith(("l1tex__t_bytes", "l1tex__t_sectors")))
     for suffix, definition in (("lgds", "lsu_lgds"), ("lg", "lsu_lg")):
         comps += list(rate_comparisons(exports, f"L1 B/s ({suffix})", "l1",
-                                       f"derived__l1tex__lsu_writeback_bytes_mem_{suffix}.sum.per_second", definition))
+                                       f"derived__l1tex__lsu_writeback_bytes_mem_{suffix}.sum.per_second", definition,
+                                       drop=l1tex_t))
     comps += list(rate_comparisons(exports, "L1 B/s (l1tex__t)", "l1", "l1tex__t_bytes.sum.per_second", "l1tex__t"))
     assert_all_close(comps)
     assert_covers("l1", covered(comps, independent_only=True))
     # from the writeback-cycle totals (× 128 B), not from the rate read back
-    assert {c.path for c in comps if c.file.endswith("77_06-MT.raw_base.csv")} == {
+    assert {c.path.split(" (")[0] for c in comps if c.file.endswith("77_06-MT.raw_base.csv")} == {
         "128 × l1tex__lsu_writeback_active_mem_lg.sum"}
 
 
@@ -244,6 +257,8 @@ def test_bandwidth_ceilings_match_ncu_percent_of_peak(exports: Exports) -> None:
         ("dram", "dram__bytes_read.sum.per_second", "dram__bytes_read.sum.pct_of_peak_sustained_elapsed"),
         ("dram", "dram__bytes_write.sum.per_second", "dram__bytes_write.sum.pct_of_peak_sustained_elapsed"),
         ("l2", "derived__lts__lts2xbar_bytes.sum.per_second", "lts__lts2xbar_cycles_active.sum.pct_of_peak_sustained_elapsed"),
+        # a write-heavy kernel's L2 roof is the lts__t one (its bytes come from lts__t_sectors): 32 B per sector
+        ("l2", "lts__t_sectors.sum.per_second", "lts__t_sectors.sum.pct_of_peak_sustained_elapsed"),
         ("l1", "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.per_second",
          "l1tex__lsu_writeback_active_mem_lg.sum.pct_of_peak_sustained_elapsed"),
         ("l1", "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second",
@@ -255,9 +270,11 @@ def test_bandwidth_ceilings_match_ncu_percent_of_peak(exports: Exports) -> None:
         for level, rate, pct in probes:
             pct_v = col(k, pct)
             with np.errstate(divide="ignore", invalid="ignore"):
-                implied = col(k, rate) / (pct_v / 100.0)
+                implied = col(k, rate) * (32.0 if "_sectors" in rate else 1.0) / (pct_v / 100.0)
             ours = q[f"bandwidth_bytes_per_s_{level}"].to_numpy()
-            for i in np.flatnonzero((pct_v >= MIN_PCT) & ~np.isnan(implied) & ~np.isnan(ours)):
+            # each probe checks the roof of its own counter: the row's roof must be of that definition
+            same = np.array([("lts__t" in str(src)) == ("lts__t" in rate) for src in q[f"ceiling_source_{level}"]])
+            for i in np.flatnonzero((pct_v >= MIN_PCT) & ~np.isnan(implied) & ~np.isnan(ours) & same):
                 comps.append(Comparison(name, int(k["kernel_id"].iat[i]), f"{level} bandwidth ({pct})",
                                         str(q[f"ceiling_source_{level}"].iat[i]), ours[i], float(implied[i])))
     assert_all_close(comps)
@@ -271,7 +288,7 @@ def test_tensor_ceiling_matches_ncu_peak_rate(exports: Exports) -> None:
     # <path>.sum.peak_sustained_elapsed.per_second for that kernel.
     comps = []
     for name, k in exports.items():
-        paths = [p for p in mf.select_tensor_metrics(k.columns) if p.sparsity != "unsplit"]
+        paths = [p for p in tp.select_tensor_metrics(k.columns) if p.sparsity != "unsplit"]
         for p in paths:
             ncu = col(k, f"{p.base}.sum.peak_sustained_elapsed.per_second")
             if np.isnan(ncu).all():
@@ -293,7 +310,7 @@ def test_unsplit_aggregate_tensor_peak_is_the_sparse_rate(exports: Exports) -> N
     # Why nsroof refuses an unsplit aggregate's peak as a dense ceiling: on the GH200 export,
     # src_fp16's peak equals the 2:4-sparse hgmma peak and twice the dense one.
     k = exports["converted/alprielse__silu-2025-04-18-v1.raw_base.csv"]
-    t = mf.TENSOR_PREFIX
+    t = tp.TENSOR_PREFIX
     aggregate = col(k, f"{t}src_fp16.sum.peak_sustained")[0]
     assert aggregate == col(k, f"{t}op_hgmma_src_fp16_sparsity_on.sum.peak_sustained")[0]
     assert aggregate == 2 * col(k, f"{t}op_hgmma_src_fp16_sparsity_off.sum.peak_sustained")[0]

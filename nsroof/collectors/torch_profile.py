@@ -384,7 +384,7 @@ def resolve_machine(spec: Machine | str | os.PathLike[str] | None, *, cuda: bool
         # the device's own measured roofline when `nsroof measure --device cuda` cached one, else its datasheet
         found = cached_gpu_profile(name) or machines.lookup_device(name)
         if found is None:
-            warnings.append(f"device {name!r} is not in the machine table: pass --machine or run "
+            warnings.append(f"{machines.unknown_device(name)}: pass --machine or run "
                             "`nsroof measure --device cuda` (its profile is cached and used from then on)")
         return found
     try:

@@ -87,6 +87,7 @@ class Parsed:
     numeric: np.ndarray  # bool: the cell is a number
     missing: np.ndarray  # bool: the cell is empty / n/a / no data / nan
     strings: pa.Array  # the cleaned cells (for string-valued metrics)
+    decimals: np.ndarray | None = None  # int: digits printed after the decimal mark (-1: not a plain number)
 
 
 def _as_strings(values: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -191,7 +192,20 @@ def parse(c: Cells, style: str) -> Parsed:
         floats = pc.cast(text, pa.float64())
         values = np.array(floats.to_numpy(zero_copy_only=False), dtype=np.float64, copy=True)
         values[~numeric] = np.nan
-    return Parsed(values, numeric, missing, c.strings)
+    mark = "," if style == "de_DE" else "."
+    per_shape = np.array([_decimals(sh, mark) if ok else -1 for sh, ok in zip(c.shapes, is_number, strict=True)],
+                         dtype=np.int64)
+    decimals = per_shape[c.codes] if len(c.codes) else np.zeros(0, np.int64)
+    return Parsed(values, numeric, missing, c.strings, decimals)
+
+
+def _decimals(shape: str, mark: str) -> int:
+    """Digits after the decimal mark in a number's shape (`d,ddd.dd` -> 2, `ddd` -> 0); -1 for an
+    exponent form (its precision is not the printed decimals)."""
+    if "e" in shape.lower():
+        return -1
+    head, sep, tail = shape.rpartition(mark)
+    return tail.count("d") if sep else 0
 
 
 def parse_text(items: list[str], style: str | None = None) -> tuple[np.ndarray, str]:

@@ -333,8 +333,7 @@ def _read_with_module(module: Any, p: Path, container: Container) -> tuple[pd.Da
 
 
 # submetrics per cycle: the raw page prints the counter's unit over `cycle` where IMetric.unit() may not
-_PER_CYCLE = ("peak_sustained", "peak_sustained_active", "peak_sustained_elapsed", "per_cycle_active",
-              "per_cycle_elapsed")
+_PER_CYCLE = ("peak_sustained", "peak_sustained_active", "peak_sustained_elapsed", "per_cycle_active", "per_cycle_elapsed")
 
 
 def csv_unit(metric: str, unit: str) -> str:
@@ -461,24 +460,19 @@ def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int,
         try:
             scale = nsunits.scale(unit)
             wrong = dimensions.check(name, scale.base)
+            why, hint = f"kernel {kernel_id}: unit {unit!r} of the wrong dimension: {wrong}", DAMAGED_HINT
         except nsunits.UnknownUnitError:
-            if dimensions.is_read(name):
-                raise UnitError(
-                    p,
-                    f"kernel {kernel_id}, metric {name}: unknown unit {unit!r}",
-                    hint="report it with the metric name; nsroof never guesses a scale",
-                ) from None
-            ignored.append((name, unit))
+            wrong, why = "unknown", f"kernel {kernel_id}, metric {name}: unknown unit {unit!r}"
+            hint = "report it with the metric name; nsroof never guesses a scale"
+        if wrong is not None:  # no value (a failed launch): no unit to check; else strict where a number reads it
+            if math.isnan(number):
+                values[name] = number
+            elif dimensions.is_read(name):
+                raise UnitError(p, why, hint=hint)
+            else:
+                ignored.append((name, unit))
             continue
-        if wrong is not None:
-            if dimensions.is_read(name):
-                raise UnitError(p, f"kernel {kernel_id}: unit {unit!r} of the wrong dimension: {wrong}",
-                                hint=DAMAGED_HINT)
-            ignored.append((name, unit))
-            continue
-        si_value, si_unit = number * scale.factor, scale.base
-        values[name] = si_value
-        unit_of[name] = si_unit
+        values[name], unit_of[name] = number * scale.factor, scale.base
     return values, unit_of
 
 

@@ -476,13 +476,17 @@ class _Parser:
         col = np.empty(n_rows, np.int64)
         explicit = np.empty(n_rows, bool)
         factor = np.empty(n_rows, np.float64)
+        misfit = np.full(n_rows, -1, np.int64)  # index into misfits, for rows in the scratch column
+        misfits: list[tuple[bool, str, str, str]] = []  # (refuse, column name, printed unit, why)
         for r in range(n_rows):
             f, base = factor_of[rows.unit[r]] or (1.0, "\0unknown")
             key = (rows.section[r], rows.label[r], base)
             got = col_of.get(key)
             if got is None:
-                got = col_of[key] = self._column(r, base, col_index, col_names, col_units)
+                got = col_of[key] = self._column(r, base, col_index, col_names, col_units, misfits)
             col[r], explicit[r] = got
+            if got[0] < 0:
+                misfit[r] = -got[0] - 1
             factor[r] = f
         col_names = disambiguate(col_names, col_units)
         col[col < 0] = len(col_names)  # the scratch column, past the real ones
@@ -498,6 +502,7 @@ class _Parser:
                 hint="rerun ncu with LC_ALL=C so every number has one format",
             )
         parsed = numbers.parse(cleaned, style.style)
+        self._check_misfits(misfit, misfits, parsed, line)
         kidx = np.asarray(rows.kernel, dtype=np.int64)
         n_cols = len(col_names) + 1
         has_number = np.bincount(col[parsed.numeric], minlength=n_cols) > 0
@@ -522,33 +527,44 @@ class _Parser:
         return result, dict(zip(col_names, col_units, strict=True)), style
 
     def _column(self, r: int, base: str, col_index: dict[tuple[str, str], int], col_names: list[str],
-                col_units: list[str]) -> tuple[int, bool]:
-        """The column of row r's (section, label, base unit), added on first sight; (-1, False) for a
-        metric no roofline number reads printed in a unit nsroof cannot use (noted in self.ignored)."""
-        rows, line = self.rows, int(self.rows.line[r])
+                col_units: list[str], misfits: list[tuple[bool, str, str, str]]) -> tuple[int, bool]:
+        """The column of row r's (section, label, base unit), added on first sight; for a unit nsroof
+        cannot use, (-1 - k, False) with misfits[k] saying whether a number in it refuses the file (a
+        metric a roofline number reads) or drops the metric (any other)."""
+        rows = self.rows
         section, label, unit = rows.section[r], rows.label[r], rows.unit[r]
         if base == "\0unknown":
             name = column_name(section, "", label, "")[0]
-            if label_is_read(section, "", label, name):
-                raise UnitError(self.path, f"unknown unit {unit!r} of {label!r}", line=line,
-                                hint="nsroof knows ncu's units (byte…Tbyte, ns/nsecond…second, hz…Ghz, "
-                                     "cycle/nsecond, inst, sector, %, …)")
-            self.ignored.append((name, unit))
-            return -1, False
+            misfits.append((label_is_read(section, "", label, name), name, unit, f"unknown unit {unit!r} of {label!r}"))
+            return -len(misfits), False
         name, is_name = column_name(section, "", label, base)
         wrong = dimensions.check(name, base) or (None if is_name else wrong_label_unit(section, "", label, base))
         if wrong is not None:
-            if label_is_read(section, "", label, name):
-                raise UnitError(self.path, f"unit {unit!r} of the wrong dimension: {wrong}",
-                                line=line, hint="the output is damaged or edited; profile again")
-            self.ignored.append((name, unit))
-            return -1, False
+            misfits.append((label_is_read(section, "", label, name), name, unit,
+                            f"unit {unit!r} of the wrong dimension: {wrong}"))
+            return -len(misfits), False
         j = col_index.get((name, base))
         if j is None:
             j = col_index[(name, base)] = len(col_names)
             col_names.append(name)
             col_units.append(base)
         return j, is_name
+
+    def _check_misfits(self, misfit: np.ndarray, misfits: list[tuple[bool, str, str, str]], parsed: Any,
+                       line: np.ndarray) -> None:
+        """Refuse a number printed in a unit nsroof cannot use for a metric a roofline number reads (a
+        failed launch's `n/a` without unit is no number); note the other metrics that lost a value."""
+        for k, (refuse, name, unit, why) in enumerate(misfits):
+            rows_k = misfit == k
+            if refuse:
+                printed = np.flatnonzero(rows_k & parsed.numeric)
+                if printed.size:
+                    hint = ("nsroof knows ncu's units (byte…Tbyte, ns/nsecond…second, hz…Ghz, cycle/nsecond, inst, "
+                            "sector, %, …)" if why.startswith("unknown") else
+                            "the output is damaged or edited; profile again")
+                    raise UnitError(self.path, why, line=int(line[printed[0]]), hint=hint)
+            elif (rows_k & ~parsed.missing).any():
+                self.ignored.append((name, unit))
 
 
 def _has_roofline_counters(frame: pd.DataFrame) -> bool:

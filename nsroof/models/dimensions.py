@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from nsroof.models import metric_formulas as mf
+from nsroof.models import tensor_paths as tp
 
 # counter (the part before the first '.') -> the dimension of one count, in nsroof.units' base names
 _COUNTERS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -87,14 +88,14 @@ _PIPE_TENSOR = ("sm__inst_executed_pipe_tensor.sum", "smsp__inst_executed_pipe_t
 @lru_cache(maxsize=1)
 def _formula_inputs() -> frozenset[str]:
     names = {m for f in mf.FORMULAS for m in f.metrics if "*" not in m and "<" not in m}
-    return frozenset(names | set(mf.TENSOR_ACTIVE_CYCLES) | set(_PIPE_TENSOR))
+    return frozenset(names | set(tp.TENSOR_ACTIVE_CYCLES) | set(_PIPE_TENSOR))
 
 
 def is_read(metric: str) -> bool:
     """Whether a roofline number (a formula input, a tensor count or peak) reads `metric`."""
     if metric in _formula_inputs():
         return True
-    return metric.startswith(mf.TENSOR_PREFIX) and metric.endswith(_TENSOR_SUFFIXES)
+    return metric.startswith(tp.TENSOR_PREFIX) and metric.endswith(_TENSOR_SUFFIXES)
 
 
 def ignored_warning(ignored: Iterable[tuple[str, str]]) -> str | None:

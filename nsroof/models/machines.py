@@ -452,6 +452,22 @@ def device_candidates(device_name: str) -> list[Machine]:
     return list(_candidates(" ".join(str(device_name or "").split())))
 
 
+UNKNOWN_DEVICE_FIX = "pass --machine NAME (see `nsroof machines`) or a profile from `nsroof measure`"
+
+
+def unknown_device(device_name: str) -> str:
+    """The one wording for a device the table does not resolve (the report's `missing`, the analyze hint,
+    the collectors): no name, a generic name that fits several entries, or a name no entry matches.
+    Each contains "machine table"."""
+    name = " ".join(str(device_name or "").split())
+    if not name:
+        return "the export names no GPU, so no machine table entry applies"
+    candidates = device_candidates(name)
+    if len(candidates) > 1:
+        return f"device {name!r} fits several machine table entries ({', '.join(m.name for m in candidates)})"
+    return f"device {name!r} is not in the machine table"
+
+
 def for_devices(explicit: Machine | None) -> Callable[[str], Machine | None]:
     """The machine of each device name in an export: `explicit` (--machine) for all of them, otherwise
     the datasheet entry the name resolves to (None when it does not, or is ambiguous)."""

@@ -26,7 +26,9 @@ import numpy as np
 import pandas as pd
 
 from nsroof._distinct import map_rows, row_codes
+from nsroof.models import dimensions
 from nsroof.models import metric_formulas as mf
+from nsroof.models import tensor_paths as tp
 from nsroof.models.metric_formulas import DURATION, TENSOR_FLOP_PER_INST, CounterFormula
 from nsroof.schema import LEVELS, PRECISIONS
 
@@ -57,12 +59,12 @@ class _Kernels:
         # one device's CC over thousands of launches: each distinct value normalized once
         raw_cc = cc.astype(object).where(cc.notna(), "").to_numpy(dtype=object)
         codes, first = row_codes(raw_cc)
-        distinct = [mf.normalize_cc(raw_cc[i]) for i in first.tolist()]
+        distinct = [tp.normalize_cc(raw_cc[i]) for i in first.tolist()]
         self.cc = np.array(distinct, dtype=object)[codes]
         self.cc_num = np.array([float(c) if c else np.nan for c in distinct], dtype=_FLOAT)[codes]
         self.duration_s = np.full(self.n, np.nan)
         self.tensor_flop_per_inst = np.array(
-            [mf.TENSOR_FLOP_PER_INST_BY_CC.get(c, np.nan) for c in distinct], dtype=_FLOAT)[codes]
+            [tp.TENSOR_FLOP_PER_INST_BY_CC.get(c, np.nan) for c in distinct], dtype=_FLOAT)[codes]
 
     def has(self, name: str) -> bool:
         return name in self._present
@@ -113,7 +115,7 @@ class _TensorOps:
 
 
 def _evaluate_tensor_ops(k: _Kernels, f: CounterFormula) -> _TensorOps:
-    paths = mf.select_tensor_metrics(k.columns, f.tensor_suffix)
+    paths = tp.select_tensor_metrics(k.columns, f.tensor_suffix)
     if not paths:
         nan = np.full(k.n, np.nan)
         return _TensorOps(nan, nan.copy(), np.full(k.n, "", dtype=object))
@@ -263,7 +265,7 @@ def _tensor_resolution(k: _Kernels) -> tuple[_Resolved, np.ndarray, np.ndarray]:
         sparse[used] = ops.sparse[used]
         dominant[used] = ops.dominant[used]
     # no 2:4 sparsity before Ampere: a known tensor count there has no sparse part
-    sparse[(k.cc_num < mf.FIRST_SPARSE_CC) & ~np.isnan(res.value)] = 0.0
+    sparse[(k.cc_num < tp.FIRST_SPARSE_CC) & ~np.isnan(res.value)] = 0.0
     return res, sparse, dominant
 
 
@@ -274,9 +276,9 @@ def _tensor_peak(k: _Kernels, dominant: np.ndarray) -> tuple[np.ndarray, np.ndar
     value = np.full(k.n, np.nan)
     source = np.full(k.n, "", dtype=object)
     clock = _scale(k, f, np.ones(k.n))
-    pre_sparsity = k.cc_num < mf.FIRST_SPARSE_CC  # Turing: unsplit metrics are dense work
+    pre_sparsity = k.cc_num < tp.FIRST_SPARSE_CC  # Turing: unsplit metrics are dense work
     for base in sorted({d for d in dominant if d}):
-        path = mf.tensor_path(base)
+        path = tp.tensor_path(base)
         if path is None:
             continue
         rows = dominant == base
@@ -308,12 +310,66 @@ def _join_one(values: Sequence[object], sep: str) -> str:
     return sep.join(seen)
 
 
+# why a launch without any value has NaN everywhere (ncu prints `n/a` for every metric of a failed launch)
+NO_VALUES = "no value recorded for this launch (every counter n/a: a failed or unprofiled launch)"
+
+
+def _without_values(k: _Kernels) -> np.ndarray:
+    """Launches for which the export holds counters but not one value among those the formulas read."""
+    read = [c for c in k.columns if dimensions.is_read(c)]
+    if len(read) < 2:  # one duration column (a trace) says nothing about a failed launch
+        return np.zeros(k.n, dtype=bool)
+    empty = np.ones(k.n, dtype=bool)
+    for c in read:
+        empty &= np.isnan(k.col(c))  # a refused value (inf, < 0) is a value: k.bad holds it
+        if c in k.bad:
+            empty &= np.isnan(k.bad[c])
+    return empty
+
+
+# Byte counters that miss stores (data returned to the SMs: loads only) and the write-inclusive
+# definition of the same level (roofline-metrics.md §4): lts2xbar is L2 -> crossbar, the LSU writeback
+# is L1 -> registers; lts__t / l1tex__t count every sector the level's tag stage served.
+READ_ONLY_DEFINITIONS: dict[str, tuple[frozenset[str], str, str]] = {
+    "l2": (frozenset({"lts2xbar"}), "lts__t", "lts__t_bytes.sum or lts__t_sectors.sum"),
+    "l1": (frozenset({"lsu_lg", "lsu_lgds", "lsu"}), "l1tex__t", "l1tex__t_bytes.sum or l1tex__t_sectors.sum"),
+}
+
+
+def _write_inclusive(k: _Kernels, level: str, res: _Resolved, dram: np.ndarray) -> _Resolved:
+    """Where a read-only counter gave fewer bytes at this level than DRAM moved (a write-heavy kernel: its
+    stores pass the level uncounted), the write-inclusive counter of the export instead, its roof with it
+    (bandwidths are matched by definition); without one, the provenance calls the value a lower bound."""
+    if level not in READ_ONLY_DEFINITIONS:  # DRAM: the reference the others are checked against
+        return res
+    read_only, inclusive, wanted = READ_ONLY_DEFINITIONS[level]
+    short = np.isin(res.definition, list(read_only)) & (res.value < dram)
+    if not short.any():
+        return res
+    alt = _resolve(k, f"bytes_{level}", match_definition=np.full(k.n, inclusive, dtype=object))
+    take = short & ~np.isnan(alt.value) & (alt.definition == inclusive)
+    value, source, definition = res.value.copy(), res.source.copy(), res.definition.copy()
+    for i in np.flatnonzero(take):
+        value[i], definition[i] = alt.value[i], inclusive
+        source[i] = f"{alt.source[i]} (write-inclusive: {res.source[i]} counted fewer bytes than DRAM)"
+    for i in np.flatnonzero(short & ~take):  # the value stands (a lower bound); its provenance says so
+        source[i] = f"{res.source[i]} (reads only, below DRAM bytes: a lower bound; collect {wanted})"
+    return _Resolved(value, source, res.missing, definition, res.estimated)
+
+
+def _duration(k: _Kernels) -> _Resolved:
+    """The duration; a launch without any value (a failed launch) says so in `missing`."""
+    duration = _resolve(k, "duration_s")
+    duration.missing[_without_values(k)] = NO_VALUES
+    return duration
+
+
 def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     """Per-kernel roofline quantities with provenance; see the module docstring for the columns."""
     k = _Kernels(kernels)
     cols: dict[str, object] = {}
 
-    duration = _resolve(k, "duration_s")
+    duration = _duration(k)
     k.duration_s = duration.value
     cols["duration_s"] = duration.value
     cols["duration_source"] = duration.source
@@ -352,7 +408,7 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     byte_defs: dict[str, np.ndarray] = {}
     byte_missing: dict[str, np.ndarray] = {}
     for level in LEVELS:
-        res = _resolve(k, f"bytes_{level}")
+        res = _write_inclusive(k, level, _resolve(k, f"bytes_{level}"), np.asarray(cols.get("bytes_dram"), dtype=float))
         byte_defs[level], byte_missing[level] = res.definition, res.missing
         cols[f"bytes_{level}"] = res.value
         cols[f"bytes_source_{level}"] = res.source
@@ -383,7 +439,7 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
         inst = np.where(np.isnan(inst), k.col(name), inst)
     cols["tensor_inst"] = np.where(estimate, inst, np.nan)
     active = np.full(k.n, np.nan)
-    for name in mf.TENSOR_ACTIVE_CYCLES:
+    for name in tp.TENSOR_ACTIVE_CYCLES:
         active = np.where(np.isnan(active), k.col(name), active)
     cols["tensor_cycles_active"] = active
     for unit in ("sm", "dram", "l2", "l1"):

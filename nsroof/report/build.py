@@ -17,7 +17,7 @@ import pandas as pd
 
 from nsroof._distinct import map_rows, row_codes, spread
 from nsroof.models import machines, roofline
-from nsroof.models import metric_formulas as mf
+from nsroof.models import tensor_paths as tp
 from nsroof.models.machines import Machine
 from nsroof.schema import COLUMNS, FIELD_BY_NAME, LEVELS, PRECISIONS
 
@@ -85,9 +85,9 @@ def _tensor_estimates(q: pd.DataFrame, cc: np.ndarray, codes: np.ndarray, kernel
     total = q["flops"].astype("float64").to_numpy().copy()
     source_t = _text(q, "flops_source_tensor").copy()
     source = _text(q, "flops_source").copy()
-    dtype = mf.TENSOR_ESTIMATE_DTYPE
+    dtype = tp.TENSOR_ESTIMATE_DTYPE
     for i in rows.tolist():
-        shapes = mf.TENSOR_SHAPES_BY_CC.get(mf.normalize_cc(cc[i]))
+        shapes = tp.TENSOR_SHAPES_BY_CC.get(tp.normalize_cc(cc[i]))
         if not shapes:
             continue
         m = kernel_machines[codes[i]]
@@ -360,8 +360,12 @@ def _level_columns(q: pd.DataFrame, roofs: _Roofs, levels: Sequence[str]) -> dic
         missing[:, j] = spread(
             lambda pr, nb, md, mf, ml, why=bw_reason: _join(pr, why if nb else "", md, mf, ml),  # what blocks first
             *row_codes(common_key, no_bw, missing_level), peak_reason, no_bw, *missing_common, missing_level)
+    l2_cache = np.array([m.cache_bytes.get("l2", np.nan) if m is not None else np.nan for m in kernel_machines],
+                        dtype=float)[mach_codes] if n else np.zeros(0)
     return {"bytes": bytes_.ravel(), "bytes_source": bytes_source.ravel(), "bandwidth_bytes_per_s": bandwidth.ravel(),
-            "ceiling_source": ceiling.ravel(), "missing": missing.ravel()}
+            "ceiling_source": ceiling.ravel(), "missing": missing.ravel(),
+            # read by _classified for above_roof_cause, not a report column
+            "l2_cache_bytes": np.repeat(l2_cache, L)}
 
 
 def _analytic_ledger(report: pd.DataFrame, labels: np.ndarray, levels: Sequence[str]) -> pd.DataFrame:
@@ -390,19 +394,14 @@ def _tensor_dtypes(q: pd.DataFrame) -> np.ndarray:
     (`tensor_metric`), else — for FLOPs estimated from the tensor-pipe count — the HMMA FP16 path."""
     estimated = ~np.isnan(_col(q, "tensor_inst").astype("float64").to_numpy())
     return map_rows(lambda stated, metric, est: stated or tensor_dtype(metric) or
-                    (mf.TENSOR_ESTIMATE_DTYPE if est else None),
+                    (tp.TENSOR_ESTIMATE_DTYPE if est else None),
                     _text(q, "tensor_dtype"), _text(q, "tensor_metric"), estimated)
 
 
 def _peak_reason(precision: str, device: str, machine: Machine | None, tensor_metric: str,
                  dtype: str | None) -> str:
     if machine is None:
-        candidates = machines.device_candidates(device)
-        if len(candidates) > 1:
-            return (f"peak_flop_per_s[{precision}] (no ncu peak metric; device {device!r} fits several machine "
-                    f"entries ({', '.join(m.name for m in candidates)}): pass --machine with one of them)")
-        return (f"peak_flop_per_s[{precision}] (no ncu peak metric; device {device!r} not in the machine table: "
-                "pass --machine)")
+        return f"peak_flop_per_s[{precision}] (no ncu peak metric; {machines.unknown_device(device)}: pass --machine)"
     if precision == "tensor":
         what = f"tensor {dtype}" if dtype else f"tensor path {tensor_metric or '(none named)'}"
         return f"peak_flop_per_s[{what}] (no ncu peak metric; {machine.label} has no dense figure for it)"
@@ -443,6 +442,7 @@ def _classified(columns: dict[str, object], index: pd.Index) -> pd.DataFrame:
         "roof_fraction": roofline.roof_fraction(w, ach_f, att, ach_b, b),
         "above_roof": roofline.above_roof(ach_f, p, ach_b, b),
     }
+    derived["above_roof_cause"] = _above_roof_causes(derived["above_roof"], ach_f, p, columns, qb, index)
     with np.errstate(divide="ignore", invalid="ignore"):
         memory_s, compute_s = qb / b, w / p
     derived["limiting"] = pd.Series(limiting(np.asarray(columns["source"], dtype=object),
@@ -465,6 +465,21 @@ def _steps(kernels: pd.DataFrame) -> pd.arrays.IntegerArray:
 
     return steps(kernels["step"] if "step" in kernels else None,
                  kernels["nvtx_path"] if "nvtx_path" in kernels else [""] * len(kernels))
+
+
+def _above_roof_causes(above: object, ach_f: np.ndarray, p: np.ndarray, columns: dict[str, object],
+                       qb: np.ndarray, index: pd.Index) -> pd.Series:
+    """Per above-roof row, its likely cause (roofline.above_roof_cause); '' elsewhere."""
+    flag = np.asarray(above, dtype=bool)
+    out = np.full(len(index), "", dtype=object)
+    rows = np.flatnonzero(flag)
+    if rows.size:
+        levels = np.asarray(columns["level"], dtype=object)
+        cache = np.asarray(columns.get("l2_cache_bytes", np.full(len(index), np.nan)), dtype=float)
+        with np.errstate(invalid="ignore"):
+            flops_above = ach_f > (1 + roofline.ABOVE_ROOF_TOLERANCE) * p
+        out[rows] = map_rows(roofline.above_roof_cause, levels[rows], qb[rows], cache[rows], flops_above[rows])
+    return pd.Series(out, index=index, dtype=object)
 
 
 def _empty(name: str, n: int) -> object:

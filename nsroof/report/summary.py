@@ -211,15 +211,19 @@ def _coverage_lines(frame: pd.DataFrame, metadata: dict[str, Any]) -> list[str]:
     return lines
 
 
+
 def _above_lines(frame: pd.DataFrame) -> list[str]:
+    """The above-roof note: how many rows, then the first five with their likely cause (`above_roof_cause`)."""
     above = frame[frame["above_roof"].astype(bool)]
     if not len(above):
         return []
-    lines = [f"Above the roof: {len(above)} row(s) achieve more than 105% of a roof — a counting or unit error "
-             "(check the ceilings' clock and the byte/FLOP metrics):"]
+    lines = [f"Above the roof: {len(above)} row(s) achieve more than 105% of a roof; the likely cause per row "
+             "(`above_roof_cause`):"]
     for _, r in above.head(5).iterrows():
+        cause = str(r.get("above_roof_cause", "") or "a counting or unit error")
         lines.append(f"  - {_short(r['function'], 40)} at {r['level']}: {r['achieved_bytes_per_s']:.3g} B/s vs "
-                     f"{r['bandwidth_bytes_per_s']:.3g}, {r['achieved_flop_per_s']:.3g} FLOP/s vs {r['peak_flop_per_s']:.3g}")
+                     f"{r['bandwidth_bytes_per_s']:.3g}, {r['achieved_flop_per_s']:.3g} FLOP/s vs {r['peak_flop_per_s']:.3g}"
+                     f" — {cause}")
     return lines
 
 

@@ -177,6 +177,25 @@ _KNOWN = re.compile(rb"gpu__time_duration|dram__bytes|lts__t_bytes|l1tex__t_byte
                     rb"cycles_elapsed|\"(Duration|DRAM Frequency|SM Frequency|Elapsed Cycles)\"|"
                     rb"^\s+(Duration|DRAM Frequency|SM Frequency|Elapsed Cycles)\s\s")
 _UNIT = rb"(usecond|nsecond|msecond|[KMG]?byte|Ghz|cycle/nsecond|inst|cycle)"
+# Strict per number, lenient per metric (issue 19): a wrong unit refuses the file only on a counter a
+# roofline number reads (nsroof.models.dimensions.is_read); any other is dropped with a warning. So a
+# swap counts (expects an error) only there. Labels: Duration = gpu__time_duration.sum and DRAM Frequency
+# = dram__cycles_elapsed.avg.per_second are read; SM Frequency (gpc__) and Elapsed Cycles are not.
+_READ_LABELS = re.compile(rb'"(Duration|DRAM Frequency)"|^\s+(Duration|DRAM Frequency)\s\s')
+_METRIC_NAME = re.compile(rb"[a-z0-9]+__[a-z0-9_]+(?:\.[a-z0-9_]+)*")
+
+
+def _read_by_roofline(name: bytes) -> bool:
+    from nsroof.models.dimensions import is_read
+
+    return is_read(name.decode("ascii", "replace"))
+
+
+def _names_a_read_counter(line: bytes) -> bool:
+    """A details row or text line of a counter (or label) a roofline number reads."""
+    if _READ_LABELS.search(line):
+        return True
+    return any(_read_by_roofline(m.group(0)) for m in _METRIC_NAME.finditer(line))
 
 
 def swap_unit(rng: random.Random, data: bytes) -> bytes:
@@ -185,7 +204,7 @@ def swap_unit(rng: random.Random, data: bytes) -> bytes:
     lines = _lines(data)
     spots: list[tuple[int, int, int]] = []  # (line, start, end) of a unit
     for i, line in enumerate(lines):
-        if _KNOWN.search(line):
+        if _KNOWN.search(line) and _names_a_read_counter(line):
             spots += [(i, m.start(1), m.end(1)) for m in re.finditer(rb'"' + _UNIT + rb'"', line)]
             spots += [(i, m.start(1), m.end(1)) for m in re.finditer(rb"  " + _UNIT + rb"  ", line)]
         if line.startswith(b'"ID",') and i + 1 < len(lines) and lines[i + 1].startswith(b'"",'):
@@ -196,7 +215,7 @@ def swap_unit(rng: random.Random, data: bytes) -> bytes:
                 at.append(pos + (1 if k == 0 else 0))
                 pos += len(cell) + 3
             for k, (name, unit) in enumerate(zip(names, units, strict=False)):
-                if _KNOWN.search(name) and re.fullmatch(_UNIT, unit.strip(b'"\r')):
+                if _KNOWN.search(name) and _read_by_roofline(name.strip(b'"')) and re.fullmatch(_UNIT, unit.strip(b'"\r')):
                     u = unit.strip(b'"\r')
                     spots.append((i + 1, at[k], at[k] + len(u)))
     spots = [s for s in spots if lines[s[0]][s[1]:s[2]] in _WRONG_UNITS]

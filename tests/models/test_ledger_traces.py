@@ -66,8 +66,12 @@ def test_no_shared_trace_runs_above_a_roof_because_of_an_assumed_argument() -> N
         assert set(elementwise["level"]) <= {"dram"}, path.name
         assert bool((elementwise["bytes"] <= l2_bytes).all()), path.name
         assert bool((elementwise["achieved_bytes_per_s"] < l2_roof).all()), path.name
-        causes = {roofline.above_roof_cause("dram", b, l2_bytes, False) for b in elementwise["bytes"]}
-        assert all(c.startswith("working set") for c in causes), path.name
+        # the report says so: its cause names the cache (roofline.above_roof_cause)
+        assert all(str(c).startswith("working set") for c in elementwise["above_roof_cause"]), path.name
+        assert (frame.loc[~frame["above_roof"].astype(bool), "above_roof_cause"] == "").all(), path.name
+    assert roofline.above_roof_cause("dram", 60e6, l2_bytes, False) == roofline.CAUSE_COUNTING  # 60 MB > 40 MB
+    assert roofline.above_roof_cause("l2", 1e6, l2_bytes, False) == roofline.CAUSE_COUNTER
+    assert roofline.above_roof_cause("dram", 1e6, l2_bytes, True) == roofline.CAUSE_FLOPS
 
 
 def test_a_tf32_kernel_puts_an_fp32_matmul_under_the_tf32_roof() -> None:

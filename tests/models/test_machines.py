@@ -23,6 +23,10 @@ REQUIRED = [
     "V100 SXM2", "A100 SXM4 40GB", "A100 SXM4 80GB", "A100 PCIe 80GB", "A10G", "A30", "L4", "L40S",
     "RTX 2060 SUPER", "RTX 2080 Ti", "RTX 3060", "RTX 3070", "RTX 3080", "RTX 4090", "RTX 5070", "RTX 5090",
     "GTX 1650", "GTX 1660 Ti", "H100 SXM", "H100 PCIe", "GH200", "H200", "B200",
+    # issue 19: every NVIDIA datacenter GPU since Volta, common GeForce/laptop parts, AMD Instinct
+    "V100 PCIe", "V100S PCIe", "T4", "A2", "A10", "A16", "A40", "A100 PCIe 40GB", "H100 NVL", "H800", "H20",
+    "H200 NVL", "L40", "GB200", "B300", "RTX PRO 6000 Blackwell", "RTX 3050 Laptop", "RTX 3060 Laptop",
+    "RTX 2060 Max-Q", "GTX 1650 SUPER", "GTX 1660", "GTX 1660 SUPER", "MI250X", "MI300X", "MI325X",
 ]
 DENSE_DTYPES = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "fp64_tensor"}
 
@@ -147,6 +151,43 @@ DEVICE_NAMES = {
     "NVIDIA H100 NVL": "H100 NVL",  # issue 13 §5: the names nvidia-smi prints for these boards
     "NVIDIA H200 NVL": "H200 NVL",
     "Tesla V100-DGXS-32GB": "V100 SXM2",
+    # issue 19: the GPUs people profile on every day, as ncu / nvidia-smi / torch print them
+    "Tesla T4": "T4",
+    "NVIDIA T4": "T4",
+    "Tesla V100S-PCIE-32GB": "V100S PCIe",
+    "NVIDIA A2": "A2",
+    "NVIDIA A10": "A10",
+    "NVIDIA A16": "A16",
+    "NVIDIA A40": "A40",
+    "NVIDIA L40": "L40",
+    "NVIDIA H800": "H800",
+    "NVIDIA H20": "H20",
+    "NVIDIA GB200": "GB200",
+    "NVIDIA B300 SXM6 AC": "B300",
+    "NVIDIA RTX PRO 6000 Blackwell Workstation Edition": "RTX PRO 6000 Blackwell",
+    "NVIDIA RTX 6000 Ada Generation": "RTX 6000 Ada",
+    "NVIDIA GeForce RTX 3060 Ti": "RTX 3060 Ti",
+    "NVIDIA GeForce RTX 3060 Laptop GPU": "RTX 3060 Laptop",
+    "NVIDIA GeForce RTX 3050 Laptop GPU": "RTX 3050 Laptop",
+    "NVIDIA GeForce RTX 3070 Laptop GPU": "RTX 3070 Laptop",
+    "NVIDIA GeForce RTX 3080 Laptop GPU": "RTX 3080 Laptop",
+    "NVIDIA GeForce RTX 4090 Laptop GPU": "RTX 4090 Laptop",
+    "NVIDIA GeForce RTX 4060 Laptop GPU": "RTX 4060 Laptop",
+    "NVIDIA GeForce RTX 2060 with Max-Q Design": "RTX 2060 Max-Q",
+    "NVIDIA GeForce RTX 2060": "RTX 2060",
+    "GeForce GTX 1650 SUPER": "GTX 1650 SUPER",
+    "NVIDIA GeForce GTX 1650 Ti": "GTX 1650 Ti Laptop",
+    "NVIDIA GeForce GTX 1660 SUPER": "GTX 1660 SUPER",
+    "NVIDIA GeForce GTX 1660": "GTX 1660",
+    "NVIDIA GeForce RTX 2070 SUPER": "RTX 2070 SUPER",
+    "NVIDIA GeForce RTX 2080 SUPER": "RTX 2080 SUPER",
+    "NVIDIA GeForce RTX 3090": "RTX 3090",
+    "NVIDIA GeForce RTX 4080": "RTX 4080",
+    "NVIDIA GeForce RTX 4060": "RTX 4060",
+    "NVIDIA GeForce RTX 5080": "RTX 5080",
+    "AMD Instinct MI250X": "MI250X",
+    "AMD Instinct MI300X": "MI300X",
+    "AMD Instinct MI325X": "MI325X",
 }
 
 
@@ -162,14 +203,9 @@ def test_lookup_device_names(device: str, expected: str) -> None:
     "device",
     [
         "NVIDIA H100",  # SXM, PCIe and NVL share it: the roofs differ, so no guess
-        "NVIDIA GeForce RTX 3060 Ti",
-        "NVIDIA GeForce RTX 3060 Laptop GPU",
         "NVIDIA GeForce RTX 4090 D",
-        "NVIDIA GB200",
         "NVIDIA GH100",
-        "NVIDIA L40",
-        "GeForce GTX 1650 SUPER",
-        "AMD Instinct MI300X",
+        "NVIDIA GeForce RTX 3060 Ti Laptop GPU",
         "",
     ],
 )
@@ -360,3 +396,22 @@ def test_measured_cpu_levels_and_every_dense_dtype_are_accepted(tmp_path: Path) 
                              "bandwidth_bytes_per_s": {"l1": 4e11, "l2": 2e11, "l3": 1e11, "dram": 5e10}})
     m = machines.load(path)
     assert set(m.peak_flop_per_s) == DENSE_DTYPES and set(m.bandwidth_bytes_per_s) == {"l1", "l2", "l3", "dram"}
+
+
+def test_issue_19_peaks_that_other_roofs_read() -> None:
+    # A10G: no NVIDIA datasheet; tensor peaks from the A10's per-SM rate: 80 SMs x 1024 FLOP/cycle x 1.71 GHz = 140.1e12
+    a10g = machines.load("A10G")
+    assert a10g.peak_flop_per_s["fp16"] == pytest.approx(80 * 1024 * 1.71e9, rel=1e-9)
+    # FP64 tensor-core (DMMA) peaks where the datasheet has one: A100 19.5, H100 SXM 67, H100 PCIe 51 TFLOP/s
+    assert machines.load("A100 SXM4 80GB").peak_flop_per_s["fp64_tensor"] == 19.5e12
+    assert machines.load("H100 SXM").peak_flop_per_s["fp64_tensor"] == 67e12
+    assert machines.load("H100 PCIe").peak_flop_per_s["fp64_tensor"] == 51e12
+    # T4: 320 GB/s = dram__bytes.sum.peak_sustained 64 B/cycle x 5.001 GHz (a public T4 report)
+    t4 = machines.load("T4")
+    assert t4.bandwidth_bytes_per_s["dram"] == 320e9 and t4.bytes_per_cycle["dram"] * 5.001e9 == pytest.approx(320e9, rel=1e-3)
+
+
+def test_one_wording_for_an_unknown_device() -> None:
+    assert machines.unknown_device("") == "the export names no GPU, so no machine table entry applies"
+    assert machines.unknown_device("NVIDIA Z9000") == "device 'NVIDIA Z9000' is not in the machine table"
+    assert machines.unknown_device("NVIDIA H100").startswith("device 'NVIDIA H100' fits several machine table entries (")

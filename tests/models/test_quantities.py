@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from nsroof.errors import NsroofError
 from nsroof.models import metric_formulas as mf
+from nsroof.models import tensor_paths as tp
 from nsroof.models.quantities import derive
 from nsroof.schema import LEVELS, PRECISIONS
 
@@ -288,7 +289,7 @@ class TestClocks:
 
 # --- tensor cores ----------------------------------------------------------------------------
 
-T = mf.TENSOR_PREFIX
+T = tp.TENSOR_PREFIX
 
 
 class TestTensorFlops:
@@ -405,26 +406,26 @@ class TestTensorFlops:
 
 class TestTensorMetricSelection:
     def test_name_parsing(self) -> None:
-        p = mf.tensor_path(f"{T}op_hgmma_src_bf16_dst_fp32_sparsity_on")
-        assert p == mf.TensorPath(f"{T}op_hgmma_src_bf16_dst_fp32_sparsity_on", "bf16", True, "sparse")
-        assert mf.tensor_path(f"{T}src_fp4_fp6_fp8_dst_fp16") == mf.TensorPath(
+        p = tp.tensor_path(f"{T}op_hgmma_src_bf16_dst_fp32_sparsity_on")
+        assert p == tp.TensorPath(f"{T}op_hgmma_src_bf16_dst_fp32_sparsity_on", "bf16", True, "sparse")
+        assert tp.tensor_path(f"{T}src_fp4_fp6_fp8_dst_fp16") == tp.TensorPath(
             f"{T}src_fp4_fp6_fp8_dst_fp16", "fp4_fp6_fp8", False, "unsplit")
-        assert mf.tensor_path(f"{T}src_int1").sparsity == "dense"
-        assert mf.tensor_path("sm__pipe_tensor_cycles_active") is None
+        assert tp.tensor_path(f"{T}src_int1").sparsity == "dense"
+        assert tp.tensor_path("sm__pipe_tensor_cycles_active") is None
 
     @pytest.mark.parametrize(("family", "count"), [("TU10x", 5), ("GA100/GA10x/GA10y", 14), ("AD10x", 16),
                                                    ("GH100", 28), ("GB100/GB10b", 35), ("GB11x", 36),
                                                    ("GB20x/GB20b", 26)])
     def test_family_metric_counts_match_the_tensor_section(self, family: str, count: int) -> None:
         # `n` column of roofline-metrics.md §3.2 (ncu 2025.3.1 HierarchicalTensorRooflineChart)
-        cc = mf.TENSOR_FAMILIES[family]["cc"][0]
-        names = mf.tensor_metric_names(cc)
+        cc = tp.TENSOR_FAMILIES[family]["cc"][0]
+        names = tp.tensor_metric_names(cc)
         assert len(names) == count == len(set(names))
 
     @pytest.mark.parametrize("cc", ["9.0", "10.0", "10.3", "12.0"])
     def test_full_family_export_counts_each_source_type_once(self, cc: str) -> None:
         # every metric of the family present: each source type comes from one side only
-        chosen = mf.select_tensor_metrics([n + ".sum" for n in mf.tensor_metric_names(cc)])
+        chosen = tp.select_tensor_metrics([n + ".sum" for n in tp.tensor_metric_names(cc)])
         for src in {p.source_type for p in chosen}:
             sides = {p.per_class for p in chosen if p.source_type == src}
             assert len(sides) == 1, src
@@ -670,7 +671,7 @@ class TestRequiredMetrics:
     @pytest.mark.parametrize(("raw", "norm"), [("8.0", "8.0"), ("80", "8.0"), ("sm_90a", "9.0"), ("sm_120", "12.0"),
                                                ("10.3", "10.3"), ("", ""), (None, ""), ("7", "7.0"), ("x", "")])
     def test_normalize_cc(self, raw: str | None, norm: str) -> None:
-        assert mf.normalize_cc(raw) == norm
+        assert tp.normalize_cc(raw) == norm
 
 
 # --- the table and its documentation ---------------------------------------------------------

@@ -255,7 +255,7 @@ def test_a_generic_device_name_is_unknown_with_its_candidates_named() -> None:
     q = quantities(1, duration_s=[1e-3], flops_fp32=[2e9], bytes_dram=[4e8])
     row = build_report(kernels(1, device=["NVIDIA H100"]), q).iloc[0]
     assert row["bound"] == "unknown"
-    assert "fits several machine entries (H100 SXM, H100 PCIe, H100 NVL): pass --machine" in row["missing"]
+    assert "fits several machine table entries (H100 SXM, H100 PCIe, H100 NVL): pass --machine" in row["missing"]
     # the NVL board's own name resolves: 3.9 TB/s
     row = build_report(kernels(1, device=["NVIDIA H100 NVL"]), q).iloc[0]
     assert row["bandwidth_bytes_per_s"] == 3.9e12 and row["ceiling_source"] == "spec:H100 NVL"

@@ -109,7 +109,8 @@ def _read_details(export: text.Export, layout: Layout, reader: str) -> tuple[pd.
         kernel_ids = identity["kernel_id"].to_numpy()
         if parsing is not None:
             kidx = positions(kernel_ids, rows.kernel_ids)
-            columns, units, style = pivot_details(export, rows, kidx, len(kernel_ids), parsing, collected.ignored)
+            columns, units, style = pivot_details(export, rows, kidx, len(kernel_ids), parsing, collected.ignored,
+                                                  collected.notes)
     frame = assemble(identity, columns)
     fill_launch_identity(frame)
     return frame, _finish(export, layout, frame, units, style, collected, FORMAT_DETAILS, used)
@@ -142,6 +143,7 @@ def _finish(
     ignored = dimensions.ignored_warning(collected.ignored)
     if ignored is not None:
         warnings.append(ignored)
+    warnings += collected.notes
     if style.evidence.startswith("ambiguous"):
         warnings.append(f"number style {style.style}: {style.evidence}")
     _roofline_hints(layout, frame, hints)

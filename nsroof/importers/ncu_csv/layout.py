@@ -50,6 +50,7 @@ class Collected:
     bad_rows: list[tuple[int, str]] = field(default_factory=list)
     text_lines: list[tuple[int, str]] = field(default_factory=list)
     ignored: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # warnings about the values (auto-unit rounding)
 
 
 @dataclass

@@ -15,7 +15,7 @@ from nsroof.importers import _ncutext as text
 from nsroof.importers.kernel_table import assemble, fill_launch_identity
 from nsroof.importers.ncu_csv.layout import Collected, Layout, identity_frame, launch_ids
 from nsroof.importers.ncu_csv.robust import read_blocks
-from nsroof.importers.ncu_csv.values import DIMENSION_HINT, file_style
+from nsroof.importers.ncu_csv.values import DIMENSION_HINT, file_style, rounding_warning
 from nsroof.models import dimensions
 from nsroof.units import UnknownUnitError, scale
 
@@ -67,31 +67,7 @@ def read_raw(
     identity = identity_frame(export, layout, ids, table.select(identity_cols))
     order = np.argsort(ids, kind="stable")
 
-    units: dict[str, str] = {}
-    factors: list[float] = []
-    kept: list[str] = []
-    for c in metric_cols:
-        unit_name = units_row.get(c, "")
-        try:
-            factor, base = scale(unit_name)
-            wrong = dimensions.check(c, base)
-        except UnknownUnitError as exc:
-            if dimensions.is_read(c):
-                raise UnitError(export.path, f"unknown unit {exc.unit!r} of {c!r} in the units row",
-                                line=export.header_line + 1,
-                                hint="re-export with --print-units base") from None
-            collected.ignored.append((c, unit_name))
-            continue
-        if wrong is not None:
-            if dimensions.is_read(c):
-                raise UnitError(export.path, f"unit {unit_name!r} of the wrong dimension in the units row: {wrong}",
-                                line=export.header_line + 1, hint=DIMENSION_HINT)
-            collected.ignored.append((c, unit_name))
-            continue
-        kept.append(c)
-        units[c] = base
-        factors.append(factor)
-    metric_cols = kept
+    metric_cols, units, factors = _usable_units(export, metric_cols, units_row, collected)
 
     n = table.num_rows
     columns: dict[str, Any] = {}
@@ -101,6 +77,11 @@ def read_raw(
         cleaned = numbers.cells(cells)
         style = file_style(export, cleaned, lambda i: metric_cols[i // n], lambda i: int(lines[i % n]))
         parsed = numbers.parse(cleaned, style.style)
+        scaled_col = np.array([f != 1.0 and dimensions.is_read(c) for c, f in zip(metric_cols, factors, strict=True)], bool)
+        note = rounding_warning(parsed, np.repeat(scaled_col, n), lambda i: metric_cols[i // n],
+                                lambda i: int(lines[i % n]))
+        if note is not None:
+            collected.notes.append(note)
         values = parsed.values.reshape(len(metric_cols), n)
         numeric = parsed.numeric.reshape(len(metric_cols), n)
         missing = parsed.missing.reshape(len(metric_cols), n)
@@ -114,3 +95,34 @@ def read_raw(
     frame = assemble(identity, columns)
     fill_launch_identity(frame)
     return frame, {c: units[c] for c in columns}, style, collected
+
+
+def _usable_units(export: text.Export, metric_cols: list[str], units_row: dict[str, str],
+                  collected: Collected) -> tuple[list[str], dict[str, str], list[float]]:
+    """The metric columns whose unit nsroof can use, their base units and factors. A unit unknown or of
+    another dimension refuses the file on a counter a roofline number reads; any other such column is
+    dropped and noted in collected.ignored."""
+    units: dict[str, str] = {}
+    factors: list[float] = []
+    kept: list[str] = []
+    for c in metric_cols:
+        unit_name = units_row.get(c, "")
+        try:
+            factor, base = scale(unit_name)
+            wrong = dimensions.check(c, base)
+        except UnknownUnitError as exc:
+            if dimensions.is_read(c):
+                raise UnitError(export.path, f"unknown unit {exc.unit!r} of {c!r} in the units row",
+                                line=export.header_line + 1, hint="re-export with --print-units base") from None
+            collected.ignored.append((c, unit_name))
+            continue
+        if wrong is not None:
+            if dimensions.is_read(c):
+                raise UnitError(export.path, f"unit {unit_name!r} of the wrong dimension in the units row: {wrong}",
+                                line=export.header_line + 1, hint=DIMENSION_HINT)
+            collected.ignored.append((c, unit_name))
+            continue
+        kept.append(c)
+        units[c] = base
+        factors.append(factor)
+    return kept, units, factors

@@ -26,6 +26,30 @@ _SCRATCH = "\0dropped"
 DIMENSION_HINT = "the export is damaged or edited; re-export it from the report (ncu -i REPORT.ncu-rep --csv ...)"
 
 
+ROUNDING_LIMIT = 0.01  # warn when the printed precision can move a figure a formula reads by more than this
+
+
+def rounding_warning(parsed: numbers.Parsed, scaled: np.ndarray, name_of: Callable[[int], str],
+                     line_of: Callable[[int], int]) -> str | None:
+    """One warning when a value printed in an auto-scaled unit (`scaled`: per cell, a unit with a prefix,
+    of a metric a roofline number reads) has so few digits that rounding can move it by more than 1%:
+    half a unit of its last printed digit over the value (6 usecond printed for 6.496: 0.5 / 6 = 8.3%)."""
+    if parsed.decimals is None:
+        return None
+    rows = np.flatnonzero(scaled & parsed.numeric & (parsed.decimals >= 0) & (parsed.values != 0))
+    if not rows.size:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = 0.5 * np.power(10.0, -parsed.decimals[rows].astype(float)) / np.abs(parsed.values[rows])
+    over = rel > ROUNDING_LIMIT
+    if not over.any():
+        return None
+    worst = int(rows[int(np.nanargmax(rel))])
+    return (f"{int(over.sum())} value(s) in auto-scaled units are printed with so few digits that rounding can move "
+            f"them by more than 1% (up to {float(np.nanmax(rel)):.1%}: {name_of(worst)} at line {line_of(worst)}); "
+            "export with --print-units base for full precision")
+
+
 def file_style(export: text.Export, cleaned: Any, where: Callable[[int], str],
                 line_of: Callable[[int], int]) -> numbers.StyleDecision:
     """The file's one number style; conflicting evidence is an InputError naming both cells."""
@@ -57,6 +81,7 @@ def pivot_details(
     n_kernels: int,
     parsing: Future[tuple[numbers.StyleDecision, numbers.Parsed]] | None = None,
     ignored: list[tuple[str, str]] | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, str], numbers.StyleDecision]:
     """Values scattered into a kernels x columns table. `parsing`: parse_values(export, rows) under way
     (its errors come after the unit errors found here, as when it runs here). A metric no roofline number
@@ -77,6 +102,7 @@ def pivot_details(
     col_units: list[str] = []
     col_index: dict[tuple[str, str], int] = {}
     dropped: list[tuple[int, str, str]] = []  # (distinct key, column name, printed unit)
+    deferred: list[tuple[int, str]] = []  # (distinct key, why): a read metric in a wrong unit
     # columns in order of first appearance in the file, whatever the code order
     for i in np.argsort(first, kind="stable").tolist():
         k, u = divmod(int(uniq[i]), len(unit_names))
@@ -98,9 +124,10 @@ def pivot_details(
                                                  wrong_label_unit(section, body_label, label, base))
         if wrong is not None:
             if label_is_read(section, body_label, label, name):
-                raise UnitError(export.path, f"unit {unit_name!r} of the wrong dimension: {wrong}",
-                                line=int(row_lines[first[i]]), hint=DIMENSION_HINT)
-            dropped.append((i, name, unit_name))
+                # refused when a number is printed in it; a failed launch prints `n/a` with no unit
+                deferred.append((i, f"unit {unit_name!r} of the wrong dimension: {wrong}"))
+            else:
+                dropped.append((i, name, unit_name))
             continue
         j = col_index.get((name, base))
         if j is None:
@@ -112,18 +139,34 @@ def pivot_details(
         combo_factor[i] = factor
         combo_explicit[i] = explicit
     col_names = disambiguate(col_names, col_units)
-    if dropped:
-        # the dropped rows go to one scratch column, removed after the scatter
-        for i, name, unit_name in dropped:
-            combo_col[i], combo_factor[i], combo_explicit[i] = len(col_names), 1.0, False
-            if ignored is not None:
-                ignored.append((name, unit_name))
+    for i in [d[0] for d in dropped] + [d[0] for d in deferred]:  # one scratch column, removed after the scatter
+        combo_col[i], combo_factor[i], combo_explicit[i] = len(col_names), 1.0, False
 
     style, parsed = parsing.result() if parsing is not None else parse_values(export, rows)
-    scratch = [_SCRATCH] if dropped else []
+    _check_after_parsing(export, parsed, inverse, row_lines, deferred, dropped, ignored)
+    read = np.array([c < len(col_names) and dimensions.is_read(col_names[c]) for c in combo_col.tolist()], bool)
+    note = rounding_warning(parsed, (read & (combo_factor != 1.0))[inverse],
+                            lambda r: col_names[combo_col[inverse[r]]], lambda r: int(row_lines[r]))
+    if note is not None and notes is not None:
+        notes.append(note)
+    scratch = [_SCRATCH] if dropped or deferred else []
     columns = _scatter(parsed, inverse, combo_col, combo_factor, combo_explicit, kidx, n_kernels, col_names + scratch)
     columns.pop(_SCRATCH, None)
     return columns, dict(zip(col_names, col_units, strict=True)), style
+
+
+def _check_after_parsing(export: text.Export, parsed: numbers.Parsed, inverse: np.ndarray, row_lines: np.ndarray,
+                         deferred: list[tuple[int, str]], dropped: list[tuple[int, str, str]],
+                         ignored: list[tuple[str, str]] | None) -> None:
+    """A number printed in a unit of another dimension, for a counter a roofline number reads, refuses the
+    file (a failed launch's `n/a` is no number); a dropped metric that lost a value is noted in `ignored`."""
+    for i, why in deferred:
+        printed = np.flatnonzero((inverse == i) & parsed.numeric)
+        if printed.size:
+            raise UnitError(export.path, why, line=int(row_lines[printed[0]]), hint=DIMENSION_HINT)
+    for i, name, unit_name in dropped:
+        if ignored is not None and ((inverse == i) & ~parsed.missing).any():  # a value was there to lose
+            ignored.append((name, unit_name))
 
 
 def _scatter(
