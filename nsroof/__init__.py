@@ -20,6 +20,10 @@ _LAZY: dict[str, str] = {
     "step": "nsroof.collectors.nvtx_ranges:step",
     "profile": "nsroof.collectors.torch_profile:profile",
     "plot": "nsroof.report.plots:plot",
+    "formula": "nsroof.models.ledger.custom:formula",
+    "Tensor": "nsroof.models.ledger.custom:Tensor",
+    "Term": "nsroof.models.ledger.core:Term",
+    "Missing": "nsroof.models.ledger.custom:Missing",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from nsroof.commands.options import Progress, machine_option, output_option, quiet_option, top_option
+from nsroof.commands.options import (
+    Progress,
+    cost_facts_options,
+    machine_option,
+    output_option,
+    quiet_option,
+    top_option,
+)
 from nsroof.errors import InputError
 
 
@@ -25,6 +32,7 @@ from nsroof.errors import InputError
 @click.option("--overwrite", is_flag=True, help="Dataset mode: replace partitions that already exist.")
 @click.option("--name-template", help="Dataset mode: file-name pattern giving host/rank, e.g. 'prof_%h_%q{RANK}.ncu-rep'.")
 @quiet_option()
+@cost_facts_options()
 def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, aggregate: bool,
             ledger: Path | None, top: int, jobs: int | None, executor: str, scheduler: str | None,
             overwrite: bool, name_template: str | None, quiet: bool) -> None:

@@ -297,7 +297,8 @@ def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
     else:
         annotations = [e for c in ANNOTATION_CATS for e in cats.get(c, [])]
         tree = OpTree([e for c in CPU_OP_CATS for e in cats.get(c, [])], annotations,
-                      [str(n) for n in meta.get("module_ranges", []) if isinstance(n, str)])
+                      [str(n) for n in meta.get("module_ranges", []) if isinstance(n, str)],
+                      world_size=_world_size(top))
         if activities:
             # the kernel's name tells a TF32 matmul only where the trace does not record torch's TF32 switches
             by_name = tf32_policy(meta) == (None, None)
@@ -419,6 +420,13 @@ def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, A
     for column, values in _analytic(tree, np.where(is_kernel, launcher, -1), dur_s, is_kernel, names).items():
         frame[column] = values
     return frame, starts
+
+
+def _world_size(top: Any) -> int:
+    """distributedInfo.world_size of a kineto trace (0 when absent)."""
+    info = top.get("distributedInfo") if isinstance(top, dict) else None
+    size = info.get("world_size") if isinstance(info, dict) else None
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else 0
 
 
 def _analytic(tree: OpTree, launcher: np.ndarray, dur_s: np.ndarray, is_kernel: np.ndarray,

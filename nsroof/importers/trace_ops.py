@@ -88,8 +88,9 @@ class OpTree:
     """CPU ops of a trace with their nesting per thread, annotation paths, forward ops and costs."""
 
     def __init__(self, ops: list[dict[str, Any]], annotations: list[dict[str, Any]],
-                 module_ranges: Sequence[str] = ()) -> None:
+                 module_ranges: Sequence[str] = (), world_size: int = 0) -> None:
         self.ops = ops
+        self.world_size = world_size  # the trace's process-group size (distributedInfo), for collectives
         self.spans = [span(op) for op in ops]
         self.keys = [thread_key(op) for op in ops]
         self.args = [op.get("args") or {} for op in ops]
@@ -117,6 +118,7 @@ class OpTree:
         self._forward = self._forward_ops()
         self._costs: dict[int, Any] = {}
         self._paths: dict[int, list[str]] = {}
+        self._ordinals: dict[int, int] | None = None
 
     # -- nesting
     def _nest(self) -> list[int]:
@@ -253,8 +255,27 @@ class OpTree:
 
             a = self.args[i]
             self._costs[i] = op_cost(str(self.ops[i].get("name", "")), a.get("Input Dims"), a.get("Input type"),
-                                     concrete_values(a.get("Concrete Inputs")))
+                                     concrete_values(a.get("Concrete Inputs")), context=self.context(i))
         return self._costs[i]
+
+    def context(self, i: int) -> Any:
+        """Facts about op i from outside its arguments (nsroof.models.ledger.custom.OpContext): the engine step
+        annotation on its path, its order among the same-named ops of that step, the process-group size."""
+        from nsroof.models.ledger.custom import OpContext
+        from nsroof.models.ledger.engine_facts import step_of
+
+        name = str(self.ops[i].get("name", ""))
+        if name.startswith("aten::"):
+            return None
+        if self._ordinals is None:
+            self._ordinals, seen = {}, {}
+            for j in sorted(range(len(self.ops)), key=lambda j: self.spans[j][0]):
+                step = step_of(self._own_path(j))
+                key = (step.annotation if step else "", str(self.ops[j].get("name", "")))
+                self._ordinals[j] = seen.get(key, 0)
+                seen[key] = self._ordinals[j] + 1
+        return OpContext(step=step_of(self.path(i)), ordinal=self._ordinals.get(i, -1), world_size=self.world_size,
+                         args=self.args[i])
 
     def costed_ancestor(self, i: int) -> int:
         """The outermost op at or above i with a known cost (-1 when none)."""
