@@ -268,7 +268,8 @@ class OpTree:
         if name.startswith("aten::"):
             return None
         if self._ordinals is None:
-            self._ordinals, seen = {}, {}
+            self._ordinals = {}
+            seen: dict[tuple[str, str], int] = {}
             for j in sorted(range(len(self.ops)), key=lambda j: self.spans[j][0]):
                 step = step_of(self._own_path(j))
                 key = (step.annotation if step else "", str(self.ops[j].get("name", "")))

@@ -32,7 +32,7 @@ def _move(n: int, reads: int, dt: str, what: str, other: float = 0.0, flops: flo
 
 
 def _tensor_list(s: list[Shape], at: int = 0) -> list[Shape]:
-    shapes = s[at] if len(s) > at else []
+    shapes: Any = s[at] if len(s) > at else []
     need(isinstance(shapes, list) and bool(shapes) and all(isinstance(x, list) for x in shapes),
          "the tensor list's shapes are not recorded")
     return shapes

@@ -57,8 +57,8 @@ def _rnn_module(mode: str) -> Any:
     gru / rnn_tanh / rnn_relu(input, hx, params[], …): every layer and direction, from the parameter list."""
 
     def read(s: list[Shape], t: list[str], c: list[Any]) -> Any:
-        params = s[2] if len(s) > 2 else []
-        need(isinstance(params, list) and params and all(isinstance(p, list) for p in params),
+        params: Any = s[2] if len(s) > 2 else []
+        need(isinstance(params, list) and bool(params) and all(isinstance(p, list) for p in params),
              "RNN parameter list not recorded")
         has_bias, layers, bidir, batch_first = (bool(recorded(c, 3, "RNN flags not recorded")),
                                                 int(recorded(c, 4, "RNN flags not recorded")),

@@ -118,7 +118,7 @@ def dynamic_fp8_quant(out: Tensor, x: Tensor, scale: Tensor) -> list[Term]:
 @formula("_C::dynamic_per_token_scaled_fp8_quant", source=SRC_VLLM, _user=False)
 def per_token_fp8_quant(out: Tensor, x: Tensor, scale: Tensor, scale_ub: Tensor | None) -> list[Term]:
     """dynamic_per_token_scaled_fp8_quant(Tensor! result, Tensor input, Tensor! scale, Tensor? scale_ub)."""
-    return dynamic_fp8_quant(out, x, scale)
+    return list(dynamic_fp8_quant(out, x, scale))
 
 
 def _cache_terms(key: Tensor, value: Tensor, key_cache: Tensor, slots: Tensor) -> list[Term]:
