@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from nsroof.models import dimensions
+
 _SOL = "GPU Speed Of Light Throughput"
 _SOL_OLD = "GPU Speed Of Light"  # ncu <= 2021
 _MWA = "Memory Workload Analysis"
@@ -145,6 +147,15 @@ def wrong_label_unit(section: str, body: str, label: str, base_unit: str) -> str
     if not bases or base_unit in bases:
         return None
     return f"{label!r} ({section}) is printed in {base_unit or 'no unit'!r}, not {' or '.join(map(repr, bases))}"
+
+
+def is_read(section: str, body: str, label: str, name: str) -> bool:
+    """Whether a roofline number reads this details-page row: its column `name` is a formula input, or
+    its label is one LABELS maps to such an input in some unit (so a label printed in a wrong unit is
+    refused, not dropped)."""
+    if dimensions.is_read(name):
+        return True
+    return any(dimensions.is_read(m) for (s, bd, lb, _), m in LABELS.items() if (s, bd, lb) == (section, body, label))
 
 
 def disambiguate(names: list[str], base_units: list[str]) -> list[str]:

@@ -303,10 +303,11 @@ def _read_with_module(module: Any, p: Path, container: Container) -> tuple[pd.Da
     rows: list[dict[str, Any]] = []
     metric_values: list[dict[str, Any]] = []
     metric_units: dict[str, str] = {}
+    ignored: list[tuple[str, str]] = []
     with _stderr_captured(library_log):
         for kernel_id, action in enumerate(actions):
             try:
-                values, units = _action_metrics(module, action, p, kernel_id)
+                values, units = _action_metrics(module, action, p, kernel_id, ignored)
                 rows.append(_identity(module, action, kernel_id, processes[kernel_id], values))
             except Exception as exc:  # noqa: BLE001 — re-raised below unless NVIDIA's module raised it
                 if not _raised_by_library(exc):
@@ -325,7 +326,31 @@ def _read_with_module(module: Any, p: Path, container: Container) -> tuple[pd.Da
         reader=f"ncu_report {_library_version(context)}", extra={"report_file_version": container.version})
     if _first_line(library_log):
         facts.warnings.append(f"ncu_report said: {_first_line(library_log)}")
+    dropped = dimensions.ignored_warning(ignored)
+    if dropped is not None:
+        facts.warnings.append(dropped)
     return frame, facts
+
+
+# submetrics per cycle: the raw page prints the counter's unit over `cycle` where IMetric.unit() may not
+_PER_CYCLE = ("peak_sustained", "peak_sustained_active", "peak_sustained_elapsed", "per_cycle_active",
+              "per_cycle_elapsed")
+
+
+def csv_unit(metric: str, unit: str) -> str:
+    """IMetric.unit()'s spelling -> the one the raw page prints for the same metric (`ncu -i --csv --page
+    raw --print-units base`), where the two differ in what nsroof.units reads: `1/s` (a per-second rate
+    of a count without unit) is the CSV's `/second`; a per-cycle submetric given the bare counter unit
+    (`inst` for …pred_on.sum.peak_sustained) is `inst/cycle`; ncu's derived FMA counts are in `thread`.
+    Pure respellings (`byte/s` = `byte/second`, `ns` = `nsecond`) need nothing: nsroof.units reads both."""
+    if unit == "1/s":
+        return "/second"
+    parts = metric.split(".")
+    if len(parts) >= 3 and ".".join(parts[2:]) in _PER_CYCLE and unit and "/" not in unit:
+        return f"{unit}/cycle"
+    if len(parts) == 1 and unit == "inst" and metric.startswith("derived__") and "_pred_on_x" in metric:
+        return "thread"
+    return unit
 
 
 def _check_text(p: Path, frame: pd.DataFrame) -> None:
@@ -398,8 +423,10 @@ def _library_version(context: Any) -> str:
         return "?"
 
 
-def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int) -> tuple[dict[str, Any], dict[str, str]]:
-    """{metric: SI float or str}, {metric: SI unit} for one kernel, from the typed values."""
+def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int,
+                    ignored: list[tuple[str, str]]) -> tuple[dict[str, Any], dict[str, str]]:
+    """{metric: SI float or str}, {metric: SI unit} for one kernel, from the typed values. A metric no
+    roofline number reads, in a unit nsroof cannot use, is left out and appended to `ignored`."""
     from nsroof import units as nsunits
 
     kind_string, kind_unknown = module.IMetric.ValueKind_STRING, module.IMetric.ValueKind_UNKNOWN
@@ -430,17 +457,25 @@ def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int) -> tuple[
                 continue
             else:
                 number = float(raw)
+        unit = csv_unit(name, unit)
         try:
             scale = nsunits.scale(unit)
+            wrong = dimensions.check(name, scale.base)
         except nsunits.UnknownUnitError:
-            raise UnitError(
-                p,
-                f"kernel {kernel_id}, metric {name}: unknown unit {unit!r}",
-                hint="report it with the metric name; nsroof never guesses a scale",
-            ) from None
-        wrong = dimensions.check(name, scale.base)
+            if dimensions.is_read(name):
+                raise UnitError(
+                    p,
+                    f"kernel {kernel_id}, metric {name}: unknown unit {unit!r}",
+                    hint="report it with the metric name; nsroof never guesses a scale",
+                ) from None
+            ignored.append((name, unit))
+            continue
         if wrong is not None:
-            raise UnitError(p, f"kernel {kernel_id}: unit {unit!r} of the wrong dimension: {wrong}", hint=DAMAGED_HINT)
+            if dimensions.is_read(name):
+                raise UnitError(p, f"kernel {kernel_id}: unit {unit!r} of the wrong dimension: {wrong}",
+                                hint=DAMAGED_HINT)
+            ignored.append((name, unit))
+            continue
         si_value, si_unit = number * scale.factor, scale.base
         values[name] = si_value
         unit_of[name] = si_unit

@@ -45,6 +45,7 @@ from nsroof.errors import InputError, UnitError
 from nsroof.importers import _ncunumbers as numbers
 from nsroof.importers import names, nvtx
 from nsroof.importers._nculabels import column_name, disambiguate, wrong_label_unit
+from nsroof.importers._nculabels import is_read as label_is_read
 from nsroof.importers._ncutext import EXPORT_HINT, Preamble, truncated
 from nsroof.importers.kernel_table import assemble, fill_launch_identity
 from nsroof.models import dimensions
@@ -189,6 +190,7 @@ class _Parser:
         self.rows = _Rows()
         self.messages: list[str] = []  # ==PROF==/==WARNING==/==ERROR== lines anywhere
         self.skipped: list[tuple[int, str]] = []  # lines after the first result that are none of ncu's
+        self.ignored: list[tuple[str, str]] = []  # (metric, printed unit) dropped: no roofline number reads it
         self.process: tuple[int | None, str, str] = (None, "", "")
 
     def error(self, cause: str, line: int, hint: str = EXPORT_HINT) -> InputError:
@@ -409,6 +411,9 @@ class _Parser:
                             f"(first at line {line}: {first.strip()[:80]!r})")
         if style.evidence.startswith("ambiguous"):
             warnings.append(f"number style {style.style}: {style.evidence}")
+        ignored = dimensions.ignored_warning(self.ignored)
+        if ignored is not None:
+            warnings.append(ignored)
         if not _has_roofline_counters(frame):
             hints.append("ncu's text output shows section labels rounded to 2 decimals, and no byte or FLOP "
                          "counters here; " + TEXT_HINT)
@@ -454,17 +459,16 @@ class _Parser:
         n_rows = len(rows.value)
         line = np.asarray(rows.line, dtype=np.int64)
 
-        # units: one scale per distinct unit string
-        factor_of: dict[str, tuple[float, str]] = {}
-        for r, unit in enumerate(rows.unit):
+        # units: one scale per distinct unit string (None: a unit nsroof does not know)
+        factor_of: dict[str, tuple[float, str] | None] = {}
+        for unit in rows.unit:
             if unit not in factor_of:
                 try:
                     factor_of[unit] = tuple(scale(unit))  # type: ignore[assignment]
-                except UnknownUnitError as exc:
-                    raise UnitError(self.path, f"unknown unit {exc.unit!r} of {rows.label[r]!r}", line=int(line[r]),
-                                    hint="nsroof knows ncu's units (byte…Tbyte, ns/nsecond…second, hz…Ghz, "
-                                         "cycle/nsecond, inst, sector, %, …)") from None
-        # columns: one per (name, base unit), in order of first appearance
+                except UnknownUnitError:
+                    factor_of[unit] = None
+        # columns: one per (name, base unit), in order of first appearance; rows of a metric no roofline
+        # number reads, in a unit nsroof cannot use, go to a scratch column (-1) and are dropped
         col_of: dict[tuple[str, str, str], tuple[int, bool]] = {}
         col_index: dict[tuple[str, str], int] = {}
         col_names: list[str] = []
@@ -473,25 +477,15 @@ class _Parser:
         explicit = np.empty(n_rows, bool)
         factor = np.empty(n_rows, np.float64)
         for r in range(n_rows):
-            f, base = factor_of[rows.unit[r]]
+            f, base = factor_of[rows.unit[r]] or (1.0, "\0unknown")
             key = (rows.section[r], rows.label[r], base)
             got = col_of.get(key)
             if got is None:
-                name, is_name = column_name(rows.section[r], "", rows.label[r], base)
-                wrong = dimensions.check(name, base) or (None if is_name else wrong_label_unit(
-                    rows.section[r], "", rows.label[r], base))
-                if wrong is not None:
-                    raise UnitError(self.path, f"unit {rows.unit[r]!r} of the wrong dimension: {wrong}",
-                                    line=int(line[r]), hint="the output is damaged or edited; profile again")
-                j = col_index.get((name, base))
-                if j is None:
-                    j = col_index[(name, base)] = len(col_names)
-                    col_names.append(name)
-                    col_units.append(base)
-                got = col_of[key] = (j, is_name)
+                got = col_of[key] = self._column(r, base, col_index, col_names, col_units)
             col[r], explicit[r] = got
             factor[r] = f
         col_names = disambiguate(col_names, col_units)
+        col[col < 0] = len(col_names)  # the scratch column, past the real ones
 
         cleaned = numbers.cells(pa.array(rows.value, type=pa.string()))
         style = numbers.decide_style(cleaned)
@@ -505,7 +499,7 @@ class _Parser:
             )
         parsed = numbers.parse(cleaned, style.style)
         kidx = np.asarray(rows.kernel, dtype=np.int64)
-        n_cols = len(col_names)
+        n_cols = len(col_names) + 1
         has_number = np.bincount(col[parsed.numeric], minlength=n_cols) > 0
         has_string = np.bincount(col[~parsed.numeric & ~parsed.missing], minlength=n_cols) > 0
         string_col = has_string & ~has_number
@@ -526,6 +520,35 @@ class _Parser:
             else:
                 result[name] = out[:, j]
         return result, dict(zip(col_names, col_units, strict=True)), style
+
+    def _column(self, r: int, base: str, col_index: dict[tuple[str, str], int], col_names: list[str],
+                col_units: list[str]) -> tuple[int, bool]:
+        """The column of row r's (section, label, base unit), added on first sight; (-1, False) for a
+        metric no roofline number reads printed in a unit nsroof cannot use (noted in self.ignored)."""
+        rows, line = self.rows, int(self.rows.line[r])
+        section, label, unit = rows.section[r], rows.label[r], rows.unit[r]
+        if base == "\0unknown":
+            name = column_name(section, "", label, "")[0]
+            if label_is_read(section, "", label, name):
+                raise UnitError(self.path, f"unknown unit {unit!r} of {label!r}", line=line,
+                                hint="nsroof knows ncu's units (byte…Tbyte, ns/nsecond…second, hz…Ghz, "
+                                     "cycle/nsecond, inst, sector, %, …)")
+            self.ignored.append((name, unit))
+            return -1, False
+        name, is_name = column_name(section, "", label, base)
+        wrong = dimensions.check(name, base) or (None if is_name else wrong_label_unit(section, "", label, base))
+        if wrong is not None:
+            if label_is_read(section, "", label, name):
+                raise UnitError(self.path, f"unit {unit!r} of the wrong dimension: {wrong}",
+                                line=line, hint="the output is damaged or edited; profile again")
+            self.ignored.append((name, unit))
+            return -1, False
+        j = col_index.get((name, base))
+        if j is None:
+            j = col_index[(name, base)] = len(col_names)
+            col_names.append(name)
+            col_units.append(base)
+        return j, is_name
 
 
 def _has_roofline_counters(frame: pd.DataFrame) -> bool:

@@ -7,11 +7,21 @@ cycle or a percentage. So the base unit a value must carry (nsroof.units' names)
 for every counter the roofline formulas read; an importer refuses a value printed in a unit of another
 dimension (bytes labelled `usecond`, a duration labelled `Ghz`) instead of converting and using it.
 Metrics of other families are not checked (None).
+
+Strict per number, lenient per metric: `is_read(metric)` says whether a roofline number reads the
+metric (an input of a formula of nsroof.models.metric_formulas, a tensor count, a tensor-pipe busy
+count). Importers refuse an unknown or wrong unit only on those; any other metric with a unit nsroof
+cannot use is dropped with one warning naming it (`ignored_warning`): ncu itself prints
+`nvlrx__bytes.sum.per_second` in `byte` on GPUs without NVLink, and no roofline number depends on it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+from nsroof.models import metric_formulas as mf
 
 # counter (the part before the first '.') -> the dimension of one count, in nsroof.units' base names
 _COUNTERS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -67,3 +77,32 @@ def check(metric: str, base: str) -> str | None:
         return None
     want = " or ".join(sorted(repr(u) for u in allowed if u))
     return f"{metric} is printed in {base or 'no unit'!r}, not a unit of its dimension ({want})"
+
+
+# the tensor counts the quantities read, by suffix (metric_formulas: tensor_ops / tensor_peak)
+_TENSOR_SUFFIXES = (".sum", ".sum.per_cycle_elapsed", ".sum.peak_sustained")
+_PIPE_TENSOR = ("sm__inst_executed_pipe_tensor.sum", "smsp__inst_executed_pipe_tensor.sum")
+
+
+@lru_cache(maxsize=1)
+def _formula_inputs() -> frozenset[str]:
+    names = {m for f in mf.FORMULAS for m in f.metrics if "*" not in m and "<" not in m}
+    return frozenset(names | set(mf.TENSOR_ACTIVE_CYCLES) | set(_PIPE_TENSOR))
+
+
+def is_read(metric: str) -> bool:
+    """Whether a roofline number (a formula input, a tensor count or peak) reads `metric`."""
+    if metric in _formula_inputs():
+        return True
+    return metric.startswith(mf.TENSOR_PREFIX) and metric.endswith(_TENSOR_SUFFIXES)
+
+
+def ignored_warning(ignored: Iterable[tuple[str, str]]) -> str | None:
+    """One warning naming the metrics dropped for a unit nsroof cannot use: (metric, printed unit)."""
+    pairs = list(dict.fromkeys(ignored))
+    if not pairs:
+        return None
+    shown = ", ".join(f"{m} ({u or 'no unit'!r})" for m, u in pairs[:5])
+    more = f" and {len(pairs) - 5} more" if len(pairs) > 5 else ""
+    return (f"ignored {len(pairs)} metric(s) printed in a unit of another dimension or an unknown unit: "
+            f"{shown}{more}; no roofline number reads them")

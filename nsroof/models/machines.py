@@ -72,7 +72,9 @@ CLOCK_KEYS: tuple[str, ...] = ("boost", "base", "dram", "tensor")
 # 1.83 GHz, its FP32/FP64 ones 1.98 GHz); FP64 and FP32 stay at the boost clock.
 TENSOR_CLOCK_DTYPES: frozenset[str] = frozenset({"tf32", "bf16", "fp16", "fp8", "int8", "fp4"})
 CYCLE_LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
-DENSE_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+CACHE_LEVELS: tuple[str, ...] = ("l2",)  # cache_bytes: capacities that explain traffic above the DRAM roof
+# fp64_tensor: the FP64 tensor-core (DMMA) rate where a datasheet quotes one (A100 19.5, H100 SXM 67 TFLOP/s)
+DENSE_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "fp64_tensor")
 SIMT_DTYPES: tuple[str, ...] = ("fp64", "fp32", "fp16")  # the CUDA-core rates the report reads
 LEVELS: tuple[str, ...] = ("dram", "l2", "l1", "l3")  # l3: measured CPU profiles
 # The keys each rate table may hold: anything else (a typo, "hbm", a SIMT tf32) would be read by
@@ -105,6 +107,7 @@ class Machine:
     sm_count: int = 0
     clocks_hz: dict[str, float] = field(default_factory=dict)
     bytes_per_cycle: dict[str, float] = field(default_factory=dict)
+    cache_bytes: dict[str, float] = field(default_factory=dict)
     path: str = ""  # file it was loaded from, when any
     clock_note: str = ""  # set by at_clocks(): the profiled clocks these ceilings were computed at
 
@@ -160,7 +163,8 @@ class Machine:
                 raise MachineError(f"{path or d['name']}: '{key}' must hold positive finite numbers, not {bad}")
             kwargs[key] = _known_keys(kwargs[key], key, path or d["name"])
         where = path or d["name"]
-        for key, allowed in (("clocks_hz", CLOCK_KEYS), ("bytes_per_cycle", CYCLE_LEVELS)):
+        for key, allowed in (("clocks_hz", CLOCK_KEYS), ("bytes_per_cycle", CYCLE_LEVELS),
+                             ("cache_bytes", CACHE_LEVELS)):
             kwargs[key] = _positive_table(kwargs.get(key) or {}, key, allowed, where)
         try:
             kwargs["sm_count"] = int(kwargs.get("sm_count") or 0)

@@ -104,3 +104,24 @@ def above_roof(
         over_flops = _f(achieved_flop_per_s) > limit * _f(peak_flop_per_s)
         over_bytes = _f(achieved_bytes_per_s) > limit * _f(bandwidth_bytes_per_s)
     return np.asarray(over_flops | over_bytes, dtype=bool)
+
+
+# what most likely puts a row above its roof, by what is above and at which level
+CAUSE_CACHE = "working set {mb:.3g} MB fits the {cache_mb:.3g} MB L2: a cache served bytes counted against the DRAM roof"
+CAUSE_COUNTING = "no cache explains it: a counting or unit error in the bytes, the duration or the roof"
+CAUSE_COUNTER = "a roof of another counter than the bytes' (see ceiling_source), or a counting or unit error"
+CAUSE_FLOPS = "FLOPs counted above what ran (an op's cost on another kernel, or an instruction shape too large)"
+
+
+def above_roof_cause(level: str, bytes_: float, l2_cache_bytes: float, flops_above: bool) -> str:
+    """The likely cause of one above-roof row, in one phrase: FLOPs above the compute roof are a counting
+    error; DRAM bytes above the DRAM roof are a cache serving the working set when it fits the L2
+    (elementwise ops on a tensor the previous kernel wrote), else a counting or unit error; L2 and L1
+    above their roofs come from a roof of another counter or a counting error."""
+    if flops_above:
+        return CAUSE_FLOPS
+    if level == "dram":
+        if bytes_ > 0 and l2_cache_bytes > 0 and bytes_ <= l2_cache_bytes:
+            return CAUSE_CACHE.format(mb=bytes_ / 1e6, cache_mb=l2_cache_bytes / 1e6)
+        return CAUSE_COUNTING
+    return CAUSE_COUNTER

@@ -180,16 +180,32 @@ def test_details_metric_of_another_dimension_is_refused_with_its_line(data_dir: 
     assert err.value.line == at + 1 and "gpu__time_duration.sum" in err.value.cause
 
 
-@pytest.mark.parametrize(("label", "unit"), [("Duration", "Kbyte"), ("Elapsed Cycles", "Mbyte")])
-def test_text_label_of_another_dimension_is_refused(tmp_path: Path, label: str, unit: str) -> None:
+def _text_with_unit(tmp_path: Path, label: str, unit: str) -> tuple[Path, int]:
     text = TEXT_2024.splitlines()
     at = next(i for i, line in enumerate(text) if line.strip().startswith(label + " "))
     old_unit = text[at].split()[len(label.split())]
     text[at] = text[at].replace(f" {old_unit} ", f" {unit}" + " " * max(1, len(old_unit) - len(unit) + 1), 1)
-    path = write(tmp_path, ("\n".join(text) + "\n").encode(), "run.txt")
+    return write(tmp_path, ("\n".join(text) + "\n").encode(), "run.txt"), at
+
+
+def test_text_label_of_another_dimension_is_refused(tmp_path: Path) -> None:
+    # Duration = gpu__time_duration.sum: every rate divides by it, so a wrong unit refuses the file
+    path, at = _text_with_unit(tmp_path, "Duration", "Kbyte")
     with pytest.raises(UnitError) as err:
         importers.read(path)
-    assert err.value.line == at + 1 and label in err.value.cause
+    assert err.value.line == at + 1 and "Duration" in err.value.cause
+
+
+def test_text_label_no_number_reads_is_dropped_with_one_warning(tmp_path: Path) -> None:
+    # Elapsed Cycles = gpc__cycles_elapsed.max: no formula reads it, so a wrong unit drops it (strict per
+    # number, lenient per metric) and the rest of the file is analyzed
+    path, _ = _text_with_unit(tmp_path, "Elapsed Cycles", "Mbyte")
+    table, facts = importers.read(path)
+    label = "GPU Speed Of Light Throughput: Elapsed Cycles"  # a label printed in a unit none of its metrics has
+    assert "gpc__cycles_elapsed.max" not in table.columns and label not in table.columns
+    assert table["gpu__time_duration.sum"].notna().all()
+    dropped = [w for w in facts.warnings if w.startswith("ignored 1 metric(s)")]
+    assert len(dropped) == 1 and f"{label} ('Mbyte')" in dropped[0]
 
 
 @pytest.mark.parametrize("value", [b"-1", b"-inf", b"inf", b"1e400"])

@@ -24,7 +24,7 @@ REQUIRED = [
     "RTX 2060 SUPER", "RTX 2080 Ti", "RTX 3060", "RTX 3070", "RTX 3080", "RTX 4090", "RTX 5070", "RTX 5090",
     "GTX 1650", "GTX 1660 Ti", "H100 SXM", "H100 PCIe", "GH200", "H200", "B200",
 ]
-DENSE_DTYPES = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"}
+DENSE_DTYPES = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "fp64_tensor"}
 
 
 # ---------------------------------------------------------------- the table itself
@@ -48,7 +48,7 @@ def test_every_number_is_positive_and_sourced(m: Machine) -> None:
     assert m.source == "spec"
     assert m.peak_flop_per_s and m.bandwidth_bytes_per_s.get("dram")
     keys = set()
-    for table in (*RATE_TABLES, "clocks_hz", "bytes_per_cycle"):
+    for table in (*RATE_TABLES, "clocks_hz", "bytes_per_cycle", "cache_bytes"):
         for k, v in getattr(m, table).items():
             assert math.isfinite(v) and v > 0, f"{table}.{k}"
             keys.add(f"{table}.{k}")

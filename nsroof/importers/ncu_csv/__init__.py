@@ -35,6 +35,7 @@ from nsroof.importers.ncu_csv.layout import Collected, Layout, find_layout, iden
 from nsroof.importers.ncu_csv.raw import read_raw
 from nsroof.importers.ncu_csv.robust import details_robust
 from nsroof.importers.ncu_csv.values import parse_values, pivot_details
+from nsroof.models import dimensions
 from nsroof.schema import FileFacts
 
 FORMAT_DETAILS = "ncu-csv:details"
@@ -108,7 +109,7 @@ def _read_details(export: text.Export, layout: Layout, reader: str) -> tuple[pd.
         kernel_ids = identity["kernel_id"].to_numpy()
         if parsing is not None:
             kidx = positions(kernel_ids, rows.kernel_ids)
-            columns, units, style = pivot_details(export, rows, kidx, len(kernel_ids), parsing)
+            columns, units, style = pivot_details(export, rows, kidx, len(kernel_ids), parsing, collected.ignored)
     frame = assemble(identity, columns)
     fill_launch_identity(frame)
     return frame, _finish(export, layout, frame, units, style, collected, FORMAT_DETAILS, used)
@@ -138,6 +139,9 @@ def _finish(
         line, first = collected.text_lines[0]
         warnings.append(f"skipped {len(collected.text_lines)} non-CSV line(s) among the rows "
                         f"(first at line {line}: {first[:80]!r})")
+    ignored = dimensions.ignored_warning(collected.ignored)
+    if ignored is not None:
+        warnings.append(ignored)
     if style.evidence.startswith("ambiguous"):
         warnings.append(f"number style {style.style}: {style.evidence}")
     _roofline_hints(layout, frame, hints)

@@ -43,11 +43,13 @@ class Layout:
 
 @dataclass
 class Collected:
-    """What reading the rows noticed: row count, repaired rows, skipped text lines."""
+    """What reading the rows noticed: row count, repaired rows, skipped text lines, metrics dropped for
+    a unit nsroof cannot use (metric, printed unit; nsroof.models.dimensions.is_read)."""
 
     n_rows: int = 0
     bad_rows: list[tuple[int, str]] = field(default_factory=list)
     text_lines: list[tuple[int, str]] = field(default_factory=list)
+    ignored: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass

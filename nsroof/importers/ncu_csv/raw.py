@@ -69,20 +69,29 @@ def read_raw(
 
     units: dict[str, str] = {}
     factors: list[float] = []
+    kept: list[str] = []
     for c in metric_cols:
         unit_name = units_row.get(c, "")
         try:
             factor, base = scale(unit_name)
+            wrong = dimensions.check(c, base)
         except UnknownUnitError as exc:
-            raise UnitError(export.path, f"unknown unit {exc.unit!r} of {c!r} in the units row",
-                            line=export.header_line + 1,
-                            hint="re-export with --print-units base") from None
-        wrong = dimensions.check(c, base)
+            if dimensions.is_read(c):
+                raise UnitError(export.path, f"unknown unit {exc.unit!r} of {c!r} in the units row",
+                                line=export.header_line + 1,
+                                hint="re-export with --print-units base") from None
+            collected.ignored.append((c, unit_name))
+            continue
         if wrong is not None:
-            raise UnitError(export.path, f"unit {unit_name!r} of the wrong dimension in the units row: {wrong}",
-                            line=export.header_line + 1, hint=DIMENSION_HINT)
+            if dimensions.is_read(c):
+                raise UnitError(export.path, f"unit {unit_name!r} of the wrong dimension in the units row: {wrong}",
+                                line=export.header_line + 1, hint=DIMENSION_HINT)
+            collected.ignored.append((c, unit_name))
+            continue
+        kept.append(c)
         units[c] = base
         factors.append(factor)
+    metric_cols = kept
 
     n = table.num_rows
     columns: dict[str, Any] = {}

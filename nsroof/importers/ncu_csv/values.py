@@ -17,10 +17,12 @@ from nsroof.errors import InputError, UnitError
 from nsroof.importers import _ncunumbers as numbers
 from nsroof.importers import _ncutext as text
 from nsroof.importers._nculabels import column_name, disambiguate, wrong_label_unit
+from nsroof.importers._nculabels import is_read as label_is_read
 from nsroof.importers.ncu_csv.layout import LongRows
 from nsroof.models import dimensions
 from nsroof.units import UnknownUnitError, scale
 
+_SCRATCH = "\0dropped"
 DIMENSION_HINT = "the export is damaged or edited; re-export it from the report (ncu -i REPORT.ncu-rep --csv ...)"
 
 
@@ -54,9 +56,11 @@ def pivot_details(
     kidx: np.ndarray,
     n_kernels: int,
     parsing: Future[tuple[numbers.StyleDecision, numbers.Parsed]] | None = None,
+    ignored: list[tuple[str, str]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, str], numbers.StyleDecision]:
     """Values scattered into a kernels x columns table. `parsing`: parse_values(export, rows) under way
-    (its errors come after the unit errors found here, as when it runs here)."""
+    (its errors come after the unit errors found here, as when it runs here). A metric no roofline number
+    reads with a unit nsroof cannot use is left out and appended to `ignored` (metric, printed unit)."""
     (sec, sec_names), (body, body_names) = rows.section, rows.body
     (met, met_names), (unit, unit_names) = rows.metric, rows.unit
     row_lines = rows.lines
@@ -72,6 +76,7 @@ def pivot_details(
     col_names: list[str] = []
     col_units: list[str] = []
     col_index: dict[tuple[str, str], int] = {}
+    dropped: list[tuple[int, str, str]] = []  # (distinct key, column name, printed unit)
     # columns in order of first appearance in the file, whatever the code order
     for i in np.argsort(first, kind="stable").tolist():
         k, u = divmod(int(uniq[i]), len(unit_names))
@@ -81,15 +86,22 @@ def pivot_details(
         try:
             factor, base = scale(unit_name)
         except UnknownUnitError as exc:
-            raise UnitError(export.path, f"unknown unit {exc.unit!r} of {label!r}", line=int(row_lines[first[i]]),
-                            hint="nsroof knows ncu's units (byte…Tbyte, ns/nsecond…second, hz…Ghz, "
-                                 "cycle/nsecond, inst, sector, %, …); re-export with --print-units base") from None
+            name = column_name(section, body_label, label, "")[0]
+            if label_is_read(section, body_label, label, name):
+                raise UnitError(export.path, f"unknown unit {exc.unit!r} of {label!r}", line=int(row_lines[first[i]]),
+                                hint="nsroof knows ncu's units (byte…Tbyte, ns/nsecond…second, hz…Ghz, "
+                                     "cycle/nsecond, inst, sector, %, …); re-export with --print-units base") from None
+            dropped.append((i, name, unit_name))
+            continue
         name, explicit = column_name(section, body_label, label, base)
         wrong = dimensions.check(name, base) or (None if explicit else
                                                  wrong_label_unit(section, body_label, label, base))
         if wrong is not None:
-            raise UnitError(export.path, f"unit {unit_name!r} of the wrong dimension: {wrong}",
-                            line=int(row_lines[first[i]]), hint=DIMENSION_HINT)
+            if label_is_read(section, body_label, label, name):
+                raise UnitError(export.path, f"unit {unit_name!r} of the wrong dimension: {wrong}",
+                                line=int(row_lines[first[i]]), hint=DIMENSION_HINT)
+            dropped.append((i, name, unit_name))
+            continue
         j = col_index.get((name, base))
         if j is None:
             j = len(col_names)
@@ -100,13 +112,18 @@ def pivot_details(
         combo_factor[i] = factor
         combo_explicit[i] = explicit
     col_names = disambiguate(col_names, col_units)
+    if dropped:
+        # the dropped rows go to one scratch column, removed after the scatter
+        for i, name, unit_name in dropped:
+            combo_col[i], combo_factor[i], combo_explicit[i] = len(col_names), 1.0, False
+            if ignored is not None:
+                ignored.append((name, unit_name))
 
     style, parsed = parsing.result() if parsing is not None else parse_values(export, rows)
-    return (
-        _scatter(parsed, inverse, combo_col, combo_factor, combo_explicit, kidx, n_kernels, col_names),
-        dict(zip(col_names, col_units, strict=True)),
-        style,
-    )
+    scratch = [_SCRATCH] if dropped else []
+    columns = _scatter(parsed, inverse, combo_col, combo_factor, combo_explicit, kidx, n_kernels, col_names + scratch)
+    columns.pop(_SCRATCH, None)
+    return columns, dict(zip(col_names, col_units, strict=True)), style
 
 
 def _scatter(
