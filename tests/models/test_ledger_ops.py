@@ -29,7 +29,8 @@ def test_out_argument_is_written_not_read() -> None:
 def test_grouped_mm_by_hand() -> None:
     # A [128, 64] rows split over 4 groups of B [4, 64, 96]: 2·128·64·96 = 1,572,864 FLOP;
     # bytes: A 128·64·4 + B 4·64·96·4 + C 128·96·4 + offs 4·4 = 32,768 + 98,304 + 49,152 + 16
-    cost = op_cost("aten::_grouped_mm", [[128, 64], [4, 64, 96], [4], [], []], ["float", "float", "int", "", ""])
+    cost = op_cost("aten::_grouped_mm", [[128, 64], [4, 64, 96], [4], [], []], ["float", "float", "int", "", ""],
+                   [None] * 5)
     assert cost.flops == 2 * 128 * 64 * 96 and cost.bytes == 32_768 + 98_304 + 49_152 + 16
 
 

@@ -140,7 +140,7 @@ def _sort(k_at: int | None, dim_at: int) -> Any:
     def read(s: list[Shape], t: list[str], c: list[Any]) -> Any:
         need(len(s) >= 1 and len(s[0]) >= 1, "sort needs the input shape")
         x = s[0]
-        dim = arg(c, dim_at, -1)
+        dim = recorded(c, dim_at, "sort dim not recorded")
         need(isinstance(dim, int), f"sort dim {dim!r}")
         cols = x[dim % len(x)]
         k = int(recorded(c, k_at, "top-k k not recorded")) if k_at is not None else 0
@@ -175,6 +175,8 @@ def _fill(size_at: int | None, dtype_at: int | None) -> Any:
         else:
             size = recorded(c, size_at, "the size was not recorded")
             need(isinstance(size, list), f"size {size!r}")
+            if dtype_at is not None and len(c) <= dtype_at:
+                raise Unrecorded("the dtype was not recorded")
             code = arg(c, dtype_at) if dtype_at is not None else None
             from nsroof.models.ledger.aten_seq import _SCALAR_TYPES
 
@@ -349,6 +351,8 @@ def _to_copy(s: list[Shape], t: list[str], c: list[Any]) -> Any:
 
     need(len(s) >= 1 and dtype_of(t, 0) is not None, "needs the input")
     src = need_dtype(t, 0)
+    if len(c) < 2:
+        raise Unrecorded("_to_copy dtype not recorded")
     code = arg(c, 1)
     dst = {4: "int64", 3: "int32", 11: "int8", 1: "int8", 0: "int8"}.get(code, _SCALAR_TYPES.get(code, src)) \
         if isinstance(code, int) else src

@@ -40,7 +40,7 @@ def _mkldnn_rnn_layer(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     # mkldnn_rnn_layer(input, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, batch_sizes, mode, hidden_size,
     # num_layers, has_biases, bidirectional, batch_first, train)
     hidden = recorded(c, 10, "RNN hidden_size not recorded")
-    return _rnn_layer(s[0], s[1], hidden, recorded(c, 9, "RNN mode not recorded"), bool(arg(c, 14, False)),
+    return _rnn_layer(s[0], s[1], hidden, recorded(c, 9, "RNN mode not recorded"), bool(recorded(c, 14, "RNN batch_first not recorded")),
                       need_dtype(t, 0), False)
 
 
@@ -48,7 +48,7 @@ def _mkldnn_rnn_layer_backward(s: list[Shape], t: list[str], c: list[Any]) -> An
     # mkldnn_rnn_layer_backward(input, w1, w2, w3, w4, hx, cx, output, hy, cy, grad_output, grad_hy, grad_cy,
     # reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace)
     hidden = recorded(c, 15, "RNN hidden_size not recorded")
-    return _rnn_layer(s[0], s[1], hidden, recorded(c, 14, "RNN mode not recorded"), bool(arg(c, 21, False)),
+    return _rnn_layer(s[0], s[1], hidden, recorded(c, 14, "RNN mode not recorded"), bool(recorded(c, 21, "RNN batch_first not recorded")),
                       need_dtype(t, 0), True)
 
 
@@ -62,7 +62,8 @@ def _rnn_module(mode: str) -> Any:
              "RNN parameter list not recorded")
         has_bias, layers, bidir, batch_first = (bool(recorded(c, 3, "RNN flags not recorded")),
                                                 int(recorded(c, 4, "RNN flags not recorded")),
-                                                bool(arg(c, 7, False)), bool(arg(c, 8, False)))
+                                                bool(recorded(c, 7, "RNN flags not recorded")),
+                                                bool(recorded(c, 8, "RNN flags not recorded")))
         per = (4 if has_bias else 2)
         directions = 2 if bidir else 1
         need(len(params) == per * layers * directions, f"{len(params)} RNN parameters for {layers} layer(s)")
@@ -97,7 +98,7 @@ def _addmm_activation(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     # _addmm_activation(bias, mat1, mat2, beta, alpha, use_gelu): relu (1) or gelu (5) per output
     need(len(s) >= 3 and len(s[1]) == 2 and len(s[2]) == 2, "needs a bias and two 2-D inputs")
     (m, k), (_, n) = s[1], s[2]
-    gelu = bool(arg(c, 5, False))
+    gelu = bool(recorded(c, 5, "_addmm_activation use_gelu not recorded"))
     op = ledger_op("gemm-bias", m=m, n=n, k=k, bias_elements=max(numel(s[0]), 1), dtype=need_dtype(t, 1))
     return _with(op, Term("gelu" if gelu else "relu", flops=(5.0 if gelu else 1.0) * m * n, note="per output"),
                  shape={"activation": "gelu" if gelu else "relu"})
@@ -119,7 +120,7 @@ def _native_mha(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     # proj_bias, mask, need_weights, …): in-projection, attention, out-projection, in one op
     need(len(s) >= 3 and len(s[0]) in (2, 3), "needs (batch, seq, embed) query, key and value")
     e, heads = int(recorded(c, 3, "embed_dim not recorded")), int(recorded(c, 4, "num_heads not recorded"))
-    need(not bool(arg(c, 10, False)), "need_weights=True (the attention matrix is written) has no formula")
+    need(not bool(recorded(c, 10, "need_weights not recorded")), "need_weights=True (the attention matrix is written) has no formula")
     dt = need_dtype(t, 0)
     cost = _mha_cost(s[0], heads, e, dt, s[1][-2])
     return Operator("multi-head-attention", {"tokens": numel(s[0][:-1]), "embed": e, "heads": heads}, dt, cost,
@@ -131,7 +132,7 @@ def _encoder_layer(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     # norm_first, eps, norm_w1, norm_b1, norm_w2, norm_b2, ffn_w1, ffn_b1, ffn_w2, ffn_b2, mask, mask_type)
     need(len(s) >= 18 and len(s[0]) in (2, 3) and len(s[14]) == 2, "needs src and the layer's weights")
     e, heads = int(recorded(c, 1, "embed_dim not recorded")), int(recorded(c, 2, "num_heads not recorded"))
-    gelu, dt, x = bool(arg(c, 7, False)), need_dtype(t, 0), s[0]
+    gelu, dt, x = bool(recorded(c, 7, "use_gelu not recorded")), need_dtype(t, 0), s[0]
     tokens, ffn = numel(x[:-1]), s[14][0]
     cost = _mha_cost(x, heads, e, dt, x[-2])
     for _ in range(2):
@@ -155,6 +156,8 @@ def _grouped_mm(scaled: bool) -> Any:
         a, b = s[0], s[1]
         dt = need_dtype(t, 0)
         offs_at, out_at = (4, 7) if scaled else (2, 4)
+        if len(c) <= out_at:
+            raise Unrecorded("grouped_mm out_dtype not recorded")
         code = arg(c, out_at)
         out_dtype = _SCALAR_TYPES.get(code, "") if isinstance(code, int) else ""
         if scaled and not out_dtype:
@@ -188,6 +191,8 @@ def _scaled_mm(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     need(len(s) >= 4 and len(s[0]) == 2 and len(s[1]) == 2, "needs two 2-D inputs and their scales")
     (m, k), (k2, n) = s[0], s[1]
     need(k == k2, f"_scaled_mm inner dimensions differ ({k} vs {k2})")
+    if len(c) <= 6:
+        raise Unrecorded("_scaled_mm out_dtype not recorded")
     code = arg(c, 6)
     out = _SCALAR_TYPES.get(code, "") if isinstance(code, int) else ""
     scales = sum(numel(x) * 4.0 for x in s[2:4])
@@ -220,7 +225,7 @@ def _attention(q_at: int, causal_at: int | None, backward: bool, layout: str, ma
             b, sq, h, d = q
             skv = k[1]
         if mask_type_at is not None:
-            mask = arg(c, mask_type_at, 0)
+            mask = recorded(c, mask_type_at, "custom_mask_type not recorded")
             need(mask in (0, 1, 2), f"custom_mask_type {mask!r} has no formula")
             causal = mask != 0
             need(mask != 1 or sq == skv, "top-left causal mask with sq != skv has no formula")
