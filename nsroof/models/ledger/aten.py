@@ -87,7 +87,7 @@ def op_cost(op: str, shapes: Sequence[Any] | None, dtypes: Sequence[Any] | None,
     if op.startswith("aten::") and not shape_list and not dtypes:
         return unknown(NO_SHAPES)
     if not has_formula(op):
-        return unknown(f"no formula for {op}")
+        return unknown(no_formula_reason(op))
     try:
         operator = _operator(op, shape_list, [str(d) for d in (dtypes or [])], concrete_values(concrete), context)
     except custom.Missing as exc:
@@ -108,6 +108,30 @@ def op_cost(op: str, shapes: Sequence[Any] | None, dtypes: Sequence[Any] | None,
     tensor_dtype = operator.roof.dtype if precision == "tensor" else ""
     return OpCost(operator.flops, operator.bytes, operator.formula, operator.label, precision, "", tensor_dtype,
                   operator.roof.kind)
+
+
+# Ops that move no data: a view shares its input's storage; an allocation writes nothing.
+VIEWS = frozenset({
+    "view", "reshape", "t", "transpose", "permute", "as_strided", "slice", "select", "narrow", "unsqueeze", "squeeze",
+    "expand", "expand_as", "flatten", "unflatten", "split", "split_with_sizes", "unsafe_split", "unbind", "chunk",
+    "detach", "alias", "contiguous", "_unsafe_view", "view_as", "movedim", "resolve_conj", "resolve_neg",
+    "lift_fresh", "empty", "empty_like", "empty_strided", "resize", "to", "_reshape_alias", "numpy_T", "matrix_H",
+    "item", "_local_scalar_dense", "is_nonzero", "result_type", "set"})
+VIEW_REASON = "a view or allocation: moves no data, nothing to cost"
+BOOKKEEPING_REASON = "autograd engine bookkeeping around a backward node (its ops are costed on their own rows)"
+
+
+def no_formula_reason(op: str) -> str:
+    """Why an op has no cost, naming the real cause: a view moves nothing; an autograd wrapper's own time is
+    the engine's, not an operator's; otherwise the op lacks a formula (add one with @nsroof.formula)."""
+    if op.startswith("aten::") and base_name(op) in VIEWS:
+        return VIEW_REASON
+    if (op.startswith("autograd::engine::evaluate_function: ") or op == "torch::autograd::AccumulateGrad"
+            or re.fullmatch(r"\w+Backward\d+", op)):
+        return BOOKKEEPING_REASON
+    if "::" in op and not op.startswith("aten::"):
+        return f"no formula for {op} (add one with @nsroof.formula(\"{op.split('.', 1)[0]}\"), --formulas FILE.py)"
+    return f"no formula for {op}"
 
 
 def _operator(op: str, shapes: list[Any], dtypes: list[str], concrete: list[Any], context: OpContext | None) -> Any:

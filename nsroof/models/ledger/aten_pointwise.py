@@ -43,10 +43,13 @@ POINTWISE_FLOPS: dict[str, tuple[float, str]] = {
     "clone": (0, "data movement only"),
     "fill": (0, "write only"),
     "zero": (0, "write only"),
+    "normal": (3, "Box–Muller: log, sqrt, cos and scale per value (the generator's integer work is not counted)"),
+    "uniform": (2, "scale + shift of the generator's value"),
+    "bernoulli": (1, "1 compare against p"),
 }
 
 # Pointwise ops whose inputs are all the tensors passed (no output tensor among them).
-_WRITE_ONLY = {"fill", "zero"}
+_WRITE_ONLY = {"fill", "zero", "normal", "uniform", "bernoulli"}
 
 
 
@@ -86,7 +89,7 @@ def _pointwise(kind: str, inplace: bool = False) -> Reader:
         dense = [need_dtype(t, i) for shape, i in inputs if dtype_of(t, i) in FLOATING and len(shape) > 0]
         if out_at is not None:
             dtype = need_dtype(t, out_at)
-        elif inplace or kind in ("copy", "fill", "zero"):
+        elif inplace or kind == "copy" or kind in _WRITE_ONLY:
             dtype = need_dtype(t, tensors[0][1])
         elif floating:
             dtype = promoted(dense or floating)
@@ -138,5 +141,5 @@ register_reader(("sum",), _reduction("sum"))
 register_reader(("mean",), _reduction("mean"))
 for _kind in POINTWISE_FLOPS:
     register_reader((_kind,), _pointwise(_kind))
-    if _kind not in ("copy", "fill", "zero"):  # (their readers already treat self as the output)
+    if _kind not in ("copy", *_WRITE_ONLY):  # (their readers already treat self as the output)
         register_reader((_kind + "_",), _pointwise(_kind, inplace=True))
