@@ -108,3 +108,14 @@ def test_b200_trace_every_custom_op_costed_or_naming_its_fact() -> None:
     assert d[kernels["flops"].notna()].sum() / d.sum() >= 0.75
     att = kernels[kernels["op"].astype(str) == "vllm::unified_attention_with_output"]
     assert att["flops"].notna().all() and not math.isnan(float(att["flops"].sum()))
+
+
+def test_collectives_stand_under_the_interconnect_roof_from_the_datasheets() -> None:
+    from nsroof.models.ledger.collectives import interconnect
+
+    cost = op_cost("vllm::all_reduce", [[888, 2880], []], ["c10::BFloat16", ""], context=OpContext(world_size=8))
+    assert cost.roof_kind == "link"
+    b200 = interconnect("B200")
+    # NVLink 5: 1.8 TB/s per GPU both directions -> 900 GB/s each way; the all-reduce's floor is 8,951,040 B / 9e11
+    assert b200 is not None and b200["bandwidth_bytes_per_s"] == 9e11 and "datasheet" in b200["source"]
+    assert interconnect("RTX 4090") is None

@@ -77,3 +77,55 @@ def test_cat_reads_the_tensor_list() -> None:
 
 def test_index_names_what_torch_does_not_record() -> None:
     assert "not recorded" in op_cost("aten::index", [[64, 64], []], ["float", ""]).missing
+
+
+def _registry(op, *args, **kwargs) -> int:  # type: ignore[no-untyped-def]
+    from torch.utils.flop_counter import flop_registry
+
+    return int(flop_registry[op](*args, **kwargs))
+
+
+def test_scaled_mm_agrees_with_flop_counter_and_counts_the_scales() -> None:
+    # fp8 [64, 128] @ [128, 32] -> bf16 (out_dtype 15): 2·64·32·128 = 524,288 FLOP, as FlopCounterMode;
+    # bytes: A 64·128·1 + B 128·32·1 + C 64·32·2 + two fp32 scalar scales 2·4 = 8,192 + 4,096 + 4,096 + 8
+    flops = _registry(torch.ops.aten._scaled_mm, (64, 128), (128, 32), (), ())
+    cost = op_cost("aten::_scaled_mm", [[64, 128], [128, 32], [], [], [], [], [], []],
+                   ["c10::Float8_e4m3fn", "c10::Float8_e4m3fn", "float", "float", "", "", "Scalar", "Scalar"],
+                   [None, None, None, None, None, None, 15, False])
+    assert cost.flops == flops == 2 * 64 * 32 * 128
+    assert cost.bytes == 8_192 + 4_096 + 4_096 + 8
+
+
+@pytest.mark.parametrize("op, q_at, concrete", [
+    ("_flash_attention_forward", 0, [None] * 7 + [0.0, False, False]),
+    ("_efficient_attention_forward", 0, [None] * 8 + [0.0, 0]),
+])
+def test_flash_and_efficient_kernels_agree_with_flop_counter_in_their_layout(op: str, q_at: int,
+                                                                             concrete: list) -> None:
+    # these kernels take (batch, seq, heads, dim); FlopCounterMode's formula reads (batch, heads, seq, dim), so
+    # it is given the transposed shapes: 4·b·h·sq·skv·d = 4·2·4·64·48·32 = 3,145,728 for the two matmuls
+    # (our softmax terms come on top: 5·b·h·sq·skv + b·h·sq·d)
+    meta = dict(device="meta", dtype=torch.bfloat16)
+    q, k = torch.empty(2, 4, 64, 32, **meta), torch.empty(2, 4, 48, 32, **meta)
+    if op == "_flash_attention_forward":
+        counted = _registry(torch.ops.aten._flash_attention_forward, q, k, k, None, None, 64, 48, 0.0, False, False)
+    else:
+        counted = _registry(torch.ops.aten._efficient_attention_forward, q, k, k, None, None, None, 64, 48)
+    assert counted == 4 * 2 * 4 * 64 * 48 * 32
+    shapes = [[2, 64, 4, 32], [2, 48, 4, 32], [2, 48, 4, 32]] + [[]] * (len(concrete) - 3)
+    cost = op_cost(f"aten::{op}", shapes, ["c10::BFloat16"] * 3 + [""] * (len(concrete) - 3), concrete)
+    assert cost.flops == counted + 5 * 2 * 4 * 64 * 48 + 2 * 4 * 64 * 32
+
+
+def test_causal_counts_the_same_pairs_on_every_attention_kernel() -> None:
+    # sq = skv = 64 causal: 64·65/2 = 2,080 visible pairs per head on SDPA, flash and efficient kernels alike
+    bhsd = [[1, 2, 64, 16], [1, 2, 64, 16], [1, 2, 64, 16]]
+    bshd = [[1, 64, 2, 16], [1, 64, 2, 16], [1, 64, 2, 16]]
+    sdpa = op_cost("aten::_scaled_dot_product_flash_attention", bhsd + [[]] * 3, ["float"] * 3 + [""] * 3,
+                   [None] * 3 + [0.0, True, False])
+    flash = op_cost("aten::_flash_attention_forward", bshd + [[]] * 7, ["float"] * 3 + [""] * 7,
+                    [None] * 7 + [0.0, True, False])
+    eff = op_cost("aten::_efficient_attention_forward", bshd + [[]] * 7, ["float"] * 3 + [""] * 7,
+                  [None] * 8 + [0.0, 2])
+    expect = 4 * 2 * 2_080 * 16 + 5 * 2 * 2_080 + 2 * 64 * 16
+    assert sdpa.flops == flash.flops == eff.flops == expect

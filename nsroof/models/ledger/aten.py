@@ -56,7 +56,7 @@ class OpCost:
     precision: str  # report precision: fp64, fp32, fp16, tensor ('' when unknown)
     missing: str  # why flops/bytes are NaN ('' when known)
     tensor_dtype: str = ""  # for precision "tensor": the dtype whose dense tensor peak is the roof
-    roof_kind: str = ""  # the ledger roof: "matmul" or "simt" ('' when unknown)
+    roof_kind: str = ""  # the ledger roof: "matmul", "simt" or "link" (bytes over the interconnect: a collective)
 
     @property
     def known(self) -> bool:
@@ -106,8 +106,9 @@ def op_cost(op: str, shapes: Sequence[Any] | None, dtypes: Sequence[Any] | None,
 
     precision = report_precision(operator)
     tensor_dtype = operator.roof.dtype if precision == "tensor" else ""
+    roof_kind = "link" if operator.facts.get("link_roof") else operator.roof.kind
     return OpCost(operator.flops, operator.bytes, operator.formula, operator.label, precision, "", tensor_dtype,
-                  operator.roof.kind)
+                  roof_kind)
 
 
 # Ops that move no data: a view shares its input's storage; an allocation writes nothing.

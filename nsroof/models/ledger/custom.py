@@ -114,7 +114,9 @@ class OpFormula:
         shape = {p: (list(v.shape) if isinstance(v, Tensor) else v) for (p, _, _), v in zip(self.args, values, strict=True)
                  if isinstance(v, Tensor | int | float | str) and not isinstance(v, bool)}
         label_shape = {k: "x".join(map(str, v)) if isinstance(v, list) else v for k, v in shape.items()}
-        return Operator(self.name, label_shape, dt, Cost(items), roof)
+        # a collective's bytes cross the GPU's links: its roof is the interconnect (collectives.interconnect)
+        facts = {"link_roof": 1.0} if self.roof == "link" else {}
+        return Operator(self.name, label_shape, dt, Cost(items), roof, facts=facts)
 
     def _value(self, i: int, name: str, kind: ArgKind, optional: bool, shapes: Sequence[Any], dtypes: Sequence[str],
                concrete: Sequence[Any]) -> Any:
