@@ -119,3 +119,16 @@ def test_collectives_stand_under_the_interconnect_roof_from_the_datasheets() -> 
     # NVLink 5: 1.8 TB/s per GPU both directions -> 900 GB/s each way; the all-reduce's floor is 8,951,040 B / 9e11
     assert b200 is not None and b200["bandwidth_bytes_per_s"] == 9e11 and "datasheet" in b200["source"]
     assert interconnect("RTX 4090") is None
+
+
+@pytest.mark.skipif(not B200.exists(), reason="shared B200 trace absent")
+def test_analyze_takes_the_model_config_and_formulas_options(tmp_path: Path) -> None:
+    from tests._cli import invoke
+
+    example = Path(__file__).parents[2] / "nsroof" / "examples" / "my_formulas.py"
+    code, out, err = invoke("analyze", str(B200), "-o", str(tmp_path / "r.parquet"), "--machine", "b200",
+                            "--model-config", str(GPT_OSS), "--formulas", str(example))
+    assert code == 0, err
+    assert "99.8% of" in out  # kernel time costed with the model config (43.9% without)
+    code, out, err = invoke("analyze", str(B200), "-o", str(tmp_path / "s.parquet"), "--model-config", str(example))
+    assert code == 2 and "my_formulas.py:1: not JSON" in err

@@ -143,6 +143,7 @@ class OpFormula:
 
 
 _OPS: dict[str, OpFormula] = {}
+_LOADED: dict[str, list[str]] = {}  # --formulas files already run, by real path
 _BUILTIN_NAMES: list[Callable[[str], bool]] = []  # tests whether a name has a built-in aten reader
 
 
@@ -227,6 +228,11 @@ def load_file(path: str) -> list[str]:
 
     from nsroof.errors import NsroofError
 
+    import os
+
+    key = os.path.realpath(path)
+    if key in _LOADED:  # a second command in the same process (tests, notebooks) loads it once
+        return _LOADED[key]
     before = set(_OPS)
     try:
         runpy.run_path(path, run_name="nsroof_formulas")
@@ -235,7 +241,8 @@ def load_file(path: str) -> list[str]:
     except (OSError, SyntaxError) as exc:
         raise NsroofError(f"{path}: cannot load formulas ({exc}); give a Python file of @nsroof.formula "
                           "functions") from None
-    return sorted(set(_OPS) - before)
+    _LOADED[key] = sorted(set(_OPS) - before)
+    return _LOADED[key]
 
 
 def add_builtin_test(test: Callable[[str], bool]) -> None:
