@@ -125,7 +125,7 @@ def test_collectives_stand_under_the_interconnect_roof_from_the_datasheets() -> 
 def test_analyze_takes_the_model_config_and_formulas_options(tmp_path: Path) -> None:
     from tests._cli import invoke
 
-    example = Path(__file__).parents[2] / "nsroof" / "examples" / "my_formulas.py"
+    example = Path(__file__).parents[2] / "docs" / "examples" / "my_formulas.py"
     code, out, err = invoke("analyze", str(B200), "-o", str(tmp_path / "r.parquet"), "--machine", "b200",
                             "--model-config", str(GPT_OSS), "--formulas", str(example))
     assert code == 0, err

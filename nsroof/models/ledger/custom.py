@@ -224,11 +224,10 @@ def op_names(*, user: bool | None = None) -> list[str]:
 
 def load_file(path: str) -> list[str]:
     """Run a --formulas FILE.py (its @nsroof.formula decorators register its ops); the names it added."""
+    import os
     import runpy
 
     from nsroof.errors import NsroofError
-
-    import os
 
     key = os.path.realpath(path)
     if key in _LOADED:  # a second command in the same process (tests, notebooks) loads it once

@@ -1,5 +1,5 @@
 """An example `--formulas FILE.py`: the cost of a custom op `mylib::fused_bias_gelu(Tensor x, Tensor bias)`,
-y = gelu(x + bias). `nsroof profile --formulas nsroof/examples/my_formulas.py -- python train.py` (or
+y = gelu(x + bias). `nsroof profile --formulas docs/examples/my_formulas.py -- python train.py` (or
 `nsroof analyze TRACE --formulas …`) then costs every `mylib::fused_bias_gelu` call from its recorded shapes."""
 
 import nsroof
