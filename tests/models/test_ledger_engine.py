@@ -132,3 +132,17 @@ def test_analyze_takes_the_model_config_and_formulas_options(tmp_path: Path) -> 
     assert "99.8% of" in out  # kernel time costed with the model config (43.9% without)
     code, out, err = invoke("analyze", str(B200), "-o", str(tmp_path / "s.parquet"), "--model-config", str(example))
     assert code == 2 and "my_formulas.py:1: not JSON" in err
+
+
+def test_norm_ops_of_each_engine_count_the_same_bytes() -> None:
+    # rows 32, hidden 4096, bf16: rmsnorm reads x (262,144 B) and w (8,192 B), writes y (262,144 B);
+    # the fused-add forms also read the residual and write the sum (2·262,144 B) and add once per element
+    bf16 = "c10::BFloat16"
+    plain = op_cost("_C::rms_norm", [[32, 4096], [32, 4096], [4096], []], [bf16] * 3 + ["Scalar"], [None] * 3 + [1e-5])
+    assert plain.bytes == 262_144 + 8_192 + 262_144
+    assert op_cost("aiter::rmsnorm", [[32, 4096], [32, 4096], [4096], []], [bf16] * 3 + ["Scalar"],
+                   [None] * 3 + [1e-5]).bytes == plain.bytes
+    fused = op_cost("aiter::add_rmsnorm", [[32, 4096]] * 4 + [[4096], []], [bf16] * 5 + ["Scalar"], [None] * 5 + [1e-5])
+    vllm = op_cost("_C::fused_add_rms_norm", [[32, 4096], [32, 4096], [4096], []], [bf16] * 3 + ["Scalar"],
+                   [None] * 3 + [1e-5])
+    assert fused.bytes == vllm.bytes == plain.bytes + 2 * 262_144 and fused.flops == vllm.flops == plain.flops + 32 * 4096

@@ -269,3 +269,52 @@ def outplace_fused_experts(x: Tensor, w1: Tensor, w2: Tensor, topk_weights: Tens
 def inplace_fused_experts(x: Tensor, w1: Tensor, w2: Tensor, topk_weights: Tensor, topk_ids: Tensor) -> list[Term]:
     """inplace_fused_experts(hidden_states!, w1, w2, topk_weights, topk_ids, …)."""
     return _fused_experts(x, w1, w2, topk_ids)
+
+
+# --------------------------------------------------------------------------- ROCm engines (AITER, vLLM on ROCm)
+
+SRC_AITER = "ROCm AITER / SGLang op schemas as the traces record them; ledger convention"
+
+
+@formula("aiter::rmsnorm", source=SRC_AITER, _user=False)
+def aiter_rmsnorm(out: Tensor, x: Tensor, weight: Tensor, eps: float | None) -> list[Term]:
+    """rmsnorm(Tensor! out, Tensor input, Tensor weight, float epsilon)."""
+    return _rms_terms(x, weight, out.nbytes)
+
+
+@formula("aiter::add_rmsnorm", source=SRC_AITER, _user=False)
+def aiter_add_rmsnorm(out: Tensor, x: Tensor, residual_in: Tensor, residual_out: Tensor, weight: Tensor,
+                      eps: float | None) -> list[Term]:
+    """add_rmsnorm(Tensor! out, Tensor input, Tensor residual_in, Tensor! residual_out, Tensor weight, float
+    epsilon): residual_out = input + residual_in, out = rmsnorm(residual_out)·weight."""
+    return _rms_terms(x, weight, out.nbytes, residual_in)
+
+
+def _gemm_terms(x: Tensor, weight: Tensor, bias: Tensor | None) -> list[Term]:
+    rows, k = _rows(x)
+    n = weight.shape[0]
+    items = [Term("read A", bytes=x.nbytes), Term("read W", bytes=weight.nbytes),
+             Term("write C", bytes=rows * n * x.itemsize, note="rows·n at the input's itemsize"),
+             Term("2·m·n·k", flops=2.0 * rows * n * k, note="y = x·Wᵀ")]
+    if bias is not None:
+        items += [Term("read bias", bytes=bias.nbytes), Term("bias add", flops=1.0 * rows * n)]
+    return items
+
+
+@formula("aiter::gemm_a16w16", source=SRC_AITER, roof="matmul", _user=False)
+def aiter_gemm(x: Tensor, weight: Tensor, bias: Tensor | None) -> list[Term]:
+    """gemm_a16w16(Tensor A [m, k], Tensor W [n, k], Tensor? bias, …): y = A·Wᵀ."""
+    return _gemm_terms(x, weight, bias)
+
+
+@formula("vllm::rocm_unquantized_gemm", source=SRC_VLLM, roof="matmul", _user=False)
+def rocm_unquantized_gemm(x: Tensor, weight: Tensor, bias: Tensor | None) -> list[Term]:
+    """rocm_unquantized_gemm(Tensor x, Tensor weight [n, k], Tensor? bias): y = x·Wᵀ (+ bias)."""
+    return _gemm_terms(x, weight, bias)
+
+
+@formula("sglang::store_cache", source=SRC_SGLANG, _user=False)
+def sglang_store_cache(key: Tensor, value: Tensor, key_cache: Tensor, value_cache: Tensor,
+                       slots: Tensor) -> list[Term]:
+    """store_cache(k, v, k_cache!, v_cache!, indices, …): each new token's K and V into its cache slot."""
+    return _cache_terms(key, value, key_cache, slots)
