@@ -129,3 +129,13 @@ def test_causal_counts_the_same_pairs_on_every_attention_kernel() -> None:
                   [None] * 8 + [0.0, 2])
     expect = 4 * 2 * 2_080 * 16 + 5 * 2 * 2_080 + 2 * 64 * 16
     assert sdpa.flops == flash.flops == eff.flops == expect
+
+
+def test_uncosted_rows_name_their_real_cause() -> None:
+    from nsroof.models.ledger.aten import BOOKKEEPING_REASON, VIEW_REASON
+
+    assert op_cost("aten::transpose", [[4, 4], [], []], ["float", "Scalar", "Scalar"], [None, 0, 1]).missing == VIEW_REASON
+    assert op_cost("detach", [[4]], ["float"]).missing == VIEW_REASON
+    wrapper = "autograd::engine::evaluate_function: AddmmBackward0"
+    assert op_cost(wrapper, [], []).missing == op_cost("MmBackward0", [], []).missing == BOOKKEEPING_REASON
+    assert "@nsroof.formula(\"mylib::op\")" in op_cost("mylib::op.default", [[4]], ["float"]).missing

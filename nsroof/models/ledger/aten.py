@@ -125,7 +125,7 @@ BOOKKEEPING_REASON = "autograd engine bookkeeping around a backward node (its op
 def no_formula_reason(op: str) -> str:
     """Why an op has no cost, naming the real cause: a view moves nothing; an autograd wrapper's own time is
     the engine's, not an operator's; otherwise the op lacks a formula (add one with @nsroof.formula)."""
-    if op.startswith("aten::") and base_name(op) in VIEWS:
+    if (op.startswith("aten::") or "::" not in op) and base_name(op) in VIEWS:  # ('detach': autograd's own)
         return VIEW_REASON
     if (op.startswith("autograd::engine::evaluate_function: ") or op == "torch::autograd::AccumulateGrad"
             or re.fullmatch(r"\w+Backward\d+", op)):
