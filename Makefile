@@ -39,6 +39,8 @@ fuzz: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m nsroof demo
 
+# on a GPU machine as it is: its python3 (PYTHON=… picks another), no venv, nsroof run from this tree; outputs
+# in $$OUT. GPU_CHECK_FAKE=1 runs the same steps on a CPU machine (simulated device, stand-in ncu).
 gpu-check:
 	bash scripts/gpu_check.sh
 

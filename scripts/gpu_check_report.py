@@ -1,21 +1,27 @@
-"""Write what `make gpu-check` saw as a new entry at the top of docs/measurements.md's "GPU runs".
+"""What `make gpu-check` saw: the summary and the docs/measurements.md entry, and the files that come back.
 
-    python scripts/gpu_check_report.py OUT_DIR docs/measurements.md
+    python scripts/gpu_check_report.py WORK OUT [--fake] [--elapsed S]     (scripts/gpu_check.sh runs this)
+    python scripts/gpu_check_report.py --insert ENTRY docs/measurements.md (commit a run's entry)
 
-Only what the run wrote goes in: OUT_DIR/steps.tsv (step, exit status, seconds), the last line of each
-step's log, the profile and ncu reports (rows, kernels, backward kernels, coverage, TF32 facts) and
-machine.json (device, driver, measured roofs). A missing file is said to be missing, never filled in.
+From WORK (the run's scratch folder) into OUT, at most 8 files (what a lent GPU machine returns):
+summary.txt (verdict, each step's exit status, seconds and budget), measurements-entry.md, and copies
+of machine.json, points.csv, profile.parquet, ncu.parquet, plus logs.txt (every step's log and ncu's own
+log, one after another). Only what the run wrote goes in: a missing file is said to be missing, never
+filled in. A GPU_CHECK_FAKE run's entry says it is simulated (its numbers are the CPU's).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 MARK = "## GPU runs\n"
+RETURNED = ("machine.json", "points.csv", "profile.parquet", "ncu.parquet")
+LOGS = ("pytest.txt", "measure.txt", "profile.txt", "ncu.txt", "ncu.log")
 
 
 def _tail(path: Path) -> str:
@@ -46,6 +52,12 @@ def _report_lines(path: Path, label: str) -> list[str]:
     facts = (meta.get("inputs") or [{}])[0].get("facts", {}) if isinstance(meta.get("inputs"), list) else {}
     if facts.get("tf32"):
         lines.append(f"  - TF32: {facts['tf32']}")
+    selection = meta.get("ncu_selection")
+    if isinstance(selection, dict):
+        lines.append(f"  - ncu selection: {selection.get('mode')} {selection.get('nvtx_filter')}, clock control "
+                     f"{meta.get('ncu_clock_control')}, NVTX backend {meta.get('nvtx_backend')}, "
+                     f"{selection.get('profiled_kernels')} kernels profiled, replay passes median "
+                     f"{selection.get('passes_median')} max {selection.get('passes_max')}, {selection.get('wall_s')} s")
     if meta.get("ncu_command"):
         lines.append(f"  - ncu command: `{' '.join(meta['ncu_command'])}`")
     return lines
@@ -70,36 +82,76 @@ def _machine_lines(path: Path) -> list[str]:
     return lines
 
 
-def entry(out: Path) -> str:
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    steps = []
+def read_steps(work: Path) -> list[list[str]]:
+    """[name, exit status, seconds, budget] per step, from WORK/steps.tsv ([] when it is missing)."""
     try:
-        steps = [line.split("\t") for line in (out / "steps.tsv").read_text().splitlines() if line]
+        rows = [line.split("\t") for line in (work / "steps.tsv").read_text().splitlines() if line]
     except OSError:
-        pass
-    lines = [f"### {now}: `make gpu-check`", ""]
-    lines += _machine_lines(out / "machine.json")
-    lines += ["", "| step | exit | seconds | last line of its log |", "|---|---|---|---|"]
-    for name, rc, seconds in steps:
-        lines.append(f"| {name} | {rc} | {seconds} | {_tail(out / f'{name}.txt').replace('|', '/')} |")
+        return []
+    return [(row + ["", "", "", ""])[:4] for row in rows]
+
+
+def entry(work: Path, *, fake: bool = False) -> str:
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    title = f"### {now}: `make gpu-check`"
+    if fake:
+        title += " (GPU_CHECK_FAKE: a simulated device and a stand-in ncu; not a measurement)"
+    lines = [title, ""]
+    lines += _machine_lines(work / "machine.json")
+    lines += ["", "| step | exit | seconds | budget | last line of its log |", "|---|---|---|---|---|"]
+    for name, rc, seconds, budget in read_steps(work):
+        lines.append(f"| {name} | {rc} | {seconds} | {budget} | {_tail(work / f'{name}.txt').replace('|', '/')} |")
     lines.append("")
-    lines += _report_lines(out / "profile.parquet", "nsroof profile (examples/train_tiny.py, CUDA)")
-    lines += _report_lines(out / "ncu.parquet", "nsroof ncu (examples/train_tiny.py, --set minimal)")
+    lines += _report_lines(work / "profile.parquet", "nsroof profile (examples/train_tiny.py)")
+    lines += _report_lines(work / "ncu.parquet", "nsroof ncu (examples/train_tiny.py, one step, --clock-control none)")
     return "\n".join(lines) + "\n\n"
 
 
-def main(argv: list[str]) -> int:
-    out, doc = Path(argv[1]), Path(argv[2])
-    text = doc.read_text() if doc.is_file() else "# Measurements\n\n" + MARK
-    record = entry(out)
+def summary(work: Path, *, fake: bool, elapsed_s: str) -> str:
+    steps = read_steps(work)
+    passed = bool(steps) and all(rc == "0" for _name, rc, _s, _b in steps)
+    head = f"gpu-check {'PASSED' if passed else 'FAILED'}" + (" (GPU_CHECK_FAKE: simulated device)" if fake else "")
+    lines = [head, f"elapsed {elapsed_s} s of a 480 s budget", "", "step      exit  seconds  budget  last line"]
+    for name, rc, seconds, budget in steps:
+        lines.append(f"{name:<9} {rc:>4}  {seconds:>7}  {budget:>6}  {_tail(work / f'{name}.txt')}")
+    lines += ["", "files: summary.txt measurements-entry.md " + " ".join(n for n in RETURNED if (work / n).is_file())
+              + " logs.txt"]
+    return "\n".join(lines) + "\n"
+
+
+def collect(work: Path, out: Path, *, fake: bool, elapsed_s: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    record = entry(work, fake=fake)
     (out / "measurements-entry.md").write_text(record)
+    for name in RETURNED:
+        if (work / name).is_file():
+            shutil.copyfile(work / name, out / name)
+    with open(out / "logs.txt", "w") as logs:
+        for name in LOGS:
+            if (work / name).is_file():
+                logs.write(f"===== {name}\n{(work / name).read_text(errors='replace')}\n")
+    (out / "summary.txt").write_text(summary(work, fake=fake, elapsed_s=elapsed_s))
+    print(record)
+
+
+def insert(record: str, doc: Path) -> None:
+    """Put `record` at the top of the doc's "GPU runs" section (created when missing)."""
+    text = doc.read_text() if doc.is_file() else "# Measurements\n\n" + MARK
     if MARK in text:
         head, tail = text.split(MARK, 1)
         text = head + MARK + "\n" + record + tail.lstrip("\n")
     else:
         text = text.rstrip("\n") + "\n\n" + MARK + "\n" + record
     doc.write_text(text)
-    print(record)
+
+
+def main(argv: list[str]) -> int:
+    if argv[1:2] == ["--insert"]:
+        insert(Path(argv[2]).read_text(), Path(argv[3]))
+        return 0
+    work, out = Path(argv[1]), Path(argv[2])
+    elapsed = argv[argv.index("--elapsed") + 1] if "--elapsed" in argv else "?"
+    collect(work, out, fake="--fake" in argv, elapsed_s=elapsed)
     return 0
 
 

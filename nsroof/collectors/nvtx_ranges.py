@@ -3,6 +3,8 @@
 Ranges are push/pop ranges in their own domain, so ``ncu --nvtx-include "nsroof@NAME/"`` can select them
 without interleaving with the default-domain ranges torch's emit_nvtx writes. When no tool is attached the
 ``nvtx`` package hands out a dummy domain and a range costs two attribute lookups and a list append.
+Without the nvtx package the ranges go through torch.cuda.nvtx (a CUDA build of torch), in NVTX's default
+domain; ``backend()`` says which is in use (``_domain`` chooses; NSROOF_NVTX_BACKEND forces one).
 
 While a torch.profiler session is recording, every range (but module backward ranges) is also opened as a
 ``record_function`` of the same name, so the profiler's op tree carries the same path (nsroof.profile reads
@@ -36,7 +38,9 @@ _step_listeners: list[Callable[[int], None]] = []
 
 
 class _NoDomain:
-    """Stands in for the nvtx domain when the nvtx package is not installed."""
+    """Stands in for the nvtx domain when no NVTX backend is there (no nvtx package, no CUDA torch)."""
+
+    name = "none"
 
     def push_range(self, attributes: Any) -> None:
         return None
@@ -51,13 +55,88 @@ class _NoDomain:
         return message
 
 
+class _TorchDomain:
+    """torch.cuda.nvtx behind the nvtx package's domain interface. torch's bindings take no domain, so its
+    ranges are in NVTX's default domain (ncu's filter is then "NAME", not "nsroof@NAME"); they are plain
+    ASCII messages, so an event's attributes are its name."""
+
+    name = "torch.cuda.nvtx"
+
+    def __init__(self, module: Any) -> None:
+        self._nvtx = module
+
+    def push_range(self, attributes: Any) -> None:
+        self._nvtx.range_push(attributes)
+
+    def pop_range(self) -> None:
+        self._nvtx.range_pop()
+
+    def start_range(self, attributes: Any) -> int:
+        return int(self._nvtx.range_start(attributes))
+
+    def end_range(self, range_id: int) -> None:
+        self._nvtx.range_end(range_id)
+
+    def mark(self, attributes: Any) -> None:
+        self._nvtx.mark(attributes)
+
+    def get_event_attributes(self, message: str, *args: Any) -> Any:
+        return message
+
+    def listening(self) -> bool:
+        # nvtxRangePushA returns the new range's depth (>= 0) to a tool, and a negative value when no
+        # tool is attached (NVTX v3's no-op implementation)
+        depth = self._nvtx.range_push("nsroof.probe")
+        if depth is not None and depth >= 0:
+            self._nvtx.range_pop()
+            return True
+        return False
+
+
+BACKEND_ENV = "NSROOF_NVTX_BACKEND"  # nvtx | torch | none: which NVTX binding nsroof's ranges use
+BACKENDS: dict[str, str] = {"nvtx": "nvtx", "torch": "torch.cuda.nvtx", "none": "none"}
+
+
+def _torch_nvtx(required: bool) -> Any:
+    """torch.cuda.nvtx when torch is a CUDA build (a CPU build carries a stub that raises), else None.
+    torch is imported only when it already is, or when the backend was asked for by name."""
+    if "torch" not in sys.modules and not required:
+        return None
+    try:
+        import torch.cuda.nvtx as torch_nvtx
+    except ImportError:
+        return None
+    return torch_nvtx if hasattr(getattr(torch_nvtx, "_nvtx", None), "rangeStartA") else None
+
+
 @functools.lru_cache(maxsize=1)
 def _domain() -> Any:
-    try:
-        import nvtx
-    except ImportError:
-        return _NoDomain()
-    return nvtx.get_domain(DOMAIN)
+    """The NVTX backend: the nvtx package's `nsroof` domain; without it torch.cuda.nvtx (default domain);
+    without either a no-op. NSROOF_NVTX_BACKEND=nvtx|torch|none picks one (`nsroof ncu` sets it for the
+    profiled process, so its NVTX filter names the right domain); a backend asked for by name that is not
+    there is an error, never a silent no-op."""
+    import os
+
+    from nsroof.errors import NsroofError
+
+    choice = os.environ.get(BACKEND_ENV, "").strip().lower()
+    if choice and choice not in BACKENDS:
+        raise NsroofError(f"{BACKEND_ENV}={choice}: use one of {', '.join(BACKENDS)}")
+    if choice in ("", "nvtx"):
+        try:
+            import nvtx
+        except ImportError:
+            if choice == "nvtx":
+                raise NsroofError(f"{BACKEND_ENV}=nvtx but the nvtx package is not installed (pip install nvtx)") from None
+        else:
+            return nvtx.get_domain(DOMAIN)
+    if choice in ("", "torch"):
+        module = _torch_nvtx(required=choice == "torch")
+        if module is not None:
+            return _TorchDomain(module)
+        if choice == "torch":
+            raise NsroofError(f"{BACKEND_ENV}=torch but torch.cuda.nvtx is not usable here (a CPU build of torch)")
+    return _NoDomain()
 
 
 @functools.lru_cache(maxsize=1)
@@ -81,8 +160,21 @@ def _nvtx() -> Any:
     state = _STATE.get("nvtx", _UNSET)
     if state is _UNSET:
         domain = _domain()
-        state = _STATE["nvtx"] = None if _is_dummy(id(domain)) else domain
+        if isinstance(domain, _NoDomain):
+            listening = False
+        elif isinstance(domain, _TorchDomain):
+            listening = domain.listening()
+        else:
+            listening = not _is_dummy(id(domain))
+        state = _STATE["nvtx"] = domain if listening else None
     return state
+
+
+def backend() -> tuple[str, bool]:
+    """(the NVTX backend in use: 'nvtx', 'torch.cuda.nvtx' or 'none'; whether a tool listens to it)."""
+    domain = _domain()
+    name = domain.name if isinstance(domain, (_NoDomain, _TorchDomain)) else "nvtx"
+    return name, _nvtx() is not None
 
 
 _UNSET = object()

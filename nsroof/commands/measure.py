@@ -9,7 +9,7 @@ import click
 from nsroof.commands.options import Progress, apply_threads, output_option, quiet_option, threads_option
 from nsroof.errors import InputError
 
-DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
 SECTIONS = ("gemm", "stream", "ladder")
 
 

@@ -544,3 +544,46 @@ def test_an_unwritable_output_fails_before_measuring(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert f"nsroof: error: {tmp_path}: is a folder" in res.output
     assert time.perf_counter() - t0 < 5  # nothing was measured
+
+
+def test_the_ladder_reduces_one_contiguous_dimension() -> None:
+    """The timed call sums each row of the stride-0 view: one reduce dim over contiguous memory (CUDA
+    vectorizes it), one partial sum per pass, each the sum of the working set."""
+    from nsroof.collectors.measure.ladder import _summer
+
+    x = torch.arange(8, dtype=torch.float32)
+    view = x.expand(3, 8)
+    out = _summer(view)(0)
+    assert out.shape == (3,) and out.tolist() == [28.0, 28.0, 28.0]  # 0 + 1 + … + 7 = 28, once per pass
+
+
+def test_fp64_is_a_float64_matmul() -> None:
+    plan = make_plan("cpu", quick=True, dtypes=("fp64",), last_cache_bytes=4 * MIB, free_memory_bytes=8 << 30)
+    call, _ = make_call("fp64", GemmShape(16, 8, 4, "t"), plan, seed=3)
+    out = call(0)
+    assert out.dtype == torch.float64 and out.shape == (16, 8)
+    # 8 bytes per element: A 16·4 + B 4·8 read, C 16·8 written = 8·(64 + 32 + 128) = 1792 bytes
+    assert compulsory_bytes(GemmShape(16, 8, 4, "t"), "fp64") == 1792
+
+
+def test_an_fp64_gemm_is_the_fp64_tensor_roof_too_where_the_gpu_has_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nsroof.collectors.measure import runner
+    from nsroof.models import machines
+
+    h100 = {"device": "cuda", "compute_capability": "9.0"}
+    monkeypatch.setitem(machines.RATE_KEYS, "peak_flop_per_s", (*machines.DENSE_DTYPES, "fp64_tensor"))
+    assert runner.peak_keys("fp64", h100) == ("fp64", "fp64_tensor")
+    assert runner.peak_keys("fp64", {"device": "cuda", "compute_capability": "8.9"}) == ("fp64",)  # Ada: no DMMA
+    assert runner.peak_keys("fp64", {"device": "cpu"}) == ("fp64",)
+    assert runner.peak_keys("bf16", h100) == ("bf16",)
+    plan = make_plan("cuda", quick=True, dtypes=("fp64",), last_cache_bytes=50 * MIB, free_memory_bytes=8 << 30)
+    result = runner.MeasureResult(plan=plan, environment=h100, points=[], peak_flop_per_s={"fp64": 6.0e13},
+                                  bandwidth_bytes_per_s={"dram": 4.0e12},
+                                  sources={"peak_flop_per_s.fp64": "measured: x", "bandwidth_bytes_per_s.dram": "y"},
+                                  not_measured={})
+    machine = runner.to_machine(result)
+    assert machine.peak_flop_per_s == {"fp64": 6.0e13, "fp64_tensor": 6.0e13}  # one measurement, both meanings
+    assert machine.sources["peak_flop_per_s.fp64"] == "measured: x"
+    assert machine.sources["peak_flop_per_s.fp64_tensor"].startswith("measured: x (the fp64 GEMM: cuBLAS runs it on")
+    monkeypatch.setitem(machines.RATE_KEYS, "peak_flop_per_s", tuple(k for k in machines.DENSE_DTYPES if k != "fp64_tensor"))
+    assert runner.peak_keys("fp64", h100) == ("fp64",)  # a machine table without the key: the plain fp64 roof

@@ -20,7 +20,9 @@ pytestmark = pytest.mark.gpu
 def gpu_run() -> Any:
     from nsroof.collectors.measure import measure
 
-    return measure("cuda", quick=True, dtypes=("bf16", "fp8"), sections=("gemm", "stream", "ladder"))
+    # 40 s of GEMMs: the whole file fits the 110 s `make gpu-check` gives its pytest step
+    return measure("cuda", quick=True, dtypes=("fp64", "bf16", "fp8"), sections=("gemm", "stream", "ladder"),
+                   gemm_budget_s=40.0)
 
 
 def _plain_matmul_flop_per_s(m: int, n: int, k: int) -> float:
@@ -47,7 +49,7 @@ def test_environment_is_recorded(gpu_run: Any) -> None:
     env = gpu_run.environment
     assert env["device"] == "cuda" and env["device_name"]
     assert env["compute_capability"] and env["sm_count"] > 0 and env["memory_bytes"] > 0
-    assert env["timer"] == "cuda-events"
+    assert env["timer"] == "cuda-events+queued-sleep"  # CudaTimer.clock: events behind a queued sleep
     assert env["torch"] and env["cuda_runtime"]
 
 
@@ -81,6 +83,21 @@ def test_fp8_is_a_scaled_mm_figure_or_not_measured(gpu_run: Any) -> None:
     else:
         assert "fp8" in gpu_run.not_measured
         assert gpu_run.sources["peak_flop_per_s.fp8"].startswith("not measured: ")
+
+
+def test_fp64_gemm_runs_on_the_fp64_tensor_cores_of_a_gh100(gpu_run: Any) -> None:
+    """H100/H200 SXM: FP64 tensor cores 67 TFLOP/s, CUDA cores 34 (NVIDIA's H100 datasheet). A DGEMM above
+    40 TFLOP/s can only be the tensor-core path, which the profile then stores as the FP64 tensor roof."""
+    import torch
+
+    from nsroof.collectors.measure import to_machine
+    from nsroof.collectors.measure.runner import peak_keys
+
+    assert "fp64" in gpu_run.peak_flop_per_s, gpu_run.not_measured.get("fp64")
+    assert "torch.matmul" in gpu_run.sources["peak_flop_per_s.fp64"]
+    assert set(peak_keys("fp64", gpu_run.environment)) <= set(to_machine(gpu_run).peak_flop_per_s)
+    if torch.cuda.get_device_capability() == (9, 0):
+        assert gpu_run.peak_flop_per_s["fp64"] > 40e12, gpu_run.peak_flop_per_s["fp64"]
 
 
 def test_ladder_finds_the_l2_above_dram(gpu_run: Any) -> None:

@@ -2,8 +2,11 @@
 
 FLOP = 2·M·N·K (one multiply and one add per multiply-accumulate). Bytes are compulsory traffic
 (read A and B, write C, each once), so the intensity is the most a kernel of that shape can reach.
-fp8 goes only through torch._scaled_mm (a real scaled fp8 product); where that path is missing it is
-reported as not measured, never as a bf16 number under another name.
+fp64 is a plain torch.matmul of float64 operands: cuBLAS's DGEMM, which runs on the FP64 tensor cores
+(DMMA) of the GPUs that have them (A100, H100/H200, B200), so there its peak is also stored as the
+profile's FP64 tensor roof (``runner.peak_keys``). fp8 goes only through torch._scaled_mm (a real scaled
+fp8 product); where that path is missing it is reported as not measured, never as a bf16 number under
+another name.
 """
 
 from __future__ import annotations
@@ -93,8 +96,8 @@ def matmul_precision(dtype: str) -> Iterator[None]:
 def _torch_dtype(dtype: str) -> Any:
     import torch
 
-    return {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
-            "fp8": torch.float8_e4m3fn}[dtype]
+    return {"fp64": torch.float64, "fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
+            "bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn}[dtype]
 
 
 def rotation_sets(set_bytes: int, plan: Plan) -> int:

@@ -14,8 +14,8 @@ MIB = 1024 * KIB
 GIB = 1024 * MIB
 
 # Bytes per element of each GEMM operand dtype (tf32 multiplies fp32 storage; fp8 is e4m3).
-DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
-ALL_DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8")
+DTYPE_BYTES: dict[str, int] = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+ALL_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
 
 # Llama-3.1-8B projection weights as (K, N, label): hidden 4096, 32 query heads and 8 key/value heads
 # of width 128 (GQA, so k/v project to 8·128 = 1024), MLP width 14336 (the model's config.json).

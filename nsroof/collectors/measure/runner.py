@@ -206,7 +206,7 @@ def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]], not
             bandwidths[lv.level] = lv.bytes_per_s
             sources[f"bandwidth_bytes_per_s.{lv.level}"] = (
                 f"measured: cache ladder, median read rate of {lv.points} point(s), {lv.note}; "
-                f"passes of x[:W].expand(passes, W).sum(), {timing}"
+                f"passes of x[:W].expand(passes, W).sum(dim=1), {timing}"
             )
         cache_rates = [(lv.level, lv.bytes_per_s) for lv in levels if math.isfinite(lv.bytes_per_s)]
         for (lo, lo_bw), (hi, hi_bw) in zip(cache_rates, cache_rates[1:], strict=False):
@@ -269,6 +269,23 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+# GA100, GH100 and GB100: FP64 tensor cores (DMMA), which cuBLAS's DGEMM uses (NVIDIA's A100, H100 and
+# B200 datasheets quote an "FP64 Tensor Core" rate for them; GA10x/AD10x have none)
+FP64_TENSOR_CCS: frozenset[str] = frozenset({"8.0", "9.0", "10.0"})
+
+
+def peak_keys(dtype: str, environment: dict[str, Any]) -> tuple[str, ...]:
+    """The profile keys a measured GEMM peak is stored under: its dtype, and for an fp64 GEMM on a GPU with
+    FP64 tensor cores also the FP64 tensor roof `fp64_tensor`, where the machine table has that key. Both
+    are true there: `fp64` is the best rate an FP64 matmul reaches (the dense table's meaning), and cuBLAS's
+    DGEMM reaches it on the tensor cores."""
+    from nsroof.models.machines import RATE_KEYS
+
+    tensor = (dtype == "fp64" and environment.get("device") == "cuda"
+              and str(environment.get("compute_capability", "")) in FP64_TENSOR_CCS)
+    return (dtype, "fp64_tensor") if tensor and "fp64_tensor" in RATE_KEYS["peak_flop_per_s"] else (dtype,)
+
+
 def to_machine(result: MeasureResult) -> Any:
     from nsroof.models.machines import Machine
 
@@ -283,8 +300,15 @@ def to_machine(result: MeasureResult) -> Any:
         "derived": result.derived,
         "duration_s": result.duration_s,
     })
-    return Machine(name=name, source="measured", peak_flop_per_s=dict(result.peak_flop_per_s),
-                   bandwidth_bytes_per_s=dict(result.bandwidth_bytes_per_s), sources=dict(result.sources),
+    peaks, sources = dict(result.peak_flop_per_s), dict(result.sources)
+    for dtype, value in result.peak_flop_per_s.items():
+        for key in peak_keys(dtype, env)[1:]:
+            peaks[key] = value
+            sources[f"peak_flop_per_s.{key}"] = (f"{result.sources.get(f'peak_flop_per_s.{dtype}', 'measured')} "
+                                                 f"(the {dtype} GEMM: cuBLAS runs it on the FP64 tensor cores of "
+                                                 f"CC {env.get('compute_capability')})")
+    return Machine(name=name, source="measured", peak_flop_per_s=peaks,
+                   bandwidth_bytes_per_s=dict(result.bandwidth_bytes_per_s), sources=sources,
                    environment=environment, points=json_safe(result.points))
 
 
