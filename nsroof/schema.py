@@ -64,6 +64,80 @@ NCU_IDENTITY_COLUMNS: dict[str, str] = {
 }
 
 
+# The kernel table's columns beyond IDENTITY_COLUMNS that cross a layer (importer -> models -> report), with
+# their units: name -> (pandas dtype, unit, description). Importers fill what the input holds; a missing column
+# means "not known" (an ncu export has no op). `KERNEL_COLUMNS` below is the whole declared table.
+TRACE_KERNEL_COLUMNS: dict[str, tuple[str, str, str]] = {
+    "kind": ("object", "", "what the row times: kernel, memcpy, memset (GPU activities) or cpu_op (an op call of a "
+             "CPU profile)"),
+    "op_id": ("Int64", "", "the innermost op that launched the activity: an op_id of the file's ops table "
+              "(FileFacts.ops); <NA> when no op is linked. A cpu_op row is the op itself"),
+    "op_link": ("object", "", "how op_id was found: external id, enclosing op, kernel external id, none, self"),
+    "op": ("object", "", "name of the op op_id names (e.g. aten::mm)"),
+    "input_shapes": ("object", "", "that op's recorded input shapes as text ('' when none)"),
+    "module": ("object", "", "nn.Module qualified name of that op, when known"),
+    "duration_source": ("object", "", "what gave the row's duration when not a kernel's own (cpu_op rows)"),
+    "launches": ("Int64", "count", "launches merged into this row (--aggregate; 1 otherwise)"),
+    # The hook for costs the trace itself states (e.g. Inductor's per-kernel kernel_flop / kernel_num_gb): when
+    # not NaN they cost the kernel instead of the op's formula, with provenance trace_cost_source.
+    "trace_flops": ("float64", "FLOP", "FLOPs the trace states for this kernel (NaN when it states none)"),
+    "trace_bytes": ("float64", "byte", "DRAM bytes the trace states for this kernel (NaN when it states none)"),
+    "trace_cost_source": ("object", "", "where trace_flops/trace_bytes come from, e.g. 'inductor:kernel_flop'"),
+}
+
+# The ops table of a trace (FileFacts.ops): one row per op call (cat cpu_op), whether or not it launched a
+# kernel. Kernel rows name their innermost launching op by (source, op_id); parents make the tree. The costing
+# (which formula prices which kernel) is nsroof.models.attribution's, never the importer's.
+OP_COLUMNS: dict[str, tuple[str, str, str]] = {
+    "source": ("object", "", "input file name"),
+    "op_id": ("Int64", "", "op call ID, unique within a source (the kernel table's op_id)"),
+    "parent_op_id": ("Int64", "", "the innermost op on the same thread enclosing this one (<NA> at the top)"),
+    "name": ("object", "", "op name as recorded, e.g. aten::linear"),
+    "input_shapes": ("object", "", "recorded Input Dims: a list with one shape (list of int) or shape list per "
+                     "argument; None when not recorded"),
+    "input_dtypes": ("object", "", "recorded Input type: a list of dtype strings; None when not recorded"),
+    "concrete_inputs": ("object", "", "recorded Concrete Inputs as Python values (None for a tensor argument); "
+                        "None when not recorded"),
+    "sequence_number": ("Int64", "", "autograd sequence number, when recorded"),
+    "forward_op_id": ("Int64", "", "for a backward op: the forward op it differentiates (<NA> otherwise)"),
+    "thread": ("object", "", "'pid/tid' of the thread that ran it"),
+    "start_us": ("float64", "µs", "start timestamp as the trace records it"),
+    "duration_us": ("float64", "µs", "wall duration, its children included"),
+    "nvtx_path": ("object", "", "enclosing annotation ranges, outermost first, joined with '/'"),
+    "module": ("object", "", "nn.Module qualified name, when known"),
+    "recorded_in": ("object", "", "the trace file that recorded the op: the source itself, or the capture trace "
+                    "(nsroof analyze --capture) whose graph the source's kernels replayed"),
+}
+
+
+# The op-level view's kernel-like table (nsroof.models.attribution): one row per op call that costs or launched
+# kernels, kind 'op', kernel_id = op_id, launches = its kernels, gpu__time_duration.sum = their summed time (a
+# CPU trace: the op's own time). It goes through the same quantities and classification as kernel rows.
+OP_LEVEL_KERNEL_COLUMNS: tuple[str, ...] = (
+    "source", "kernel_id", "kind", "kernel_name", "function", "op", "op_id", "input_shapes", "module", "nvtx_path",
+    "device", "cc", "launches", "gpu__time_duration.sum", "duration_source",
+)
+
+# The analytic table: nsroof.models.attribution.attribute(...) -> one row per kernel-table row, keyed by
+# kernel_key (source, kernel_id), never by row order: which op's formula prices the row and what it says.
+ANALYTIC_COLUMNS: dict[str, tuple[str, str, str]] = {
+    "source": ("object", "", "input file name (with kernel_id: the kernel_key)"),
+    "kernel_id": ("Int64", "", "the kernel table's kernel_id"),
+    "analytic_op_id": ("Int64", "", "the op whose cost the row belongs to (its op-level row); <NA> when none"),
+    "analytic_role": ("object", "", "own (the op's cost on its kernel), work (a share of an op's work over its "
+                      "GEMM/conv/attention kernels), aux (a copy/transpose/fill/split-K kernel of an op: none of "
+                      "its FLOPs) or '' (not costed)"),
+    "analytic_flops": ("float64", "FLOP", "FLOPs the formula gives this row (NaN when none)"),
+    "analytic_bytes": ("float64", "byte", "compulsory DRAM bytes the formula gives this row (NaN when none)"),
+    "analytic_precision": ("object", "", "report precision of those FLOPs: fp64, fp32, fp16, tensor ('' unknown)"),
+    "analytic_tensor_dtype": ("object", "", "for tensor precision: the dtype whose dense tensor peak is the roof"),
+    "analytic_formula": ("object", "", "ledger formula name, e.g. gemm ('' when none)"),
+    "analytic_label": ("object", "", "the formula with its shape and any share, e.g. gemm(m=8, n=32, k=16, ...)"),
+    "analytic_missing": ("object", "", "why the row has no analytic cost ('' when it has one)"),
+    "analytic_origin": ("object", "", "what gave the cost: 'analytic' (a ledger formula) or the trace's own source "
+                        "prefix (e.g. 'inductor'); the report's provenance is '<origin>:<label>'"),
+}
+
 @dataclass
 class FileFacts:
     """What an importer learned about the file as a whole, returned beside the kernel table:
@@ -80,6 +154,7 @@ class FileFacts:
     number_style_evidence: str = ""  # the cell that decided number_style
     reader: str = ""  # what read the file (e.g. "ncu_report 2024.1", an `ncu -i` command line)
     extra: dict[str, Any] = field(default_factory=dict)  # format-specific facts (e.g. report_file_version)
+    ops: Any = None  # traces: the ops table (OP_COLUMNS, a pandas DataFrame); None for formats without ops
 
 
 @dataclass(frozen=True)
@@ -193,6 +268,11 @@ def _quantity_fields() -> tuple[Field, ...]:
 
 
 QUANTITY_FIELDS: tuple[Field, ...] = _quantity_fields()
+# What nsroof.models.attribution.fill adds to the quantities of a table with analytic costs.
+ANALYTIC_QUANTITY_FIELDS: tuple[Field, ...] = (
+    Field("tensor_dtype", _S, "", "dtype of the tensor roof an analytic cost states ('' when none)"),
+    Field("ledger_label", _S, "", "the analytic formula with its shape that gave flops ('' when none)"),
+)
 QUANTITY_COLUMNS: list[str] = [f.name for f in QUANTITY_FIELDS]
 
 

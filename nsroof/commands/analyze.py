@@ -9,6 +9,7 @@ import click
 
 from nsroof.commands.options import (
     Progress,
+    capture_option,
     cost_facts_options,
     machine_option,
     output_option,
@@ -31,11 +32,12 @@ from nsroof.errors import InputError
 @click.option("--scheduler", help="Dataset mode with --executor dask: the scheduler address, e.g. tcp://10.0.0.1:8786.")
 @click.option("--overwrite", is_flag=True, help="Dataset mode: replace partitions that already exist.")
 @click.option("--name-template", help="Dataset mode: file-name pattern giving host/rank, e.g. 'prof_%h_%q{RANK}.ncu-rep'.")
+@capture_option()
 @quiet_option()
 @cost_facts_options()
 def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, aggregate: bool,
             ledger: Path | None, top: int, jobs: int | None, executor: str, scheduler: str | None,
-            overwrite: bool, name_template: str | None, quiet: bool) -> None:
+            overwrite: bool, name_template: str | None, captures: tuple[Path, ...], quiet: bool) -> None:
     """Classify every kernel of Nsight Compute exports (CSV of any version/locale, .ncu-rep) or
     torch.profiler traces at DRAM, L2 and L1, and write a Parquet report.
 
@@ -45,6 +47,9 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     dataset_mode = (len(inputs) > 1 or any(p.is_dir() for p in inputs) or executor == "dask"
                     or jobs is not None or (output is not None and output.is_dir()))
     if dataset_mode:
+        if captures:
+            raise InputError(os.fspath(captures[0]), "--capture works on one replay trace at a time",
+                             hint="analyze each replay trace separately with its --capture")
         _analyze_dataset(inputs, output, machine, aggregate, ledger, jobs, executor, scheduler, overwrite,
                          name_template, Progress(quiet))
         return
@@ -63,7 +68,8 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
         raise InputError(os.fspath(out), "the output would overwrite the input export",
                          hint="choose another -o path, e.g. report.parquet")
     with Progress(quiet).waiting(f"analyzing {inputs[0]}"):
-        report = run(list(inputs), machine=machine, aggregate=aggregate, ledger=ledger, digests=digests)
+        report = run(list(inputs), machine=machine, aggregate=aggregate, ledger=ledger, digests=digests,
+                     captures=captures)
     report.write(out)
     report.hints = fold_metrics_hints(report.hints, metrics_list_path(out))
     click.echo(render(report, top=top, output=str(out)))

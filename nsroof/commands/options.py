@@ -51,6 +51,12 @@ def threads_option(*, default: int | None = None) -> Callable[[F], F]:
                              "give steadier times on a busy machine.")
 
 
+def capture_option() -> Callable[[F], F]:
+    return click.option("--capture", "captures", multiple=True, type=click.Path(path_type=Path),
+                        help="A torch.profiler trace recorded around the capture of the CUDA/HIP graphs the trace "
+                             "replays: replayed kernels get the ops recorded at capture (repeatable).")
+
+
 def quiet_option() -> Callable[[F], F]:
     """-q/--quiet: no progress lines (they go to stderr, and only when stderr is a terminal)."""
     return click.option("-q", "--quiet", "quiet", is_flag=True,

@@ -13,6 +13,7 @@ import importlib
 import os
 import re
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -92,11 +93,17 @@ def sniff(path: str | os.PathLike[str], *, strict: bool = False) -> str:
     return "ncu-csv"
 
 
-def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
-    """The kernel table and the file facts of `path`, whatever its format (see sniff)."""
-    module = importlib.import_module(FORMAT_MODULES[sniff(path)])
+def read(path: str | os.PathLike[str], *,
+         captures: Sequence[str | os.PathLike[str]] = ()) -> tuple[pd.DataFrame, FileFacts]:
+    """The kernel table and the file facts of `path`, whatever its format (see sniff). `captures`: for a
+    torch.profiler trace of CUDA/HIP graph replays, the traces recorded around the graphs' capture."""
+    kind = sniff(path)
+    module = importlib.import_module(FORMAT_MODULES[kind])
+    if captures and kind != "torch-trace":
+        raise InputError(Path(path), f"--capture maps graph replays of a torch.profiler trace; this is {kind}",
+                         hint="drop --capture, or pass the replay's torch.profiler trace")
     try:
-        kernels, facts = module.read(path)
+        kernels, facts = module.read(path, captures=captures) if captures else module.read(path)
     except GZIP_ERRORS as exc:
         # a gzip stream that breaks after its first block: decompression errors reach here from whichever
         # reader was streaming it (zlib.error is no OSError)

@@ -11,14 +11,11 @@ docs/readme/collectors.md):
     as '(x, y, z)', stream, context, device and cc (from ``deviceProperties`` when the trace has them);
   * ``op``, ``input_shapes``, ``nvtx_path``/``nvtx_ranges`` and ``module`` of the op that launched it, and
     ``op_link``: how the op was found (``external id``, ``enclosing op``, ``kernel external id``, ``none``);
-  * analytic costs of the op (nsroof.models.ledger.aten): ``analytic_flops``, ``analytic_bytes``,
-    ``analytic_precision``, ``analytic_tensor_dtype``, ``analytic_formula``, ``analytic_label``,
-    ``analytic_missing``. A costed op launching several kernels shares its cost among them in proportion
-    to their duration. The pipeline turns these into quantities in one step.
+  * ``op_id``: the innermost op that launched it, a row of the ops table returned as ``FileFacts.ops``
+    (nsroof.schema.OP_COLUMNS). Which formula prices which kernel is nsroof.models.attribution's job.
 
-A trace without GPU activity (a CPU run) gives one row per op call (``kind`` ``cpu_op``): an op with a
-known cost is a row with its whole time (its children folded in), an op without one a row with its self
-time, so the rows count the profiled op time once.
+A trace without GPU activity (a CPU run) gives one row per op call (``kind`` ``cpu_op``, ``op_id`` the op
+itself, its whole time); nsroof.models.attribution keeps the rows that count the op time once.
 
 Traces without kernel events but with CUPTI range-profiler counters (cat ``cuda_profiler_range``,
 torch.profiler's experimental profiler_metrics) give one row per range with those counters as metric
@@ -31,21 +28,19 @@ nsroof.profile records what the trace alone cannot say under the trace's top-lev
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
-import zlib
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nsroof.errors import InputError
-from nsroof.importers import trace_ops
+from nsroof.importers import trace_graphs, trace_ops
 from nsroof.importers.kernel_table import empty_identity
+from nsroof.importers.trace_load import META_KEY, _is_int, load_events, paused_gc
 from nsroof.importers.trace_ops import OpTree, number
 from nsroof.schema import FileFacts
 
@@ -58,7 +53,6 @@ CPU_OP_CATS = ("cpu_op", "Operator")
 ANNOTATION_CATS = ("user_annotation",)
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
 RANGE_CAT = "cuda_profiler_range"
-META_KEY = "nsroof"  # the top-level key nsroof.profile writes (prof.add_metadata_json)
 
 METRIC_UNITS = {
     "gpu__time_duration.sum": "second",
@@ -66,159 +60,26 @@ METRIC_UNITS = {
     "launch__shared_mem_per_block": "byte/block",
 }
 
-# The ledger formulas whose fp32 form runs on tensor cores as TF32 when torch allows it.
-TF32_MATMUL_FORMULAS = ("gemm", "gemm-bias", "bmm", "linear", "attention", "attention-backward", "decode")
-TF32_CONV_PREFIX = "conv"
-
-
-# --------------------------------------------------------------------------- the declared event schema
-# Checked at the door, so a wrong type is one line naming the file, the event and the field rather than a
-# TypeError deep in the correlation. Fields not declared here are never read.
-
-
-def _is_int(v: Any) -> TypeGuard[int]:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _is_shape(v: Any) -> bool:
-    """One tensor's Input Dims entry: a list of integers ([] for a scalar or a non-tensor argument)."""
-    return isinstance(v, list) and all(_is_int(s) for s in v)
-
-
-def _nested(v: Any, leaf: Callable[[Any], bool], depth: int) -> bool:
-    """v is a list nested at most `depth` levels whose leaves pass `leaf` (iterative: never recurses)."""
-    todo = [(v, depth)]
-    while todo:
-        x, d = todo.pop()
-        if isinstance(x, list):
-            if d == 0:
-                return False
-            todo.extend((y, d - 1) for y in x)
-        elif not leaf(x):
-            return False
-    return True
-
-
-def _scalar(v: Any) -> bool:
-    return v is None or isinstance(v, str | int | float)
-
-
-CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "text": (lambda v: isinstance(v, str), "a string"),
-    "number": (_is_number, "a number"),
-    "int": (_is_int, "an integer"),
-    "id": (lambda v: _is_int(v) or isinstance(v, str), "an integer or a string"),
-    "object": (lambda v: isinstance(v, dict), "an object"),
-    # a kernel's grid is [x, y, z]; a Triton launch op records its grid as text ("grid(100,)")
-    "dim3": (lambda v: isinstance(v, str) or (isinstance(v, list) and len(v) == 3 and all(_is_number(x) for x in v)),
-             "a list of 3 numbers"),
-    # tensor lists give a list of shapes per input: 3 levels at most
-    "shapes": (lambda v: isinstance(v, list) and all(_is_shape(x) or (isinstance(x, list) and all(map(_is_shape, x)))
-                                                     for x in v),
-               "a list of shapes (lists of integers) or of shape lists"),
-    "values": (lambda v: isinstance(v, list) and _nested(v, _scalar, 3), "a list of values"),
-}
-EVENT_FIELDS: dict[str, str] = {"name": "text", "cat": "text", "ph": "text", "ts": "number", "dur": "number",
-                                "pid": "id", "tid": "id", "args": "object"}
-ARG_FIELDS: dict[str, str] = {
-    "External id": "int", "external id": "int", "correlation": "int", "Sequence number": "int",
-    "Fwd thread id": "int", "stream": "int", "device": "int", "context": "int", "grid": "dim3", "block": "dim3",
-    "registers per thread": "number", "shared memory": "number", "Input Dims": "shapes", "Input type": "values",
-    "Concrete Inputs": "values",
-}
-DEVICE_FIELDS: dict[str, str] = {"id": "int", "name": "text", "computeMajor": "int", "computeMinor": "int"}
-
-
-def _check(p: Path, where: str, obj: dict[str, Any], fields: dict[str, str]) -> None:
-    for key, kind in fields.items():
-        if key in obj:
-            ok, expected = CHECKS[kind]
-            if not ok(obj[key]):
-                raise InputError(p, f"{where}: field {key!r} is {_type_name(obj[key])}, expected {expected}",
-                                 hint="the file is not a torch.profiler trace as written by export_chrome_trace()")
-
-
-def _type_name(v: Any) -> str:
-    if isinstance(v, list | dict):
-        return f"a {type(v).__name__} nested too deeply or holding other types" if v else f"an empty {type(v).__name__}"
-    return f"{type(v).__name__} {json.dumps(v)[:40]}"
-
-
-def validate(p: Path, top: dict[str, Any], events: list[Any]) -> None:
-    """The declared types of every field nsroof reads; InputError naming the event index and field."""
-    devices = top.get("deviceProperties")
-    if devices is not None:
-        if not isinstance(devices, list):
-            raise InputError(p, f"'deviceProperties' is {_type_name(devices)}, expected a list of objects")
-        for k, d in enumerate(devices):
-            if not isinstance(d, dict):
-                raise InputError(p, f"deviceProperties[{k}] is {_type_name(d)}, expected an object")
-            _check(p, f"deviceProperties[{k}]", d, DEVICE_FIELDS)
-    if META_KEY in top and not isinstance(top[META_KEY], dict):
-        raise InputError(p, f"top-level {META_KEY!r} is {_type_name(top[META_KEY])}, expected an object")
-    for k, e in enumerate(events):
-        if not isinstance(e, dict):
-            raise InputError(p, f"traceEvents[{k}] is {_type_name(e)}, expected an event object")
-        _check(p, f"traceEvents[{k}]", e, EVENT_FIELDS)
-        args = e.get("args")
-        if args:
-            _check(p, f"traceEvents[{k}].args", args, ARG_FIELDS)
-
-
-# --------------------------------------------------------------------------- loading
-
-
-def load_events(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(top-level object, traceEvents) of a chrome trace, plain or gzip, checked against the declared
-    schema; InputError on anything else."""
-    p = Path(path)
-    try:
-        with open(p, "rb") as fh:
-            raw = fh.read()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        text = raw.decode("utf-8-sig")
-    except (OSError, EOFError, zlib.error) as exc:
-        raise InputError(p, f"cannot read the trace ({exc or type(exc).__name__})",
-                         hint="pass a torch.profiler chrome trace (.json or .json.gz); re-compress a damaged .gz") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(p, f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                         hint="pass a torch.profiler chrome trace (.json or .json.gz)") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(p, f"not valid JSON ({exc.msg})", line=exc.lineno,
-                         hint="the trace may be truncated: re-export it with prof.export_chrome_trace()") from None
-    except RecursionError:
-        raise InputError(p, "JSON nested deeper than any chrome trace (refused, not parsed)",
-                         hint="pass a torch.profiler chrome trace") from None
-    if isinstance(data, list):
-        top: dict[str, Any] = {}
-        events: list[Any] = data
-    elif isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
-        top, events = data, data["traceEvents"]
-    else:
-        raise InputError(p, "JSON without a 'traceEvents' list: not a chrome trace",
-                         hint="pass a torch.profiler trace written by export_chrome_trace()")
-    validate(p, top, events)
-    return top, events
-
 
 def _num(value: Any) -> float:
     return number(value)
 
 
 def _stream(event: dict[str, Any]) -> int | None:
+    """The stream id: an integer (CUDA), a string (ROCm writes "0x0"; 2021 traces' tid "stream 7"); <NA>
+    when none parses or it does not fit 64 bits (no roofline number reads the stream)."""
     args = event.get("args") or {}
     for value in (args.get("stream"), event.get("tid")):
         if _is_int(value):
             return int(value)
-        if isinstance(value, str) and value.split() and value.split()[-1].isdigit():  # "stream 7"
-            return int(value.split()[-1])
+        if isinstance(value, str) and value.split():
+            word = value.split()[-1]
+            try:
+                number = int(word, 16) if word.lower().startswith("0x") else int(word) if word.isdigit() else None
+            except ValueError:
+                continue
+            if number is not None and _is_int(number):
+                return number
     return None
 
 
@@ -279,41 +140,100 @@ def in_window(start_us: float, bounds: list[float], warmup: int, steps: int | No
 # --------------------------------------------------------------------------- read
 
 
-def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
+def read(path: str | os.PathLike[str], *,
+         captures: Sequence[str | os.PathLike[str]] = ()) -> tuple[pd.DataFrame, FileFacts]:
+    """The kernel table of a trace and its facts (the ops table in facts.ops). `captures`: traces recorded
+    around the capture of the graphs this trace replays (nsroof.importers.trace_graphs)."""
+    with paused_gc():
+        return _read(path, captures)
+
+
+def _read(path: str | os.PathLike[str], captures: Sequence[str | os.PathLike[str]]) -> tuple[pd.DataFrame, FileFacts]:
     top, events = load_events(path)
     name = Path(path).name
-    cats: dict[str, list[dict[str, Any]]] = {}
-    for e in events:
-        if e.get("ph", "X") == "X":
-            cats.setdefault(str(e.get("cat", "")), []).append(e)
-    activities = [e for c in KINDS for e in cats.get(c, [])]
+    cats = by_category(events)
+    activities = in_order([e for c in KINDS for e in cats.get(c, [])])
     meta = trace_meta(top)
     warnings: list[str] = []
     extra: dict[str, Any] = {}
+    ops = None
     if not activities and cats.get(RANGE_CAT):
         frame = _profiler_ranges(cats[RANGE_CAT], top, name)
         warnings.append(f"{len(frame)} CUPTI range-profiler rows and no kernel events: counters only, no kernel "
                         "durations (a range's dur is the profiling window)")
     else:
-        annotations = [e for c in ANNOTATION_CATS for e in cats.get(c, [])]
-        tree = OpTree([e for c in CPU_OP_CATS for e in cats.get(c, [])], annotations,
-                      [str(n) for n in meta.get("module_ranges", []) if isinstance(n, str)],
-                      world_size=_world_size(top))
+        tree, annotations = op_tree(cats, meta)
+        caps: list[trace_graphs.Capture] = []
         if activities:
-            # the kernel's name tells a TF32 matmul only where the trace does not record torch's TF32 switches
-            by_name = tf32_policy(meta) == (None, None)
-            frame, starts = _gpu_rows(activities, cats, tree, top, name, warnings, tf32_by_kernel_name=by_name)
-            frame, extra["tf32"] = _apply_tf32(frame, meta, warnings)
+            frame, starts = _gpu_rows(activities, cats, tree, top, name, warnings)
+            caps = [load_capture(k, c) for k, c in enumerate(captures)]
+            frame = trace_graphs.apply(frame, activities, launch_map(cats), tree, caps, warnings, extra)
+            extra["tf32"] = tf32_facts(meta)
         else:
             frame, starts = _cpu_rows(tree, name, meta)
             if not len(frame):
                 warnings.append("no kernel events (cat 'kernel') and no CPU ops: nothing to classify")
         frame = _select_steps(frame, starts, meta, annotations, warnings, extra)
         frame["kernel_id"] = pd.array(range(len(frame)), dtype="Int64")
+        ops = trace_graphs.ops_table(tree, name, caps)
+        # facts the ledger's collective formulas read beside the ops' arguments (nsroof.models.attribution)
+        ops.attrs["world_size"] = _world_size(top)
+        ops.attrs["op_attributes"] = {i: dict(a) for i, (op, a) in enumerate(zip(tree.ops, tree.args, strict=False))
+                                      if op.get("name") == "record_param_comms"}
     units = {c: u for c, u in METRIC_UNITS.items() if c in frame.columns} | {
         c: "" for c in frame.columns if c.startswith(("smsp__", "sm__"))}
     return frame, FileFacts(format="torch-trace", source=name, metric_units=units, warnings=warnings,
-                            levels=("dram",), extra=extra)
+                            levels=("dram",), extra=extra, ops=ops)
+
+
+def _world_size(top: Any) -> int:
+    """distributedInfo.world_size of a kineto trace (0 when absent)."""
+    info = top.get("distributedInfo") if isinstance(top, dict) else None
+    size = info.get("world_size") if isinstance(info, dict) else None
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else 0
+
+
+def by_category(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    cats: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        if e.get("ph", "X") == "X":
+            cats.setdefault(str(e.get("cat", "")), []).append(e)
+    return cats
+
+
+def in_order(activities: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """GPU activities in the kernel table's row order: by start, then correlation."""
+    return sorted(activities, key=lambda e: (_num(e.get("ts")), _num((e.get("args") or {}).get("correlation"))))
+
+
+def launch_map(cats: dict[str, list[dict[str, Any]]]) -> dict[int, dict[str, Any]]:
+    """correlation -> the runtime/driver event that launched it (trace_ops rule 1)."""
+    launches: dict[int, dict[str, Any]] = {}
+    for c in LAUNCH_CATS:
+        for e in cats.get(c, []):
+            corr = (e.get("args") or {}).get("correlation")
+            if _is_int(corr):
+                launches.setdefault(int(corr), e)
+    return launches
+
+
+def op_tree(cats: dict[str, list[dict[str, Any]]], meta: dict[str, Any]) -> tuple[OpTree, list[dict[str, Any]]]:
+    annotations = [e for c in ANNOTATION_CATS for e in cats.get(c, [])]
+    tree = OpTree([e for c in CPU_OP_CATS for e in cats.get(c, [])], annotations,
+                  [str(n) for n in meta.get("module_ranges", []) if isinstance(n, str)])
+    return tree, annotations
+
+
+def load_capture(index: int, path: str | os.PathLike[str]) -> trace_graphs.Capture:
+    """A capture trace (--capture): its op tree, the graphs it captured, the node ids of its own replays."""
+    top, events = load_events(path)
+    cats = by_category(events)
+    tree, _ = op_tree(cats, trace_meta(top))
+    runtime = [e for c in LAUNCH_CATS for e in cats.get(c, [])]
+    capture = trace_graphs.Capture(Path(path).name, tree, trace_graphs.capture_graphs(index, runtime, tree))
+    activities = in_order([e for c in KINDS for e in cats.get(c, [])])
+    trace_graphs.learn_node_ids(capture, activities, [KINDS[str(e.get("cat"))] for e in activities], launch_map(cats))
+    return capture
 
 
 def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any], annotations: list[dict[str, Any]],
@@ -339,18 +259,11 @@ def _devices(top: dict[str, Any]) -> dict[int, tuple[str, str]]:
 
 
 def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, Any]]], tree: OpTree,
-              top: dict[str, Any], name: str, warnings: list[str], *,
-              tf32_by_kernel_name: bool) -> tuple[pd.DataFrame, np.ndarray]:
+              top: dict[str, Any], name: str, warnings: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
     from nsroof.importers.names import short_name
 
-    activities = sorted(activities, key=lambda e: (_num(e.get("ts")), _num((e.get("args") or {}).get("correlation"))))
-    n = len(activities)
-    launches: dict[int, dict[str, Any]] = {}
-    for c in LAUNCH_CATS:
-        for e in cats.get(c, []):
-            corr = (e.get("args") or {}).get("correlation")
-            if _is_int(corr):
-                launches.setdefault(int(corr), e)
+    n = len(activities)  # in_order already
+    launches = launch_map(cats)
     devices = _devices(top)
 
     cols = empty_identity(n)
@@ -403,11 +316,16 @@ def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, A
     cols["stream"] = pd.array([_stream(k) for k in activities], dtype="Int64")
     cols["context"] = pd.array([_int((k.get("args") or {}).get("context")) for k in activities], dtype="Int64")
     cols["device_id"] = pd.array(device_ids, dtype="Int64")
-    cols["device"] = [devices.get(d, ("", ""))[0] if d is not None else "" for d in device_ids]
-    cols["cc"] = [devices.get(d, ("", ""))[1] if d is not None else "" for d in device_ids]
+    # ROCm numbers a kernel's device by its profiler agent (9) where deviceProperties counts GPUs (0..n-1):
+    # an id not listed takes the one model every listed GPU is
+    models = set(devices.values())
+    only = models.pop() if len(models) == 1 else ("", "")
+    cols["device"] = [devices.get(d, only)[0] if d is not None else "" for d in device_ids]
+    cols["cc"] = [devices.get(d, only)[1] if d is not None else "" for d in device_ids]
     cols["process_id"] = pd.array([None] * n, dtype="Int64")
     frame = pd.DataFrame(cols)
     frame["kind"] = pd.Series(kinds, dtype=object)
+    frame["op_id"] = pd.array([j if j >= 0 else None for j in launcher.tolist()], dtype="Int64")
     frame["op_link"] = pd.Series(links, dtype=object)
     frame["op"] = pd.Series(op_name, dtype=object)
     frame["input_shapes"] = pd.Series(shapes, dtype=object)
@@ -415,97 +333,29 @@ def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, A
     frame["gpu__time_duration.sum"] = dur_s
     frame["launch__registers_per_thread"] = registers
     frame["launch__shared_mem_per_block"] = shared
-    is_kernel = np.array([k == "kernel" for k in kinds], dtype=bool)
-    names = cols["kernel_name"] if tf32_by_kernel_name else None
-    for column, values in _analytic(tree, np.where(is_kernel, launcher, -1), dur_s, is_kernel, names).items():
-        frame[column] = values
     return frame, starts
 
 
-def _world_size(top: Any) -> int:
-    """distributedInfo.world_size of a kineto trace (0 when absent)."""
-    info = top.get("distributedInfo") if isinstance(top, dict) else None
-    size = info.get("world_size") if isinstance(info, dict) else None
-    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else 0
-
-
-def _analytic(tree: OpTree, launcher: np.ndarray, dur_s: np.ndarray, is_kernel: np.ndarray,
-              kernel_names: Any) -> dict[str, Any]:
-    from nsroof.models.ledger.aten import on_kernel
-
-    n = len(launcher)
-    unit = np.array([tree.costed_ancestor(int(j)) if j >= 0 else -1 for j in launcher], dtype=np.int64)
-    unit_time: dict[int, float] = {}
-    for u, d in zip(unit, dur_s, strict=True):
-        if u >= 0:
-            unit_time[int(u)] = unit_time.get(int(u), 0.0) + (d if d == d else 0.0)
-    flops, nbytes = np.full(n, np.nan), np.full(n, np.nan)
-    precision, formula, label, missing = [""] * n, [""] * n, [""] * n, [""] * n
-    tensor_dtype = [""] * n
-    for i in range(n):
-        u, j = int(unit[i]), int(launcher[i])
-        if not is_kernel[i]:
-            missing[i] = "a memory copy or set, not a kernel: no roofline classification"
-        elif u >= 0:
-            cost = tree.cost(u) if kernel_names is None else on_kernel(tree.cost(u), str(kernel_names[i]))
-            share = dur_s[i] / unit_time[u] if unit_time[u] > 0 else math.nan
-            flops[i], nbytes[i] = cost.flops * share, cost.bytes * share
-            precision[i], formula[i], tensor_dtype[i] = cost.precision, cost.formula, cost.tensor_dtype
-            label[i] = cost.label if share == 1.0 else f"{cost.label} ×{share:.4g} (share by kernel time)"
-        elif j >= 0:
-            missing[i] = tree.cost(j).missing
-        else:
-            missing[i] = "launching op not in the trace (no runtime launch or cpu_op for the kernel's correlation)"
-    return {
-        "analytic_flops": flops, "analytic_bytes": nbytes,
-        "analytic_precision": pd.Series(precision, dtype=object), "analytic_formula": pd.Series(formula, dtype=object),
-        "analytic_label": pd.Series(label, dtype=object), "analytic_missing": pd.Series(missing, dtype=object),
-        "analytic_tensor_dtype": pd.Series(tensor_dtype, dtype=object),
-    }
-
-
-def _apply_tf32(frame: pd.DataFrame, meta: dict[str, Any], warnings: list[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """fp32 matmul/conv kernels on a tensor-core GPU (CC >= 8.0: TF32 exists from Ampere on) judged against
-    the TF32 tensor roof when the trace says torch allowed TF32 for them; fp32 otherwise."""
+def tf32_facts(meta: dict[str, Any]) -> dict[str, Any]:
+    """What the trace says of torch's TF32 switches (nsroof.models.attribution applies them)."""
     matmul, cudnn = tf32_policy(meta)
     facts: dict[str, Any] = {"matmul_allowed": matmul, "cudnn_allowed": cudnn, "rows": 0}
     if matmul is None and cudnn is None:
         facts["applied"] = "unknown: the trace does not record torch's TF32 settings; fp32 matmul/conv judged as fp32"
-        return frame, facts
-    formula = frame["analytic_formula"].astype(str)
-    fp32 = frame["analytic_precision"].astype(str).eq("fp32")
-    tensor_cores = frame["cc"].astype(str).map(_has_tf32)
-    take = fp32 & tensor_cores & ((formula.isin(TF32_MATMUL_FORMULAS) & bool(matmul))
-                                  | (formula.str.startswith(TF32_CONV_PREFIX) & bool(cudnn)))
-    if take.any():
-        frame = frame.copy()
-        frame.loc[take, "analytic_precision"] = "tensor"
-        frame.loc[take, "analytic_tensor_dtype"] = "tf32"
-        frame.loc[take, "analytic_label"] = frame.loc[take, "analytic_label"].astype(str) + " [TF32 allowed]"
-    facts["rows"] = int(take.sum())
-    facts["applied"] = (f"fp32 matmul{'' if matmul else ' (not allowed)'} / conv{'' if cudnn else ' (not allowed)'} "
-                        "kernels on CC >= 8.0 judged against the TF32 tensor roof where allowed")
-    if take.any():
-        warnings.append(f"{int(take.sum())} fp32 matmul/conv kernel(s) judged against the TF32 tensor roof: the trace "
-                        f"records TF32 allowed (matmul {matmul}, cuDNN {cudnn})")
-    return frame, facts
-
-
-def _has_tf32(cc: str) -> bool:
-    try:
-        return float(cc) >= 8.0
-    except ValueError:
-        return False
+    else:
+        facts["applied"] = (f"fp32 matmul{'' if matmul else ' (not allowed)'} / conv{'' if cudnn else ' (not allowed)'}"
+                            " kernels on CC >= 8.0 judged against the TF32 tensor roof where allowed")
+    return facts
 
 
 def _cpu_rows(tree: OpTree, name: str, meta: dict[str, Any]) -> tuple[pd.DataFrame, np.ndarray]:
-    rows = tree.cpu_rows()
-    n = len(rows)
+    order = sorted(range(len(tree.ops)), key=lambda i: tree.spans[i][0])
+    n = len(order)
     cols = empty_identity(n)
     cols["source"] = [name] * n
     device = str(meta.get("cpu", "")) if isinstance(meta.get("cpu", ""), str) else ""
-    paths = [tree.path(i) for i, _, _ in rows]
-    for r, (i, _, _) in enumerate(rows):
+    paths = [tree.path(i) for i in order]
+    for r, i in enumerate(order):
         op = str(tree.ops[i].get("name", ""))
         cols["kernel_name"][r] = op
         cols["function"][r] = op
@@ -514,22 +364,18 @@ def _cpu_rows(tree: OpTree, name: str, meta: dict[str, Any]) -> tuple[pd.DataFra
         cols["device"][r] = device
     frame = pd.DataFrame(cols)
     frame["kind"] = pd.Series(["cpu_op"] * n, dtype=object)
+    frame["op_id"] = pd.array(order, dtype="Int64")
     frame["op_link"] = pd.Series(["self"] * n, dtype=object)
-    frame["op"] = pd.Series([str(tree.ops[i].get("name", "")) for i, _, _ in rows], dtype=object)
+    frame["op"] = pd.Series([str(tree.ops[i].get("name", "")) for i in order], dtype=object)
     frame["input_shapes"] = pd.Series(
-        [str(d) if (d := tree.args[i].get("Input Dims")) and any(d) else "" for i, _, _ in rows], dtype=object)
+        [str(d) if (d := tree.args[i].get("Input Dims")) and any(d) else "" for i in order], dtype=object)
     frame["module"] = pd.Series([tree.module(p) for p in paths], dtype=object)
-    frame["duration_source"] = pd.Series([src for _, _, src in rows], dtype=object)
-    frame["gpu__time_duration.sum"] = np.array([us * 1e-6 for _, us, _ in rows], dtype="float64")
-    costs = [tree.cost(i) for i, _, _ in rows]
-    frame["analytic_flops"] = np.array([c.flops for c in costs], dtype="float64")
-    frame["analytic_bytes"] = np.array([c.bytes for c in costs], dtype="float64")
-    for column, attr in (("analytic_precision", "precision"), ("analytic_formula", "formula"),
-                         ("analytic_label", "label"), ("analytic_missing", "missing"),
-                         ("analytic_tensor_dtype", "tensor_dtype")):
-        frame[column] = pd.Series([str(getattr(c, attr)) for c in costs], dtype=object)
-    starts = np.array([tree.spans[i][0] for i, _, _ in rows], dtype="float64")
+    frame["duration_source"] = pd.Series(["cpu_op dur"] * n, dtype=object)
+    frame["gpu__time_duration.sum"] = np.array([(tree.spans[i][1] - tree.spans[i][0]) * 1e-6 for i in order],
+                                               dtype="float64")
+    starts = np.array([tree.spans[i][0] for i in order], dtype="float64")
     return frame, starts
+
 
 def _profiler_ranges(ranges: list[dict[str, Any]], top: dict[str, Any], name: str) -> pd.DataFrame:
     from nsroof.importers.names import short_name

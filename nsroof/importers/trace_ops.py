@@ -1,5 +1,5 @@
 """The CPU side of a kineto trace: the op tree, which op launched each GPU activity, the annotation (NVTX)
-path and module of each op, and the ops' analytic costs. The correlation rules live here and only here
+path and module of each op, as the ops table (nsroof.schema.OP_COLUMNS). The correlation rules live here and only here
 (docs/readme/collectors.md, "Correlation rules"):
 
 1. GPU activity -> runtime launch: the activity's ``correlation`` equals the launch event's ``correlation``
@@ -11,8 +11,17 @@ path and module of each op, and the ops' analytic costs. The correlation rules l
 3. backward ops (inside ``autograd::engine::evaluate_function: …``, or carrying a non-zero
    ``Fwd thread id``) take the annotation path and module of the forward op with the same
    ``Sequence number``: of the outermost ops carrying it, the one that started last (before the node).
-4. The path of an op: the ``user_annotation`` spans (record_function, nsroof ranges, module ranges) on its
-   thread that enclose it, outermost first; step markers are left out.
+4. The path of an op: the ``user_annotation`` spans (record_function, nsroof ranges, module ranges) open
+   at the op's start on every thread of its process (on its own thread, those enclosing its whole span),
+   outermost (earliest start) first, then, for a backward op, rule 3's inherited path; step markers are
+   left out. So a kernel launched on autograd's thread gets the main thread's ``## backward ##`` and step,
+   and a graph replay the engine's step annotation around the launch.
+5. A graph launch (``cudaGraphLaunch``/``cuGraphLaunch``/``hipGraphLaunch``) is an op of its own in the tree
+   (a child of the op enclosing it, if any): the kernels of the replay share the launch's ``correlation``
+   and are linked to it (``graph launch``); nsroof.importers.trace_graphs maps them on to the ops recorded
+   when the graph was captured. A kernel launch no op encloses (a Triton or custom kernel launched from
+   Python) is an op of its own too (``runtime launch``), so it still gets rule 4's path. Only a kernel
+   whose launch is not in the trace has no op (``none``).
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +41,14 @@ LINK_EXTERNAL = "external id"
 LINK_ENCLOSING = "enclosing op"
 LINK_KERNEL_EXTERNAL = "kernel external id"
 LINK_NONE = "none"
+LINK_GRAPH = "graph launch"
+LINK_LAUNCH = "runtime launch"
+
+GRAPH_LAUNCH = re.compile(r"(?:cuda|cu|hip)GraphLaunch")
+
+
+def is_graph_launch(name: str) -> bool:
+    return GRAPH_LAUNCH.match(name) is not None
 
 
 def number(value: Any) -> float:
@@ -84,16 +102,50 @@ def concrete_values(values: Any) -> list[Any] | None:
     return [concrete_value(v) for v in values] if isinstance(values, list) else None
 
 
+class Timeline:
+    """The annotation spans of one thread as change points, so the spans open at a time are one bisect away
+    (instead of a scan of every earlier span per op)."""
+
+    def __init__(self, spans: list[tuple[float, float, str]]) -> None:
+        self.times: list[float] = []
+        self.stacks: list[tuple[tuple[float, float, str], ...]] = []
+        stack: list[tuple[float, float, str]] = []
+        for sp in sorted(spans, key=lambda t: (t[0], -t[1])):
+            self._close(stack, sp[0])
+            stack.append(sp)
+            self._mark(sp[0], stack)
+        self._close(stack, math.inf)
+
+    def _close(self, stack: list[tuple[float, float, str]], t: float) -> None:
+        while stack and stack[-1][1] < t:
+            self._mark(stack.pop()[1], stack)
+
+    def _mark(self, t: float, stack: list[tuple[float, float, str]]) -> None:
+        # spans that overlap without nesting close late (after the one above them): times stay sorted
+        t = max(t, self.times[-1]) if self.times else t
+        if self.times and self.times[-1] == t:
+            self.stacks[-1] = tuple(stack)
+        else:
+            self.times.append(t)
+            self.stacks.append(tuple(stack))
+
+    def open_at(self, t: float) -> list[tuple[float, float, str]]:
+        k = bisect.bisect_right(self.times, t) - 1
+        return [sp for sp in self.stacks[k] if sp[0] <= t <= sp[1]] if k >= 0 else []
+
+
 class OpTree:
-    """CPU ops of a trace with their nesting per thread, annotation paths, forward ops and costs."""
+    """CPU ops of a trace with their nesting per thread, annotation paths and forward ops."""
 
     def __init__(self, ops: list[dict[str, Any]], annotations: list[dict[str, Any]],
-                 module_ranges: Sequence[str] = (), world_size: int = 0) -> None:
-        self.ops = ops
-        self.world_size = world_size  # the trace's process-group size (distributedInfo), for collectives
+                 module_ranges: Sequence[str] = ()) -> None:
+        self.ops = list(ops)
         self.spans = [span(op) for op in ops]
         self.keys = [thread_key(op) for op in ops]
         self.args = [op.get("args") or {} for op in ops]
+        for a in self.args:
+            if "Input dims" in a and "Input Dims" not in a:  # the 2020 schema's spelling
+                a["Input Dims"] = a["Input dims"]
         self.module_ranges = set(module_ranges)
         self.by_external: dict[int, int] = {}
         for i, a in enumerate(self.args):
@@ -106,19 +158,20 @@ class OpTree:
             starts, idx = self._by_thread.setdefault(self.keys[i], ([], []))
             starts.append(self.spans[i][0])
             idx.append(i)
-        self.annotations: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
+        by_thread: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
         for a in annotations:
             name = str(a.get("name", ""))
             if name.startswith(STEP_MARKER):
                 continue
             s, e = span(a)
-            self.annotations.setdefault(thread_key(a), []).append((s, e, name))
-        for spans in self.annotations.values():
-            spans.sort(key=lambda t: (t[0], -t[1]))
+            by_thread.setdefault(thread_key(a), []).append((s, e, name))
+        self.annotations = {key: Timeline(spans) for key, spans in by_thread.items()}
+        self._annotated_threads: dict[str, list[tuple[str, str]]] = {}
+        for key in self.annotations:
+            self._annotated_threads.setdefault(key[0], []).append(key)
+        self._adopted: dict[int, int] = {}  # rule 5: id() of a launch event -> its op index
         self._forward = self._forward_ops()
-        self._costs: dict[int, Any] = {}
         self._paths: dict[int, list[str]] = {}
-        self._ordinals: dict[int, int] | None = None
 
     # -- nesting
     def _nest(self) -> list[int]:
@@ -168,13 +221,29 @@ class OpTree:
             if ext is not None and ext in self.by_external:
                 return self.by_external[ext], LINK_KERNEL_EXTERNAL
             return -1, LINK_NONE
+        if is_graph_launch(str(launch.get("name", ""))):
+            return self.adopt(launch, self.enclosing(launch)), LINK_GRAPH
         ext = external_id(launch.get("args") or {})
         if ext is not None and ext in self.by_external:
             j = self.by_external[ext]
             if self.encloses(j, launch):
                 return j, LINK_EXTERNAL
         j = self.enclosing(launch)
-        return j, (LINK_ENCLOSING if j >= 0 else LINK_NONE)
+        return (j, LINK_ENCLOSING) if j >= 0 else (self.adopt(launch, -1), LINK_LAUNCH)
+
+    # -- rule 5
+    def adopt(self, launch: dict[str, Any], parent: int) -> int:
+        """The op index of a runtime launch made an op of its own (a child of `parent`), once per launch.
+        It encloses no other op, so the per-thread search structures stay as they are."""
+        key = id(launch)
+        if key not in self._adopted:
+            self._adopted[key] = len(self.ops)
+            self.ops.append(launch)
+            self.spans.append(span(launch))
+            self.keys.append(thread_key(launch))
+            self.args.append({})  # a launch's args (correlation, External id) are no op inputs
+            self.parent.append(parent)
+        return self._adopted[key]
 
     # -- rule 3
     def _is_backward_node(self, i: int) -> bool:
@@ -221,10 +290,17 @@ class OpTree:
 
     # -- rule 4
     def _own_path(self, i: int) -> list[str]:
-        spans = self.annotations.get(self.keys[i], [])
+        """Annotations open at op i's start on every thread of its process; on its own thread, those that
+        enclose its whole span. Outermost (earliest start, then longest) first."""
+        key = self.keys[i]
         start, end = self.spans[i]
-        upto = bisect.bisect_right(spans, (start, math.inf, ""))
-        names = [name for s, e, name in spans[:upto] if s <= start and e >= end]
+        own = self.annotations.get(key)
+        found = [a for a in own.open_at(start) if a[1] >= end] if own is not None else []
+        for other in self._annotated_threads.get(key[0], []):
+            if other != key:
+                found += self.annotations[other].open_at(start)
+        found.sort(key=lambda a: (a[0], -a[1]))
+        names = [name for _, _, name in found]
         return [n for k, n in enumerate(names) if k == 0 or n != names[k - 1]]
 
     def path(self, i: int) -> list[str]:
@@ -248,68 +324,35 @@ class OpTree:
                 return base
         return ""
 
-    # -- costs
-    def cost(self, i: int) -> Any:
-        if i not in self._costs:
-            from nsroof.models.ledger.aten import op_cost
+    # -- the ops table (nsroof.schema.OP_COLUMNS)
+    def table(self, source: str, *, recorded_in: str = "") -> Any:
+        """One row per op call, op_id = its index here: what nsroof.models.attribution costs kernels from.
+        `recorded_in`: the file that recorded the ops when not `source` (a capture trace)."""
+        import pandas as pd
 
-            a = self.args[i]
-            self._costs[i] = op_cost(str(self.ops[i].get("name", "")), a.get("Input Dims"), a.get("Input type"),
-                                     concrete_values(a.get("Concrete Inputs")), context=self.context(i))
-        return self._costs[i]
+        n = len(self.ops)
+        paths = [self.path(i) for i in range(n)]
 
-    def context(self, i: int) -> Any:
-        """Facts about op i from outside its arguments (nsroof.models.ledger.custom.OpContext): the engine step
-        annotation on its path, its order among the same-named ops of that step, the process-group size."""
-        from nsroof.models.ledger.custom import OpContext
-        from nsroof.models.ledger.engine_facts import step_of
+        def ids(values: Sequence[int]) -> Any:
+            return pd.array([v if v >= 0 else None for v in values], dtype="Int64")
 
-        name = str(self.ops[i].get("name", ""))
-        if name.startswith("aten::"):
-            return None
-        if self._ordinals is None:
-            self._ordinals = {}
-            seen: dict[tuple[str, str], int] = {}
-            for j in sorted(range(len(self.ops)), key=lambda j: self.spans[j][0]):
-                step = step_of(self._own_path(j))
-                key = (step.annotation if step else "", str(self.ops[j].get("name", "")))
-                self._ordinals[j] = seen.get(key, 0)
-                seen[key] = self._ordinals[j] + 1
-        return OpContext(step=step_of(self.path(i)), ordinal=self._ordinals.get(i, -1), world_size=self.world_size,
-                         args=self.args[i])
+        seq = [a.get("Sequence number") for a in self.args]
+        return pd.DataFrame({
+            "source": pd.Series([source] * n, dtype=object),
+            "op_id": pd.array(range(n), dtype="Int64"),
+            "parent_op_id": ids(self.parent),
+            "name": pd.Series([str(op.get("name", "")) for op in self.ops], dtype=object),
+            "input_shapes": pd.Series([a.get("Input Dims") for a in self.args], dtype=object),
+            "input_dtypes": pd.Series([a.get("Input type") for a in self.args], dtype=object),
+            "concrete_inputs": pd.Series([concrete_values(a.get("Concrete Inputs")) for a in self.args], dtype=object),
+            "sequence_number": pd.array([v if isinstance(v, int) and not isinstance(v, bool) else None for v in seq],
+                                        dtype="Int64"),
+            "forward_op_id": ids([self.forward_of(i) for i in range(n)]),
+            "thread": pd.Series([f"{p}/{t}" for p, t in self.keys], dtype=object),
+            "start_us": [s for s, _ in self.spans],
+            "duration_us": [e - s for s, e in self.spans],
+            "nvtx_path": pd.Series(["/".join(p) for p in paths], dtype=object),
+            "module": pd.Series([self.module(p) for p in paths], dtype=object),
+            "recorded_in": pd.Series([recorded_in or source] * n, dtype=object),
+        })
 
-    def costed_ancestor(self, i: int) -> int:
-        """The outermost op at or above i with a known cost (-1 when none)."""
-        found = -1
-        j = i
-        while j >= 0:
-            if self.cost(j).known:
-                found = j
-            j = self.parent[j]
-        return found
-
-    def self_time_us(self, i: int, children: dict[int, list[int]]) -> float:
-        """Duration minus the durations of its direct op children."""
-        s, e = self.spans[i]
-        inner = sum(self.spans[c][1] - self.spans[c][0] for c in children.get(i, []))
-        return max(e - s - inner, 0.0)
-
-    def cpu_rows(self) -> list[tuple[int, float, str]]:
-        """Rows of a trace without GPU activity: (op, duration µs, duration source). An op with a known
-        cost is one row with its whole time (its children folded in); an op without one, not under a
-        costed op, is a row with its self time. Together the rows count the profiled op time once."""
-        children: dict[int, list[int]] = {}
-        for i, p in enumerate(self.parent):
-            if p >= 0:
-                children.setdefault(p, []).append(i)
-        rows: list[tuple[int, float, str]] = []
-        for i in sorted(range(len(self.ops)), key=lambda i: self.spans[i][0]):
-            unit = self.costed_ancestor(i)
-            if unit >= 0 and unit != i:
-                continue
-            s, e = self.spans[i]
-            if unit == i:
-                rows.append((i, e - s, "cpu_op dur"))
-            else:
-                rows.append((i, self.self_time_us(i, children), "cpu_op dur - op children dur"))
-        return rows

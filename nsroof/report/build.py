@@ -216,9 +216,7 @@ def build_report(
     kernels = kernels.reset_index(drop=True)
     q = quantities.reset_index(drop=True)
     resolve = resolver or machines.for_devices(machine)
-    what_if = machine is not None  # --machine: its figures replace the export's ncu ceilings
     n = len(kernels)
-
     devices = kernels["device"].fillna("").astype(str) if "device" in kernels else pd.Series([""] * n)
     # resolve each distinct device once; per-kernel arrays come from integer codes
     dev_codes, dev_uniques = pd.factorize(devices, sort=False)
@@ -226,44 +224,64 @@ def build_report(
     # ... then each (device, recorded clocks) once: the datasheet figures at the profiled clock
     mach_codes, kernel_machines = _machines_at_clocks(q, dev_codes, dev_machines)
     q = _tensor_estimates(q, _text(kernels, "cc"), mach_codes, kernel_machines)
+    roofs = _Roofs(q, devices.to_numpy(dtype=object), mach_codes, kernel_machines, what_if=machine is not None)
+    columns = _row_columns(kernels, q, roofs, levels)
+    columns.update(_level_columns(q, roofs, levels))
+    return _analytic_ledger(_classified(columns, pd.RangeIndex(n * len(levels))), _text(q, "ledger_label"), levels)
 
-    precision = dominant_precision(q)
-    tensor_dtypes = _tensor_dtypes(q)
-    # A kernel without FLOPs is placed under the fp32 roof: its intensity is 0 whatever the roof.
-    roof_precision = precision.where(precision != "", "fp32").to_numpy(dtype=object)
 
+class _Roofs:
+    """Per kernel: its machine (at its clocks), dominant precision and compute roof with their sources."""
+
+    def __init__(self, q: pd.DataFrame, devices: np.ndarray, mach_codes: np.ndarray,
+                 kernel_machines: list[Machine | None], *, what_if: bool) -> None:
+        self.devices, self.mach_codes, self.kernel_machines, self.what_if = devices, mach_codes, kernel_machines, what_if
+        self.precision = dominant_precision(q)
+        self.tensor_dtypes = _tensor_dtypes(q)
+        # A kernel without FLOPs is placed under the fp32 roof: its intensity is 0 whatever the roof.
+        self.roof_precision = self.precision.where(self.precision != "", "fp32").to_numpy(dtype=object)
+        self.peak, self.peak_src = _peaks(q, self)
+
+
+def _peaks(q: pd.DataFrame, r: _Roofs) -> tuple[np.ndarray, np.ndarray]:
+    """The compute roof of each kernel's precision: the export's ncu figure, else (or with --machine) the
+    machine's; for tensor FLOPs the key is the dominant path's dtype."""
+    n = len(q)
     peak = np.full(n, np.nan)
     peak_src = np.full(n, "", dtype=object)
     cache: dict[tuple[int, str], tuple[float, str]] = {}
     for p in PRECISIONS:
-        rows = roof_precision == p
+        rows = r.roof_precision == p
         if not rows.any():
             continue
         ncu_value = _col(q, f"peak_flop_per_s_{p}").astype("float64").to_numpy()
         ncu_src = _col(q, f"ceiling_source_{p}", "").fillna("").astype(str).to_numpy(dtype=object)
-        # machine roofs per (machine at clocks, roof key): for tensor FLOPs the key is the dominant path's dtype
         keys = np.full(n, p, dtype=object)
         if p == "tensor":
-            keys = np.array([f"tensor:{d}" if d else "tensor:?" for d in tensor_dtypes], dtype=object)
+            keys = np.array([f"tensor:{d}" if d else "tensor:?" for d in r.tensor_dtypes], dtype=object)
         spec_value = np.full(n, np.nan)
         spec_src = np.full(n, "", dtype=object)
-        wanted = np.flatnonzero(rows & (np.isnan(ncu_value) | what_if))
+        wanted = np.flatnonzero(rows & (np.isnan(ncu_value) | r.what_if))
         if wanted.size:
-            found = map_rows(lambda c, key: _spec_peak(kernel_machines[c], key, cache), mach_codes[wanted],
+            found = map_rows(lambda c, key: _spec_peak(r.kernel_machines[c], key, cache), r.mach_codes[wanted],
                              keys[wanted])
             spec_value[wanted] = [value for value, _ in found]
             spec_src[wanted] = [source for _, source in found]
-        from_ncu = rows & ~np.isnan(ncu_value) & ~(what_if & ~np.isnan(spec_value))
+        from_ncu = rows & ~np.isnan(ncu_value) & ~(r.what_if & ~np.isnan(spec_value))
         peak[from_ncu] = ncu_value[from_ncu]
         peak_src[from_ncu] = np.where(ncu_src[from_ncu] == "", "ncu", ncu_src[from_ncu])
         from_spec = rows & ~from_ncu
         peak[from_spec] = spec_value[from_spec]
         peak_src[from_spec] = spec_src[from_spec]
+    return peak, peak_src
 
-    L = len(levels)
+
+def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: _Roofs, levels: Sequence[str]) -> dict[str, object]:
+    """The per-kernel columns of the report (identity, duration, FLOPs, compute roof), repeated once per level:
+    kernel-major rows."""
+    n, L = len(kernels), len(levels)
 
     def per_kernel(values: object) -> np.ndarray:
-        """Repeat a per-kernel array once per level: kernel-major rows."""
         return np.repeat(np.asarray(values), L)
 
     def text(name: str) -> np.ndarray:
@@ -274,14 +292,14 @@ def build_report(
             return pd.array(np.full(n * L, pd.NA), dtype="Int64")
         return pd.array(kernels[name], dtype="Int64").take(np.repeat(np.arange(n), L))
 
-    columns: dict[str, object] = {
+    return {
         "source": per_kernel(text("source")),
         "kernel_id": pd.array(kernels["kernel_id"] if "kernel_id" in kernels else np.arange(n),
                               dtype="Int64").take(np.repeat(np.arange(n), L)),
         "launches": ints("launches") if "launches" in kernels else pd.array(np.ones(n * L, dtype=np.int64), dtype="Int64"),
         "kind": per_kernel(np.where(text("kind") == "", "kernel", text("kind"))),  # ncu exports: kernels only
         **{name: per_kernel(text(name)) for name in ("kernel_name", "function", "op", "input_shapes", "module")},
-        "device": per_kernel(devices.to_numpy(dtype=object)),
+        "device": per_kernel(roofs.devices),
         "cc": per_kernel(text("cc")),
         "host": per_kernel(text("host")),
         "process_id": ints("process_id"),
@@ -294,28 +312,32 @@ def build_report(
         "flops": per_kernel(_col(q, "flops").astype("float64").to_numpy()),
         **{f"flops_{p}": per_kernel(_col(q, f"flops_{p}").astype("float64").to_numpy()) for p in PRECISIONS},
         "flops_source": per_kernel(_text(q, "flops_source")),
-        "precision": per_kernel(precision.to_numpy(dtype=object)),
-        "peak_flop_per_s": per_kernel(peak),
+        "precision": per_kernel(roofs.precision.to_numpy(dtype=object)),
+        "peak_flop_per_s": per_kernel(roofs.peak),
         "level": np.tile(np.array(list(levels), dtype=object), n),
     }
 
-    # per-level columns as (n, L) arrays, raveled kernel-major
+
+def _level_columns(q: pd.DataFrame, roofs: _Roofs, levels: Sequence[str]) -> dict[str, object]:
+    """The per-level columns (bytes, bandwidth roof, ceiling source, missing) as (n, L) arrays raveled
+    kernel-major."""
+    n, L = len(q), len(levels)
+    mach_codes, kernel_machines = roofs.mach_codes, roofs.kernel_machines
     bytes_ = np.empty((n, L))
     bytes_source = np.empty((n, L), dtype=object)
     bandwidth = np.empty((n, L))
     ceiling = np.empty((n, L), dtype=object)
     missing = np.empty((n, L), dtype=object)
     missing_common = [_text(q, "missing_duration"), _text(q, "missing_flops")]
-    no_peak = np.isnan(peak)
     peak_reason = np.full(n, "", dtype=object)
-    unroofed = np.flatnonzero(no_peak)
+    unroofed = np.flatnonzero(np.isnan(roofs.peak))
     if unroofed.size:
         peak_reason[unroofed] = map_rows(
-            lambda p, d, c, tm, td: _peak_reason(p, d, kernel_machines[c], tm, td), roof_precision[unroofed],
-            devices.to_numpy(dtype=object)[unroofed], mach_codes[unroofed], _text(q, "tensor_metric")[unroofed],
-            tensor_dtypes[unroofed])
+            lambda p, d, c, tm, td: _peak_reason(p, d, kernel_machines[c], tm, td), roofs.roof_precision[unroofed],
+            roofs.devices[unroofed], mach_codes[unroofed], _text(q, "tensor_metric")[unroofed],
+            roofs.tensor_dtypes[unroofed])
     # the per-level texts below depend on these per-kernel ones too: keyed once for all levels
-    peak_key, _ = row_codes(peak_src)
+    peak_key, _ = row_codes(roofs.peak_src)
     common_key, _ = row_codes(peak_reason, *missing_common)
     for j, level in enumerate(levels):
         bw = _col(q, f"bandwidth_bytes_per_s_{level}").astype("float64").to_numpy().copy()
@@ -324,24 +346,41 @@ def build_report(
             spec = [_machine_bandwidth(m, level) for m in kernel_machines]
             spec_bw = np.array([v for v, _ in spec], dtype=float)[mach_codes]
             spec_src = np.array([s_ for _, s_ in spec], dtype=object)[mach_codes]
-            from_spec = np.isnan(bw) | (what_if & ~np.isnan(spec_bw))
+            from_spec = np.isnan(bw) | (roofs.what_if & ~np.isnan(spec_bw))
             bw[from_spec] = spec_bw[from_spec]
             bw_src[from_spec] = spec_src[from_spec]
             bw_src[~from_spec & (bw_src == "")] = "ncu"
         bytes_[:, j] = _col(q, f"bytes_{level}").astype("float64").to_numpy()
         bytes_source[:, j] = _text(q, f"bytes_source_{level}")
         bandwidth[:, j] = bw
-        ceiling[:, j] = spread(_ceiling_source, *row_codes(peak_key, bw_src), peak_src, bw_src)
+        ceiling[:, j] = spread(_ceiling_source, *row_codes(peak_key, bw_src), roofs.peak_src, bw_src)
         bw_reason = f"bandwidth_bytes_per_s[{level}] (no ncu peak metric or machine figure)"
         no_bw, missing_level = np.isnan(bw), _text(q, f"missing_{level}")
         missing[:, j] = spread(
             lambda pr, nb, md, mf, ml, why=bw_reason: _join(pr, why if nb else "", md, mf, ml),  # what blocks first
             *row_codes(common_key, no_bw, missing_level), peak_reason, no_bw, *missing_common, missing_level)
-    columns.update({
-        "bytes": bytes_.ravel(), "bytes_source": bytes_source.ravel(), "bandwidth_bytes_per_s": bandwidth.ravel(),
-        "ceiling_source": ceiling.ravel(), "missing": missing.ravel(),
-    })
-    return _classified(columns, pd.RangeIndex(n * L))
+    return {"bytes": bytes_.ravel(), "bytes_source": bytes_source.ravel(), "bandwidth_bytes_per_s": bandwidth.ravel(),
+            "ceiling_source": ceiling.ravel(), "missing": missing.ravel()}
+
+
+def _analytic_ledger(report: pd.DataFrame, labels: np.ndarray, levels: Sequence[str]) -> pd.DataFrame:
+    """For rows costed by an analytic formula (the quantities' ledger_label), the ledger side of the report:
+    the formula (ledger_op), the FLOPs and compulsory bytes it says (expected_flops, min_bytes), the ideal
+    time against the roofs (ideal_time_s = the dram row's time floor) and headroom = duration_s /
+    ideal_time_s."""
+    costed = (np.repeat(labels, len(levels)) != "") & (report["level"].to_numpy(dtype=object) == "dram")
+    if not costed.any():
+        return report
+    label = np.repeat(labels, len(levels))
+    report["ledger_op"] = pd.Series(np.where(costed, label, report["ledger_op"].to_numpy(dtype=object)),
+                                    index=report.index, dtype=object)
+    for column, value in (("expected_flops", "flops"), ("min_bytes", "bytes"), ("ideal_time_s", "time_floor_s")):
+        report[column] = np.where(costed, report[value].to_numpy(dtype="float64"), report[column].to_numpy(dtype="float64"))
+    ideal = report["ideal_time_s"].to_numpy(dtype="float64")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        headroom = np.where(costed & (ideal > 0), report["duration_s"].to_numpy(dtype="float64") / ideal, np.nan)
+    report["headroom"] = np.where(costed, headroom, report["headroom"].to_numpy(dtype="float64"))
+    return report
 
 
 def _tensor_dtypes(q: pd.DataFrame) -> np.ndarray:

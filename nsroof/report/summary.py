@@ -105,6 +105,7 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
         name = _short(k["function"] or k.get("kernel_name", ""), 34)
         lines.append(f"  {name:<34} {human_time(k['duration_s']):>9} {share_text:>6}  {cells}{k['limiting'] or '-'}")
 
+    lines += op_lines(getattr(report, "ops", None), top)
     lines.append("")
     if copies.any():
         copy_s = float(kernels.loc[copies, "duration_s"].astype("float64").sum())
@@ -160,6 +161,28 @@ def render(report: Any, *, top: int = 10, output: str | None = None) -> str:
     for h in hints:
         lines.append(f"hint: {h}")
     return "\n".join(lines)
+
+
+def op_lines(ops: pd.DataFrame | None, top: int) -> list[str]:
+    """The op-level view's costed ops by time (a trace's REPORT.ops.parquet), the calls of one op and shape
+    together: their kernels' summed time and their formula's whole FLOPs, so the rate is right even where a
+    helper kernel carries none of them. Bound and roof fraction of the first call (one shape, one intensity)."""
+    if ops is None or not len(ops) or not ops["flops"].notna().any():
+        return []
+    costed = ops[ops["flops"].notna()]
+    groups = costed.groupby([costed["op"].astype(str), costed["flops_source"].astype(str)], sort=False, observed=True)
+    table = groups.agg(time=("duration_s", "sum"), flops=("flops", "sum"), calls=("op", "size"),
+                       kernels=("launches", "sum"), bound=("bound", "first"), fraction=("roof_fraction", "first"))
+    table = table.sort_values("time", ascending=False).head(top)
+    lines = ["", f"Top {len(table)} costed ops by time (op-level rows, calls of one op and shape together: their "
+             "kernels' time, their formula's FLOPs)",
+             f"  {'op':<34} {'time':>9} {'calls':>6} {'kernels':>7} {'FLOP/s':>9}  DRAM"]
+    for (op, _), r in table.iterrows():
+        rate = r["flops"] / r["time"] if r["time"] > 0 else np.nan
+        lines.append(f"  {_short(str(op), 34):<34} {human_time(r['time']):>9} {int(r['calls']):>6} "
+                     f"{int(r['kernels']):>7} {(f'{rate:.3g}' if np.isfinite(rate) else '?'):>9}  "
+                     f"{_cell(r['bound'], r['fraction'])}")
+    return lines
 
 
 def _merge_clocks(families: set[str]) -> list[str]:

@@ -1,0 +1,57 @@
+"""The correlation rules of nsroof.importers.trace_ops on small traces written here (autograd's thread, a
+module range, the main thread's annotations; a launch outside any op). The shared traces' NVTX coverage is
+in test_shared_traces.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from nsroof import importers
+from nsroof.importers.trace_ops import Timeline
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "traces"
+
+
+def test_a_backward_kernel_gets_the_main_threads_annotations_and_its_forward_module() -> None:
+    frame, facts = importers.read(DATA / "cross_thread.json")
+    rows = frame.set_index("kernel_name")
+    # forward, on the main thread: the ranges enclosing aten::linear
+    assert rows.at["ampere_sgemm_fwd", "nvtx_path"] == "ProfilerStep#1/## forward ##/model.fc"
+    # backward, launched on autograd's thread 2 (no annotation of its own): the main thread's step and
+    # `## backward ##` open at the op's start, then (rule 3) the forward op's path not already there (same
+    # Sequence number 5), its module range marked as backward
+    bwd = "ProfilerStep#1/## backward ##/## forward ##/model.fc (backward)"
+    assert rows.at["ampere_sgemm_bwd", "nvtx_path"] == bwd
+    assert rows.at["ampere_sgemm_bwd", "module"] == "model.fc"
+    ops = facts.ops.set_index("name")
+    assert ops.at["aten::mm", "nvtx_path"] == bwd
+    assert ops.at["aten::mm", "thread"] == "1/2"
+
+
+def test_a_launch_outside_any_op_is_its_own_op_with_the_annotations_around_it(tmp_path: Path) -> None:
+    def x(cat: str, name: str, ts: float, dur: float, tid: int = 1, **args: Any) -> dict[str, Any]:
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+    trace = {"traceEvents": [x("user_annotation", "decode", 0, 100), x("cuda_driver", "cuLaunchKernel", 10, 2, correlation=1),
+                             x("kernel", "triton_poi_fused_add_0", 20, 3, tid=7, correlation=1),
+                             x("kernel", "lost_kernel", 30, 3, tid=7, correlation=2)]}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(trace))
+    rows = importers.read(path)[0].set_index("kernel_name")
+    assert (rows.at["triton_poi_fused_add_0", "op"], rows.at["triton_poi_fused_add_0", "op_link"]) == \
+        ("cuLaunchKernel", "runtime launch")
+    assert rows.at["triton_poi_fused_add_0", "nvtx_path"] == "decode"
+    # a kernel whose launch is not in the trace has no op
+    assert rows.at["lost_kernel", "op_link"] == "none" and rows["op_id"].isna().sum() == 1
+
+
+def test_timeline_gives_the_spans_open_at_a_time_also_when_they_overlap_without_nesting() -> None:
+    line = Timeline([(0, 100, "a"), (10, 20, "b"), (50, 150, "c"), (160, 170, "d")])
+    assert [n for _, _, n in line.open_at(15)] == ["a", "b"]
+    assert [n for _, _, n in line.open_at(30)] == ["a"]
+    assert [n for _, _, n in line.open_at(120)] == ["c"]  # a closed at 100 below c
+    assert [n for _, _, n in line.open_at(155)] == []
+    assert [n for _, _, n in line.open_at(165)] == ["d"]
+    assert line.open_at(-1) == []
