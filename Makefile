@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stamp
+BENCH_STAMP := $(VENV)/.bench-stamp
 # torch is pinned: any other spec pulls a multi-GB CUDA build on this kind of machine.
 TORCH_SPEC := torch==2.13.0
 
@@ -26,7 +27,12 @@ lint: $(STAMP)
 	$(PY) -m ruff check nsroof tests
 	$(PY) -m mypy nsroof
 
-bench: $(STAMP)
+# the bench extra (HTA, the trace benchmark's peer) on top of the environment; torch stays pinned
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install -q "$(TORCH_SPEC)" -e ".[bench]"
+	touch $@
+
+bench: $(BENCH_STAMP)
 	$(PY) benchmarks/run.py
 
 # the importer fuzz harness (tests/fuzz): FUZZ_COUNT cases of seed FUZZ_SEED, over ../shared/fixtures when present

@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from _common import target
+
 SAMPLES = 40  # single steps per variant, alternated
 PROFILED_STEPS = 3
 PROFILE_SAMPLES = 8
@@ -115,6 +117,14 @@ def _alternate(*fns: Callable[[], None], samples: int) -> list[list[float]]:
 
 def _ratios(base: list[float], other: list[float]) -> tuple[float, float]:
     return min(other) / min(base), statistics.median(other) / statistics.median(base)
+
+
+def record_targets(a: dict[str, float], p: dict[str, float]) -> None:
+    """This module's targets for the table `make bench` prints (benchmarks/_common.py)."""
+    target("annotate: 4 user ranges a step, no profiler", a["ranges_ratio"], 1.01, at_least=False,
+           what="step time ratio", detail=f"fastest of {SAMPLES} alternated steps")
+    target("nsroof.profile vs torch.profiler, tiny transformer", p["ratio"], 1.05, at_least=False,
+           what="profiled region ratio", detail=f"fastest of {PROFILE_SAMPLES} alternated runs")
 
 
 def empty_range_ns(n: int = 100_000, repeats: int = 5) -> float:
@@ -286,6 +296,7 @@ def main() -> bool:
     print(f"  one hooked module call:           +{a['hooked_call_ns']:.0f} ns × {a['module_calls']} calls per step -> "
           f"{a['predicted_modules'] * 100:.3f}% of a step")
     p = bench_profile()
+    record_targets(a, p)
     print(f"nsroof.profile vs torch.profiler(record_shapes=True), {PROFILED_STEPS} steps, {PROFILE_SAMPLES} alternated runs:")
     print(f"  profiled region: plain {p['plain_s'] * 1e3:.0f} ms, nsroof {p['nsroof_s'] * 1e3:.0f} ms (fastest runs), "
           f"ratio {p['ratio']:.4f} ({(p['ratio'] - 1) * 100:+.2f}%; medians {(p['ratio_median'] - 1) * 100:+.2f}%)"

@@ -38,7 +38,9 @@ SCAN_WINDOW_BYTES = 16 << 20
 
 @dataclass
 class Scanned:
-    chunks: list[bytes]  # every row from `Section Name` on, line end kept, file order; whole rows per chunk
+    # every row from `Section Name` on, line end kept, file order; whole rows per chunk (none kept when an
+    # on_chunk consumer took each as it came: then the tails of one window at a time are alive, not all)
+    chunks: list[bytes]
     count: int  # rows in the chunks (each ends in its only newline)
     heads: list[bytes]  # the identity prefix of each run of rows sharing one (its cells, no final comma)
     run_ids: list[int]  # the launch ID of each run
@@ -81,7 +83,8 @@ def scan_rows(
     the rows), a newline inside the identity cells, bytes that are not UTF-8, no final newline.
     The compiled splitter and the Python loop give the same result (tests/importers/test_ncu_csv_scan.py);
     the compiled one also declines IDs of more than 18 digits (int64). `on_chunk(tails, first_row)` is
-    handed each window's tails as soon as they are split (the Python loop: all of them at the end)."""
+    handed each window's tails as soon as they are split (the Python loop: all of them at the end); the
+    compiled splitter then keeps none of them in `chunks`."""
     try:
         with open(export.path, "rb") as fh:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -135,9 +138,10 @@ def _scan_rows_compiled(
         if got is None:
             return None
         data, n, runs, blank_at, end, prefix, have_heads = got
-        chunks.append(data)
         if on_chunk is not None:
             on_chunk(data, count)
+        else:
+            chunks.append(data)
         if runs:
             quads = np.frombuffer(runs, dtype=np.int64).reshape(-1, 4)
             run_ids += quads[:, 0].tolist()
