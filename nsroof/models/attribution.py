@@ -120,7 +120,7 @@ class _Ops:
         if self.name(op_id).startswith("aten::"):
             return None
         if self._contexts is None:
-            from nsroof.models.ledger.custom import op_contexts
+            from nsroof.models.ledger.engine_facts import op_contexts
 
             self._contexts = op_contexts(self.frame)
         return self._contexts.get(op_id)

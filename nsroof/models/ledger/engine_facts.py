@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nsroof.models.ledger.custom import Missing
+from nsroof.models.ledger.custom import Missing, OpContext
 
 
 @dataclass(frozen=True)
@@ -196,3 +196,29 @@ def read_model_config(path: str) -> ModelConfig:
     if not isinstance(data, dict):
         raise NsroofError(f"{path}:1: a model config is a JSON object (a Hugging Face config.json)")
     return model_config(data, path)
+
+
+def op_contexts(ops: Any) -> dict[int, OpContext]:
+    """OpContext of every non-aten op of an ops table (nsroof.schema.OP_COLUMNS): the step annotation on its
+    nvtx_path, its ordinal among same-named ops of that step by start time, and the table's attrs
+    (world_size, op_attributes) the trace importer recorded."""
+    if not len(ops):
+        return {}
+    world = int(ops.attrs.get("world_size", 0) or 0)
+    attributes = ops.attrs.get("op_attributes") or {}
+    names = ops["name"].astype(str).to_numpy()
+    paths = ops["nvtx_path"].astype(str).to_numpy()
+    ids = ops["op_id"].to_numpy(dtype="int64")
+    order = ops["start_us"].astype("float64").to_numpy().argsort(kind="stable")
+    seen: dict[tuple[str, str], int] = {}
+    out: dict[int, OpContext] = {}
+    for r in order:
+        if names[r].startswith("aten::"):
+            continue
+        step = step_of(paths[r].split("/")) if paths[r] else None
+        key = (step.annotation if step else "", names[r])
+        ordinal = seen.get(key, 0)
+        seen[key] = ordinal + 1
+        out[int(ids[r])] = OpContext(step=step, ordinal=ordinal, world_size=world,
+                                     args=attributes.get(int(ids[r]), {}))
+    return out
