@@ -6,9 +6,13 @@ without interleaving with the default-domain ranges torch's emit_nvtx writes. Wh
 Without the nvtx package the ranges go through torch.cuda.nvtx (a CUDA build of torch), in NVTX's default
 domain; ``backend()`` says which is in use (``_domain`` chooses; NSROOF_NVTX_BACKEND forces one).
 
-While a torch.profiler session is recording, every range (but module backward ranges) is also opened as a
-``record_function`` of the same name, so the profiler's op tree carries the same path (nsroof.profile reads
-it back as ``nvtx_path``; it maps backward ops to their forward op's path through autograd sequence numbers).
+While a torch.profiler session is recording, every range (but module backward ranges) is also opened in the
+profiler under the same name — user ranges as ``record_function``, module ranges as torch's C++
+``_RecordFunctionFast`` — so the profiler's op tree carries the same path (nsroof.profile reads it back as
+``nvtx_path``; it maps backward ops to their forward op's path through autograd sequence numbers).
+
+Module hooks return at once while Dynamo traces (torch.compile): they never enter a compiled graph, and a
+compiled module is named as the module it wraps.
 
 Nothing happens at import: the domain is created on the first range.
 """
@@ -20,6 +24,8 @@ import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from nsroof.collectors.module_names import GlobalNames, original, quiet_compile_warning, range_name
 
 DOMAIN = "nsroof"
 BACKWARD_SUFFIX = " (backward)"
@@ -195,7 +201,10 @@ def _torch_profiler_recording() -> bool:
     return bool(prof is not None and getattr(prof, "_is_profiler_enabled", False))
 
 
-def _push(name: str, record_in_profiler: bool = True) -> None:
+def _push(name: str, record_in_profiler: bool = True, fast: bool = False) -> None:
+    """Open range `name` in NVTX and, while torch.profiler records, as ``record_function`` (a
+    ``user_annotation``) or with `fast` (module ranges) as the C++ ``_RecordFunctionFast``, a tenth of the cost
+    (a ``cpu_op`` named by the module; the trace's ``module_ranges`` fact makes the importer read it as a range)."""
     domain = _nvtx()
     process_id = None
     if domain is not None:
@@ -204,11 +213,19 @@ def _push(name: str, record_in_profiler: bool = True) -> None:
             process_id = domain.start_range(_attributes(name))
     record = None
     if record_in_profiler and _torch_profiler_recording():
-        from torch.autograd.profiler import record_function
-
-        record = record_function(name)
+        record = _recorders()[fast](name)
         record.__enter__()
     _stack().append((name, (record, process_id)))
+
+
+def _recorders() -> tuple[Any, Any]:  # (record_function, _RecordFunctionFast), imported once
+    found = _STATE.get("recorders")
+    if found is None:
+        from torch._C._profiler import _RecordFunctionFast
+        from torch.autograd.profiler import record_function
+
+        found = _STATE["recorders"] = (record_function, _RecordFunctionFast)
+    return found  # type: ignore[no-any-return]
 
 
 def _pop_top() -> str:
@@ -358,9 +375,19 @@ class ModuleRanges:
 
 
 def module_range_names(model: Any, root: str | None = None) -> dict[str, str]:
-    """Qualified module name -> range name: the root is named by its class, children by their path."""
-    root_name = root or type(model).__name__
-    return {qual: (f"{root_name}.{qual}" if qual else root_name) for qual, _ in model.named_modules()}
+    """Qualified module name -> range name: the root is named by its class, children by their path. A
+    torch.compile'd module (OptimizedModule) is named as the module it wraps (see module_names.range_name)."""
+    root_name = root or type(original(model)).__name__
+    return {qual: range_name(root_name, qual) for qual, _ in model.named_modules()}
+
+
+def _compiling() -> Callable[[], bool]:
+    """torch.compiler.is_compiling, true while Dynamo traces (it folds the call to a constant): module hooks
+    return at once then, so they never enter or break a compiled graph; the compiled region is attributed to
+    the module whose call entered it (its hooks run outside the graph)."""
+    import torch
+
+    return torch.compiler.is_compiling
 
 
 def annotate_modules(model: Any, *, backward: bool = True, root: str | None = None) -> ModuleRanges:
@@ -372,55 +399,70 @@ def annotate_modules(model: Any, *, backward: bool = True, root: str | None = No
     its inputs exist; ranges still open when a backward pass ends (modules whose inputs need no gradient)
     are closed then."""
     names = module_range_names(model, root)
+    compiling = _compiling()
     handles: list[Any] = []
     for qual, module in model.named_modules():
         name = names[qual]
-        MODULE_RANGE_NAMES.add(name)
-        handles.append(module.register_forward_pre_hook(_forward_pre(name, backward)))
-        handles.append(module.register_forward_hook(_forward_post(name, backward), always_call=True))
-        if backward:
-            MODULE_RANGE_NAMES.add(name + BACKWARD_SUFFIX)
+        _register_range_name(name, backward)
+
+        def pre(module: Any, args: Any, name: str = name) -> None:
+            if not compiling():
+                _enter_module(name, args, backward)
+
+        def post(module: Any, args: Any, output: Any, name: str = name) -> None:
+            if not compiling():
+                _exit_module(name, output, backward)
+
+        handles.append(module.register_forward_pre_hook(pre))
+        handles.append(module.register_forward_hook(post, always_call=True))
     return ModuleRanges(handles, names)
 
 
-class _GlobalNames:
-    """Qualified names for modules seen by the global hooks: a module first seen without a known parent is
-    a root named by its class; its children are named by their path below it (as FlopCounterMode does)."""
-
-    def __init__(self) -> None:
-        import weakref
-
-        self.names: Any = weakref.WeakKeyDictionary()
-
-    def of(self, module: Any) -> str:
-        name = self.names.get(module)
-        if name is None:
-            name = type(module).__name__
-            for qual, child in module.named_modules():
-                if child not in self.names:
-                    self.names[child] = f"{name}.{qual}" if qual else name
-            name = self.names[module]
-        return str(name)
+def _register_range_name(name: str, backward: bool) -> None:
+    MODULE_RANGE_NAMES.add(name)
+    if backward:
+        MODULE_RANGE_NAMES.add(name + BACKWARD_SUFFIX)
 
 
 def annotate_all_modules(*, backward: bool = True) -> ModuleRanges:
     """annotate_modules for every nn.Module of the process, through torch's global module hooks: what
-    nsroof.profile uses when it cannot know the model."""
+    nsroof.profile and the ncu bootstrap use when they cannot know the model."""
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-    names = _GlobalNames()
+    names = GlobalNames(lambda name: _register_range_name(name, backward))
+    known = names.names
+    compiling = _compiling()
+    fast, profiler = _recorders()[1], sys.modules["torch.autograd.profiler"]
 
     def pre(module: Any, args: Any) -> None:
-        name = names.of(module)
-        MODULE_RANGE_NAMES.add(name)
-        if backward:
-            MODULE_RANGE_NAMES.add(name + BACKWARD_SUFFIX)
-        _forward_pre(name, backward)(module, args)
+        if compiling():
+            return
+        name = known.get(id(module)) or names.of(module)
+        if not backward and _nvtx() is None:  # the profile's path: a profiler range only
+            if profiler._is_profiler_enabled:
+                record = fast(name)
+                record.__enter__()
+                _stack().append((name, (record, None)))
+            return
+        _enter_module(name, args, backward)
 
     def post(module: Any, args: Any, output: Any) -> None:
-        _forward_post(names.of(module), backward)(module, args, output)
+        if compiling():
+            return
+        name = known.get(id(module))
+        if name is None:
+            return
+        if not backward and _nvtx() is None:
+            st = _stack()
+            if st and st[-1][0] == name:
+                record = st.pop()[1][0]
+                if record is not None:
+                    record.__exit__(None, None, None)
+                return
+        _exit_module(name, output, backward)
 
-    handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True)]
+    handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True),
+               quiet_compile_warning()]
     return ModuleRanges(handles, {})
 
 
@@ -437,33 +479,31 @@ def listening() -> bool:
     return _nvtx() is not None or _torch_profiler_recording()
 
 
-def _forward_pre(name: str, backward: bool) -> Callable[..., None]:
-    def hook(module: Any, args: Any) -> None:
-        if not listening():
-            return  # nothing listens: no range, no backward hooks (the post hook then finds nothing to close)
-        _push(name)
-        # Backward ranges are NVTX only (see _node_prehook), so they need an NVTX tool.
-        if backward and _nvtx() is not None:
-            inputs = _tensors_requiring_grad(args)
-            if inputs:
-                import torch
+def _enter_module(name: str, args: Any, backward: bool) -> None:
+    if not listening():
+        return  # nothing listens: no range, no backward hooks (the exit then finds nothing to close)
+    _push(name, fast=True)
+    # Backward ranges are NVTX only (see _node_prehook), so they need an NVTX tool.
+    if backward and _nvtx() is not None:
+        inputs = _tensors_requiring_grad(args)
+        if inputs:
+            import torch
 
-                bw_name = name + BACKWARD_SUFFIX
-                # Fires once the gradients of all inputs are computed: this module's backward is done.
-                torch.autograd.graph.register_multi_grad_hook(inputs, lambda grads: _pop(bw_name), mode="all")
-
-    return hook
+            bw_name = name + BACKWARD_SUFFIX
+            # Fires once the gradients of all inputs are computed: this module's backward is done.
+            torch.autograd.graph.register_multi_grad_hook(inputs, lambda grads: _pop(bw_name), mode="all")
 
 
-def _forward_post(name: str, backward: bool) -> Callable[..., None]:
-    def hook(module: Any, args: Any, output: Any) -> None:
+def _exit_module(name: str, output: Any, backward: bool) -> None:
+    st = _stack()
+    if st and st[-1][0] == name:
+        _pop_top()
+    else:
         _pop(name)
-        if backward and _nvtx() is not None:
-            nodes = {id(t.grad_fn): t.grad_fn for t in _tensors_requiring_grad(output) if t.grad_fn is not None}
-            if nodes:
-                _open_backward_on_first(name + BACKWARD_SUFFIX, list(nodes.values()))
-
-    return hook
+    if backward and _nvtx() is not None:
+        nodes = {id(t.grad_fn): t.grad_fn for t in _tensors_requiring_grad(output) if t.grad_fn is not None}
+        if nodes:
+            _open_backward_on_first(name + BACKWARD_SUFFIX, list(nodes.values()))
 
 
 def _open_backward_on_first(bw_name: str, nodes: list[Any]) -> None:

@@ -13,14 +13,16 @@ kept with their kind, never as compute); on CPU one per op call not inside a cos
 
 What the trace lacks goes into it through torch's own means:
   * shapes, dtypes and concrete arguments of every op: ``record_shapes=True``;
-  * module and range paths: every nsroof range and (``modules=True``) every nn.Module forward opens a
-    ``record_function`` (a ``user_annotation`` in the trace); backward ops inherit their forward op's path
-    through the trace's ``Sequence number`` (nsroof.importers.trace_ops);
+  * module and range paths: every nsroof range opens a ``record_function`` (a ``user_annotation`` in the
+    trace) and (``modules=True``) every nn.Module forward torch's C++ ``_RecordFunctionFast`` (a ``cpu_op``
+    named by the module, read as a range through the ``module_ranges`` fact); backward ops inherit their
+    forward op's path through the trace's ``Sequence number`` (nsroof.importers.trace_ops);
+  * Inductor's per-kernel estimates (``kernel_flop``, ``kernel_num_gb``): ``benchmark_kernel`` on for the run;
   * step boundaries: zero-length ``nsroof::step#<source>#<n>`` record_functions, at ``nsroof.step()`` or
     at every optimizer step (a global optimizer post-hook);
   * facts: ``prof.add_metadata_json("nsroof", …)`` before the profiler stops — the module range names, the
     step window asked for (``steps``/``warmup``), the TF32 settings in force (matmul precision and
-    ``allow_tf32`` flags, cuDNN ``allow_tf32``), the device and torch version. The importer reads them back,
+    ``allow_tf32`` flags, cuDNN ``allow_tf32``; the ``fp32_precision`` API first), the device and torch version. The importer reads them back,
     so the saved trace re-analyzed later gives the same report.
 
 Costs are analytic (nsroof.models.ledger.aten, the ledger's formulas): flops by precision, compulsory bytes
@@ -30,10 +32,12 @@ NaN and says why in ``missing``.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
 import platform
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,7 +75,10 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
 
     machine: a Machine, a machine name or JSON path; default: the datasheet entry of the CUDA device, or
     on CPU the measured CPU profile (nsroof.collectors.measure.cpu_profile, cached after the first run).
-    steps / warmup: record `steps` steps after skipping `warmup` (see the module docstring).
+    steps / warmup: record `steps` steps after skipping `warmup` (see the module docstring); the profiler
+    stops once they are recorded.
+    window_optional: the window is a default rather than asked for: a run that marks no more than `warmup`
+    steps (a script without optimizer steps or nsroof.step()) is kept whole, with a note.
     modules: open a range per nn.Module call (global module hooks) so rows carry their module.
     trace: where to save the chrome trace (``.json`` or ``.json.gz``); default: a new temporary folder.
     """
@@ -85,6 +92,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         cuda: bool | None = None,
         modules: bool = True,
         trace: str | os.PathLike[str] | None = None,
+        window_optional: bool = False,
     ) -> None:
         if steps is not None and steps < 1:
             raise NsroofError(f"steps must be >= 1, got {steps}")
@@ -96,6 +104,8 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         self.cuda = cuda
         self.modules = modules
         self.trace = Path(trace) if trace is not None else None
+        self.window_optional = window_optional
+        self.notes: list[str] = []
         self.result: ProfileResult | None = None
         self._prof: Any = None
         self._cleanup: list[Any] = []
@@ -117,10 +127,14 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
 
         from nsroof.collectors import nvtx_ranges
 
+        if self.machine_spec is not None and not isinstance(self.machine_spec, Machine):
+            # a wrong --machine is said before the run, not after it
+            self.machine_spec = resolve_machine(self.machine_spec, cuda=False, warnings=[])
         use_cuda = torch.cuda.is_available() if self.cuda is None else self.cuda
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
         self._use_cuda = use_cuda
         self._prof = torch_profile(activities=activities, record_shapes=True)
+        self._cleanup.append(inductor_estimates_on())
         self._cleanup.append(nvtx_ranges.add_step_listener(lambda n: self._boundary("nsroof")))
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
@@ -134,10 +148,12 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self._stop()
-        for undo in reversed(self._cleanup):
-            undo()
-        self._cleanup.clear()
+        try:
+            self._stop()
+        finally:
+            for undo in reversed(self._cleanup):
+                undo()
+            self._cleanup.clear()
         if exc_type is not None:
             return
         self.result = self._build()
@@ -152,17 +168,32 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         with record_function(f"{STEP_MARKER}#{source}#{self._counts[source]}"):
             pass
         if self.steps is not None:
-            active = "nsroof" if self._counts["nsroof"] else "optimizer"
-            if self._counts[active] >= self.warmup + self.steps:
+            if self._marked() >= self.warmup + self.steps:
                 self._stop()
 
     def _stop(self) -> None:
         if not self._stopped and self._prof is not None:
             self._stopped = True
-            # the facts go in while the profiler still records: kineto takes metadata only then
-            self._facts = trace_facts(cuda=self._use_cuda, steps=self.steps, warmup=self.warmup)
-            self._prof.add_metadata_json("nsroof", json.dumps(self._facts))
-            self._prof.__exit__(None, None, None)
+            self._keep_whole_run_if_too_short()
+            try:
+                # the facts go in while the profiler still records: kineto takes metadata only then
+                self._facts = trace_facts(cuda=self._use_cuda, steps=self.steps, warmup=self.warmup)
+                self._prof.add_metadata_json("nsroof", json.dumps(self._facts))
+            except Exception as exc:  # noqa: BLE001 - a fact that cannot be read must not lose the run
+                self._facts = {"version": META_VERSION, "collector": "nsroof.profile",
+                               "facts_error": f"{type(exc).__name__}: {exc}"}
+                self._prof.add_metadata_json("nsroof", json.dumps(self._facts))
+            finally:
+                self._prof.__exit__(None, None, None)
+
+    def _marked(self) -> int:
+        return self._counts["nsroof"] or self._counts["optimizer"]
+
+    def _keep_whole_run_if_too_short(self) -> None:
+        if self.window_optional and (self.steps is not None or self.warmup) and self._marked() <= self.warmup:
+            self.notes.append(f"the run marked {self._marked()} step(s), not more than the {self.warmup} warm-up "
+                              "step(s) of the default schedule: the whole run is recorded")
+            self.steps, self.warmup = None, 0
 
     # -- building the report: the saved trace through the importer and the pipeline
     def _build(self) -> ProfileResult:
@@ -170,10 +201,15 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
 
         trace = self.trace or Path(tempfile.mkdtemp(prefix="nsroof-profile-")) / "trace.json.gz"
         trace.parent.mkdir(parents=True, exist_ok=True)
-        self._prof.export_chrome_trace(str(trace))
+        save_trace(self._prof, trace)
         warnings: list[str] = []
-        machine = resolve_machine(self.machine_spec, cuda=self._use_cuda, warnings=warnings)
-        built = pipeline.analyze([trace], machine=machine)
+        try:
+            machine = resolve_machine(self.machine_spec, cuda=self._use_cuda, warnings=warnings)
+            built = pipeline.analyze([trace], machine=machine)
+        except Exception as exc:  # noqa: BLE001 - the run is in the trace: say how to get its report
+            why = str(exc) if isinstance(exc, NsroofError) else f"{type(exc).__name__}: {exc}"
+            raise NsroofError(f"{why.rstrip('.')}; the profile's trace is kept: `nsroof analyze {trace}` "
+                              "rebuilds the report from it") from exc
         steps_info = _file_extra(built).get("steps", {})
         source, marked = str(steps_info.get("source", "")), int(steps_info.get("marked", 0))
         if (self.steps is not None or self.warmup) and built.frame.empty:
@@ -181,11 +217,60 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
                 f"no ops recorded in steps {self.warmup}..{self.warmup + (self.steps or 0) - 1}: the run marked "
                 f"{marked} step(s) ({source or 'no optimizer step and no nsroof.step()'}) — lower --warmup, "
                 "or call nsroof.step() at the end of each step")
-        warnings += built.warnings
+        warnings += self.notes + built.warnings
         window = (f"; recorded steps {steps_info['window']}: {steps_info['kept']} of {steps_info['rows']} rows"
                   if "window" in steps_info else "")
         return ProfileResult(built.frame, machine, trace, warnings, marked, source, built.metadata, self._facts,
                              window)
+
+
+TRACE_GZIP_LEVEL = 6  # zlib's default: a 3 MB trace in ~40 ms; 9 (gzip.open's default) takes 5× longer for 15% less
+
+
+def save_trace(prof: Any, trace: Path) -> None:
+    """The chrome trace, written once: kineto's own JSON writer, then for ``.gz`` one gzip pass over the
+    whole file. torch's export_chrome_trace(".json.gz") gzips it line by line at level 9, the larger part of
+    its time on a launch-bound run."""
+    from nsroof.atomic import atomic_path
+
+    with atomic_path(trace) as tmp:
+        if trace.suffix != ".gz":
+            prof.export_chrome_trace(str(tmp.with_suffix(".json")))
+            tmp.with_suffix(".json").replace(tmp)
+            return
+        plain = tmp.with_suffix(".json")
+        try:
+            prof.export_chrome_trace(str(plain))
+            tmp.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=TRACE_GZIP_LEVEL, mtime=0))
+        finally:
+            plain.unlink(missing_ok=True)
+
+
+INDUCTOR_ESTIMATES_ENV = "TORCHINDUCTOR_BENCHMARK_KERNEL"
+
+
+def inductor_estimates_on() -> Any:
+    """Turn on ``torch._inductor.config.benchmark_kernel`` (its environment form for compile workers and for
+    an Inductor imported later): Inductor then records ``kernel_flop`` and ``kernel_num_gb`` in each Triton
+    kernel's launch record (torch/_inductor/codegen/triton.py, ``inductor_meta``), which nsroof costs the
+    kernel by. It only adds a benchmark harness to the generated kernel files; kernels compiled before
+    stay as they are. Returns the undo."""
+    saved_env = os.environ.get(INDUCTOR_ESTIMATES_ENV)
+    os.environ[INDUCTOR_ESTIMATES_ENV] = "1"
+    config = sys.modules.get("torch._inductor.config")
+    saved = getattr(config, "benchmark_kernel", None) if config is not None else None
+    if config is not None:
+        setattr(config, "benchmark_kernel", True)  # noqa: B010 - torch's config module, typed as a plain module
+
+    def undo() -> None:
+        if saved_env is None:
+            os.environ.pop(INDUCTOR_ESTIMATES_ENV, None)
+        else:
+            os.environ[INDUCTOR_ESTIMATES_ENV] = saved_env
+        now = sys.modules.get("torch._inductor.config")
+        if now is not None:
+            setattr(now, "benchmark_kernel", bool(saved) if config is not None else saved_env == "1")  # noqa: B010
+    return undo
 
 
 def _file_extra(built: Any) -> dict[str, Any]:
@@ -219,19 +304,54 @@ def trace_facts(*, cuda: bool, steps: int | None, warmup: int) -> dict[str, Any]
 
 
 def tf32_settings() -> dict[str, Any]:
-    """The TF32 settings in force: matmul TF32 follows torch.get_float32_matmul_precision() ('highest'
-    forbids it; 'high' and 'medium' allow it) and torch.backends.cuda.matmul.allow_tf32; convolutions follow
-    torch.backends.cudnn.allow_tf32 (True by default)."""
+    """The TF32 settings in force, read from torch's current API where it is set, else from the legacy one,
+    never raising (torch raises when a legacy getter meets a value set through the new API).
+
+    New API (torch >= 2.9): ``torch.backends.cuda.matmul.fp32_precision`` and
+    ``torch.backends.cudnn.conv.fp32_precision`` ('tf32' allows TF32, 'ieee' forbids it, 'none' inherits from
+    ``torch.backends.cudnn.fp32_precision`` (convolutions) and ``torch.backends.fp32_precision``). Legacy API,
+    read only when the new one says 'none' all the way up: matmul TF32 follows
+    ``torch.get_float32_matmul_precision()`` ('highest' forbids it) or ``torch.backends.cuda.matmul.allow_tf32``;
+    convolutions follow ``torch.backends.cudnn.allow_tf32``."""
     import torch
 
-    precision = str(torch.get_float32_matmul_precision())
-    matmul_flag = bool(torch.backends.cuda.matmul.allow_tf32)
-    return {
-        "matmul": precision != "highest" or matmul_flag,
-        "matmul_precision": precision,
-        "cuda_matmul_allow_tf32": matmul_flag,
-        "cudnn": bool(torch.backends.cudnn.allow_tf32),
-    }
+    backends = torch.backends
+    matmul_new = _new_api_precision(backends, ("cuda", "matmul"))
+    conv_new = _new_api_precision(backends, ("cudnn", "conv"), ("cudnn",))
+    out: dict[str, Any] = {"matmul_fp32_precision": matmul_new, "conv_fp32_precision": conv_new}
+    # the legacy getter raises once the new API set a value; its answer then follows from the new value
+    precision = str(_quietly(torch.get_float32_matmul_precision, "high" if matmul_new == "tf32" else "highest"))
+    out["matmul_precision"] = precision
+    if matmul_new != "none":
+        out |= {"matmul": matmul_new == "tf32", "matmul_api": "torch.backends.cuda.matmul.fp32_precision"}
+    else:
+        flag = bool(_quietly(lambda: backends.cuda.matmul.allow_tf32, False))
+        out |= {"matmul": precision != "highest" or flag, "cuda_matmul_allow_tf32": flag, "matmul_api": "legacy"}
+    if conv_new != "none":
+        out |= {"cudnn": conv_new == "tf32", "cudnn_api": "torch.backends.cudnn.conv.fp32_precision"}
+    else:
+        out |= {"cudnn": bool(_quietly(lambda: backends.cudnn.allow_tf32, True)), "cudnn_api": "legacy"}
+    return out
+
+
+def _new_api_precision(backends: Any, *paths: tuple[str, ...]) -> str:
+    """The first fp32_precision other than 'none' along `paths` then the generic one; 'none' when all are
+    unset (or this torch has no such API)."""
+    for path in (*paths, ()):
+        obj = backends
+        for part in path:
+            obj = getattr(obj, part, None)
+        value = str(_quietly(lambda obj=obj: getattr(obj, "fp32_precision", "none"), "none"))
+        if value != "none":
+            return value
+    return "none"
+
+
+def _quietly(read: Any, default: Any) -> Any:
+    try:
+        return read()
+    except (RuntimeError, AttributeError):
+        return default
 
 
 # --------------------------------------------------------------------------- machine

@@ -1,7 +1,12 @@
-"""`nsroof profile [--steps N] [--warmup N] [--machine …] -o report.parquet -- python script.py args…`
+"""`nsroof profile [--steps N] [--warmup N | --all-steps] [--machine …] -o report.parquet -- python script.py args…`
 
 The script runs in this process (nsroof.collectors.script) inside nsroof.profile; the chrome trace is kept
 next to the report (REPORT.trace.json.gz) and the report is built from it, as `nsroof analyze` would.
+
+Default schedule: skip DEFAULT_WARMUP step (the first step pays for torch.compile, cuDNN autotuning, the
+allocator's first growth), record DEFAULT_STEPS steps, then stop the profiler, so a long script is not
+recorded to its end. A script that marks no more steps than that (no optimizer step, no nsroof.step()) is
+recorded whole. --steps / --warmup set the window; --all-steps records everything.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from nsroof.commands.options import (
     top_option,
 )
 
+DEFAULT_WARMUP = 1
+DEFAULT_STEPS = 3
+
 
 def trace_path(output: Path) -> Path:
     """report.parquet -> report.trace.json.gz, next to it."""
@@ -32,9 +40,11 @@ def trace_path(output: Path) -> Path:
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--steps", type=click.IntRange(min=1), metavar="N",
-              help="Record N steps (optimizer steps, or nsroof.step() marks).")
-@click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
-              help="Steps to skip first.")
+              help=f"Record N steps (optimizer steps, or nsroof.step() marks)  [default: {DEFAULT_STEPS}, "
+                   f"after {DEFAULT_WARMUP} warm-up step]")
+@click.option("--warmup", type=click.IntRange(min=0), metavar="N",
+              help="Steps to skip first  [default: 0 with --steps, else the default schedule's]")
+@click.option("--all-steps", is_flag=True, help="Record the whole run (no step window).")
 @machine_option(when_omitted="on a GPU its profile cached by `nsroof measure --device cuda`, else its datasheet "
                               "entry; on CPU this CPU's measured profile (measured once, cached)")
 @output_option("the report (Parquet); the chrome trace is kept next to it as REPORT.trace.json.gz",
@@ -44,8 +54,8 @@ def trace_path(output: Path) -> Path:
 @quiet_option()
 @cost_facts_options()
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def profile(steps: int | None, warmup: int, machine: str | None, output: Path, top: int, threads: int | None,
-            quiet: bool, command: tuple[str, ...]) -> None:
+def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str | None, output: Path, top: int,
+            threads: int | None, quiet: bool, command: tuple[str, ...]) -> None:
     """Run a Python script under torch.profiler and write a roofline report of every kernel (CUDA) or op
     call (CPU) with analytic FLOPs and bytes from the ledger formulas, e.g.
     `nsroof profile -o r.parquet -- python train.py --epochs 1`."""
@@ -54,10 +64,17 @@ def profile(steps: int | None, warmup: int, machine: str | None, output: Path, t
     from nsroof.report import parquet
 
     kind, target, args = split_command(command)
+    if all_steps and (steps is not None or warmup is not None):
+        raise click.UsageError("--all-steps records the whole run: leave out --steps and --warmup")
+    default_window = not all_steps and steps is None and warmup is None
+    if default_window:
+        steps, warmup = DEFAULT_STEPS, DEFAULT_WARMUP
+    warmup = warmup or 0
     apply_threads(threads)  # before the announcement: the cached CPU profile is per thread count
     pending = _announce_cpu_measurement(machine)
     progress, load = Progress(quiet), LoadWatch()
-    session = nsroof_profile(machine=machine, steps=steps, warmup=warmup, trace=trace_path(output))
+    session = nsroof_profile(machine=machine, steps=steps, warmup=warmup, trace=trace_path(output),
+                             window_optional=default_window)
     stop = None
     try:
         with session:
@@ -69,12 +86,13 @@ def profile(steps: int | None, warmup: int, machine: str | None, output: Path, t
             stop()
     result = session.result
     assert result is not None
-    warnings = [w for w in (steps_warning(steps, warmup, result.steps_marked, result.step_source), load.warning()) if w]
+    asked = "" if default_window else steps_warning(steps, warmup, result.steps_marked, result.step_source)
+    warnings = [w for w in (asked, load.warning()) if w]
     metadata = {**result.metadata,
                 "collector": "torch.profiler", "command": [kind, target, *args],
                 "script": parquet.input_record(target) if kind == "script" else None,
                 "trace": str(result.trace), "trace_facts": result.trace_facts,
-                "steps": steps, "warmup": warmup,
+                "steps": session.steps, "warmup": session.warmup, "default_schedule": default_window,
                 "steps_marked": result.steps_marked, "step_source": result.step_source,
                 "torch_version": _torch_version(),
                 "warnings": result.warnings + warnings}

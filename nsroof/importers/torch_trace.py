@@ -218,10 +218,22 @@ def launch_map(cats: dict[str, list[dict[str, Any]]]) -> dict[int, dict[str, Any
 
 
 def op_tree(cats: dict[str, list[dict[str, Any]]], meta: dict[str, Any]) -> tuple[OpTree, list[dict[str, Any]]]:
-    annotations = [e for c in ANNOTATION_CATS for e in cats.get(c, [])]
-    tree = OpTree([e for c in CPU_OP_CATS for e in cats.get(c, [])], annotations,
-                  [str(n) for n in meta.get("module_ranges", []) if isinstance(n, str)])
-    return tree, annotations
+    module_ranges = [str(n) for n in meta.get("module_ranges", []) if isinstance(n, str)]
+    ops, annotations = split_module_ranges([e for c in CPU_OP_CATS for e in cats.get(c, [])],
+                                           [e for c in ANNOTATION_CATS for e in cats.get(c, [])], module_ranges)
+    return OpTree(ops, annotations, module_ranges), annotations
+
+
+def split_module_ranges(ops: list[dict[str, Any]], annotations: list[dict[str, Any]],
+                        module_ranges: Sequence[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """nsroof.profile records module ranges with torch's fast C++ record function, which kineto writes as
+    ``cpu_op`` events named by the module: those named in the trace's ``module_ranges`` fact are ranges
+    (annotations), not ops."""
+    names = set(module_ranges)
+    ranges = [e for e in ops if e.get("name") in names] if names else []
+    if not ranges:
+        return ops, annotations
+    return [e for e in ops if e.get("name") not in names], annotations + ranges
 
 
 def load_capture(index: int, path: str | os.PathLike[str]) -> trace_graphs.Capture:
@@ -333,7 +345,28 @@ def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, A
     frame["gpu__time_duration.sum"] = dur_s
     frame["launch__registers_per_thread"] = registers
     frame["launch__shared_mem_per_block"] = shared
-    return frame, starts
+    return inductor_estimates(frame, tree, launcher), starts
+
+
+def inductor_estimates(frame: pd.DataFrame, tree: OpTree, launcher: np.ndarray) -> pd.DataFrame:
+    """Inductor's own estimates for the Triton kernels it launches: its launch record (a ``cpu_op`` named by
+    the kernel, ``kernel_backend`` triton) carries ``kernel_flop`` (FLOP) and ``kernel_num_gb`` (10^9 bytes
+    its buffers move) when ``torch._inductor.config.benchmark_kernel`` was on at compile time (nsroof profile
+    turns it on). Read into trace_flops / trace_bytes / trace_cost_source (nsroof.schema); the costing
+    (nsroof.models.attribution) prefers them to an op formula."""
+    n = len(frame)
+    flops, nbytes, source = np.full(n, np.nan), np.full(n, np.nan), [""] * n
+    for i, j in enumerate(launcher.tolist()):
+        args = tree.args[j] if j >= 0 and frame["kind"].iat[i] == "kernel" else {}
+        if args.get("kernel_backend") != "triton":
+            continue
+        flops[i], gb = number(args.get("kernel_flop")), number(args.get("kernel_num_gb"))
+        nbytes[i] = gb * 1e9
+        stated = [k for k, v in (("kernel_flop", flops[i]), ("kernel_num_gb", gb)) if v == v]
+        source[i] = "inductor:" + ", ".join(stated) if stated else ""
+    frame["trace_flops"], frame["trace_bytes"] = flops, nbytes
+    frame["trace_cost_source"] = pd.Series(source, dtype=object)
+    return frame
 
 
 def tf32_facts(meta: dict[str, Any]) -> dict[str, Any]:

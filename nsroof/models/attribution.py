@@ -189,9 +189,9 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
             uncosted.setdefault(j, []).append(i)
         else:
             units.setdefault(u, []).append(i)
-    policy = _tf32_rule(tf32, _texts(kernels, "cc"), full)
+    policy, fp64 = _tf32_rule(tf32, _texts(kernels, "cc"), full), _fp64_tensor_rule(_texts(kernels, "cc"), full)
     for u, members in units.items():
-        cost = policy(table.cost(u), members)
+        cost = fp64(policy(table.cost(u), members), members)
         for i, row in _split(table, u, cost, members, op_ids, (names, full)).items():
             rows[i] = row
     rows = _trace_costs(kernels, rows)
@@ -294,6 +294,28 @@ def _tf32_rule(tf32: tuple[bool | None, bool | None], cc: np.ndarray, names: np.
                    or (cost.formula.startswith(TF32_CONV_PREFIX) and bool(cudnn)))
         if cost.known and cost.precision == "fp32" and allowed and any(_has_tf32(str(cc[i])) for i in members):
             return replace(cost, precision="tensor", tensor_dtype="tf32", label=f"{cost.label} [TF32 allowed]")
+        return cost
+
+    return rule
+
+
+# FP64 tensor cores (DMMA) exist on the data-center parts only: CC 8.0 (A100, A30), 9.0 (H100, H200, GH200),
+# 10.0 (B200, GB200); cuBLAS runs FP64 GEMMs on them there (NVIDIA A100 and H100 datasheets: "FP64 Tensor
+# Core" 19.5 / 67 TFLOP/s against 9.7 / 34 on CUDA cores). Consumer and embedded parts (8.6, 8.7, 8.9, 12.x)
+# have none; a CUTLASS SIMT kernel says so in its name.
+FP64_TENSOR_CC = frozenset({"8.0", "9.0", "10.0"})
+FP64_SIMT_KERNEL = re.compile(r"simt", re.IGNORECASE)
+
+
+def _fp64_tensor_rule(cc: np.ndarray, names: np.ndarray) -> Callable[[OpCost, list[int]], OpCost]:
+    """An fp64 matmul-family cost on a device with FP64 tensor cores meets the FP64 tensor roof (the dense
+    fp64 peak), picked like TF32: by the op's dtype and formula, the device, and the kernel (a SIMT kernel
+    stays on the CUDA-core fp64 roof)."""
+    def rule(cost: OpCost, members: list[int]) -> OpCost:
+        if (cost.known and cost.precision == "fp64" and cost.formula in TF32_MATMUL_FORMULAS
+                and any(str(cc[i]) in FP64_TENSOR_CC for i in members)
+                and not any(FP64_SIMT_KERNEL.search(str(names[i])) for i in members)):
+            return replace(cost, precision="tensor", tensor_dtype="fp64", label=f"{cost.label} [FP64 tensor cores]")
         return cost
 
     return rule

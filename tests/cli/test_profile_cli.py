@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,52 @@ def test_python_dash_m_runs_a_module_with_steps(tmp_path: Path) -> None:
     report = load(out)
     # one recorded step of a 2-layer model: 2 causal attention calls forward
     assert (report["op"].astype(str) == "aten::scaled_dot_product_attention").sum() == 2
+
+
+def _profile(tmp_path: Path, script: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path / "r.parquet"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nsroof", "profile", "--machine", str(DATA / "test-cpu.json"), *extra, "-o", str(out),
+         "--", "python", str(DATA / script)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=400,
+    )
+    return proc, out
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="Inductor's C++ backend needs a C++ compiler")
+def test_a_compiled_training_step_gives_the_original_module_names_and_costs(tmp_path: Path) -> None:
+    proc, out = _profile(tmp_path, "compiled_step.py")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from nsroof.report.parquet import load, read_metadata
+
+    report = load(out)
+    # the default schedule skips step 0 (it compiles) and keeps steps 1..3
+    assert "recorded steps 1..3" in proc.stdout
+    assert read_metadata(out)["default_schedule"] is True
+    modules = set(report["module"].astype(str)) - {""}
+    assert modules == {"Net"}  # the compiled region: the module torch.compile wrapped, not OptimizedModule
+    addmm = report[report["op"].astype(str) == "aten::addmm"]
+    # Inductor calls addmm for each Linear: fc1 (8×16)·(16×32): 2·8·16·32 + 8·32 = 8,448 FLOP; fc2 (8×32)·(32×16):
+    # 2·8·32·16 + 8·16 = 8,320; head (8×16)·(16×4): 2·8·16·4 + 8·4 = 1,056 — once per recorded step
+    assert sorted(addmm["flops"].tolist()) == sorted([8448.0, 8320.0, 1056.0] * 3)
+    assert (addmm["module"] == "Net").all()
+    backward_mm = report[(report["op"].astype(str) == "aten::mm") & (report["module"] == "Net")]
+    assert len(backward_mm) > 0 and backward_mm["flops"].notna().all()
+    assert report["nvtx_path"].astype(str).str.contains("Net (backward)", regex=False).any()
+
+
+def test_a_script_setting_tf32_through_the_new_api_profiles(tmp_path: Path) -> None:
+    proc, out = _profile(tmp_path, "fp32_precision.py", "--all-steps")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from nsroof.report.parquet import load, read_metadata
+
+    facts = read_metadata(out)["trace_facts"]["tf32"]
+    assert (facts["matmul"], facts["cudnn"]) == (True, True)
+    assert facts["matmul_api"] == "torch.backends.cuda.matmul.fp32_precision"
+    report = load(out)
+    linear = report[report["op"].astype(str) == "aten::linear"]
+    # Linear(32, 32) on 8 rows: 2·8·32·32 + 8·32 = 16,640 FLOP, once per step (3 steps, --all-steps)
+    assert linear["flops"].tolist() == [16640.0] * 3
+    assert set(linear["module"]) == {"Linear"}

@@ -208,7 +208,8 @@ def test_profile_on_cuda_builds_the_report_from_the_trace(monkeypatch: pytest.Mo
         ]
         import gzip
 
-        Path(path).write_bytes(gzip.compress(json.dumps(data).encode()))
+        text = json.dumps(data).encode()
+        Path(path).write_bytes(gzip.compress(text) if path.endswith(".gz") else text)  # as kineto writes it
 
     monkeypatch.setattr(torch_profile, "export_chrome_trace", export_with_gpu)
     h100 = Machine(name="test-h100", source="file", peak_flop_per_s={"fp32": 6.7e13, "tf32": 4.95e14},

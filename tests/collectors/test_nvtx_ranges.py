@@ -234,3 +234,57 @@ def test_the_ncu_bootstrap_opens_the_run_range_around_module_ranges(nvtx_logger:
     assert log[-1] == "end nsroof 1" and "push nsroof Linear (backward)" in log
     assert log.index("push nsroof Linear (backward)") < log.index("end nsroof 1")
     assert "Linear" in modules.read_text()
+
+
+def test_global_module_ranges_survive_torch_compile(domain: RecordingDomain) -> None:
+    # Dynamo used to trace into the global hooks and fail ("... is already tracked for mutation", a weakref
+    # error); the hooks now return while Dynamo traces, and the compiled call is named as its module.
+    torch = pytest.importorskip("torch")
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x: Any) -> Any:
+            return torch.relu(self.fc(x))
+
+    model = Net()
+    compiled = torch.compile(model, backend="eager")
+    x = torch.randn(2, 4, requires_grad=True)
+    with nr.annotate_all_modules(backward=True):
+        compiled(x).sum().backward()
+        compiled(x).sum().backward()
+        model(x)  # the eager module keeps the names the compiled one had
+    pushed = [entry[1] for entry in domain.log if entry[0] == "push"]
+    assert "OptimizedModule" not in pushed
+    assert pushed[:2] == ["Net", "Net (backward)"]  # inside the graph no hook ran: one range per call
+    assert pushed[-2:] == ["Net", "Net.fc"]
+
+
+def test_range_names_leave_out_the_compile_wrapper() -> None:
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    names = nr.module_range_names(torch.compile(model, backend="eager"))
+    assert set(names.values()) == {"Sequential", "Sequential.0"}
+    assert names["_orig_mod.0"] == "Sequential.0"
+
+
+def test_the_ncu_bootstrap_runs_a_compiled_script(tmp_path: Path) -> None:
+    # The bootstrap `nsroof ncu` runs under ncu installs the same global hooks (with backward ranges): a
+    # compiled script used to fail there with rc 2. Dynamo's eager backend traces the hooks as Inductor would.
+    import json
+    import os
+
+    pytest.importorskip("torch")
+    repo = Path(__file__).resolve().parents[2]
+    modules = tmp_path / "modules.json"
+    env = {**os.environ, "PYTHONPATH": str(repo), "COMPILE_BACKEND": "eager"}
+    proc = subprocess.run([sys.executable, "-m", "nsroof.collectors.ncu_run", "--modules-file", str(modules), "--",
+                           "python", str(repo / "tests" / "data" / "collectors" / "compiled_step.py")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "global hooks" not in proc.stderr  # torch's warning about global hooks and compile is silenced
+    names = json.loads(modules.read_text())["module_ranges"]
+    assert "Net" in names and "Net.block.fc1" in names
+    assert not any("OptimizedModule" in n or "_orig_mod" in n for n in names)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -232,3 +233,133 @@ def test_cuda_rows_are_kernels_linked_to_their_op() -> None:
     # the op's cost is shared among its kernels by device time: the shares add up to the exact cost
     assert mm["flops"].sum() == pytest.approx(MM_FLOPS)
     assert mm["bytes"].sum() == pytest.approx(MM_BYTES)
+
+
+def test_a_default_window_keeps_a_run_without_steps_whole_and_says_so() -> None:
+    with profile(machine=MACHINE, warmup=1, steps=3, window_optional=True) as prof:
+        torch.ones(4) * 3  # no optimizer step, no nsroof.step(): nothing to count steps by
+    assert (prof.report["op"] == "aten::mul").sum() == 1
+    assert prof.result is not None and any("whole run is recorded" in w for w in prof.result.warnings)
+
+
+def test_the_profiler_stops_once_the_window_is_recorded() -> None:
+    w = torch.nn.Parameter(torch.randn(4, 4))
+    opt = torch.optim.SGD([w], lr=0.1)
+    with profile(machine=MACHINE, warmup=1, steps=1, window_optional=True) as prof:
+        for size in (2, 3, 5):
+            (torch.randn(size, 4) @ w).sum().backward()
+            opt.step()
+    # step 0 skipped, step 1 kept, step 2 after the profiler stopped: never recorded
+    shapes = set(prof.report.loc[prof.report["op"] == "aten::matmul", "input_shapes"])
+    assert shapes == {"[[3, 4], [4, 4]]"}
+    assert prof.result is not None and prof.result.steps_marked == 2
+
+
+def test_tf32_from_the_new_api_is_read_without_raising() -> None:
+    from nsroof.collectors.torch_profile import tf32_settings
+
+    backends = torch.backends
+    before = (backends.cuda.matmul.fp32_precision, backends.cudnn.conv.fp32_precision)
+    try:
+        backends.cuda.matmul.fp32_precision = "tf32"
+        backends.cudnn.conv.fp32_precision = "ieee"
+        with pytest.raises(RuntimeError, match="legacy and new"):
+            torch.get_float32_matmul_precision()  # what the check called before: it raises here
+        facts = tf32_settings()
+        assert (facts["matmul"], facts["cudnn"]) == (True, False)
+        assert facts["matmul_api"] == "torch.backends.cuda.matmul.fp32_precision"
+        with profile(machine=MACHINE) as prof:
+            torch.ones(2) + 1
+        assert prof.result is not None and prof.result.trace_facts["tf32"]["matmul"] is True
+    finally:
+        backends.cuda.matmul.fp32_precision, backends.cudnn.conv.fp32_precision = before
+
+
+def test_tf32_from_the_legacy_api() -> None:
+    from nsroof.collectors.torch_profile import tf32_settings
+
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("high")  # legacy: allows TF32 matmuls
+        assert tf32_settings()["matmul"] is True
+        torch.set_float32_matmul_precision("highest")
+        assert tf32_settings()["matmul"] is False
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def test_a_report_that_cannot_be_built_keeps_the_trace_and_names_the_command(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch.nn.modules import module as torch_module
+
+    from nsroof import pipeline
+    from nsroof.errors import NsroofError
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ValueError("boom")
+
+    monkeypatch.setattr(pipeline, "analyze", broken)
+    trace = tmp_path / "t.json.gz"
+    with pytest.raises(NsroofError, match=r"ValueError: boom; the profile's trace is kept: `nsroof analyze .*t\.json\.gz`"):
+        with profile(machine=MACHINE, trace=trace):
+            torch.ones(2) + 1
+    assert trace.is_file()
+    assert not torch_module._global_forward_pre_hooks and not torch_module._global_forward_hooks
+
+
+def test_facts_that_cannot_be_read_do_not_lose_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nsroof.collectors import torch_profile
+
+    def broken(**kwargs: object) -> None:
+        raise RuntimeError("a getter raised")
+
+    monkeypatch.setattr(torch_profile, "trace_facts", broken)
+    with profile(machine=MACHINE) as prof:
+        torch.ones(2) * 2
+    assert (prof.report["op"] == "aten::mul").sum() == 1
+    assert prof.result is not None and "a getter raised" in prof.result.trace_facts["facts_error"]
+
+
+def test_module_ranges_are_fast_records_that_the_importer_reads_as_ranges(tmp_path: Path) -> None:
+    import json
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    trace = tmp_path / "t.json"
+    with profile(machine=MACHINE, trace=trace) as prof:
+        model(torch.randn(2, 4))
+    events = json.loads(trace.read_text())["traceEvents"]
+    # torch's C++ record function: a cpu_op named by the module (not a Python record_function annotation)
+    assert {e.get("cat") for e in events if e.get("name") == "Sequential.0"} == {"cpu_op"}
+    assert "Sequential.0" not in set(prof.report["op"])
+    assert set(prof.report.loc[prof.report["op"] == "aten::linear", "module"]) == {"Sequential.0"}
+
+
+def test_a_compiled_module_is_attributed_to_the_module_it_wraps() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    compiled = torch.compile(model, backend="eager")  # Dynamo traces the hooks; no C++ compile needed here
+    x = torch.randn(4, 8, requires_grad=True)
+    compiled(x).sum().backward()  # compiled before the profile starts (its tracing would be recorded too)
+    with profile(machine=MACHINE) as prof:
+        compiled(x).sum().backward()
+    modules = set(prof.report["module"].astype(str)) - {""}
+    assert modules == {"Sequential"}  # the compiled region: its root, never OptimizedModule
+    linear = prof.report[prof.report["op"] == "aten::linear"]
+    # Linear(8, 8) on 4 rows: 2·4·8·8 = 512 FLOP plus 4·8 = 32 bias adds
+    assert len(linear) == 1 and linear["flops"].iloc[0] == 2 * 4 * 8 * 8 + 4 * 8
+
+
+def test_inductor_records_its_kernel_estimates_while_profiling(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import torch._inductor.config as inductor_config
+
+    from nsroof.collectors.torch_profile import INDUCTOR_ESTIMATES_ENV
+
+    monkeypatch.delenv(INDUCTOR_ESTIMATES_ENV, raising=False)
+    monkeypatch.setattr(inductor_config, "benchmark_kernel", False)
+    seen = {}
+    with profile(machine=MACHINE):
+        seen = {"config": inductor_config.benchmark_kernel, "env": os.environ.get(INDUCTOR_ESTIMATES_ENV)}
+        torch.ones(2) + 1
+    assert seen == {"config": True, "env": "1"}
+    assert inductor_config.benchmark_kernel is False and INDUCTOR_ESTIMATES_ENV not in os.environ

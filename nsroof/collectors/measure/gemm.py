@@ -79,11 +79,22 @@ def shape_reason(dtype: str, shape: GemmShape) -> str | None:
 
 @contextlib.contextmanager
 def matmul_precision(dtype: str) -> Iterator[None]:
-    """fp32 at IEEE precision, tf32 through torch's 'high' float32 matmul precision; restored after."""
+    """fp32 at IEEE precision, tf32 allowed, for CUDA matmuls; restored after. torch's current API
+    (``torch.backends.cuda.matmul.fp32_precision``, torch >= 2.9) when it exists: once anything in the process
+    has set it, the legacy ``get_float32_matmul_precision()`` raises on the mix of the two APIs."""
     import torch
 
     if dtype not in ("fp32", "tf32"):
         yield
+        return
+    matmul = getattr(getattr(torch.backends, "cuda", None), "matmul", None)
+    if matmul is not None and hasattr(matmul, "fp32_precision"):
+        old_new = matmul.fp32_precision
+        matmul.fp32_precision = "tf32" if dtype == "tf32" else "ieee"
+        try:
+            yield
+        finally:
+            matmul.fp32_precision = old_new
         return
     old = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("high" if dtype == "tf32" else "highest")
