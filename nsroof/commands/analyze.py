@@ -12,6 +12,7 @@ from nsroof.commands.options import (
     Progress,
     capture_option,
     check_suffix,
+    cost_facts_options,
     machine_option,
     output_option,
     quiet_option,
@@ -39,6 +40,7 @@ from nsroof.errors import InputError
 @selection_options()
 @table_output_options("one wide row per kernel (time, and intensity, bound and roof fraction per level)")
 @quiet_option()
+@cost_facts_options()
 def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, aggregate: bool,
             ledger: Path | None, top: int, jobs: int | None, executor: str, scheduler: str | None,
             overwrite: bool, name_template: str | None, captures: tuple[Path, ...], quiet: bool, as_json: bool,

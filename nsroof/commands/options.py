@@ -225,3 +225,31 @@ def _isatty(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def cost_facts_options() -> Callable[[F], F]:
+    """--model-config CONFIG.json (the model facts engine ops' costs need) and --formulas FILE.py (your own
+    @nsroof.formula ops), applied to everything the command costs."""
+
+    def decorate(fn: F) -> F:
+        import functools
+
+        @functools.wraps(fn)
+        def run(*args: Any, model_config: Path | None = None, formulas: tuple[Path, ...] = (), **kwargs: Any) -> Any:
+            from nsroof.models.ledger.custom import load_file, using_model
+            from nsroof.models.ledger.engine_facts import read_model_config
+
+            for path in formulas:
+                load_file(str(path))
+            with using_model(read_model_config(str(model_config)) if model_config else None):
+                return fn(*args, **kwargs)
+
+        run = click.option("--formulas", "formulas", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
+                           metavar="FILE.py", help="Python file of @nsroof.formula(\"ns::op\") functions costing "
+                           "your own ops (repeatable).")(run)
+        run = click.option("--model-config", "model_config", type=click.Path(path_type=Path, dir_okay=False),
+                           metavar="CONFIG.json", help="The model's Hugging Face config.json: experts, top-k, "
+                           "expert size, heads, sliding window for engine ops (vllm::moe_forward, attention).")(run)
+        return run  # type: ignore[return-value]
+
+    return decorate

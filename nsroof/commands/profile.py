@@ -21,6 +21,7 @@ from nsroof.commands.options import (
     Progress,
     apply_threads,
     check_suffix,
+    cost_facts_options,
     machine_option,
     output_option,
     quiet_option,
@@ -52,6 +53,7 @@ def trace_path(output: Path) -> Path:
 @top_option("ops in the summary")
 @threads_option()
 @quiet_option()
+@cost_facts_options()
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str | None, output: Path, top: int,
             threads: int | None, quiet: bool, command: tuple[str, ...]) -> None:

@@ -176,10 +176,21 @@ def _read(path: str | os.PathLike[str], captures: Sequence[str | os.PathLike[str
         frame = _select_steps(frame, starts, meta, annotations, warnings, extra)
         frame["kernel_id"] = pd.array(range(len(frame)), dtype="Int64")
         ops = trace_graphs.ops_table(tree, name, caps)
+        # facts the ledger's collective formulas read beside the ops' arguments (nsroof.models.attribution)
+        ops.attrs["world_size"] = _world_size(top)
+        ops.attrs["op_attributes"] = {i: dict(a) for i, (op, a) in enumerate(zip(tree.ops, tree.args, strict=False))
+                                      if op.get("name") == "record_param_comms"}
     units = {c: u for c, u in METRIC_UNITS.items() if c in frame.columns} | {
         c: "" for c in frame.columns if c.startswith(("smsp__", "sm__"))}
     return frame, FileFacts(format="torch-trace", source=name, metric_units=units, warnings=warnings,
                             levels=("dram",), extra=extra, ops=ops)
+
+
+def _world_size(top: Any) -> int:
+    """distributedInfo.world_size of a kineto trace (0 when absent)."""
+    info = top.get("distributedInfo") if isinstance(top, dict) else None
+    size = info.get("world_size") if isinstance(info, dict) else None
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else 0
 
 
 def by_category(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

@@ -52,9 +52,9 @@ TF32_CONV_PREFIX = "conv"
 
 # Kernels that move or reduce data around a GEMM/conv/attention (matched on the short function name, which
 # carries no template arguments): layout transforms, copies, fills, split-K reductions, im2col.
-AUX_KERNEL = re.compile(r"splitk|reduce|nchwtonhwc|nhwctonchw|transpose|copy|memcpy|memset|fill|elementwise|"
+AUX_KERNEL = re.compile(r"splitk|reduce|quantize|finalize|routing|nchwtonhwc|nhwctonchw|transpose|copy|memcpy|memset|fill|elementwise|"
                         r"catarray|im2col|col2im", re.IGNORECASE)
-WORK_KERNEL = re.compile(r"gemm|gemv|cublas|cutlass|xmma|wgrad|dgrad|fprop|conv|implicit|winograd|fft|flash|fmha|"
+WORK_KERNEL = re.compile(r"gemm|gemv|bmm|cublas|cutlass|xmma|wgrad|dgrad|fprop|conv|implicit|winograd|fft|flash|fmha|"
                          r"attention|attn|sdpa|mma", re.IGNORECASE)
 # Child ops (without a formula of their own) that only move data, and those that do matmul/conv work.
 DATA_MOVEMENT_OPS = frozenset({"copy", "contiguous", "clone", "_to_copy", "to", "fill", "zero", "transpose", "t",
@@ -96,6 +96,7 @@ class _Ops:
         # the recorded arguments as plain object arrays (a DataFrame cell lookup per op is slow)
         self.args = [ops[c].to_numpy(dtype=object) for c in ("input_shapes", "input_dtypes", "concrete_inputs")]
         self._costs: dict[int, OpCost] = {}
+        self._contexts: Any = None
 
     def __contains__(self, op_id: int) -> bool:
         return op_id in self.row
@@ -108,8 +109,21 @@ class _Ops:
         if found is None:
             r = self.row[op_id]
             shapes, dtypes, concrete = (a[r] for a in self.args)
-            found = self._costs[op_id] = op_cost(self.name(op_id), shapes, dtypes, concrete)
+            found = self._costs[op_id] = op_cost(self.name(op_id), shapes, dtypes, concrete,
+                                                 context=self.context(op_id))
         return found
+
+    def context(self, op_id: int) -> Any:
+        """The facts an engine op or collective needs beyond its arguments (nsroof.models.ledger.custom.OpContext):
+        the step annotation on its path, its order among the same-named ops of that step (its layer), the
+        process-group size and the event's attributes the importer kept (ops.attrs); None for aten ops."""
+        if self.name(op_id).startswith("aten::"):
+            return None
+        if self._contexts is None:
+            from nsroof.models.ledger.engine_facts import op_contexts
+
+            self._contexts = op_contexts(self.frame)
+        return self._contexts.get(op_id)
 
     def concrete(self, op_id: int) -> Any:
         return self.args[2][self.row[op_id]]

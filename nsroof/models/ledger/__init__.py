@@ -39,6 +39,7 @@ from typing import Any
 
 from nsroof.models.ledger import formulas as _formulas  # noqa: F401  (registers the built-in formulas)
 from nsroof.models.ledger import ops_cnn as _ops_cnn  # noqa: F401  (convolution backward, batch norm, pooling)
+from nsroof.models.ledger import ops_seq as _ops_seq  # noqa: F401  (RNN, grouped gemm, upsample, sort)
 from nsroof.models.ledger import ops_torch as _ops_torch  # noqa: F401  (aten backward / pointwise formulas)
 from nsroof.models.ledger.analysis import (
     Analysis,
