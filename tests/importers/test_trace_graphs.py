@@ -131,3 +131,29 @@ def test_shared_replays_with_their_capture_carry_the_captured_ops(shared_fixture
     assert ours_us == pytest.approx(theirs_us, rel=1e-4)
     # shapes come with the captured ops
     assert (kernels.loc[kernels["op"] == op, "input_shapes"] != "").all()
+
+
+@pytest.mark.parametrize(("replay", "capture", "config", "at_least"), [
+    # SGLang decode of Qwen3-8B (dense): the capture's ops carry every formula the replay needs
+    ("tracelens__sglang_decode__sglang_Qwen3-8B_decode.json.gz", "tracelens__sglang_decode__capture_bs_32_rank0.json.gz",
+     None, 0.60),
+    # vLLM decode of an MoE model: 32 experts, top-4, hidden 2880, 24 layers, mxfp4 expert GEMMs in the trace
+    # (TraceLens's own MoE table for it: num_experts 32, topk 4, 24 calls) = gpt-oss-20b; its public config.json
+    # (tests/data/models/gpt-oss-20b.config.json) gives vllm::moe_forward the facts the trace lacks
+    ("tracelens__vllm_decode_full__graph_execution.json.gz",
+     "tracelens__vllm_decode_full__graph_capture_rank_0.1773709742341309550.pt.trace.json.gz",
+     "gpt-oss-20b.config.json", 0.60),
+])
+def test_graph_replays_with_their_capture_are_mostly_costed(shared_fixtures: Path, replay: str, capture: str,
+                                                            config: str | None, at_least: float) -> None:
+    from nsroof.models.ledger.custom import using_model
+    from nsroof.models.ledger.engine_facts import read_model_config
+    from nsroof.pipeline import analyze
+    from nsroof.report.summary import analytic_coverage
+
+    traces = shared_fixtures / "traces"
+    model = read_model_config(str(DATA.parent / "models" / config)) if config else None
+    with using_model(model):
+        report = analyze([traces / replay], captures=[traces / capture])
+    share = float(analytic_coverage(report.frame, [replay])["share"].iloc[0])
+    assert share >= at_least, share
