@@ -39,6 +39,7 @@ import os
 import platform
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         modules: bool = True,
         trace: str | os.PathLike[str] | None = None,
         window_optional: bool = False,
+        captures: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         if steps is not None and steps < 1:
             raise NsroofError(f"steps must be >= 1, got {steps}")
@@ -109,6 +111,8 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         self.modules = modules
         self.trace = Path(trace) if trace is not None else None
         self.window_optional = window_optional
+        # traces recorded around the capture of the CUDA/HIP graphs the run replays (nsroof.importers.trace_graphs)
+        self.captures = [Path(c) for c in captures]
         self.notes: list[str] = []
         self.result: ProfileResult | None = None
         self._prof: Any = None
@@ -216,7 +220,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         warnings: list[str] = []
         try:
             machine = resolve_machine(self.machine_spec, cuda=self._use_cuda, warnings=warnings)
-            built = pipeline.analyze([trace], machine=machine)
+            built = pipeline.analyze([trace], machine=machine, captures=self.captures)
         except Exception as exc:  # noqa: BLE001 - the run is in the trace: say how to get its report
             why = str(exc) if isinstance(exc, NsroofError) else f"{type(exc).__name__}: {exc}"
             raise NsroofError(f"{why.rstrip('.')}; the profile's trace is kept: `nsroof analyze {trace}` "

@@ -20,6 +20,7 @@ from nsroof.commands.options import (
     LoadWatch,
     Progress,
     apply_threads,
+    capture_option,
     check_suffix,
     cost_facts_options,
     machine_option,
@@ -54,9 +55,10 @@ def trace_path(output: Path) -> Path:
 @threads_option()
 @quiet_option()
 @cost_facts_options()
+@capture_option()
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str | None, output: Path, top: int,
-            threads: int | None, quiet: bool, command: tuple[str, ...]) -> None:
+            threads: int | None, quiet: bool, captures: tuple[Path, ...], command: tuple[str, ...]) -> None:
     """Run a Python script under torch.profiler and write a roofline report of every kernel (CUDA) or op
     call (CPU) with analytic FLOPs and bytes from the ledger formulas, e.g.
     `nsroof profile -o r.parquet -- python train.py --epochs 1`."""
@@ -79,7 +81,7 @@ def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str
     apply_threads(threads)  # before the announcement: the cached CPU profile is per thread count
     pending = _announce_cpu_measurement(machine)
     progress, load = Progress(quiet), LoadWatch()
-    session = nsroof_profile(machine=machine, steps=steps, warmup=warmup, trace=trace_path(output),
+    session = nsroof_profile(machine=machine, steps=steps, warmup=warmup, trace=trace_path(output), captures=captures,
                              window_optional=window_optional)
     stop = None
     try:

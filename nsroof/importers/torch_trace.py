@@ -171,6 +171,8 @@ def _read(path: str | os.PathLike[str], captures: Sequence[str | os.PathLike[str
             extra["tf32"] = tf32_facts(meta)
         else:
             frame, starts = _cpu_rows(tree, name, meta)
+            if captures:
+                warnings.append("no GPU kernels in the trace (a CPU run): --capture maps nothing")
             if not len(frame):
                 warnings.append("no kernel events (cat 'kernel') and no CPU ops: nothing to classify")
         frame = _select_steps(frame, starts, meta, annotations, warnings, extra)

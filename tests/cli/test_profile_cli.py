@@ -162,3 +162,15 @@ def test_a_script_setting_tf32_through_the_new_api_profiles(tmp_path: Path) -> N
     # Linear(32, 32) on 8 rows: 2·8·32·32 + 8·32 = 16,640 FLOP, once per step (3 steps, --all-steps)
     assert linear["flops"].tolist() == [16640.0] * 3
     assert set(linear["module"]) == {"Linear"}
+
+
+def test_profile_capture_traces_reach_the_report(tmp_path: Path) -> None:
+    # --capture hands the capture traces to the report's import (nsroof.importers.trace_graphs); a CPU run has
+    # no graph replay for them to map, and the report says so rather than dropping them silently
+    script = tmp_path / "one.py"
+    script.write_text("import torch\ntorch.ones(4).sum()\n")
+    capture = REPO / "tests" / "data" / "traces" / "graph_capture.json"
+    result = CliRunner().invoke(cli, ["profile", "--all-steps", "--machine", str(DATA / "test-cpu.json"), "--capture",
+                                      str(capture), "-o", str(tmp_path / "r.parquet"), "--", "python", str(script)])
+    assert result.exit_code == 0, result.output
+    assert "--capture maps nothing" in result.output
