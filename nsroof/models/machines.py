@@ -6,7 +6,7 @@ nsroof/data/machines/*.json; `nsroof measure` writes the same shape with source 
 JSON shape (one object; a packaged file may hold a list of them):
 {
   "name": "H100 SXM",
-  "aliases": ["h100", "h100-sxm", "h100-80gb-hbm3"],      # names `--machine` accepts (case-insensitive)
+  "aliases": ["h100-sxm", "h100-sxm5", "h100-80gb-hbm3"],      # names `--machine` accepts (case-insensitive)
   "device_patterns": ["H100 80GB HBM3", "H100[- ]SXM"],    # regexes matched against the device names ncu/torch print
   "architecture": "Hopper", "cc": "9.0",
   "source": "spec",                               # spec | measured | file
@@ -378,7 +378,7 @@ def resolve(spec: str | os.PathLike[str] | Machine | None) -> Machine | None:
         raise MachineError(f"machine '{text}' is a family name that fits several entries "
                            f"({', '.join(m.name for m in candidates)}); the board decides the peaks, so pick one: "
                            f"--machine '{candidates[0].name}' (or its alias from `nsroof machines`)")
-    names = sorted({m.name for m in _packaged()} | {a for m in _packaged() for a in m.aliases})
+    names = sorted({m.name for m in _packaged()} | {a for m in _packaged() for a in m.aliases} | set(family_names()))
     close = difflib.get_close_matches(text, names, n=4, cutoff=0.5) or difflib.get_close_matches(
         _normal(text), [_normal(n) for n in names], n=4, cutoff=0.5
     )
