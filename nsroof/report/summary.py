@@ -403,7 +403,7 @@ def name_table(frame: pd.DataFrame, top: int, width: int) -> list[str]:
     longest = int(ranked["function"].astype(str).str.len().max()) if len(ranked) else 0
     name_w = min(max(12, width - fixed), max(longest, len("kernel name")))
     lines = [f"Top {len(ranked)} of {len(names)} kernel names by total time",
-             "  (bound and limit: those of most of the name's time; roof = Σ time floor / Σ time)",
+             "  (bound, limit: those of most of each name's time; roof = Σ floor / Σ time)",
              f"  {'kernel name':<{name_w}} {'kerns':>5} {'launches':>8} {'time':>9} {'share':>6}  "
              f"{'bound':<{bound_w}}{'limit' if compact else 'limiting':<{limit_w}}{'roof':>5}"]
     for _, n in ranked.iterrows():
