@@ -4,7 +4,7 @@
     report = nsroof.analyze("run.ncu-rep")          # or nsroof.load("report.parquet")
     print(nsroof.summary(report))
     nsroof.plot(report, "roofline.png"); nsroof.html(report, "report.html")
-    with nsroof.profile(machine="h100") as prof:     # torch.profiler around a region
+    with nsroof.profile(machine="h100-sxm") as prof:     # torch.profiler around a region
         step()
     prof.report                                     # the same Report type
 

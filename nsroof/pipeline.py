@@ -88,7 +88,7 @@ def analyze(
     `captures`: traces recorded around the capture of the CUDA/HIP graphs a trace replays
     (nsroof.importers.trace_graphs)."""
     from nsroof import digest
-    from nsroof.models import machines
+    from nsroof.models import ceilings, machines
     from nsroof.report import parquet
 
     if isinstance(paths, (str, os.PathLike)):
@@ -111,7 +111,7 @@ def analyze(
     hints = [h for d in done for h in d.hints]
     metadata = parquet.build_metadata(
         inputs=inputs,
-        machines=_machines_used(frame, fixed, machines.for_devices(fixed)),
+        machines=ceilings.machines_used(frame["device"].dropna().astype(str).unique().tolist(), fixed),
         extra={"aggregate": aggregate, "warnings": warnings, "hints": hints,
                "ledger": os.fspath(ledger) if ledger else None,
                "machine": fixed.label if fixed is not None else None,
@@ -124,7 +124,7 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
                  captures: Sequence[str | os.PathLike[str]] = ()) -> _Input:
     """One input down the layers once: importer -> models (quantities, attribution) -> report (build)."""
     from nsroof import importers
-    from nsroof.models import attribution, machines
+    from nsroof.models import attribution, ceilings, machines
     from nsroof.report import build
     from nsroof.report.aggregate import aggregate as merge_launches
 
@@ -154,7 +154,7 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
     hints: list[str] = [Hint(h, source=name) for h in facts.hints]
     hints += [h.at(name) if isinstance(h, Hint) else Hint(h, source=name)
               for h in (completing_metrics_hint(built), ceilings_hint(built)) if h]
-    return _Input(built, ops, record, warnings, hints, fixed is not None and build.has_ncu_ceilings(quantities))
+    return _Input(built, ops, record, warnings, hints, fixed is not None and ceilings.has_ncu_ceilings(quantities))
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -199,17 +199,6 @@ def ceilings_hint(report: pd.DataFrame) -> str:
     n = rows.drop_duplicates(["source", "kernel_id"]).shape[0]
     return (f"{n} kernel(s) have no roofs: {'; '.join(machines.unknown_device(d) for d in devices)}; "
             + machines.UNKNOWN_DEVICE_FIX)
-
-
-def _machines_used(frame: pd.DataFrame, fixed: Machine | None, resolver: Any) -> list[Machine]:
-    if fixed is not None:
-        return [fixed]
-    seen: dict[str, Machine] = {}
-    for device in frame["device"].dropna().astype(str).unique():
-        m = resolver(device)
-        if m is not None:
-            seen[m.name] = m
-    return list(seen.values())
 
 
 def default_output(path: str | os.PathLike[str]) -> Path:

@@ -45,7 +45,7 @@ if [ -n "$FAKE" ]; then
   export NSROOF_NCU="$PWD/scripts/gpu_check_fake/ncu"
   MEASURE_ENV=(env "PYTHONPATH=$PWD/scripts/gpu_check_fake:$PYTHONPATH" GPU_CHECK_FAKE_CUDA=1)
   MEASURE_EXTRA=(--budget 2 --threads 1)
-  PROFILE_EXTRA=(--machine h100)  # not the CPU's roofline, which would be measured first (a minute)
+  PROFILE_EXTRA=(--machine h100-sxm)  # not the CPU's roofline, which would be measured first (a minute)
   echo "gpu-check: GPU_CHECK_FAKE=1: simulated device, stand-in ncu, the example on the CPU" >&2
 else
   DEVICE=cuda

@@ -64,3 +64,19 @@ def test_demo_also_analyzes_the_packaged_example_export(tmp_path: Path, monkeypa
     assert "The packaged Nsight Compute example (ncu_raw_nvtx.csv)" in result.output
     assert "ampere_sgemm_128x64_nn" in result.output
     assert (tmp_path / "demo-ncu-example.parquet").exists()
+
+
+def test_demo_output_has_no_kineto_noise(tmp_path: Path) -> None:
+    # kineto writes `USDT: … profiler_start/stop` to fd 2 from C++ on every profiler start and stop; a real
+    # process is the only place they show (click's runner never sees fd 2)
+    import subprocess
+    import sys
+
+    from tests._paths import REPO
+
+    proc = subprocess.run([sys.executable, "-m", "nsroof", "demo", "--steps", "1", "--warmup", "0", "--machine",
+                           str(REPO / "tests" / "data" / "collectors" / "test-cpu.json"), "-o", str(tmp_path / "d.parquet")],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Coverage:" in proc.stdout
+    assert "USDT" not in proc.stderr + proc.stdout

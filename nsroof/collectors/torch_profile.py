@@ -1,6 +1,6 @@
 """``nsroof.profile()``: torch.profiler around a region, its chrome trace kept, read back as a roofline report.
 
-    with nsroof.profile(machine="h100", trace="run.trace.json.gz") as prof:
+    with nsroof.profile(machine="h100-sxm", trace="run.trace.json.gz") as prof:
         train_step()
     prof.report        # the report DataFrame, nsroof.schema.COLUMNS, level "dram"
     prof.result.trace  # the kineto trace: open it in Perfetto, TensorBoard or HTA; `nsroof analyze` it

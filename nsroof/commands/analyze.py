@@ -29,7 +29,10 @@ from nsroof.errors import InputError
 @machine_option(when_omitted="the datasheet entry of the GPU each export names")
 @click.option("--aggregate", is_flag=True, help="Merge repeated launches of the same kernel under the same NVTX path.")
 @click.option("--ledger", "ledger", type=click.Path(path_type=Path), help="YAML/JSON map of kernel patterns to ledger formulas.")
-@top_option("kernels in the summary")
+@top_option("kernels (or kernel names, with --by name) in the summary")
+@click.option("--by", type=click.Choice(["kernel", "name"]), default="kernel", show_default=True,
+              help="kernel: the longest kernels; name: time per kernel name across launches (count, total, share, "
+                   "bound, roof fraction), in the summary and in --json/--csv.")
 @click.option("-j", "--jobs", type=int, default=None, help="Dataset mode: worker processes (default: the number of cores).")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
               help="Dataset mode: a local process pool, or an existing Dask cluster.")
@@ -42,7 +45,7 @@ from nsroof.errors import InputError
 @quiet_option()
 @cost_facts_options()
 def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, aggregate: bool,
-            ledger: Path | None, top: int, jobs: int | None, executor: str, scheduler: str | None,
+            ledger: Path | None, top: int, by: str, jobs: int | None, executor: str, scheduler: str | None,
             overwrite: bool, name_template: str | None, captures: tuple[Path, ...], quiet: bool, as_json: bool,
             as_csv: bool, selection: Any) -> None:
     """Classify every kernel of Nsight Compute exports (CSV of any version/locale, .ncu-rep) or
@@ -53,7 +56,8 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     listed and the others still land (exit code 1 when any failed).
 
     --kernel/--nvtx/--step/--device/--source keep only the matching kernels (in the report written too);
-    --json or --csv print one row per kernel on stdout instead of the summary; -q prints nothing but errors."""
+    --json or --csv print one row per kernel (per kernel name with --by name) on stdout instead of the summary;
+    -q prints nothing but errors."""
     if as_json and as_csv:
         raise click.UsageError("--json and --csv print the same table: give one of them")
     dataset_mode = (len(inputs) > 1 or any(p.is_dir() for p in inputs) or executor == "dask"
@@ -92,16 +96,18 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     report.write(out)
     report.hints = fold_metrics_hints(report.hints, metrics_list_path(out))
     if as_json or as_csv:
-        click.echo(script_output(report.frame, as_json=as_json), nl=False)
+        click.echo(script_output(report.frame, as_json=as_json, by=by), nl=False)
     elif not quiet:
-        click.echo(render(report, top=top, output=str(out)))
+        click.echo(render(report, top=top, output=str(out), by=by))
 
 
-def script_output(frame: Any, *, as_json: bool) -> str:
-    """The wide per-kernel table (nsroof.report.wide.script_table) as JSON records or CSV text."""
+def script_output(frame: Any, *, as_json: bool, by: str = "kernel") -> str:
+    """The wide per-kernel table (nsroof.report.wide.script_table), or with by="name" the time per kernel
+    name (nsroof.report.summary.by_name), as JSON records or CSV text."""
+    from nsroof.report.summary import by_name
     from nsroof.report.wide import script_table
 
-    table = script_table(frame)
+    table = by_name(frame) if by == "name" else script_table(frame)
     if as_json:
         import json
 

@@ -34,6 +34,7 @@ def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Pat
     AdamW) profiled on the CPU, every op call classified against the CPU's roofline."""
     import torch
 
+    from nsroof.collectors.script import filtered_stderr
     from nsroof.collectors.torch_profile import profile, render_summary
     from nsroof.examples import train_tiny
     from nsroof.report import parquet
@@ -55,7 +56,7 @@ def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Pat
     trace = output.with_name(output.name.removesuffix(".parquet") + ".trace.json.gz")
     session = profile(machine=machine, steps=steps, warmup=warmup, cuda=False, trace=trace)
     with Progress(quiet).waiting("training, profiling and building the report"):
-        with session:
+        with filtered_stderr(), session:
             train_tiny.train(warmup + steps, cfg)
     result = session.result
     assert result is not None

@@ -271,7 +271,7 @@ class _LedgerCommand(click.Command):
 
 @click.command(cls=_LedgerCommand, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("op", required=False)
-@machine_option(when_omitted="the H100 datasheet entry", default="h100")
+@machine_option(when_omitted="the H100 datasheet entry", default="h100-sxm")
 @level_option(LEVELS, default="dram", what="Memory level whose bandwidth the bytes are timed at.")
 @click.option("--sweep", "do_sweep", is_flag=True,
               help="decode: batch 1…512; attention/attention-traffic: N 512…131072; no OP: the operator table.")

@@ -72,6 +72,7 @@ def machine_json(m: Machine) -> dict[str, Any]:
 
 def overview(profiles: list[Machine]) -> str:
     from nsroof.models import ledger
+    from nsroof.models.machines import family_names
 
     head = (f"{'machine':<18}" + "".join(f"{d.upper():>8}" for d in DTYPES[:6]) + f"{'DRAM':>12}{'L2':>12}{'L1':>12}"
             + f"{'ridge':>8}   decode batch bf16 / fp16 / fp8 / fp32")
@@ -108,6 +109,10 @@ def overview(profiles: list[Machine]) -> str:
         lines += ["", "The 2:4-sparse trap: datasheet headlines often double the dense rate with structured sparsity,",
                   "which a dense GEMM never reaches. nsroof keeps them apart and never uses them for dense work:",
                   *traps]
+    families = family_names()
+    if families:
+        lines += ["", "Family names, refused by --machine as ambiguous (the board decides the peaks; pass an entry):",
+                  *[f"  {w}: {', '.join(names)}" for w, names in families.items()]]
     lines += ["", "Each number's source: nsroof machines --machine NAME (or --json)."]
     return "\n".join(lines)
 

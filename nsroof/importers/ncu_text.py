@@ -49,6 +49,7 @@ from nsroof.importers._nculabels import is_read as label_is_read
 from nsroof.importers._ncutext import EXPORT_HINT, Preamble, truncated
 from nsroof.importers.kernel_table import assemble, fill_launch_identity
 from nsroof.models import dimensions
+from nsroof.models.metric_formulas import lacking_roofline_counters
 from nsroof.schema import IDENTITY_COLUMNS, FileFacts
 from nsroof.units import UnknownUnitError, scale
 
@@ -417,9 +418,10 @@ class _Parser:
         ignored = dimensions.ignored_warning(self.ignored)
         if ignored is not None:
             warnings.append(ignored)
-        if not _has_roofline_counters(frame):
-            hints.append("ncu's text output shows section labels rounded to 2 decimals, and no byte or FLOP "
-                         "counters here; " + TEXT_HINT)
+        lacking = lacking_roofline_counters(frame.columns)
+        if lacking:
+            hints.append("ncu's text output shows section labels rounded to 2 decimals, and no "
+                         f"{' or '.join(lacking)} counters here; " + TEXT_HINT)
         layouts = list(dict.fromkeys(launch.layout for launch in self.launches))
         facts = FileFacts(format=FORMAT_TEXT, source=self.path.name, layout="+".join(layouts), metric_units=units,
                           number_style=style.style, number_style_evidence=style.evidence, warnings=warnings,
@@ -568,11 +570,3 @@ class _Parser:
                     raise UnitError(self.path, why, line=int(line[printed[0]]), hint=hint)
             elif (rows_k & ~parsed.missing).any():
                 self.ignored.append((name, unit))
-
-
-def _has_roofline_counters(frame: pd.DataFrame) -> bool:
-    """Any byte or FLOP counter of the roofline list (nsroof.models.metric_formulas) among the columns."""
-    from nsroof.models.metric_formulas import required_metrics
-
-    counters = [m for m in required_metrics() if "peak" not in m and ("bytes" in m or "inst_executed" in m)]
-    return any(c in frame.columns for c in counters)

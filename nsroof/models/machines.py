@@ -6,7 +6,7 @@ nsroof/data/machines/*.json; `nsroof measure` writes the same shape with source 
 JSON shape (one object; a packaged file may hold a list of them):
 {
   "name": "H100 SXM",
-  "aliases": ["h100", "h100-sxm", "h100-80gb-hbm3"],      # names `--machine` accepts (case-insensitive)
+  "aliases": ["h100-sxm", "h100-sxm5", "h100-80gb-hbm3"],      # names `--machine` accepts (case-insensitive)
   "device_patterns": ["H100 80GB HBM3", "H100[- ]SXM"],    # regexes matched against the device names ncu/torch print
   "architecture": "Hopper", "cc": "9.0",
   "source": "spec",                               # spec | measured | file
@@ -358,8 +358,8 @@ def resolve(spec: str | os.PathLike[str] | Machine | None) -> Machine | None:
     """What `--machine` means, for every command: None stays None; a Machine is itself; otherwise a
     JSON profile file (written by `nsroof measure` or by hand: one object in the shape documented
     above), a packaged name or alias (case-insensitive), or a device name exactly as ncu, torch or
-    nvidia-smi print it ('NVIDIA A10G', 'Tesla V100-SXM2-16GB'). A generic device name that fits
-    several entries ('NVIDIA H100') is refused with the candidates named."""
+    nvidia-smi print it ('NVIDIA A10G', 'Tesla V100-SXM2-16GB'). A family or generic device name
+    that fits several entries ('a100', 'NVIDIA H100') is refused with the candidates named (family_names())."""
     if spec is None or isinstance(spec, Machine):
         return spec
     text = os.fspath(spec)
@@ -375,9 +375,10 @@ def resolve(spec: str | os.PathLike[str] | Machine | None) -> Machine | None:
     if len(candidates) == 1:
         return candidates[0]
     if len(candidates) > 1:
-        raise MachineError(f"machine '{text}' fits several entries ({', '.join(m.name for m in candidates)}); "
-                           "pass one of those names")
-    names = sorted({m.name for m in _packaged()} | {a for m in _packaged() for a in m.aliases})
+        raise MachineError(f"machine '{text}' is a family name that fits several entries "
+                           f"({', '.join(m.name for m in candidates)}); the board decides the peaks, so pick one: "
+                           f"--machine '{candidates[0].name}' (or its alias from `nsroof machines`)")
+    names = sorted({m.name for m in _packaged()} | {a for m in _packaged() for a in m.aliases} | set(family_names()))
     close = difflib.get_close_matches(text, names, n=4, cutoff=0.5) or difflib.get_close_matches(
         _normal(text), [_normal(n) for n in names], n=4, cutoff=0.5
     )
@@ -444,6 +445,14 @@ def _candidates(name: str) -> tuple[Machine, ...]:
     if not core:
         return ()
     return tuple(m for m in _packaged() if m.name.casefold() == core or m.name.casefold().startswith(core + " "))
+
+
+def family_names() -> dict[str, list[str]]:
+    """The short names `--machine` refuses as ambiguous, each with the entries it fits: an entry
+    name's first word ("a100", "h100", "v100") that, read as a device name, fits several boards."""
+    words = {m.name.split()[0].casefold() for m in _packaged() if m.name.split()}
+    fits = {w: [m.name for m in device_candidates(w)] for w in sorted(words) if any(c.isdigit() for c in w)}
+    return {w: names for w, names in fits.items() if len(names) > 1}
 
 
 def device_candidates(device_name: str) -> list[Machine]:

@@ -28,6 +28,8 @@ Sources (full citations in ../shared/docs/roofline-metrics.md):
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nsroof.errors import NsroofError
@@ -350,6 +352,28 @@ def required_metrics(cc: str | None = None, metric_set: str = "roofline") -> lis
 
 # ---------------------------------------------------------------------------------------------
 # Documentation, generated from the table (docs/readme/formulas.md holds this between markers).
+
+# The counter families that carry a roofline's bytes and FLOPs, by metric-name prefix (any unit, any
+# ncu version's spelling): what decides whether an export "has roofline counters".
+_BYTES_PATTERN = re.compile(
+    r"^(dram__bytes|dram__sectors|lts__t_bytes|lts__t_sectors|l1tex__t_bytes|l1tex__t_sectors|"
+    r"derived__lts__lts2xbar|derived__l1tex__lsu_writeback|l1tex__lsu_writeback|lts__lts2xbar)"
+)
+_FLOPS_PATTERN = re.compile(r"^((sm|smsp)__sass_thread_inst_executed_op_|sm__ops_path_tensor_|derived__sm|"
+                            r"sm__inst_executed_pipe_tensor)")
+
+
+def lacking_roofline_counters(columns: Iterable[object]) -> list[str]:
+    """Which of 'byte' and 'FLOP' counters an export's metric columns hold none of ([]: it has both)."""
+    cols = [str(c) for c in columns]
+    has = {"byte": any(_BYTES_PATTERN.match(c) for c in cols), "FLOP": any(_FLOPS_PATTERN.match(c) for c in cols)}
+    return [kind for kind, present in has.items() if not present]
+
+
+def has_roofline_counters(columns: Iterable[object]) -> bool:
+    """Whether an export's metric columns hold both byte and FLOP counters of the roofline."""
+    return not lacking_roofline_counters(columns)
+
 
 BEGIN_MARK = "<!-- BEGIN GENERATED: python -m nsroof.models.metric_formulas -->"
 END_MARK = "<!-- END GENERATED -->"

@@ -192,11 +192,13 @@ def _roofs(frame: pd.DataFrame, results: list[Match | None], codes: np.ndarray, 
     peak = _num(frame, "peak_flop_per_s").to_numpy().copy()
     need = np.isnan(peak) | np.isnan(bandwidth)
     if need.any():
+        from nsroof.models import ceilings
+
         devices = _text(frame, "device").to_numpy()
         found: dict[str, Machine | None] = {}
         for i in np.flatnonzero(need & ~np.isnan(per_flops)):
             if machine is None and devices[i] not in found:
-                found[devices[i]] = _lookup(devices[i])
+                found[devices[i]] = ceilings.machine_of(devices[i])
             m = machine if machine is not None else found[devices[i]]
             if m is None:
                 continue
@@ -236,14 +238,6 @@ def _rule_warnings(frame: pd.DataFrame, mapping: Mapping, rules: list[Rule | Non
                    f"{len(set(keys[rows]))} kernel(s) but could not evaluate them; first: {name} "
                    f"({source[first]} kernel {kernel_id[first]}): {reason}")
     return out
-
-
-def _lookup(device: str) -> Machine | None:
-    if not device:
-        return None
-    from nsroof.models import machines
-
-    return machines.lookup_device(device)
 
 
 def coverage(report_df: pd.DataFrame) -> tuple[int, int]:

@@ -72,8 +72,10 @@ def terminal_width() -> int:
     return max(80, shutil.get_terminal_size((80, 24)).columns)
 
 
-def render(report: Any, *, top: int = 10, output: str | None = None, width: int | None = None) -> str:
-    """Text summary of a Report (or a report DataFrame), no line wider than `width` (default: the terminal's)."""
+def render(report: Any, *, top: int = 10, output: str | None = None, width: int | None = None,
+           by: str = "kernel") -> str:
+    """Text summary of a Report (or a report DataFrame), no line wider than `width` (default: the terminal's);
+    by="name" puts the time per kernel name (name_table) where the longest kernels go."""
     width = width or terminal_width()
     frame: pd.DataFrame = getattr(report, "frame", report)
     metadata = getattr(report, "metadata", {}) or {}
@@ -81,7 +83,7 @@ def render(report: Any, *, top: int = 10, output: str | None = None, width: int 
         return "no kernels"
     kernels = per_kernel(frame)
     lines = _head_lines(frame, kernels, metadata, output)
-    lines += ["", *_top_table(kernels, top, width)]
+    lines += ["", *(name_table(frame, top, width) if by == "name" else _top_table(kernels, top, width))]
     lines += op_lines(getattr(report, "ops", None), top, width)
     lines += ["", *_share_lines(frame, kernels)]
     gains = _gain_lines(frame, top, ledger_used=bool(metadata.get("ledger")), width=width)
@@ -372,3 +374,70 @@ def analytic_coverage(frame: pd.DataFrame, sources: list[str]) -> pd.DataFrame:
                      "uncovered": str(by_reason.index[0]) if len(by_reason) else "",
                      "uncovered_s": float(by_reason.iloc[0]) if len(by_reason) else 0.0})
     return pd.DataFrame(rows, columns=columns)
+
+
+#: the columns of the by-name breakdown (`nsroof analyze --by name`, and its --json/--csv), in order
+BY_NAME_COLUMNS: tuple[str, ...] = ("function", "kernels", "launches", "duration_s", "time_share", "bound",
+                                    "bound_time_share", "limiting", "time_floor_s", "roof_fraction")
+
+
+def by_name(frame: pd.DataFrame) -> pd.DataFrame:
+    """Time per kernel name across launches (HTA's kernel breakdown), longest first: kernels and launches
+    of the name, total duration_s and its time_share of all kernel time, the bound and the limiting level
+    that hold most of the name's time (bound_time_share: the share of its time they hold), and the roof
+    fraction of the name as a whole = Σ time_floor_s / Σ duration_s over its kernels with a floor (the
+    time-weighted mean of their roof fractions, each being time_floor_s / duration_s)."""
+    from nsroof.report.wide import kernel_rows
+
+    k = kernel_rows(frame)
+    if k.empty:
+        return pd.DataFrame(columns=list(BY_NAME_COLUMNS))
+    named = k["function"].notna() & (k["function"].astype(str) != "")
+    k = k.assign(function=k["function"].astype(object).where(named, k["kernel_name"]).astype(str),
+                 duration_s=k["duration_s"].astype("float64").fillna(0.0),
+                 launches=k["launches"].astype("float64").fillna(1.0))
+    floored = k["time_floor_s"].astype("float64").notna() & (k["time_floor_s"].astype("float64") > 0)
+    total = float(k["duration_s"].sum())
+    rows = []
+    for name, sub in k.groupby("function", sort=False):
+        time = float(sub["duration_s"].sum())
+        bound_time = sub.groupby(sub["bound"].astype(str))["duration_s"].sum().sort_values(ascending=False)
+        limit_time = sub.groupby(sub["limiting"].fillna("").astype(str))["duration_s"].sum().sort_values(ascending=False)
+        has_floor = sub[floored.loc[sub.index]]
+        floor_time = float(has_floor["duration_s"].sum())
+        rows.append({
+            "function": name, "kernels": len(sub), "launches": int(sub["launches"].sum()), "duration_s": time,
+            "time_share": time / total if total > 0 else np.nan, "bound": bound_time.index[0],
+            "bound_time_share": float(bound_time.iloc[0] / time) if time > 0 else np.nan,
+            "limiting": limit_time.index[0], "time_floor_s": float(has_floor["time_floor_s"].sum()) if len(has_floor) else np.nan,
+            "roof_fraction": float(has_floor["time_floor_s"].sum() / floor_time) if floor_time > 0 else np.nan,
+        })
+    out = pd.DataFrame(rows, columns=list(BY_NAME_COLUMNS))
+    return out.sort_values("duration_s", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def name_table(frame: pd.DataFrame, top: int, width: int) -> list[str]:
+    """The by-name breakdown as a table sized to `width`: name (cut in the middle), kernels, launches, total
+    time, share, the bound holding most of the name's time (its share when the kernels differ), the
+    limiting level, and the name's fraction of its roofs."""
+    if top <= 0:
+        return []
+    names = by_name(frame)
+    ranked = names.head(top)
+    compact = width < 100
+    bound_w, limit_w = (9, 6) if compact else (13, 9)
+    fixed = 2 + 1 + 5 + 1 + 8 + 1 + 9 + 1 + 6 + 2 + bound_w + limit_w + 5
+    longest = int(ranked["function"].astype(str).str.len().max()) if len(ranked) else 0
+    name_w = min(max(12, width - fixed), max(longest, len("kernel name")))
+    lines = [f"Top {len(ranked)} of {len(names)} kernel names by total time",
+             "  (bound, limit: those of most of each name's time; roof = Σ floor / Σ time)",
+             f"  {'kernel name':<{name_w}} {'kerns':>5} {'launches':>8} {'time':>9} {'share':>6}  "
+             f"{'bound':<{bound_w}}{'limit' if compact else 'limiting':<{limit_w}}{'roof':>5}"]
+    for _, n in ranked.iterrows():
+        share = f"{n['time_share']:.1%}" if np.isfinite(n["time_share"]) else "?"
+        bound = _cell(str(n["bound"]), n["bound_time_share"] if n["bound_time_share"] < 0.995 else np.nan, compact)
+        roof = f"{n['roof_fraction']:.0%}" if np.isfinite(n["roof_fraction"]) else "?"
+        lines.append(f"  {_short(n['function'], name_w):<{name_w}} {n['kernels']:>5} {n['launches']:>8} "
+                     f"{human_time(n['duration_s']):>9} {share:>6}  {bound:<{bound_w}}"
+                     f"{_limit(str(n['limiting']), compact) or '-':<{limit_w}}{roof:>5}")
+    return lines

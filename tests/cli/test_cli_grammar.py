@@ -76,7 +76,7 @@ def test_the_ledger_refuses_an_unknown_level_itself() -> None:
     from nsroof.models import ledger, machines
 
     with pytest.raises(ledger.LedgerError, match="unknown memory level 'foo'"):
-        ledger.analyze(ledger.operator("gemm", m=8, n=8, k=8), machines.load("h100"), level="foo")
+        ledger.analyze(ledger.operator("gemm", m=8, n=8, k=8), machines.load("h100-sxm"), level="foo")
 
 
 # --------------------------------------------------------------------------- progress
@@ -194,7 +194,7 @@ def test_the_metrics_hint_is_one_line_per_run_with_the_list_in_a_file(tmp_path: 
 
     for name in ("a.csv", "b.csv"):  # two incomplete exports in one run
         shutil.copy(REPO / "tests" / "data" / "ncu" / "details_new.csv", tmp_path / name)
-    report = analyze([tmp_path / "a.csv", tmp_path / "b.csv"], machine="h100")
+    report = analyze([tmp_path / "a.csv", tmp_path / "b.csv"], machine="h100-sxm")
     assert sum("lack roofline counters" in h for h in report.hints) == 2  # the pipeline: one per file
     import pickle
 
@@ -222,7 +222,7 @@ def test_analyze_prints_the_hint_once_and_names_a_text_log_as_text(tmp_path: Pat
 
     log = tmp_path / "run.txt"
     log.write_text(TEXT_2024)
-    result = CliRunner().invoke(cli, ["analyze", str(log), "-o", str(tmp_path / "run.parquet"), "--machine", "h100"])
+    result = CliRunner().invoke(cli, ["analyze", str(log), "-o", str(tmp_path / "run.parquet"), "--machine", "h100-sxm"])
     assert result.exit_code == 0, result.output
     assert result.stdout.count("lack roofline counters") == 1 and "--metrics gpu__" not in result.stdout
     assert (tmp_path / "run.ncu-metrics.txt").is_file()
@@ -279,7 +279,7 @@ def test_a_dataset_run_prints_the_hint_once_with_the_list_beside_its_parts(tmp_p
         shutil.copy(REPO / "tests" / "data" / "ncu" / "details_new.csv", tmp_path / name)
     out = tmp_path / "ds"
     result = CliRunner().invoke(cli, ["analyze", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "-o", str(out),
-                                      "--machine", "h100", "-j", "1"])
+                                      "--machine", "h100-sxm", "-j", "1"])
     assert result.exit_code == 0, result.output
     (line,) = [ln for ln in result.stdout.splitlines() if "lack roofline counters" in ln]
     assert line.startswith("hint: ") and "in 2 files" in line and f"$(cat {out / '_ncu-metrics.txt'})" in line

@@ -24,7 +24,7 @@ def run_json(*args: str) -> Any:
 
 class TestSeedNumbersThroughJson:
     def test_gemm_4096_cubed(self) -> None:
-        d = run_json("gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "bf16", "--machine", "h100")
+        d = run_json("gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "bf16", "--machine", "h100-sxm")
         assert d["flops"] == 137_438_953_472  # 2·4096³
         assert d["bytes"] == 100_663_296  # 3·4096²·2 B, each matrix once
         assert d["bytes_worst"] == 137_506_062_336  # (4096² + 4096³ + 4096²)·2 B, B re-read per row of A
@@ -44,7 +44,7 @@ class TestSeedNumbersThroughJson:
     def test_memory_hierarchy_layer_on_v100(self, tokens: int, flops: int, nbytes: int, intensity: str,
                                             bound: str) -> None:
         d = run_json("linear", "--tokens", str(tokens), "--in-features", "1024", "--out-features", "4096",
-                     "--dtype", "fp16", "--machine", "v100")
+                     "--dtype", "fp16", "--machine", "v100-sxm2")
         assert (d["flops"], d["bytes"]) == (flops, nbytes)
         assert f"{d['intensity']:.{0 if tokens > 1 else 1}f}" == intensity
         assert round(d["ridge"]) == 139  # 125e12 / 900e9
@@ -52,7 +52,7 @@ class TestSeedNumbersThroughJson:
 
     def test_layer_against_v100_l2(self) -> None:
         d = run_json("linear", "--tokens", "1", "--in-features", "1024", "--out-features", "4096", "--dtype", "fp16",
-                     "--machine", "v100", "--level", "l2")
+                     "--machine", "v100-sxm2", "--level", "l2")
         assert round(d["ridge"]) == 40  # 125e12 / 3.1e12
         assert d["bound"] == "memory"  # 1.0 < 40 as well
 
@@ -72,7 +72,7 @@ class TestSeedNumbersThroughJson:
         assert d["tiled"]["elements"] == 2_097_408  # 128 + 2·1,048,576 + 128
 
     def test_decode_7b_on_h100(self) -> None:
-        d = run_json("decode", "--params", "7e9", "--batch", "1", "--machine", "h100")
+        d = run_json("decode", "--params", "7e9", "--batch", "1", "--machine", "h100-sxm")
         assert d["intensity"] == 1  # 2·batch / 2 B
         assert d["step_s"] == pytest.approx(14e9 / 3.35e12)  # 4.179 ms: the weights once
         assert d["tokens_per_s"] == pytest.approx(3.35e12 / 14e9)  # 239.3
@@ -80,7 +80,7 @@ class TestSeedNumbersThroughJson:
         assert d["batch_to_leave_memory_bound"] == pytest.approx(989.4e12 / 3.35e12)
 
     def test_decode_sweep_reproduces_the_seed_table(self) -> None:
-        d = run_json("decode", "--params", "7e9", "--machine", "h100", "--sweep")
+        d = run_json("decode", "--params", "7e9", "--machine", "h100-sxm", "--sweep")
         printed = [(r["batch"], f"{r['intensity']:.1f}", f"{r['step_s'] * 1e3:.3f}", f"{r['tokens_per_s']:.0f}",
                     f"{r['mfu'] * 100:.1f}", r["regime"]) for r in d["rows"]]
         assert printed == [
@@ -117,7 +117,7 @@ class TestSeedNumbersThroughJson:
 
 class TestText:
     def test_gemm_report(self) -> None:
-        result = run("gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--machine", "h100")
+        result = run("gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--machine", "h100-sxm")
         assert result.exit_code == 0, result.output
         out = result.stdout
         assert "gemm(m=4096, n=4096, k=4096, dtype=bf16) on H100 SXM" in out
@@ -146,7 +146,7 @@ class TestText:
         assert {f["name"] for f in listing} >= {"gemm", "decode", "conv2d"}
 
     def test_seed_operator_table(self) -> None:
-        d = run_json("--sweep", "--machine", "h100")
+        d = run_json("--sweep", "--machine", "h100-sxm")
         rows = {r["operator"]: r for r in d["rows"]}
         assert rows["gemm 4096^3 fp16"]["bound"] == "compute"
         assert rows["elementwise chain n=16.8M eager"]["intensity"] == 0.25
@@ -190,12 +190,12 @@ class TestErrors:
 class TestMissingRoof:
     def test_decode_on_a_machine_without_bf16(self) -> None:
         # V100 has no bf16 tensor cores: no stand-in roof, the times are n/a and the output says what to pass
-        result = run("decode", "--params", "7e9", "--machine", "v100")
+        result = run("decode", "--params", "7e9", "--machine", "v100-sxm2")
         assert result.exit_code == 0, result.output
         assert "SOL time (max)  n/a  -> bound unknown" in result.stdout
         assert "missing         peak_flop_per_s.bf16" in result.stdout
         assert "this machine's matmul roofs: fp64, fp32, fp16" in result.stdout
-        d = run_json("decode", "--params", "7e9", "--machine", "v100", "--compute-dtype", "fp16")
+        d = run_json("decode", "--params", "7e9", "--machine", "v100-sxm2", "--compute-dtype", "fp16")
         assert d["step_s"] == pytest.approx(14e9 / 900e9)  # 15.6 ms: bf16 weights at 900 GB/s
         assert d["missing"] == []
 

@@ -37,7 +37,7 @@ class TestJson:
             assert m["sources"].get("bandwidth_bytes_per_s.dram")  # every number has its source
 
     def test_h100_is_the_dense_sxm(self) -> None:
-        (h100,) = run_json("--machine", "h100")
+        (h100,) = run_json("--machine", "h100-sxm")
         assert h100["name"] == "H100 SXM"
         assert h100["peak_flop_per_s"]["bf16"] == 989.4e12  # dense, not the 1,979 sparse headline
         assert h100["bandwidth_bytes_per_s"]["dram"] == 3.35e12
@@ -45,7 +45,7 @@ class TestJson:
         assert any("bf16" in t and "2:4" in t for t in h100["sparse_trap"])
 
     def test_v100_ridges(self) -> None:
-        (v100,) = run_json("--machine", "v100")
+        (v100,) = run_json("--machine", "v100-sxm2")
         ridges = v100["ridges"]
         assert round(ridges["peak_flop_per_s.fp16"]["dram"]) == 139  # 125e12 / 900e9 = 138.9
         assert round(ridges["peak_flop_per_s.fp16"]["l2"]) == 40  # 125e12 / 3.1e12 = 40.3
@@ -54,8 +54,8 @@ class TestJson:
     @pytest.mark.parametrize(
         ("machine", "expected"),
         [  # seeds/roofline.py `table`: batch = ridge · bytes / 2
-            ("h100", {"bf16": "295", "fp16": "295", "fp8": "148", "fp32": "591"}),  # 989.4/3.35 = 295.3
-            ("a100", {"bf16": "153", "fp16": "153", "fp8": "77", "fp32": "306"}),  # 312/2.039 = 153.0 (80 GB SXM)
+            ("h100-sxm", {"bf16": "295", "fp16": "295", "fp8": "148", "fp32": "591"}),  # 989.4/3.35 = 295.3
+            ("a100-80gb", {"bf16": "153", "fp16": "153", "fp8": "77", "fp32": "306"}),  # 312/2.039 = 153.0 (80 GB SXM)
         ],
     )
     def test_seed_decode_batch_table(self, machine: str, expected: dict[str, str]) -> None:
@@ -124,7 +124,7 @@ class TestText:
         assert f"{name}: no dense bf16 or fp16 figure" in out
 
     def test_detail_names_every_source(self) -> None:
-        out = run("--machine", "v100").stdout
+        out = run("--machine", "v100-sxm2").stdout
         assert "peak_flop_per_s.fp16             125        138.9         40.3" in out
         assert "Deep Learning Performance Guide" in out  # the L2 figure's source
         # L1 from its per-cycle figure: 128 B × 80 SMs × 1.53 GHz = 15.67 TB/s; 125e12 / 15.667e12 = 7.98

@@ -89,7 +89,7 @@ def test_profiles_exports_and_joins_kernels_to_ops_and_modules(standin: Path, tm
     pytest.importorskip("torch")
     (tmp_path / "train.py").write_text(SCRIPT)
     # the interpreter of this test run: the PATH's `python` may not have torch
-    result = CliRunner().invoke(cli, ["ncu", "--set", "minimal", "--machine", "h100", "-o", "run", "--",
+    result = CliRunner().invoke(cli, ["ncu", "--set", "minimal", "--machine", "h100-sxm", "-o", "run", "--",
                                       sys.executable, "train.py"])
     assert result.exit_code == 0, result.output
     profile_call, export_call = _calls(standin)
@@ -145,7 +145,7 @@ def test_a_script_that_marks_no_step_is_profiled_again_its_first_kernels(standin
 
     monkeypatch.setenv("NCU_STANDIN_NEEDS_RANGE", "1")
     (tmp_path / "train.py").write_text("x = 1\n")
-    result = CliRunner().invoke(cli, ["ncu", "--machine", "h100", "-o", "run", "--", sys.executable, "train.py"])
+    result = CliRunner().invoke(cli, ["ncu", "--machine", "h100-sxm", "-o", "run", "--", sys.executable, "train.py"])
     assert result.exit_code == 0, result.output
     first, second, _export = _calls(standin)
     assert "nsroof@nsroof.step" in first["argv"] and "-c" not in first["argv"]
@@ -173,7 +173,7 @@ def test_a_named_range_is_the_nvtx_filter_and_the_script_opens_it(standin: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NCU_STANDIN_SKIP_APP", "1")
     (tmp_path / "train.py").write_text("pass\n")
-    result = CliRunner().invoke(cli, ["ncu", "--range", "train_step", "--machine", "h100", "-o", "out/step",
+    result = CliRunner().invoke(cli, ["ncu", "--range", "train_step", "--machine", "h100-sxm", "-o", "out/step",
                                       "--", "train.py", "--lr", "0.1"])
     assert result.exit_code == 0, result.output
     argv = _calls(standin)[0]["argv"]
@@ -192,7 +192,7 @@ def test_ncus_selection_options_go_to_ncu_never_to_the_script(standin: Path, tmp
     result = CliRunner().invoke(cli, [
         "ncu", "--whole", "-k", "regex:gemm", "-c", "50", "-s", "5", "--replay-mode", "application",
         "--target-processes", "application-only", "--clock-control", "none", "--set", "full",
-        "--ncu-args", "--cache-control none --import-source yes", "--machine", "h100", "-o", "run",
+        "--ncu-args", "--cache-control none --import-source yes", "--machine", "h100-sxm", "-o", "run",
         "--", sys.executable, "train.py", "-k", "mine", "-c", "3"])
     assert result.exit_code == 0, result.output
     argv = _calls(standin)[0]["argv"]

@@ -61,7 +61,7 @@ def _text_with_failed_launch(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("build", [_raw_with_failed_launch, _details_with_failed_launch])
 def test_a_failed_launch_is_a_nan_row_with_its_reason(tmp_path: Path, build) -> None:  # type: ignore[no-untyped-def]
-    report = pipeline.analyze([build(tmp_path)], machine="a100")
+    report = pipeline.analyze([build(tmp_path)], machine="a100-80gb")
     frame = report.frame
     failed = frame[frame["function"] == "crash_kernel"]
     others = frame[frame["function"] != "crash_kernel"]

@@ -79,7 +79,7 @@ def test_fp32_is_untouched_and_an_a100_has_fp64_tensor_cores(tmp_path: Path) -> 
 def test_the_machine_tables_h100_gives_the_fp64_tensor_rate_not_the_cuda_core_one(tmp_path: Path) -> None:
     from nsroof.models import machines
 
-    h100 = machines.load("h100")
+    h100 = machines.load("h100-sxm")
     frame = analyze(_mm_trace(tmp_path, kernel="sm90_xmma_gemm_f64f64_f64f64_f64_nt"), machine=h100).frame
     row = frame[frame["kernel_name"] != ""].iloc[0]
     # H100 SXM datasheet: FP64 Tensor Core 67 TFLOP/s (66.9e12 in the table), FP64 on CUDA cores 34 (33.5e12)

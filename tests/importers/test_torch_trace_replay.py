@@ -340,7 +340,7 @@ def test_the_summary_counts_copies_apart_from_kernels(tmp_path: Path) -> None:
     from nsroof.pipeline import analyze
     from nsroof.report.summary import bound_shares, render
 
-    report = analyze([_write(tmp_path, _training_trace())], machine="h100")
+    report = analyze([_write(tmp_path, _training_trace())], machine="h100-sxm")
     text = render(report)
     assert text.splitlines()[0].startswith("3 kernels + 2 memory copies/sets (5 launches, 20 us)")
     assert "Memory copies/sets: 4 us (20.0% of the time), not kernels" in text  # (3 + 1) / 20

@@ -20,7 +20,7 @@ def _analyze(path: Path):  # type: ignore[no-untyped-def]
     from nsroof.pipeline import analyze
 
     # the traces come from A100s; the sampled one names no device
-    return analyze(path, machine="a100")
+    return analyze(path, machine="a100-80gb")
 
 
 @needs_traces
@@ -52,7 +52,7 @@ def test_no_shared_trace_runs_above_a_roof_because_of_an_assumed_argument() -> N
     whose input and weight disagree."""
     from nsroof.models import machines, roofline
 
-    a100 = machines.resolve("a100")
+    a100 = machines.resolve("a100-80gb")
     assert a100 is not None
     l2_bytes, l2_roof = a100.cache_bytes["l2"], a100.bandwidth_bytes_per_s["l2"]
     from nsroof.pipeline import analyze

@@ -57,7 +57,7 @@ def test_no_clock_recorded_leaves_the_boost_figures() -> None:
 
 def test_hopper_tensor_figures_scale_from_their_own_clock() -> None:
     # H100's 989.4 TFLOP/s BF16 assume 1.83 GHz (132 × 4096 × 1.83e9); FP32's 66.9 assume 1.98 GHz
-    h = machines.resolve("h100")
+    h = machines.resolve("h100-sxm")
     assert h is not None
     at = h.at_clocks(sm_hz=1.5e9)
     assert at.peak_flop_per_s["bf16"] == pytest.approx(132 * 4096 * 1.5e9, rel=0.002)

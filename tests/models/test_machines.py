@@ -85,7 +85,7 @@ def test_simt_rates_never_exceed_the_best_matmul_rate(m: Machine) -> None:
 
 
 def test_h100_is_dense_bf16_989_and_3_35_tb_per_s() -> None:
-    h = machines.load("h100")
+    h = machines.load("h100-sxm")
     assert h.name == "H100 SXM"
     assert h.peak_flop_per_s["bf16"] == 989.4e12  # dense; 1978.8e12 is the 2:4 sparse figure
     assert h.sparse_peak_flop_per_s["bf16"] == pytest.approx(1978.8e12)
@@ -95,7 +95,7 @@ def test_h100_is_dense_bf16_989_and_3_35_tb_per_s() -> None:
 
 
 def test_v100_ridges_139_and_40() -> None:
-    v = machines.load("V100")
+    v = machines.load("V100 SXM2")
     assert v.peak_flop_per_s["fp16"] == 125e12
     # L1 derived from its per-cycle figure: 128 B × 80 SMs × 1.53 GHz = 15.667 TB/s
     assert v.bandwidth_bytes_per_s == {"dram": 900e9, "l2": 3.1e12, "l1": pytest.approx(15.6672e12)}
@@ -110,7 +110,7 @@ def test_v100_ridges_139_and_40() -> None:
 
 def test_a100_80gb_ridge_153() -> None:
     # 312e12 / 2.039e12 = 153.0 (shared/docs/roofline-metrics.md §6: "A100 80 GB ≈ 153 FLOP/B")
-    assert machines.load("a100").ridge_flop_per_byte("bf16") == pytest.approx(153.02, abs=0.01)
+    assert machines.load("a100-80gb").ridge_flop_per_byte("bf16") == pytest.approx(153.02, abs=0.01)
 
 
 def test_derived_consumer_figures_follow_their_formula() -> None:
@@ -248,9 +248,31 @@ def test_trace_device_properties_resolve(shared_fixtures: Path) -> None:
 # ---------------------------------------------------------------- load(): names, aliases, files
 
 
-@pytest.mark.parametrize("spec", ["h100", "H100", "h100-sxm", "H100 SXM", "h100_sxm", "  H100-SXM5 "])
+@pytest.mark.parametrize("spec", ["h100-sxm", "H100-SXM", "H100 SXM", "h100_sxm", "  H100-SXM5 ", "h100-80gb-hbm3"])
 def test_load_by_name_or_alias_case_insensitive(spec: str) -> None:
     assert machines.load(spec).name == "H100 SXM"
+
+
+@pytest.mark.parametrize(("family", "entries"), [
+    ("a100", ["A100 SXM4 40GB", "A100 SXM4 80GB", "A100 PCIe 40GB", "A100 PCIe 80GB"]),
+    ("H100", ["H100 SXM", "H100 PCIe", "H100 NVL"]),
+    ("v100", ["V100 SXM2", "V100 PCIe"]),
+    ("NVIDIA H100", ["H100 SXM", "H100 PCIe", "H100 NVL"]),  # a generic device name: the same refusal
+])
+def test_family_name_is_refused_with_its_entries_listed(family: str, entries: list[str]) -> None:
+    with pytest.raises(MachineError) as exc:
+        machines.resolve(family)
+    text = str(exc.value)
+    assert "family name" in text and ", ".join(entries) in text and f"--machine '{entries[0]}'" in text
+    assert "\n" not in text
+    assert machines.family_names()[family.split()[-1].casefold()] == entries
+
+
+def test_no_alias_is_a_family_name() -> None:
+    # an alias that several boards fit would pick one silently; the peaks differ by board
+    families = set(machines.family_names())
+    assert {"a100", "h100", "v100"} <= families
+    assert not families & {machines._normal(a) for m in ALL for a in (m.name, *m.aliases)}
 
 
 def test_unknown_name_lists_close_names() -> None:

@@ -111,7 +111,7 @@ def test_default_output_lands_next_to_the_input(tmp_path: Path) -> None:
 
 def test_machine_option_overrides_the_device_table(tmp_path: Path) -> None:
     out = tmp_path / "r.parquet"
-    result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(out), "--machine", "h100"])
+    result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(out), "--machine", "h100-sxm"])
     assert result.exit_code == 0, result.output
     df = pd.read_parquet(out)
     assert set(df["ceiling_source"][df["level"] == "dram"]) == {"spec:H100 SXM"}

@@ -20,7 +20,6 @@ The raw page (one row per launch, raw.py) goes through the robust reader's block
 from __future__ import annotations
 
 import os
-import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -36,6 +35,7 @@ from nsroof.importers.ncu_csv.raw import read_raw
 from nsroof.importers.ncu_csv.robust import details_robust
 from nsroof.importers.ncu_csv.values import parse_values, pivot_details
 from nsroof.models import dimensions
+from nsroof.models.metric_formulas import lacking_roofline_counters
 from nsroof.schema import FileFacts
 
 FORMAT_DETAILS = "ncu-csv:details"
@@ -49,13 +49,6 @@ READERS = {
     "python": "ncu_csv Python scan",
     "robust": "ncu_csv robust reader",
 }
-
-# Counters whose presence means the roofline can be computed (names from roofline-metrics.md §3-4).
-_BYTES_PATTERN = re.compile(
-    r"^(dram__bytes|dram__sectors|lts__t_bytes|lts__t_sectors|l1tex__t_bytes|l1tex__t_sectors|"
-    r"derived__lts__lts2xbar|derived__l1tex__lsu_writeback|l1tex__lsu_writeback|lts__lts2xbar)"
-)
-_FLOPS_PATTERN = re.compile(r"^((sm|smsp)__sass_thread_inst_executed_op_|sm__ops_path_tensor_|derived__sm)")
 
 
 class ReaderDeclined(InputError):
@@ -153,12 +146,10 @@ def _finish(
 
 
 def _roofline_hints(layout: Layout, frame: pd.DataFrame, hints: list[str]) -> None:
-    cols = [str(c) for c in frame.columns]
-    has_bytes = any(_BYTES_PATTERN.match(c) for c in cols)
-    has_flops = any(_FLOPS_PATTERN.match(c) for c in cols)
-    if has_bytes and has_flops:
+    missing = lacking_roofline_counters(frame.columns)
+    if not missing:
         return
-    lacking = " and ".join(w for w, ok in (("byte", has_bytes), ("FLOP", has_flops)) if not ok)
+    lacking = " and ".join(missing)
     if layout.page == "details":
         hints.append(
             f"this details-page export holds no {lacking} counters; the raw page of the same report lists "
