@@ -156,7 +156,8 @@ def _spans(rule: str) -> list[tuple[int, int]]:
 def split_row(line: str, spans: list[tuple[int, int]]) -> list[str] | None:
     """The cells of one table row, cut at the column widths the dashed rule gives; None when the row
     does not fit them. A cell wider than its column pushes the rest of the row right (printf-style
-    padding), so the cut moves with it; the last column runs to the end of the line."""
+    padding), so the cut moves with it; the last column runs to the end of the line. Only the name
+    column is left-aligned and may hold spaces: a wide unit is one word."""
     if not spans or line[: spans[0][0]].strip():
         return None
     cells: list[str] = []
@@ -171,7 +172,9 @@ def split_row(line: str, spans: list[tuple[int, int]]) -> list[str] | None:
         stop = end
         while stop < len(line) and line[stop] != " ":
             stop += 1
-        if stop > end and line[start] == " ":  # padded, yet past its column: misaligned, not wide
+        if stop > end and (line[start] == " " or (k > 0 and " " in line[start:stop])):
+            # padded, yet past its column; or, in a right-aligned column (unit), a short cell followed by
+            # the next one moved into this column: misaligned, not wide
             return None
         shift += stop - end
         cells.append(line[start:stop].strip())

@@ -461,7 +461,8 @@ def _units_table(kernels: pd.DataFrame, table: _Ops, units: dict[int, tuple[OpCo
         values = _texts(kernels, name)
         return [str(values[i]) if i >= 0 else (str(values[0]) if len(values) else "") for i in first]
 
-    frame = table.frame.set_index("op_id") if len(table.frame) else table.frame
+    frame = table.frame.set_index("op_id") if len(table.frame) else table.frame.copy(deep=False)
+    frame.attrs = {}  # the importer's per-op attributes: pandas deep-copies attrs on every .at (O(ops²))
     names = [table.name(u) for u in ids]
     op_kernels = pd.DataFrame({
         "source": pd.Series([source] * len(ids), dtype=object),

@@ -336,6 +336,10 @@ READ_ONLY_DEFINITIONS: dict[str, tuple[frozenset[str], str, str]] = {
 }
 
 
+# what a read-only count below DRAM bytes adds to its bytes_source (the summary counts the rows that say it)
+READ_ONLY_LOWER_BOUND = "reads only, below DRAM bytes: a lower bound"
+
+
 def _write_inclusive(k: _Kernels, level: str, res: _Resolved, dram: np.ndarray) -> _Resolved:
     """Where a read-only counter gave fewer bytes at this level than DRAM moved (a write-heavy kernel: its
     stores pass the level uncounted), the write-inclusive counter of the export instead, its roof with it
@@ -353,7 +357,7 @@ def _write_inclusive(k: _Kernels, level: str, res: _Resolved, dram: np.ndarray) 
         value[i], definition[i] = alt.value[i], inclusive
         source[i] = f"{alt.source[i]} (write-inclusive: {res.source[i]} counted fewer bytes than DRAM)"
     for i in np.flatnonzero(short & ~take):  # the value stands (a lower bound); its provenance says so
-        source[i] = f"{res.source[i]} (reads only, below DRAM bytes: a lower bound; collect {wanted})"
+        source[i] = f"{res.source[i]} ({READ_ONLY_LOWER_BOUND}; collect {wanted})"
     return _Resolved(value, source, res.missing, definition, res.estimated)
 
 

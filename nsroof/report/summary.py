@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from nsroof.models.quantities import READ_ONLY_LOWER_BOUND
 from nsroof.schema import LEVELS
 from nsroof.units import human_time
 
@@ -88,7 +90,7 @@ def render(report: Any, *, top: int = 10, output: str | None = None, width: int 
     lines += ["", *gains] if gains else []
     for part in (_unknown_lines(frame), _coverage_lines(frame, metadata), _above_lines(frame)):
         lines += ["", *part] if part else []
-    lines += [f"warning: {w}" for w in getattr(report, "warnings", [])]
+    lines += [f"warning: {w}" for w in [*lower_bound_warnings(frame), *getattr(report, "warnings", [])]]
     lines += [f"hint: {h}" for h in getattr(report, "hints", [])]
     return "\n".join(fit_line(line, width) for line in lines)
 
@@ -227,6 +229,31 @@ def _above_lines(frame: pd.DataFrame) -> list[str]:
                      f"{r['bandwidth_bytes_per_s']:.3g}, {r['achieved_flop_per_s']:.3g} FLOP/s vs {r['peak_flop_per_s']:.3g}"
                      f" — {cause}")
     return lines
+
+
+def lower_bound_warnings(frame: pd.DataFrame) -> list[str]:
+    """One warning counting the rows whose L2/L1 bytes come from a read-only counter that saw fewer bytes than
+    DRAM (a write-heavy kernel's stores pass uncounted) in an export with no write-inclusive counter of that
+    level, naming the counter per level: the value is known (so `missing` stays empty), but only as a lower
+    bound, and their intensity an upper bound."""
+    if "bytes_source" not in frame.columns or not len(frame):
+        return []
+    counts = frame.groupby([frame["level"].astype(str), frame["bytes_source"].astype(str)], sort=False,
+                           observed=True).size()
+    note = re.compile(r"^(?P<counter>.*) \(" + re.escape(READ_ONLY_LOWER_BOUND) + r"; collect (?P<wanted>.*)\)$")
+    groups: dict[tuple[str, str, str], int] = {}
+    for (level, source), n in counts.items():
+        m = note.match(source)
+        if m is not None:
+            key = (level, m.group("counter"), m.group("wanted"))
+            groups[key] = groups.get(key, 0) + int(n)
+    if not groups:
+        return []
+    parts = "; ".join(f"{level.upper()} {counter}: {n} row(s), collect {wanted}"
+                      for (level, counter, wanted), n in groups.items())
+    return [f"{sum(groups.values())} row(s) count bytes with a read-only counter that saw fewer bytes than DRAM "
+            f"(stores uncounted): their bytes are a lower bound, so a compute-bound verdict there may be wrong "
+            f"({parts})"]
 
 
 def op_lines(ops: pd.DataFrame | None, top: int, width: int = 80) -> list[str]:

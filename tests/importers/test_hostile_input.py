@@ -208,6 +208,19 @@ def test_text_label_no_number_reads_is_dropped_with_one_warning(tmp_path: Path) 
     assert len(dropped) == 1 and f"{label} ('Mbyte')" in dropped[0]
 
 
+def test_a_short_unit_left_in_a_full_width_column_is_refused_with_its_line(tmp_path: Path) -> None:
+    # fuzz case 6416 (seed 7): `cycle/nsecond` (as wide as its column) of DRAM Frequency swapped for
+    # `byte` without re-padding; the value then started inside the unit column, the row read as unit
+    # 'byte         2.62' and no value, and a clock (dram__cycles_elapsed.avg.per_second, which the DRAM
+    # roof reads) in bytes went through unrefused
+    text = TEXT_2024.split("\n")
+    at = next(i for i, ln in enumerate(text) if ln.strip().startswith("DRAM Frequency"))
+    assert text[at].endswith("cycle/nsecond         2.62")  # the unit fills its 13-wide column
+    text[at] = text[at].replace("cycle/nsecond", "byte")
+    err = one_line_error(write(tmp_path, "\n".join(text).encode(), "run.txt"))
+    assert err.line == at + 1 and "does not fit" in err.cause
+
+
 @pytest.mark.parametrize("value", [b"-1", b"-inf", b"inf", b"1e400"])
 def test_bad_duration_is_nan_unknown_and_named_in_missing(tmp_path: Path, value: bytes) -> None:
     # fuzz: special_value -> a negative or infinite duration used as is (achieved rates < 0 or 0)

@@ -353,6 +353,10 @@ def test_table_without_a_section_line(tmp_path: Path) -> None:
         ("    Elapsed Cycles Total     cycle         10", ["Elapsed Cycles Total", "cycle", "10"]),
         ("   Duration                msecond         1.50", None),  # starts left of the name column
         ("    Duration               msecondx        1.50", None),  # padded unit runs into the gap
+        ("    Throughput         byte/second       838.86", ["Throughput", "byte/second", "838.86"]),
+        # that unit swapped for one 7 characters shorter, not re-padded: the value moved left by 7 and now
+        # starts at 34, inside the unit column (23..34), leaving the value column empty
+        ("    Throughput         byte       838.86", None),
     ],
 )
 def test_split_row_by_rule_widths(row: str, cells: list[str] | None) -> None:
