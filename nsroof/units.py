@@ -3,7 +3,7 @@
 ncu prints units per row and per version: `nsecond`/`ns`, `usecond`/`us`, `Kbyte`, `Gbyte/s`,
 `cycle/nsecond` (= GHz), `Ghz`, `inst/cycle`, `%`, `""` for plain counters ... Prefixes are decimal
 (K = 1e3: "All byte-based metrics use a factor of 1000 when scaling units to follow SI standards",
-ncu 2019.1 release notes; ../shared/docs/ncu-formats.md §1.5).
+Nsight Compute 2019.1 release notes; the CLI's --print-units base|auto in the Nsight Compute CLI docs).
 
 A unit is `numerator[/denominator]`; each side is an optional SI prefix plus a known word (see
 `scale` for ncu's convention on prefixed denominators such as `%/Kbyte`). The result

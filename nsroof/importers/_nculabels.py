@@ -3,9 +3,9 @@
 On the details page ncu prints section LABELS (`Duration`, `DRAM Frequency`, `Memory Throughput`),
 not metric names. A label maps to a metric only where (section, body item, label, base unit) identify
 it unambiguously. Each entry below was checked against the same report exported both ways (details
-and raw page, base units, ../shared/fixtures/converted/*.details_base.csv vs *.raw_base.csv: the
+and raw page, base units, of public ncu reports converted by ncu 2024.1: the
 label's value equals the metric's value for every kernel), or, for the roofline chart, taken from the
-metric list of ncu's SpeedOfLight_RooflineChart section (../shared/docs/roofline-metrics.md §1, §3.1).
+metric list of ncu's SpeedOfLight_RooflineChart section (its sections/*.section file).
 Labels that match several metrics (e.g. "Average L1 Active Cycles" = l1tex__ or sm__cycles_active.avg)
 are left as labels.
 

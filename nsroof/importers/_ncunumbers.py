@@ -1,6 +1,6 @@
 """Numbers in ncu CSV cells, vectorised over whole columns.
 
-ncu formats numbers with the locale of the profiling host (../shared/docs/ncu-formats.md §1.3):
+ncu formats numbers with the locale of the profiling host (seen in public exports; --print-fp):
 
     C        2249873280   1443405676.69
     en_US    2,249,873,280   1,443,405,676.69   (--print-fp: 5,318,969,728.00)

@@ -3,7 +3,7 @@
     ncu ./app > run.txt
     df = read("run.txt")       # same columns, units and facts as nsroof.importers.ncu_csv.read
 
-What ncu prints (../shared/docs/ncu-formats.md §1.2, §1.6, §1.7), one block per launch:
+What ncu prints without --csv (Nsight Compute CLI docs: console output, --print-nvtx-rename), one block per launch:
 
     ==PROF== Connected to process 18548 (...)          ==PROF==/==WARNING==/==ERROR== lines, app output
     [18548] MC_EstimatePi.exe@127.0.0.1                process line

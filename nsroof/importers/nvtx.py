@@ -1,4 +1,4 @@
-"""NVTX ranges from ncu's CSV columns (../shared/docs/ncu-formats.md §1.7).
+"""NVTX ranges from ncu's CSV columns (Nsight Compute CLI docs: --nvtx, --print-nvtx-rename).
 
 Push/pop column `thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg` (or the
 shorter `thread Domain:Push/Pop_Range`), cell after CSV unquoting:

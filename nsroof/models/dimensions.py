@@ -1,7 +1,7 @@
 """The dimension each roofline counter must be printed in, from its ncu name.
 
 Nsight Compute names a metric `<unit>__<counter>.<rollup>[.<submetric>]` ("Metrics Structure", ncu's
-Kernel Profiling Guide; ../shared/docs/roofline-metrics.md): the counter says what is counted (bytes,
+Kernel Profiling Guide): the counter says what is counted (bytes,
 sectors, instructions, cycles, the kernel's duration), the submetric turns it into a rate, a peak per
 cycle or a percentage. So the base unit a value must carry (nsroof.units' names) follows from the name
 for every counter the roofline formulas read; an importer refuses a value printed in a unit of another

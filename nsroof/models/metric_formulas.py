@@ -11,7 +11,7 @@ Metric values are in SI base units as the importers deliver them: bytes, seconds
 `.per_second` rates in 1/second (byte/second for bytes); `.per_cycle_elapsed` and
 `.peak_sustained` values are per cycle of the unit named in the metric.
 
-Sources (full citations in ../shared/docs/roofline-metrics.md):
+Sources:
   [S1] Nsight Compute 2025.3.1 sections SpeedOfLight_RooflineChart / Hierarchical{Single,Double,Half,
        Tensor}RooflineChart: peak = X.sum.peak_sustained × unit__cycles_elapsed.avg.per_second,
        achieved = X.sum.per_cycle_elapsed × cycles/second, FP32 = fadd + fmul + 2 × ffma,

@@ -1,6 +1,6 @@
 """Tensor-core paths: which sm__ops_path_tensor_* metrics exist per GPU family, what each one counts (read
 from its name), which to sum without double counting, and the MMA instruction shapes behind the tensor-pipe
-estimate (ncu 2025.3.1 tensor section; ../shared/docs/roofline-metrics.md §3.2). Split from
+estimate (ncu 2025.3.1's tensor roofline sections). Split from
 nsroof.models.metric_formulas, which re-exports these names for its formula table."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 One row per kernel launch: identity columns from the export, every metric under its ncu name in SI
 base units (float64), string metrics as strings.
 
-How (../shared/docs/ncu-formats.md §1, §5). The details page has two readers, each giving the identical
+How (Nsight Compute CLI docs: --csv, --page details|raw, --print-units). The details page has two readers, each giving the identical
 table (tests/importers/test_ncu_csv_readers.py), chosen by `read(path, reader=...)`:
   - the prefix scan (scan.py), plain files only: its compiled twin (nsroof/importers/_rowscan.c, built
     when a C compiler is there at install time), or its pure-Python twin where it was not built;

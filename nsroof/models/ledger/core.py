@@ -1,6 +1,6 @@
 """The ledger record: what an operator *has* to do, in FLOPs and compulsory bytes.
 
-Accounting convention (the seed ledger's, ../shared/seeds/operator_ledger.py.txt):
+Accounting convention (the roofline model's compulsory traffic, Williams, Waterman, Patterson, CACM 2009):
 every distinct input is read once, every output written once, intermediates never count;
 a basic arithmetic op and a transcendental (exp, rsqrt, sin, ...) are 1 FLOP each on the
 ledger (not a hardware cost); one multiply-add inside a contraction is 2 FLOP.

@@ -13,7 +13,7 @@ from nsroof.models.ledger.core import DTYPE_BYTES, Term
 from nsroof.models.ledger.custom import Missing, OpContext, Tensor, formula
 from nsroof.models.ledger.engine_facts import ModelConfig, Step
 
-SRC_VLLM = "vLLM csrc/torch_bindings.cpp op schemas; ledger convention (seeds/operator_ledger.py.txt)"
+SRC_VLLM = "vLLM csrc/torch_bindings.cpp op schemas; ledger convention"
 SRC_SGLANG = "SGLang sgl-kernel csrc/common_extension.cc op schemas; ledger convention"
 
 

@@ -1,12 +1,12 @@
 """The registered formulas. Each builds an Operator from its own algebra; the arithmetic of every
 term is in its note, and each formula names its source.
 
-Sources (the seeds live in ../shared/seeds/):
-  roofline.py        gemm best/worst traffic, decode I = 2·batch/bytes (Williams et al., CACM 2009)
-  operator_ledger.py accounting convention, elementwise chain, rmsnorm, fused norm+rope+quant,
+Sources:
+  the roofline model (Williams, Waterman, Patterson, CACM 2009): gemm best/worst traffic, decode I = 2·batch/bytes
+  the ledger convention (nsroof.models.ledger.core): elementwise chain, rmsnorm, fused norm+rope+quant,
                      fused attention minimum traffic and softmax FLOPs
-  attention_traffic_model.py  naive vs tiled attention element counts, crossover block_m > d/2
-  memory_hierarchy.md          the 4096×1024 layer on 512 / 1 examples (NVIDIA DL performance guide §4)
+  FlashAttention (Dao et al., NeurIPS 2022): naive vs tiled attention element counts, crossover block_m > d/2
+  NVIDIA GPU Performance Background User's Guide §4: the 4096×1024 layer on 512 / 1 examples
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ average pooling forward and backward. Same convention as the core (nsroof.models
 once, outputs written once, a basic op (add, multiply, compare, max) or a transcendental is 1 FLOP, a
 multiply-add 2.
 
-Sources: the accounting convention of seeds/operator_ledger.py.txt; the convolution backward is two
+Sources: the ledger's accounting convention (nsroof.models.ledger.core); the convolution backward is two
 convolutions of the forward's size (torch/utils/flop_counter.py counts it the same way for groups = 1); batch
 norm and pooling are counted from their definitions (the arithmetic is in each docstring).
 """

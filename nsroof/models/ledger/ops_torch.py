@@ -3,7 +3,7 @@ matmuls with a bias, n-ary pointwise ops, and the backward kernels of attention,
 embedding. Same convention as the core (nsroof.models.ledger.core): inputs read once, outputs written once,
 a basic op or a transcendental is 1 FLOP, a multiply-add 2.
 
-Sources: the accounting convention of seeds/operator_ledger.py.txt; the backward passes are derived from
+Sources: the ledger's accounting convention (nsroof.models.ledger.core); the backward passes are derived from
 the forward algebra (the derivation is in each docstring), as torch/utils/flop_counter.py does for
 matmuls (backward of a matmul = two matmuls of the same size).
 """

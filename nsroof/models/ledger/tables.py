@@ -14,10 +14,10 @@ from nsroof.models.ledger.registry import formulas, operator
 if TYPE_CHECKING:
     from nsroof.models.machines import Machine
 
-SWEEP_NS: tuple[int, ...] = (512, 2048, 8192, 32768, 131072)  # seeds/attention_traffic_model.py
-SWEEP_BATCHES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # seeds/roofline.py decode
+SWEEP_NS: tuple[int, ...] = (512, 2048, 8192, 32768, 131072)  # sequence lengths from short prompts to long context
+SWEEP_BATCHES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # decode batch sizes, 1 to a full server batch
 # what each sweep supplies when the user does not: the sequence lengths (and decode's batch) are swept;
-# d defaults to the seeds' 128
+# d defaults to 128, the common head size
 SWEEP_DEFAULTS: dict[str, dict[str, Any]] = {
     "decode": {"batch": 1},
     "attention": {"sq": 1, "skv": 1, "d": 128, "batch_heads": 1},
@@ -26,7 +26,7 @@ SWEEP_DEFAULTS: dict[str, dict[str, Any]] = {
 SWEEP_OPS: tuple[str, ...] = tuple(SWEEP_DEFAULTS)
 REGIMES: tuple[tuple[str, Callable[[int], int]], ...] = (("prefill", lambda n: n), ("decode", lambda n: 1))
 
-# The seed ledger's operator table (seeds/operator_ledger.py `--sweep`).
+# The operator table `nsroof ledger --sweep` prints.
 SEED_TABLE: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("gemm 4096^3 fp16", "gemm", {"m": 4096, "n": 4096, "k": 4096, "dtype": "fp16"}),
     ("gemm 512^3 fp16", "gemm", {"m": 512, "n": 512, "k": 512, "dtype": "fp16"}),
