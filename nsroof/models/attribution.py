@@ -17,7 +17,8 @@ launching op) and hands over the ops table (nsroof.schema.OP_COLUMNS). Here, and
    precedence over the formula, with provenance ``trace_cost_source``.
 
 CPU traces (no kernels) have one row per op call: an op with a cost is one row with its whole time (its
-children folded in), an op without one, not under a costed op, a row with its self time.
+children folded in), an op without one, not under a costed op, a row with its self time (a composite's, whose work is costed on
+the ops it calls, says so: nsroof.models.ledger.aten.COMPOSITE_REASON).
 
 The op-level view (`OpLevel`): one row per unit with its kernels' summed time and its formula's whole
 FLOPs and bytes (for CPU traces: the innermost costed ops with their own time).
@@ -33,7 +34,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsroof.models.ledger.aten import OpCost, base_name, concrete_values, on_kernel, op_cost, unknown
+from nsroof.models.ledger.aten import (
+    COMPOSITE_REASON,
+    OpCost,
+    base_name,
+    concrete_values,
+    on_kernel,
+    op_cost,
+    unknown,
+)
 from nsroof.schema import (
     ANALYTIC_COLUMNS,
     ANALYTIC_QUANTITY_FIELDS,
@@ -401,7 +410,9 @@ def _attribute_cpu(kernels: pd.DataFrame, table: _Ops) -> Attribution:
         out["duration_source"] = pd.Series(np.where(np.isnan(own), "cpu_op dur", "cpu_op dur - op children dur"),
                                            dtype=object)
     out["kernel_id"] = pd.array(range(len(out)), dtype="Int64")
-    rows = [_Row(j, "own", table.cost(j)) if table.cost(j).known else _Row(cost=table.cost(j))
+    calls_costed = {a for k in table.row if table.cost(k).known for a in table.ancestors(k)[1:]}
+    rows = [_Row(j, "own", table.cost(j)) if table.cost(j).known
+            else _Row(cost=unknown(COMPOSITE_REASON) if j in calls_costed else table.cost(j))
             for j in _ints(out, "op_id").tolist()]
     analytic = _table(out, rows)
     seen = set(_ints(kernels, "op_id").tolist())  # the ops of the selected steps

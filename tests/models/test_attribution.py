@@ -14,6 +14,7 @@ import pytest
 
 from nsroof import importers
 from nsroof.models.attribution import attribute, costed, fill
+from nsroof.models.ledger.aten import COMPOSITE_REASON
 from nsroof.models.quantities import derive
 from nsroof.schema import ANALYTIC_COLUMNS, OP_LEVEL_KERNEL_COLUMNS
 
@@ -200,6 +201,24 @@ def test_cpu_rows_count_the_op_time_once(tmp_path: Path) -> None:
     # the op-level view: the innermost costed op, addmm, with its own 30 µs
     assert list(c.op_kernels["op"]) == ["aten::addmm"]
     assert c.op_quantities["duration_s"].iloc[0] == pytest.approx(30e-6)
+
+
+def test_a_composite_ops_own_time_says_its_work_is_on_the_ops_it_calls(tmp_path: Path) -> None:
+    kernels, facts = _read(tmp_path, [
+        _x("cpu_op", "aten::cross_entropy_loss", 100.0, 50.0, **{"Input Dims": [[4, 10], [4], [], [], [], []],
+                                                                 "Input type": ["float", "long int", "", "Scalar",
+                                                                                "Scalar", "Scalar"]}),
+        _x("cpu_op", "aten::log_softmax", 110.0, 30.0, **{"Input Dims": [[4, 10], [], []],
+                                                          "Input type": ["float", "Scalar", ""],
+                                                          "Concrete Inputs": ["", "1", ""]}),
+        _x("cpu_op", "aten::randperm", 150.0, 10.0, **{"Input Dims": [[]], "Input type": ["Scalar"]}),
+    ])
+    c = costed(kernels, facts.ops)
+    rows = c.kernels.assign(missing=c.quantities["missing_flops"].to_numpy()).set_index("op")
+    assert rows.loc["aten::cross_entropy_loss", "gpu__time_duration.sum"] == pytest.approx(20e-6)  # 50 − 30 µs
+    assert rows.loc["aten::cross_entropy_loss", "missing"] == COMPOSITE_REASON
+    assert rows.loc["aten::log_softmax", "missing"] == ""
+    assert rows.loc["aten::randperm", "missing"] == "no formula for aten::randperm"
 
 
 # --------------------------------------------------------------------------- FlopCounterMode and the shared traces

@@ -120,6 +120,9 @@ VIEWS = frozenset({
     "item", "_local_scalar_dense", "is_nonzero", "result_type", "set"})
 VIEW_REASON = "a view or allocation: moves no data, nothing to cost"
 BOOKKEEPING_REASON = "autograd engine bookkeeping around a backward node (its ops are costed on their own rows)"
+# The host time a composite op (aten::cross_entropy_loss calling log_softmax and nll_loss) spends outside the ops
+# it calls: dispatch, not arithmetic; its work is on those ops' rows.
+COMPOSITE_REASON = "a composite op's own time: its work is costed on the ops it calls"
 
 
 def no_formula_reason(op: str) -> str:
