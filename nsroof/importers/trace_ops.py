@@ -33,6 +33,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
+from nsroof.importers.trace_load import NO_ARGS, Args, Event
+
 EVALUATE = "autograd::engine::evaluate_function: "
 STEP_MARKER = "nsroof::step"
 BACKWARD_SUFFIX = " (backward)"
@@ -60,22 +64,18 @@ def number(value: Any) -> float:
     return f if math.isfinite(f) else math.nan
 
 
-def external_id(args: dict[str, Any]) -> int | None:
-    for key in ("External id", "external id"):
-        value = args.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
+def external_id(args: Args) -> int | None:
+    return args.external_id if args.external_id is not None else args.external_id_2021
 
 
-def thread_key(e: dict[str, Any]) -> tuple[str, str]:
-    return str(e.get("pid")), str(e.get("tid"))
+def thread_key(e: Event) -> tuple[str, str]:
+    return str(e.pid), str(e.tid)
 
 
-def span(e: dict[str, Any]) -> tuple[float, float]:
+def span(e: Event) -> tuple[float, float]:
     """(start, end) in µs; an event without a usable duration is a point at its start."""
-    start = number(e.get("ts"))
-    dur = number(e.get("dur"))
+    start = number(e.ts)
+    dur = number(e.dur)
     return start, start + (dur if dur == dur and dur >= 0 else 0.0)
 
 
@@ -100,6 +100,11 @@ def concrete_value(text: Any) -> Any:
 
 def concrete_values(values: Any) -> list[Any] | None:
     return [concrete_value(v) for v in values] if isinstance(values, list) else None
+
+
+def _spelled_2024(args: Args) -> Args:
+    """The 2020 schema's 'Input dims' as 'Input Dims' (when the event has no 'Input Dims')."""
+    return args if args.input_dims is not None else msgspec.structs.replace(args, input_dims=args.input_dims_2020)
 
 
 class Timeline:
@@ -137,15 +142,11 @@ class Timeline:
 class OpTree:
     """CPU ops of a trace with their nesting per thread, annotation paths and forward ops."""
 
-    def __init__(self, ops: list[dict[str, Any]], annotations: list[dict[str, Any]],
-                 module_ranges: Sequence[str] = ()) -> None:
+    def __init__(self, ops: list[Event], annotations: list[Event], module_ranges: Sequence[str] = ()) -> None:
         self.ops = list(ops)
         self.spans = [span(op) for op in ops]
         self.keys = [thread_key(op) for op in ops]
-        self.args = [op.get("args") or {} for op in ops]
-        for a in self.args:
-            if "Input dims" in a and "Input Dims" not in a:  # the 2020 schema's spelling
-                a["Input Dims"] = a["Input dims"]
+        self.args = [op.args if op.args.input_dims_2020 is None else _spelled_2024(op.args) for op in ops]
         self.module_ranges = set(module_ranges)
         self.by_external: dict[int, int] = {}
         for i, a in enumerate(self.args):
@@ -159,12 +160,11 @@ class OpTree:
             starts.append(self.spans[i][0])
             idx.append(i)
         by_thread: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
-        for a in annotations:
-            name = str(a.get("name", ""))
-            if name.startswith(STEP_MARKER):
+        for event in annotations:
+            if event.name.startswith(STEP_MARKER):
                 continue
-            s, e = span(a)
-            by_thread.setdefault(thread_key(a), []).append((s, e, name))
+            s, e = span(event)
+            by_thread.setdefault(thread_key(event), []).append((s, e, event.name))
         self.annotations = {key: Timeline(spans) for key, spans in by_thread.items()}
         self._annotated_threads: dict[str, list[tuple[str, str]]] = {}
         for key in self.annotations:
@@ -189,13 +189,13 @@ class OpTree:
             stack.append(i)
         return parent
 
-    def encloses(self, i: int, event: dict[str, Any]) -> bool:
+    def encloses(self, i: int, event: Event) -> bool:
         if self.keys[i] != thread_key(event):
             return False
         s, e = span(event)
         return self.spans[i][0] <= s and e <= self.spans[i][1]
 
-    def enclosing(self, event: dict[str, Any]) -> int:
+    def enclosing(self, event: Event) -> int:
         """The innermost op on the event's thread whose span contains it (-1 when none)."""
         starts, idx = self._by_thread.get(thread_key(event), ([], []))
         s, e = span(event)
@@ -212,18 +212,18 @@ class OpTree:
         return -1
 
     # -- rule 1 + 2
-    def launcher(self, activity_args: dict[str, Any], launches: dict[int, dict[str, Any]]) -> tuple[int, str]:
+    def launcher(self, activity_args: Args, launches: dict[int, Event]) -> tuple[int, str]:
         """(index of the op that launched a GPU activity or -1, how it was linked)."""
-        corr = activity_args.get("correlation")
-        launch = launches.get(corr) if isinstance(corr, int) and not isinstance(corr, bool) else None
+        corr = activity_args.correlation
+        launch = launches.get(corr) if corr is not None else None
         if launch is None:
             ext = external_id(activity_args)
             if ext is not None and ext in self.by_external:
                 return self.by_external[ext], LINK_KERNEL_EXTERNAL
             return -1, LINK_NONE
-        if is_graph_launch(str(launch.get("name", ""))):
+        if is_graph_launch(launch.name):
             return self.adopt(launch, self.enclosing(launch)), LINK_GRAPH
-        ext = external_id(launch.get("args") or {})
+        ext = external_id(launch.args)
         if ext is not None and ext in self.by_external:
             j = self.by_external[ext]
             if self.encloses(j, launch):
@@ -232,7 +232,7 @@ class OpTree:
         return (j, LINK_ENCLOSING) if j >= 0 else (self.adopt(launch, -1), LINK_LAUNCH)
 
     # -- rule 5
-    def adopt(self, launch: dict[str, Any], parent: int) -> int:
+    def adopt(self, launch: Event, parent: int) -> int:
         """The op index of a runtime launch made an op of its own (a child of `parent`), once per launch.
         It encloses no other op, so the per-thread search structures stay as they are."""
         key = id(launch)
@@ -241,14 +241,14 @@ class OpTree:
             self.ops.append(launch)
             self.spans.append(span(launch))
             self.keys.append(thread_key(launch))
-            self.args.append({})  # a launch's args (correlation, External id) are no op inputs
+            self.args.append(NO_ARGS)  # a launch's args (correlation, External id) are no op inputs
             self.parent.append(parent)
         return self._adopted[key]
 
     # -- rule 3
     def _is_backward_node(self, i: int) -> bool:
-        fwd = self.args[i].get("Fwd thread id")
-        return str(self.ops[i].get("name", "")).startswith(EVALUATE) or (isinstance(fwd, int) and fwd > 0)
+        fwd = self.args[i].fwd_thread_id
+        return self.ops[i].name.startswith(EVALUATE) or (fwd is not None and fwd > 0)
 
     def backward_node(self, i: int) -> int:
         j = i
@@ -265,8 +265,8 @@ class OpTree:
         that creates the node is the last of them."""
         pick: dict[tuple[tuple[str, str], int], int] = {}
         for i in sorted(range(len(self.ops)), key=lambda i: (self.spans[i][0], -self.spans[i][1])):
-            seq = self.args[i].get("Sequence number")
-            if isinstance(seq, int) and seq >= 0 and self.backward_node(i) < 0:
+            seq = self.args[i].sequence_number
+            if seq is not None and seq >= 0 and self.backward_node(i) < 0:
                 cur = pick.get((self.keys[i], seq))
                 inside = cur is not None and self.spans[cur][0] <= self.spans[i][0] and self.spans[i][1] <= self.spans[cur][1]
                 if not inside:
@@ -283,8 +283,8 @@ class OpTree:
         node = self.backward_node(i)
         if node < 0:
             return -1
-        seq = self.args[node].get("Sequence number")
-        candidates = self._forward.get(seq, []) if isinstance(seq, int) else []
+        seq = self.args[node].sequence_number
+        candidates = self._forward.get(seq, []) if seq is not None else []
         k = bisect.bisect_right(candidates, (self.spans[node][0], math.inf))
         return candidates[k - 1][1] if k else -1
 
@@ -336,17 +336,15 @@ class OpTree:
         def ids(values: Sequence[int]) -> Any:
             return pd.array([v if v >= 0 else None for v in values], dtype="Int64")
 
-        seq = [a.get("Sequence number") for a in self.args]
         return pd.DataFrame({
             "source": pd.Series([source] * n, dtype=object),
             "op_id": pd.array(range(n), dtype="Int64"),
             "parent_op_id": ids(self.parent),
-            "name": pd.Series([str(op.get("name", "")) for op in self.ops], dtype=object),
-            "input_shapes": pd.Series([a.get("Input Dims") for a in self.args], dtype=object),
-            "input_dtypes": pd.Series([a.get("Input type") for a in self.args], dtype=object),
-            "concrete_inputs": pd.Series([concrete_values(a.get("Concrete Inputs")) for a in self.args], dtype=object),
-            "sequence_number": pd.array([v if isinstance(v, int) and not isinstance(v, bool) else None for v in seq],
-                                        dtype="Int64"),
+            "name": pd.Series([op.name for op in self.ops], dtype=object),
+            "input_shapes": pd.Series([a.input_dims for a in self.args], dtype=object),
+            "input_dtypes": pd.Series([a.input_type for a in self.args], dtype=object),
+            "concrete_inputs": pd.Series([concrete_values(a.concrete_inputs) for a in self.args], dtype=object),
+            "sequence_number": pd.array([a.sequence_number for a in self.args], dtype="Int64"),
             "forward_op_id": ids([self.forward_of(i) for i in range(n)]),
             "thread": pd.Series([f"{p}/{t}" for p, t in self.keys], dtype=object),
             "start_us": [s for s, _ in self.spans],
