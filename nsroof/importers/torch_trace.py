@@ -299,6 +299,7 @@ def _gpu_rows(activities: list[Event], cats: dict[str, list[Event]], tree: OpTre
     starts = np.full(n, np.nan)
     device_ids: list[int | None] = [None] * n
     bad_dur = 0
+    linked = [tree.launcher(k.args, launches) for k in activities]  # every launch adopted before paths are located
     for i, k in enumerate(activities):
         args = k.args
         kinds[i] = KINDS[k.cat]
@@ -316,7 +317,7 @@ def _gpu_rows(activities: list[Event], cats: dict[str, list[Event]], tree: OpTre
         cols["block"][i] = _dim3(args.block)
         dev = args.device if args.device is not None else k.pid
         device_ids[i] = dev if isinstance(dev, int) else None
-        j, links[i] = tree.launcher(args, launches)
+        j, links[i] = linked[i]
         launch = launches.get(args.correlation) if args.correlation is not None else None
         starts[i] = _num((launch or k).ts)
         launcher[i] = j
@@ -325,10 +326,7 @@ def _gpu_rows(activities: list[Event], cats: dict[str, list[Event]], tree: OpTre
             op_name[i] = op.name
             dims = tree.args[j].input_dims
             shapes[i] = str(dims) if dims and any(dims) else ""
-            path = tree.path(j)
-            cols["nvtx_ranges"][i] = path
-            cols["nvtx_path"][i] = "/".join(path)
-            modules[i] = tree.module(path)
+            cols["nvtx_ranges"][i], cols["nvtx_path"][i], modules[i] = tree.path_facts(j)
     if bad_dur:
         warnings.append(f"{bad_dur} GPU event(s) with a negative or non-finite 'dur': duration NaN")
     flagged = sum(1 for link in links if link == trace_ops.LINK_ENCLOSING)

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from nsroof.importers.trace_load import NO_ARGS, Args, Event
 
@@ -58,6 +59,8 @@ def is_graph_launch(name: str) -> bool:
 def number(value: Any) -> float:
     """A finite float, or NaN (the trace's own numbers were checked at the door; this keeps NaN out of
     span arithmetic)."""
+    if type(value) is float:  # the common case first: this runs for every time of every event
+        return value if value - value == 0.0 else math.nan
     if isinstance(value, bool) or not isinstance(value, int | float):
         return math.nan
     f = float(value)
@@ -120,6 +123,9 @@ class Timeline:
             stack.append(sp)
             self._mark(sp[0], stack)
         self._close(stack, math.inf)
+        # the earliest end of each stack: a time before it (and at or after the change point) has the whole
+        # stack open, so every op there gets the same spans (OpTree caches them)
+        self.min_end = [min((sp[1] for sp in st), default=math.inf) for st in self.stacks]
 
     def _close(self, stack: list[tuple[float, float, str]], t: float) -> None:
         while stack and stack[-1][1] < t:
@@ -133,6 +139,10 @@ class Timeline:
         else:
             self.times.append(t)
             self.stacks.append(tuple(stack))
+
+    def index(self, t: float) -> int:
+        """The change point at or before t (-1: before the first)."""
+        return bisect.bisect_right(self.times, t) - 1
 
     def open_at(self, t: float) -> list[tuple[float, float, str]]:
         k = bisect.bisect_right(self.times, t) - 1
@@ -169,13 +179,18 @@ class OpTree:
         self._annotated_threads: dict[str, list[tuple[str, str]]] = {}
         for key in self.annotations:
             self._annotated_threads.setdefault(key[0], []).append(key)
+        self._own_paths: dict[tuple[Any, ...], list[str]] = {}
         self._adopted: dict[int, int] = {}  # rule 5: id() of a launch event -> its op index
         self._forward = self._forward_ops()
-        self._paths: dict[int, list[str]] = {}
+        self._paths: dict[tuple[Any, ...], tuple[list[str], str, str]] = {}
+        self._where: list[tuple[Any, ...]] = []  # per op, the key of its own path (_locate)
+        self._forward_of_node: dict[int, int] = {}
 
     # -- nesting
     def _nest(self) -> list[int]:
+        """Each op's parent (-1: none); and, parents first, the backward node each op is in (rule 3)."""
         parent = [-1] * len(self.ops)
+        self._backward = [-1] * len(self.ops)
         order = sorted(range(len(self.ops)), key=lambda i: (self.keys[i], self.spans[i][0], -self.spans[i][1]))
         stack: list[int] = []
         current: tuple[str, str] | None = None
@@ -186,6 +201,7 @@ class OpTree:
             while stack and not (start >= self.spans[stack[-1]][0] and end <= self.spans[stack[-1]][1]):
                 stack.pop()
             parent[i] = stack[-1] if stack else -1
+            self._backward[i] = i if self._is_backward_node(i) else self._backward[parent[i]] if stack else -1
             stack.append(i)
         return parent
 
@@ -243,6 +259,7 @@ class OpTree:
             self.keys.append(thread_key(launch))
             self.args.append(NO_ARGS)  # a launch's args (correlation, External id) are no op inputs
             self.parent.append(parent)
+            self._backward.append(self._backward[parent] if parent >= 0 else -1)
         return self._adopted[key]
 
     # -- rule 3
@@ -251,12 +268,8 @@ class OpTree:
         return self.ops[i].name.startswith(EVALUATE) or (fwd is not None and fwd > 0)
 
     def backward_node(self, i: int) -> int:
-        j = i
-        while j >= 0:
-            if self._is_backward_node(j):
-                return j
-            j = self.parent[j]
-        return -1
+        """The backward node op i is in (itself or an enclosing op; -1: a forward op)."""
+        return self._backward[i]
 
     def _forward_ops(self) -> dict[int, list[tuple[float, int]]]:
         """Sequence number -> (start, op) of the forward op carrying it on each thread: of the outermost ops
@@ -283,39 +296,83 @@ class OpTree:
         node = self.backward_node(i)
         if node < 0:
             return -1
-        seq = self.args[node].sequence_number
-        candidates = self._forward.get(seq, []) if seq is not None else []
-        k = bisect.bisect_right(candidates, (self.spans[node][0], math.inf))
-        return candidates[k - 1][1] if k else -1
+        found = self._forward_of_node.get(node)
+        if found is None:
+            seq = self.args[node].sequence_number
+            candidates = self._forward.get(seq, []) if seq is not None else []
+            k = bisect.bisect_right(candidates, (self.spans[node][0], math.inf))
+            found = self._forward_of_node[node] = candidates[k - 1][1] if k else -1
+        return found
 
     # -- rule 4
+    def _locate(self) -> None:
+        """For the ops not yet located: where each starts among the annotation change points of its
+        process's threads, as a key shared by every op that gets the same own path (the spans open at the
+        change point are open throughout the op: each one ends after its end on its own thread, after its
+        start on another); an op for which some span closes early gets a key of its own."""
+        lo, hi = len(self._where), len(self.ops)
+        where: list[tuple[Any, ...]] = [()] * (hi - lo)  # () : a process without annotations, no path
+        pids = np.array([k[0] for k in self.keys[lo:hi]], dtype=object)
+        for pid, threads in self._annotated_threads.items():
+            rows = np.flatnonzero(pids == pid)
+            if not len(rows):
+                continue
+            starts = np.array([self.spans[lo + r][0] for r in rows], dtype="float64")
+            ends = np.array([self.spans[lo + r][1] for r in rows], dtype="float64")
+            keys = [self.keys[lo + r] for r in rows]
+            whole = np.ones(len(rows), dtype=bool)
+            cols = []
+            for t in threads:
+                timeline = self.annotations[t]
+                times = np.asarray(timeline.times, dtype="float64")
+                col = np.searchsorted(times, starts, side="right") - 1
+                min_end = np.append(np.asarray(timeline.min_end, dtype="float64"), math.inf)[col]  # col -1: inf
+                own = np.fromiter((k == t for k in keys), dtype=bool, count=len(keys))
+                # a span without a start (NaN) leaves the times unsorted: each op then looks for itself
+                whole &= ((col < 0) | (min_end >= np.where(own, ends, starts))) & ~np.isnan(times).any()
+                cols.append(col.tolist())
+            for r, key, ok, *at in zip(rows.tolist(), keys, whole.tolist(), *cols, strict=True):
+                where[r] = (key, *at) if ok else ("op", lo + r)
+        self._where += where
+
     def _own_path(self, i: int) -> list[str]:
         """Annotations open at op i's start on every thread of its process; on its own thread, those that
         enclose its whole span. Outermost (earliest start, then longest) first."""
+        if i >= len(self._where):
+            self._locate()
+        at = self._where[i]
+        cached = self._own_paths.get(at)
+        if cached is not None:
+            return cached
         key = self.keys[i]
         start, end = self.spans[i]
-        own = self.annotations.get(key)
+        own = self.annotations.get(key) if at else None
         found = [a for a in own.open_at(start) if a[1] >= end] if own is not None else []
-        for other in self._annotated_threads.get(key[0], []):
+        for other in self._annotated_threads.get(key[0], []) if at else []:
             if other != key:
                 found += self.annotations[other].open_at(start)
         found.sort(key=lambda a: (a[0], -a[1]))
         names = [name for _, _, name in found]
-        return [n for k, n in enumerate(names) if k == 0 or n != names[k - 1]]
+        path = self._own_paths[at] = [n for k, n in enumerate(names) if k == 0 or n != names[k - 1]]
+        return path
 
     def path(self, i: int) -> list[str]:
         """Annotation path of op i; a backward op gets its forward op's path too, module ranges marked
         ' (backward)'."""
-        cached = self._paths.get(i)
-        if cached is not None:
-            return cached
+        return self.path_facts(i)[0]
+
+    def path_facts(self, i: int) -> tuple[list[str], str, str]:
+        """(path, the path joined by '/', module) of op i, computed once per distinct path."""
         own = self._own_path(i)
         forward = self.forward_of(i)
-        if forward >= 0:
-            inherited = [n + BACKWARD_SUFFIX if n in self.module_ranges else n for n in self._own_path(forward)]
-            own = own + [n for n in inherited if n not in own]
-        self._paths[i] = own
-        return own
+        key = (self._where[i], self._where[forward] if forward >= 0 else None)
+        cached = self._paths.get(key)
+        if cached is None:
+            if forward >= 0:
+                inherited = [n + BACKWARD_SUFFIX if n in self.module_ranges else n for n in self._own_path(forward)]
+                own = own + [n for n in inherited if n not in own]
+            cached = self._paths[key] = (own, "/".join(own), self.module(own))
+        return cached
 
     def module(self, path: Sequence[str]) -> str:
         for name in reversed(path):
@@ -331,7 +388,7 @@ class OpTree:
         import pandas as pd
 
         n = len(self.ops)
-        paths = [self.path(i) for i in range(n)]
+        facts = [self.path_facts(i) for i in range(n)]
 
         def ids(values: Sequence[int]) -> Any:
             return pd.array([v if v >= 0 else None for v in values], dtype="Int64")
@@ -349,8 +406,8 @@ class OpTree:
             "thread": pd.Series([f"{p}/{t}" for p, t in self.keys], dtype=object),
             "start_us": [s for s, _ in self.spans],
             "duration_us": [e - s for s, e in self.spans],
-            "nvtx_path": pd.Series(["/".join(p) for p in paths], dtype=object),
-            "module": pd.Series([self.module(p) for p in paths], dtype=object),
+            "nvtx_path": pd.Series([f[1] for f in facts], dtype=object),
+            "module": pd.Series([f[2] for f in facts], dtype=object),
             "recorded_in": pd.Series([recorded_in or source] * n, dtype=object),
         })
 
