@@ -36,7 +36,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from nsroof.importers.trace_load import NO_ARGS, Args, Event
+from nsroof.importers.trace_load import INT64, NO_ARGS, Args, Event
 
 EVALUATE = "autograd::engine::evaluate_function: "
 STEP_MARKER = "nsroof::step"
@@ -59,11 +59,17 @@ def is_graph_launch(name: str) -> bool:
 def number(value: Any) -> float:
     """A finite float, or NaN (the trace's own numbers were checked at the door; this keeps NaN out of
     span arithmetic)."""
-    if type(value) is float:  # the common case first: this runs for every time of every event
+    kind = type(value)  # the common cases first: this runs for every time of every event
+    if kind is float:
         return value if value - value == 0.0 else math.nan
+    if kind is int and -INT64 <= value < INT64:
+        return float(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return math.nan
-    f = float(value)
+    try:
+        f = float(value)
+    except OverflowError:  # an integer beyond any float (an attribute passed on as given)
+        return math.nan
     return f if math.isfinite(f) else math.nan
 
 
