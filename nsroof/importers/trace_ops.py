@@ -396,8 +396,12 @@ class OpTree:
         n = len(self.ops)
         facts = [self.path_facts(i) for i in range(n)]
 
-        def ids(values: Sequence[int]) -> Any:
-            return pd.array([v if v >= 0 else None for v in values], dtype="Int64")
+        def ids(values: Sequence[int]) -> Any:  # -1: none
+            v = np.fromiter(values, dtype="int64", count=len(values))
+            return pd.arrays.IntegerArray(v, v < 0)
+
+        seq = [a.sequence_number for a in self.args]
+        sequence = np.fromiter((0 if v is None else v for v in seq), dtype="int64", count=n)
 
         return pd.DataFrame({
             "source": pd.Series([source] * n, dtype=object),
@@ -407,7 +411,7 @@ class OpTree:
             "input_shapes": pd.Series([a.input_dims for a in self.args], dtype=object),
             "input_dtypes": pd.Series([a.input_type for a in self.args], dtype=object),
             "concrete_inputs": pd.Series([concrete_values(a.concrete_inputs) for a in self.args], dtype=object),
-            "sequence_number": pd.array([a.sequence_number for a in self.args], dtype="Int64"),
+            "sequence_number": pd.arrays.IntegerArray(sequence, np.array([v is None for v in seq], dtype=bool)),
             "forward_op_id": ids([self.forward_of(i) for i in range(n)]),
             "thread": pd.Series([f"{p}/{t}" for p, t in self.keys], dtype=object),
             "start_us": [s for s, _ in self.spans],

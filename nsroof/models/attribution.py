@@ -461,9 +461,9 @@ def _gpu_units(kernels: pd.DataFrame, table: _Ops, units: dict[int, list[int]], 
                            label=costs[0].label if costs[0].formula == cost.formula else cost.label)
         if all(rows[i].role == "aux" for i in members):  # its helpers alone: the sample lost the work kernel
             picked[u] = (cost, np.nan, f"its GEMM/conv/attention kernel is not in the trace (its {len(members)} "
-                                       f"helper kernel(s) ran {np.sum(seconds[members]) * 1e6:.3g} us)")
+                                       f"helper kernel(s) ran {seconds[members].sum() * 1e6:.3g} us)")
         else:
-            picked[u] = (cost, float(np.sum(seconds[members])), "sum of its kernels' gpu__time_duration.sum")
+            picked[u] = (cost, float(seconds[members].sum()), "sum of its kernels' gpu__time_duration.sum")
     return _units_table(kernels, table, picked, units)
 
 
