@@ -105,7 +105,7 @@ class _Ops:
         # the recorded arguments as plain object arrays (a DataFrame cell lookup per op is slow)
         self.args = [ops[c].to_numpy(dtype=object) for c in ("input_shapes", "input_dtypes", "concrete_inputs")]
         self._costs: dict[int, OpCost] = {}
-        self._by_call: dict[tuple[str, str, str, str], OpCost] = {}
+        self._by_call: dict[Any, OpCost] = {}
         self._contexts: Any = None
 
     def __contains__(self, op_id: int) -> bool:
@@ -121,13 +121,10 @@ class _Ops:
             shapes, dtypes, concrete = (a[r] for a in self.args)
             context = self.context(op_id)
             # an op without context is priced by its name and arguments alone: each step repeats the same calls
-            same = (self.name(op_id), repr(shapes), repr(dtypes), repr(concrete)) if context is None else None
-            found = self._by_call.get(same) if same is not None else None
-            if found is None:
-                found = op_cost(self.name(op_id), shapes, dtypes, concrete, context=context)
-                if same is not None:
-                    self._by_call[same] = found
-            self._costs[op_id] = found
+            call = (self.name(op_id), repr(shapes), repr(dtypes), repr(concrete)) if context is None else op_id
+            found = self._costs[op_id] = self._by_call.get(call) or op_cost(self.name(op_id), shapes, dtypes,
+                                                                            concrete, context=context)
+            self._by_call[call] = found
         return found
 
     def context(self, op_id: int) -> Any:
@@ -481,10 +478,7 @@ def _units_table(kernels: pd.DataFrame, table: _Ops, units: dict[int, tuple[OpCo
         return [str(values[i]) if i >= 0 else (str(values[0]) if len(values) else "") for i in first]
 
     at = [table.row[u] for u in ids]  # a column read whole, then indexed (a DataFrame cell lookup per op is slow)
-
-    def of_op(name: str) -> list[Any]:
-        values = table.frame[name].to_numpy(dtype=object)
-        return [values[r] for r in at]
+    of_op = {c: table.frame[c].to_numpy(dtype=object)[at].tolist() for c in ("input_shapes", "module", "nvtx_path")}
 
     names = [table.name(u) for u in ids]
     op_kernels = pd.DataFrame({
@@ -495,9 +489,9 @@ def _units_table(kernels: pd.DataFrame, table: _Ops, units: dict[int, tuple[OpCo
         "function": pd.Series(names, dtype=object),
         "op": pd.Series(names, dtype=object),
         "op_id": pd.array(ids, dtype="Int64"),
-        "input_shapes": pd.Series([_shape_text(v) for v in of_op("input_shapes")], dtype=object),
-        "module": pd.Series([str(v) for v in of_op("module")], dtype=object),
-        "nvtx_path": pd.Series([str(v) for v in of_op("nvtx_path")], dtype=object),
+        "input_shapes": pd.Series([_shape_text(v) for v in of_op["input_shapes"]], dtype=object),
+        "module": pd.Series([str(v) for v in of_op["module"]], dtype=object),
+        "nvtx_path": pd.Series([str(v) for v in of_op["nvtx_path"]], dtype=object),
         "device": pd.Series(of_kernel("device"), dtype=object),
         "cc": pd.Series(of_kernel("cc"), dtype=object),
         "launches": pd.array([len(members.get(u, [])) or 1 for u in ids], dtype="Int64"),
