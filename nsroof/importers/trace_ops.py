@@ -31,6 +31,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 import msgspec
@@ -78,7 +79,13 @@ def external_id(args: Args) -> int | None:
 
 
 def thread_key(e: Event) -> tuple[str, str]:
-    return str(e.pid), str(e.tid)
+    return _thread_key(e.pid, e.tid)
+
+
+@cache
+def _thread_key(pid: int | str | None, tid: int | str | None) -> tuple[str, str]:
+    """One tuple per thread, shared by all its events (a trace has a few threads and millions of events)."""
+    return str(pid), str(tid)
 
 
 def span(e: Event) -> tuple[float, float]:
