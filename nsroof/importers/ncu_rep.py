@@ -491,7 +491,7 @@ def _dims(values: dict[str, Any], prefix: str) -> str:
 
 
 def _identity(module: Any, action: Any, kernel_id: int, process: ProcessInfo, values: dict[str, Any]) -> dict[str, Any]:
-    from nsroof.importers import names, nvtx
+    from nsroof.importers.ncu import kernel_names, nvtx_columns
 
     kernel_name = str(action.name(module.IAction.NameBase_DEMANGLED))
     major = _number(values, "device__attribute_compute_capability_major")
@@ -510,13 +510,13 @@ def _identity(module: Any, action: Any, kernel_id: int, process: ProcessInfo, va
         "device_id": None if device_id is None else int(device_id),
         "cc": "" if major is None or minor is None else f"{int(major)}.{int(minor)}",
         "kernel_name": kernel_name,
-        "function": names.short_name(kernel_name),
+        "function": kernel_names.short_name(kernel_name),
         "grid": _dims(values, "launch__grid_dim"),
         "block": _dims(values, "launch__block_dim"),
         "context": None if context is None else int(context),
         "stream": None if stream is None else int(stream),
         "nvtx_ranges": ranges,
-        "nvtx_path": nvtx.path(ranges),
+        "nvtx_path": nvtx_columns.path(ranges),
     }
 
 
