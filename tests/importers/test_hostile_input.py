@@ -18,9 +18,9 @@ from nsroof import importers, pipeline
 from nsroof.errors import InputError, UnitError
 from nsroof.importers import ncu_csv
 from nsroof.importers.ncu import csv_bytes
+from tests._paths import DATA
 from tests.importers.test_ncu_text import TEXT_2024
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 TINY_RAW = (DATA / "spine" / "tiny_raw.csv").read_bytes()  # 2 preamble lines, header (3), units (4), launches 0, 1
 RAW_LINES = TINY_RAW.split(b"\n")
 

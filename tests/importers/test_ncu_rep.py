@@ -23,9 +23,7 @@ from nsroof.importers.ncu import rep_container
 from tests._paths import SHARED_FIXTURES
 from tests.importers.ncu.test_rep_container import _damaged, _synthetic_two_kernels, _write
 
-REPO = Path(__file__).resolve().parents[2]
-_SHARED = SHARED_FIXTURES
-REPORT_NAMES = sorted(p.name[: -len(".ncu-rep")] for p in (_SHARED / "rep").glob("*.ncu-rep")) or ["<no shared reports>"]
+REPORT_NAMES = sorted(p.name[: -len(".ncu-rep")] for p in (SHARED_FIXTURES / "rep").glob("*.ncu-rep")) or ["<no shared reports>"]
 
 
 def _has_module() -> bool:

@@ -17,8 +17,6 @@ from nsroof.report import plots
 from tests._cli import invoke, nsroof_process
 from tests.report.report_frames import five_kernels, kernel, make_report
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
 def report() -> pd.DataFrame:
@@ -331,7 +329,7 @@ def test_two_renders_give_identical_svg(report: pd.DataFrame, tmp_path: Path) ->
 _nsroof, _invoke = nsroof_process, invoke
 
 
-def test_cli_writes_png_and_svg_and_refuses_bad_input(report: pd.DataFrame, tmp_path: Path) -> None:
+def test_cli_writes_png_and_svg_and_refuses_bad_input(repo: Path, report: pd.DataFrame, tmp_path: Path) -> None:
     from nsroof.report import parquet
 
     path = parquet.write(report, tmp_path / "report.parquet", inputs=[])
@@ -350,7 +348,7 @@ def test_cli_writes_png_and_svg_and_refuses_bad_input(report: pd.DataFrame, tmp_
     assert r.stderr == (f"nsroof: error: {tmp_path / 'missing.parquet'}: no such file or directory — give a report "
                         "written by `nsroof analyze EXPORT -o report.parquet`\n")
     for args, message in (
-        ((str(REPO / "pyproject.toml"), "-o", str(tmp_path / "x.png")), "not a readable Parquet report"),
+        ((str(repo / "pyproject.toml"), "-o", str(tmp_path / "x.png")), "not a readable Parquet report"),
         ((str(path), "-o", str(tmp_path / "x.gif")), "cannot write a chart as '.gif'"),
         ((str(path), "-o", str(tmp_path / "x.png"), "--nvtx", "[a-"), "not a valid regular expression"),
     ):
