@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from nsroof.collectors.measure.analysis import measured
+from nsroof.units import human_bytes
 
 
 def _si(value: float | None, unit: str) -> str:
@@ -15,16 +16,6 @@ def _si(value: float | None, unit: str) -> str:
         if abs(value) >= scale:
             return f"{value / scale:,.1f} {prefix}{unit}"
     return f"{value:,.1f} {unit}"
-
-
-def _bytes(n: int | float | None) -> str:
-    if n is None:
-        return "—"
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            v = n / size
-            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
-    return f"{n:.0f} B"
 
 
 def _table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> list[str]:
@@ -42,12 +33,12 @@ def _environment(result: Any) -> list[str]:
     env = result.environment
     if env.get("device") == "cuda":
         device = (f"device   {env['device_name']}  CC {env.get('compute_capability')}  {env.get('sm_count')} SMs  "
-                  f"{_bytes(env.get('memory_bytes'))}  driver {env.get('driver_version')}  CUDA {env.get('cuda_runtime')}  "
+                  f"{human_bytes(env.get('memory_bytes'))}  driver {env.get('driver_version')}  CUDA {env.get('cuda_runtime')}  "
                   f"torch {env.get('torch')}")
     else:
         device = (f"device   {env['device_name']}  {env.get('logical_cpus')} logical CPUs, "
                   f"{env.get('threads_used')} torch threads  torch {env.get('torch')}")
-    caches = ", ".join(f"{k.upper()} {_bytes(v['bytes'])}" for k, v in env.get("caches", {}).items())
+    caches = ", ".join(f"{k.upper()} {human_bytes(v['bytes'])}" for k, v in env.get("caches", {}).items())
     return [device, f"caches   {caches or 'not reported'}",
             f"timing   {env.get('timer')}, median of {result.plan.reps} after {result.plan.warmup} warm-up; "
             f"{'quick' if result.plan.quick else 'full'} sweep in {result.duration_s:.1f} s", ""]
@@ -76,7 +67,7 @@ def _memory_sweeps(result: Any) -> list[str]:
     streams = measured(result.points, "stream")
     if streams:
         out.append("Streaming kernels (DRAM)")
-        rows = [[f"{p['kernel']}: {p['description']}", _bytes(p["buffer_bytes"]), _bytes(p["bytes"]),
+        rows = [[f"{p['kernel']}: {p['description']}", human_bytes(p["buffer_bytes"]), human_bytes(p["bytes"]),
                  _si(p["bytes_per_s"], "B/s")] for p in streams]
         out += _table(["kernel", "buffer", "bytes moved", "rate"], rows, right=(1, 2, 3))
         out.append("")
@@ -84,12 +75,12 @@ def _memory_sweeps(result: Any) -> list[str]:
     if ladder:
         plateaus = result.derived.get("plateaus", [])
         out.append("Cache ladder (read rate of repeated passes over a working set)")
-        row = [f"{_bytes(p['working_set_bytes'])} {_si(p['bytes_per_s'], 'B/s')}" for p in ladder]
+        row = [f"{human_bytes(p['working_set_bytes'])} {_si(p['bytes_per_s'], 'B/s')}" for p in ladder]
         for i in range(0, len(row), 4):
             out.append("  " + " | ".join(row[i : i + 4]))
         if plateaus:
             out.append("  plateaus: " + "; ".join(
-                f"{_bytes(p['first_bytes'])}–{_bytes(p['last_bytes'])} ≈ {_si(p['bytes_per_s'], 'B/s')}" for p in plateaus))
+                f"{human_bytes(p['first_bytes'])}–{human_bytes(p['last_bytes'])} ≈ {_si(p['bytes_per_s'], 'B/s')}" for p in plateaus))
         out.append("")
     return out
 
