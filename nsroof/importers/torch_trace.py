@@ -283,7 +283,7 @@ def _devices(top: Trace) -> dict[int, tuple[str, str]]:
 
 def _gpu_rows(activities: list[Event], cats: dict[str, list[Event]], tree: OpTree,
               top: Trace, name: str, warnings: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
-    from nsroof.importers.names import short_name
+    from nsroof.importers.ncu.kernel_names import short_name
 
     n = len(activities)  # in_order already
     launches = launch_map(cats)
@@ -419,7 +419,7 @@ def _cpu_rows(tree: OpTree, name: str, meta: dict[str, Any]) -> tuple[pd.DataFra
 
 
 def _profiler_ranges(ranges: list[RangeEvent], top: Trace, name: str) -> pd.DataFrame:
-    from nsroof.importers.names import short_name
+    from nsroof.importers.ncu.kernel_names import short_name
 
     ranges = sorted(ranges, key=lambda e: _num(e.ts))
     n = len(ranges)
