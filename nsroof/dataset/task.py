@@ -15,6 +15,7 @@ from typing import Any
 from nsroof.dataset.discover import absolute
 from nsroof.dataset.identity import LOOPBACK_HOSTS, infer_identity, is_under, source_keys
 from nsroof.errors import InputError, NsroofError
+from nsroof.schema import LINK_LEVEL
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def _run(task: Task, out: Outcome) -> None:
     out.warnings = list(report.warnings)
     out.hints = list(report.hints)
     out.rows = len(frame)
-    dram = frame[frame["level"] == "dram"] if "level" in frame else frame.iloc[0:0]
+    dram = frame[frame["level"].isin(("dram", LINK_LEVEL))] if "level" in frame else frame.iloc[0:0]  # one per kernel
     out.kernels = len(dram)
     duration = pd.to_numeric(dram["duration_s"], errors="coerce").fillna(0.0)
     out.duration_s = float(duration.sum())

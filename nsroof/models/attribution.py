@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from nsroof.models.ledger.aten import (
     COMPOSITE_REASON,
@@ -46,6 +47,7 @@ from nsroof.models.ledger.aten import (
 from nsroof.schema import (
     ANALYTIC_COLUMNS,
     ANALYTIC_QUANTITY_FIELDS,
+    LINK_LEVEL,
     OP_LEVEL_KERNEL_COLUMNS,
     PRECISIONS,
     QUANTITY_FIELDS,
@@ -352,7 +354,8 @@ def _trace_costs(kernels: pd.DataFrame, rows: list[_Row]) -> list[_Row]:
         prefix, _, label = source.partition(":")
         rows[i] = _Row(rows[i].op_id, rows[i].role or "own",
                        OpCost(flops[i], nbytes[i], label or prefix, label or prefix, old.precision or "fp32", "",
-                              old.tensor_dtype, old.roof_kind), 1.0, "", prefix)
+                              # the trace's bytes are DRAM bytes, whatever roof the formula's had
+                              old.tensor_dtype, "" if old.roof_kind == LINK_LEVEL else old.roof_kind), 1.0, "", prefix)
     return rows
 
 
@@ -377,6 +380,7 @@ def _table(kernels: pd.DataFrame, rows: list[_Row]) -> pd.DataFrame:
         "analytic_label": [label(r) for r in rows],
         "analytic_missing": [r.cost.missing for r in rows],
         "analytic_origin": [r.origin if r.cost.known else "" for r in rows],
+        "analytic_roof": [LINK_LEVEL if r.cost.known and r.cost.roof_kind == LINK_LEVEL else "" for r in rows],
     }
     out = pd.DataFrame({c: (pd.Series(v, dtype=object) if isinstance(v, list | np.ndarray) and
                             ANALYTIC_COLUMNS[c][0] == "object" else v) for c, v in columns.items()})
@@ -574,7 +578,9 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
     q.loc[take_f, "flops"] = af[take_f]
     q.loc[take_f, "flops_source"] = [f"{o}:{s}" for o, s in zip(origin[take_f], label[take_f], strict=True)]
     q.loc[take_f, "missing_flops"] = ""
+    link = a["analytic_roof"].astype(str).to_numpy() == LINK_LEVEL
     take_b = q["bytes_dram"].isna().to_numpy() & ~np.isnan(ab)
+    take_link, take_b = take_b & link, take_b & ~link  # a collective's bus bytes cross the links, not DRAM
     q.loc[take_b, "bytes_dram"] = ab[take_b]
     q.loc[take_b, "bytes_source_dram"] = [f"{o}:{s}" for o, s in zip(origin[take_b], formula[take_b], strict=True)]
     q.loc[take_b, "missing_dram"] = ""
@@ -585,7 +591,10 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
         own = kernels["duration_source"].astype(str).to_numpy()
         q["duration_source"] = np.where(own != "", own, q["duration_source"].astype(str).to_numpy())
     stated = a["analytic_tensor_dtype"].astype(str).to_numpy()
-    added = {"tensor_dtype": np.where(take_f, stated, ""), "ledger_label": np.where(take_f, label, "")}
+    added = {"tensor_dtype": np.where(take_f, stated, ""), "ledger_label": np.where(take_f, label, ""),
+             "bytes_link": np.where(take_link, ab, np.nan),
+             "bytes_source_link": np.array([f"{o}:{s}" if t else "" for o, s, t in zip(origin, formula, take_link,
+                                                                                        strict=True)], dtype=object)}
     for f in ANALYTIC_QUANTITY_FIELDS:
-        q[f.name] = pd.Series(added[f.name], dtype=object)
+        q[f.name] = added[f.name] if f.type == pa.float64() else pd.Series(added[f.name], dtype=object)
     return q

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.models.quantities import READ_ONLY_LOWER_BOUND
-from nsroof.schema import LEVELS
+from nsroof.schema import LEVELS, LINK_LEVEL
 from nsroof.units import human_time
 
 
@@ -20,6 +20,8 @@ def _short(text: str, width: int) -> str:
 
 
 def _cell(bound: str, fraction: float, compact: bool = False) -> str:
+    if bound in ("", "nan"):  # no row at this level (a collective's link row stands for its dram row)
+        return "-"
     if bound == "unknown":
         return "unknown"
     frac = f" {fraction:.0%}" if np.isfinite(fraction) else ""
@@ -35,7 +37,7 @@ def per_kernel(frame: pd.DataFrame) -> pd.DataFrame:
     out = first[columns + (["kind"] if "kind" in first.columns else [])].copy()
     for level in frame["level"].astype(str).unique():
         sub = frame[frame["level"].astype(str) == level].set_index(key)
-        out[f"bound_{level}"] = sub["bound"].astype(str)
+        out[f"bound_{level}"] = sub["bound"].astype(str).reindex(out.index).fillna("")
         out[f"fraction_{level}"] = sub["roof_fraction"].astype("float64")
     return out.reset_index()
 
@@ -265,17 +267,19 @@ def op_lines(ops: pd.DataFrame | None, top: int, width: int = 80) -> list[str]:
     costed = ops[ops["flops"].notna()]
     groups = costed.groupby([costed["op"].astype(str), costed["flops_source"].astype(str)], sort=False, observed=True)
     table = groups.agg(time=("duration_s", "sum"), flops=("flops", "sum"), calls=("op", "size"),
-                       kernels=("launches", "sum"), bound=("bound", "first"), fraction=("roof_fraction", "first"))
+                       kernels=("launches", "sum"), bound=("bound", "first"), fraction=("roof_fraction", "first"),
+                       level=("level", "first"))
     table = table.sort_values("time", ascending=False).head(top)
-    op_w = max(12, min(34, width - (2 + 1 + 9 + 1 + 6 + 1 + 7 + 1 + 9 + 2 + 12)))  # room for 'compute 100%'
+    links = bool((table["level"] == LINK_LEVEL).any())
+    op_w = max(12, min(34, width - (2 + 1 + 9 + 1 + 6 + 1 + 7 + 1 + 9 + 2 + 12 + 5 * links)))  # 'compute 100%'
     lines = ["", f"Top {len(table)} costed ops by time (op-level rows, calls of one op and shape together: their "
              "kernels' time, their formula's FLOPs)",
-             f"  {'op':<{op_w}} {'time':>9} {'calls':>6} {'kernels':>7} {'FLOP/s':>9}  DRAM"]
+             f"  {'op':<{op_w}} {'time':>9} {'calls':>6} {'kernels':>7} {'FLOP/s':>9}  DRAM{'/link' if links else ''}"]
     for (op, _), r in table.iterrows():
         rate = r["flops"] / r["time"] if r["time"] > 0 else np.nan
         lines.append(f"  {_short(str(op), op_w):<{op_w}} {human_time(r['time']):>9} {int(r['calls']):>6} "
                      f"{int(r['kernels']):>7} {(f'{rate:.3g}' if np.isfinite(rate) else '?'):>9}  "
-                     f"{_cell(r['bound'], r['fraction'])}")
+                     f"{_cell(r['bound'], r['fraction'])}{' link' if r['level'] == LINK_LEVEL else ''}")
     return lines
 
 
