@@ -84,6 +84,7 @@ TRACE_KERNEL_COLUMNS: dict[str, tuple[str, str, str]] = {
     "input_shapes": ("object", "", "that op's recorded input shapes as text ('' when none)"),
     "module": ("object", "", "nn.Module qualified name of that op, when known"),
     "duration_source": ("object", "", "what gave the row's duration when not a kernel's own (cpu_op rows)"),
+    "start_us": ("float64", "µs", "when the GPU activity started, on the trace's clock (NaN when not recorded)"),
     "launches": ("Int64", "count", "launches merged into this row (--aggregate; 1 otherwise)"),
     # The hook for costs the trace itself states (e.g. Inductor's per-kernel kernel_flop / kernel_num_gb): when
     # not NaN they cost the kernel instead of the op's formula, with provenance trace_cost_source.
@@ -216,6 +217,8 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("input_shapes", _S, "", "the op's input shapes, when known"),
     Field("module", _S, "", "nn.Module qualified name, when known", True),
     Field("device", _S, "", "device name", True),
+    Field("device_id", _I, "", "device index, when known (a trace's GPU: overlapping kernels are counted once per "
+          "device in the GPU's busy time)"),
     Field("cc", _S, "", "compute capability", True),
     Field("host", _S, "", "host name, when known", True),
     Field("process_id", _I, "", "OS process ID, when known"),
@@ -226,6 +229,8 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("step", _I, "", "training step the kernel ran in, counted from 1: the step marks of a torch trace "
           "(nsroof.step() or optimizer steps), else the N of the innermost `ProfilerStep#N` / `step N` NVTX range; "
           "null when the input marks no steps"),
+    Field("start_us", _F, "µs", "when the kernel started on the GPU, on the trace's clock (torch traces; NaN for "
+          "exports that record none, and for launches merged by --aggregate)"),
     Field("duration_s", _F, "s", "kernel duration (sum over merged launches)"),
     Field("duration_source", _S, "", "metric or formula that gave duration_s", True),
     Field("flops", _F, "FLOP", "all floating-point operations: fp64 + fp32 + fp16 + tensor"),

@@ -82,6 +82,7 @@ def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: Roofs, levels: S
         "kind": per_kernel(np.where(text("kind") == "", "kernel", text("kind"))),  # ncu exports: kernels only
         **{name: per_kernel(text(name)) for name in ("kernel_name", "function", "op", "input_shapes", "module")},
         "device": per_kernel(roofs.devices),
+        "device_id": ints("device_id"),
         "cc": per_kernel(text("cc")),
         "host": per_kernel(text("host")),
         "process_id": ints("process_id"),
@@ -90,6 +91,7 @@ def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: Roofs, levels: S
         "stream": ints("stream"),
         "nvtx_path": per_kernel(text("nvtx_path")),
         "step": _steps(kernels).take(np.repeat(np.arange(n), L)),
+        "start_us": per_kernel(_col(kernels, "start_us").astype("float64").to_numpy()),
         "duration_s": per_kernel(_col(q, "duration_s").astype("float64").to_numpy()),
         "duration_source": per_kernel(_text(q, "duration_source")),
         "flops": per_kernel(_col(q, "flops").astype("float64").to_numpy()),
