@@ -44,6 +44,7 @@ from nsroof.models.ledger.aten import (
     op_cost,
     unknown,
 )
+from nsroof.models.ledger.aten_data import INDEX_OPS, index_evidence
 from nsroof.schema import (
     ANALYTIC_COLUMNS,
     ANALYTIC_QUANTITY_FIELDS,
@@ -108,6 +109,7 @@ class _Ops:
         self.args = [ops[c].to_numpy(dtype=object) for c in ("input_shapes", "input_dtypes", "concrete_inputs")]
         self._costs: dict[int, OpCost] = {}
         self._contexts: Any = None
+        self._children: dict[int, list[int]] | None = None  # op_id -> its direct children by start
 
     def __contains__(self, op_id: int) -> bool:
         return op_id in self.row
@@ -120,9 +122,29 @@ class _Ops:
         if found is None:
             r = self.row[op_id]
             shapes, dtypes, concrete = (a[r] for a in self.args)
-            found = self._costs[op_id] = op_cost(self.name(op_id), shapes, dtypes, concrete,
-                                                 context=self.context(op_id))
+            name = self.name(op_id)
+            if name.startswith("aten::") and base_name(name) in INDEX_OPS:
+                concrete = self._with_index_evidence(op_id, shapes, concrete)
+            found = self._costs[op_id] = op_cost(name, shapes, dtypes, concrete, context=self.context(op_id))
         return found
+
+    def _with_index_evidence(self, op_id: int, shapes: Any, concrete: Any) -> Any:
+        """An index / index_put call's recorded arguments with its unrecorded index tensors (argument 1) put in
+        from what its child ops show (aten_data.index_evidence)."""
+        if self._children is None:
+            self._children = {}
+            order = self.frame["start_us"].astype("float64").to_numpy().argsort(kind="stable")
+            ids = self.frame["op_id"].to_numpy(dtype="int64")
+            for r in order.tolist():
+                self._children.setdefault(self.parent[int(ids[r])], []).append(int(ids[r]))
+        kids = [(self.name(k), *(a[self.row[k]] for a in self.args)) for k in self._children.get(op_id, [])]
+        first = shapes[0] if isinstance(shapes, list) and shapes else None
+        found = index_evidence(first, kids)
+        if found is None:
+            return concrete
+        values = list(concrete) if isinstance(concrete, list | tuple) else []
+        values += [None] * (2 - len(values))
+        return [values[0], found, *values[2:]]
 
     def context(self, op_id: int) -> Any:
         """The facts an engine op or collective needs beyond its arguments (nsroof.models.ledger.custom.OpContext):
