@@ -31,6 +31,10 @@ class Task:
     machine: Any = None  # a name, a profile path, or a Machine (picklable dataclass)
     aggregate: bool = False
     overwrite: bool = False
+    # the costing facts of the command, which a worker process does not inherit (a context variable and the
+    # formula registry live in the parent): the --model-config (a picklable ModelConfig) and --formulas files
+    model: Any = None
+    formulas: tuple[str, ...] = ()
 
 
 def plan(
@@ -42,13 +46,16 @@ def plan(
     machine: Any = None,
     aggregate: bool = False,
     overwrite: bool = False,
+    model: Any = None,
+    formulas: Sequence[str] = (),
 ) -> list[Task]:
     tasks = []
     for f, source in zip(files, source_keys(files), strict=True):
         root = next((r for r in roots if is_under(absolute(f), absolute(r))), None)
         ident = infer_identity(f, root=root, name_template=name_template)
         tasks.append(Task(path=os.fspath(f), source=source, out_dir=os.fspath(out_dir), host=ident.host, rank=ident.rank,
-                          evidence=ident.evidence, machine=machine, aggregate=aggregate, overwrite=overwrite))
+                          evidence=ident.evidence, machine=machine, aggregate=aggregate, overwrite=overwrite,
+                          model=model, formulas=tuple(formulas)))
     return tasks
 
 
@@ -103,7 +110,12 @@ def _run(task: Task, out: Outcome) -> None:
     from nsroof.pipeline import analyze
     from nsroof.report import parquet
 
-    report = analyze([task.path], machine=task.machine, aggregate=task.aggregate)
+    from nsroof.models.ledger.custom import load_file, using_model
+
+    for path in task.formulas:  # once per process (load_file remembers)
+        load_file(path)
+    with using_model(task.model):
+        report = analyze([task.path], machine=task.machine, aggregate=task.aggregate)
     frame = _stamped(report.frame, task)
     metadata = dict(report.metadata)
     metadata["dataset"] = {"source": task.source, "rank": task.rank, "evidence": list(task.evidence),
