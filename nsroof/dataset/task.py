@@ -107,10 +107,9 @@ def run_task(task: Task) -> Outcome:
 def _run(task: Task, out: Outcome) -> None:
     import pandas as pd
 
+    from nsroof.models.ledger.custom import load_file, using_model
     from nsroof.pipeline import analyze
     from nsroof.report import parquet
-
-    from nsroof.models.ledger.custom import load_file, using_model
 
     for path in task.formulas:  # once per process (load_file remembers)
         load_file(path)
