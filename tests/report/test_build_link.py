@@ -57,6 +57,11 @@ def test_a_collective_is_judged_against_the_interconnect_of_its_gpu(tmp_path: Pa
     # achieved over attainable: 13.98 µs floor / 20 µs ran = 0.699
     assert r["roof_fraction"] == pytest.approx(6_291_456 / 4.5e11 / 20e-6, rel=1e-9)
     assert r["ideal_time_s"] == r["time_floor_s"] and r["min_bytes"] == 6_291_456
+    from nsroof.report.summary import by_name
+
+    name = by_name(frame).set_index("function").loc["ncclDevKernel_AllReduce_Sum_f32_RING_LL"]
+    assert (name["bound"], name["limiting"]) == ("memory", "link")  # the per-name view reads the link row too
+    assert name["roof_fraction"] == pytest.approx(6_291_456 / 4.5e11 / 20e-6, rel=1e-9)
     gemm = frame[frame["op"].astype(str) == "aten::mm"].iloc[0]
     assert gemm["level"] == "dram" and gemm["bandwidth_bytes_per_s"] != 4.5e11  # compute kernels keep DRAM
 
