@@ -483,3 +483,17 @@ def test_model_config_and_formulas_reach_the_worker_processes(tmp_path: Path) ->
     assert rows["flops"].notna().all(), rows[["source", "op", "missing"]].to_dict("records")
     gelu = rows[rows["op"].astype(str) == "mylib::fused_bias_gelu"]
     assert (gelu["flops"] == 6 * 4 * 64).all()  # the example's 6 FLOP per element of x
+
+
+def test_the_dataset_summary_says_kernel_time_is_summed_and_gives_the_busy_time(tmp_path: Path) -> None:
+    from tests.report.test_build_link import write_trace
+
+    job = tmp_path / "job"
+    job.mkdir()
+    write_trace(job, "NVIDIA H100 80GB HBM3")
+    result = analyze_many([job], tmp_path / "ds", jobs=1)
+    text = render_summary(result)
+    # the NCCL kernel [100, 120) µs beside the GEMM [110, 130) µs: 40 µs summed, 30 µs busy
+    assert "kernel time" in text and "GPU time" not in text
+    assert "the GPUs were busy 30 us (kernels overlapping on streams counted once)" in text
+    assert result.outcomes[0].busy_s == pytest.approx(30e-6, rel=1e-12)

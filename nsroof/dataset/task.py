@@ -73,7 +73,8 @@ class Outcome:
     kernels: int = 0
     rows: int = 0
     op_rows: int = 0  # rows written to the op-level dataset (ops_dir)
-    duration_s: float = 0.0
+    duration_s: float = 0.0  # kernel time summed over launches
+    busy_s: float = float("nan")  # the GPUs' busy time: kernels overlapping on streams once (NaN: no start times)
     memory_bound_s: float = 0.0  # kernel time whose DRAM row is memory-bound
     compute_bound_s: float = 0.0
     unknown_bound_s: float = 0.0  # no roof or no counters: neither can be claimed
@@ -110,6 +111,7 @@ def _run(task: Task, out: Outcome) -> None:
     from nsroof.models.ledger.custom import load_file, using_model
     from nsroof.pipeline import analyze
     from nsroof.report import parquet
+    from nsroof.report.summary import COPY_KINDS, gpu_busy_s
 
     for path in task.formulas:  # once per process (load_file remembers)
         load_file(path)
@@ -149,6 +151,7 @@ def _run(task: Task, out: Outcome) -> None:
     out.kernels = len(dram)
     duration = pd.to_numeric(dram["duration_s"], errors="coerce").fillna(0.0)
     out.duration_s = float(duration.sum())
+    out.busy_s = gpu_busy_s(dram[~dram["kind"].astype(str).isin(COPY_KINDS)] if "kind" in dram else dram)
     out.memory_bound_s = float(duration[dram["bound"] == "memory"].sum())
     out.compute_bound_s = float(duration[dram["bound"] == "compute"].sum())
     out.unknown_bound_s = out.duration_s - out.memory_bound_s - out.compute_bound_s
