@@ -14,6 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from nsroof import markdown
+
 SCHEMA_VERSION = "1"
 LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
 # The report level of a collective whose cost is analytic: its bytes are the bus bytes it moves over the GPU's
@@ -350,11 +352,9 @@ def arrow_schema(metadata: dict[bytes, bytes] | None = None, fields: tuple[Field
 
 def render_markdown() -> str:
     """The README's schema table, generated from REPORT_FIELDS (tests keep the README in step)."""
-    rows = ["| column | type | unit | meaning |", "|---|---|---|---|"]
-    for f in REPORT_FIELDS:
-        kind = f"{f.type}" + (" (categorical)" if f.categorical else "")
-        rows.append(f"| `{f.name}` | {kind} | {f.unit or '—'} | {f.description.replace('|', '/')} |")
-    return "\n".join(rows)
+    rows = [(f"`{f.name}`", f"{f.type}" + (" (categorical)" if f.categorical else ""), f.unit or "—", f.description)
+            for f in REPORT_FIELDS]
+    return "\n".join(markdown.table(["column", "type", "unit", "meaning"], rows))
 
 
 if __name__ == "__main__":
