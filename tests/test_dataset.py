@@ -465,15 +465,14 @@ def _engine_trace(path: Path) -> Path:
     return path
 
 
-def test_model_config_and_formulas_reach_the_worker_processes(tmp_path: Path) -> None:
+def test_model_config_and_formulas_reach_the_worker_processes(tmp_path: Path, repo: Path, data_dir: Path) -> None:
     from tests._cli import invoke
 
     job = tmp_path / "job"
     job.mkdir()
     for name in ("a.json", "b.json"):
         _engine_trace(job / name)
-    root = Path(__file__).parents[1]
-    config, formulas = root / "tests" / "data" / "models" / "gpt-oss-120b.config.json", root / "docs" / "examples" / "my_formulas.py"
+    config, formulas = data_dir / "models" / "gpt-oss-120b.config.json", repo / "docs" / "examples" / "my_formulas.py"
     code, out, err = invoke("analyze", str(job), "-o", str(tmp_path / "ds"), "-j", "2", "--model-config", str(config),
                             "--formulas", str(formulas))
     assert code == 0, err
