@@ -15,7 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from nsroof import pipeline
 from nsroof.dataset import analyze_many, discover, identity, plan
+from nsroof.dataset.summary import render_summary
 from nsroof.errors import InputError
 from nsroof.importers import sniff
 from nsroof.report import parquet
@@ -416,3 +418,29 @@ def test_symlinked_exports_are_judged_where_they_are_linked(tmp_path: Path) -> N
     assert [f.relative_to(job).as_posix() for f in files] == ["rank1/p.csv", "rank0/p.csv"]
     tasks = plan(files, tmp_path / "ds", roots=[job / "rank1", job])
     assert [(t.source, t.rank) for t in tasks] == [("rank1/p.csv", 1), ("rank0/p.csv", 0)]
+
+
+def test_op_level_rows_land_in_the_sibling_ops_dataset(tmp_path: Path) -> None:
+    data = Path(__file__).parent / "data"
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "t.json").write_bytes((data / "traces" / "cross_thread.json").read_bytes())
+    (job / "k.csv").write_bytes((data / "ncu" / "details_new.csv").read_bytes())
+    out = tmp_path / "ds"
+    result = analyze_many([job], out, jobs=1)
+    assert result.exit_code == 0
+    single = pipeline.analyze([job / "t.json"])
+    ops = pd.read_parquet(f"{out}.ops")
+    # the trace's op rows, stamped like its kernel rows; the CSV has no ops, so it has no part there
+    assert len(ops) == len(single.ops) == 2
+    assert f"2 op-level rows (the traces' costed ops) in {out}.ops" in render_summary(result)
+    assert set(ops["source"].astype(str)) == {"t.json"}
+    assert list(ops["op"].astype(str)) == list(single.ops["op"].astype(str))
+    kernels = pd.read_parquet(out)  # the kernel dataset keeps one schema: no op rows in it
+    assert set(kernels["source"].astype(str)) == {"t.json", "k.csv"}
+    assert (kernels["kind"].astype(str) != "op").all()
+    # an --overwrite run whose input now has no ops drops the part it left before
+    (job / "t.json").unlink()
+    (job / "t.json").write_bytes((data / "ncu" / "details_new.csv").read_bytes())
+    assert analyze_many([job], out, jobs=1, overwrite=True).exit_code == 0
+    assert not list(Path(f"{out}.ops").rglob("*.parquet"))

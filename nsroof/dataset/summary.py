@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nsroof.dataset.discover import Failure, Skipped
-from nsroof.dataset.task import Outcome
+from nsroof.dataset.task import Outcome, ops_dir
 
 
 @dataclass
@@ -97,6 +97,9 @@ def render_summary(result: DatasetResult) -> str:
         rows = sum(o.rows for o in ok)
         parts = sum(len(o.partitions) for o in ok)
         lines.append(f"  {kernels} kernels, {rows} report rows, {parts} part files (host/rank/source)")
+        op_rows = sum(o.op_rows for o in ok)
+        if op_rows:
+            lines.append(f"  {op_rows} op-level rows (the traces' costed ops) in {ops_dir(result.out_dir)}")
         groups: dict[tuple[str, str], list[Outcome]] = {}
         for o in ok:
             # a file spanning several hosts is one group, named by all of them (never counted twice)

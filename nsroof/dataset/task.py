@@ -64,6 +64,7 @@ class Outcome:
     partitions: list[str] = field(default_factory=list)
     kernels: int = 0
     rows: int = 0
+    op_rows: int = 0  # rows written to the op-level dataset (ops_dir)
     duration_s: float = 0.0
     memory_bound_s: float = 0.0  # kernel time whose DRAM row is memory-bound
     compute_bound_s: float = 0.0
@@ -102,23 +103,15 @@ def _run(task: Task, out: Outcome) -> None:
     from nsroof.report import parquet
 
     report = analyze([task.path], machine=task.machine, aggregate=task.aggregate)
-    frame = report.frame
-    frame["source"] = task.source
-    frame["rank"] = pd.array([task.rank] * len(frame), dtype="Int64")
-    # rows without a host of their own take the file's, and so do rows whose host is a loopback
-    # address (ncu prints 127.0.0.1 for every local run: it names no machine)
-    hosts = frame["host"].astype(object).where(frame["host"].notna(), "").astype(str)
-    if task.host:
-        hosts = hosts.mask((hosts == "") | hosts.isin(LOOPBACK_HOSTS), task.host)
-    frame["host"] = hosts
+    frame = _stamped(report.frame, task)
     metadata = dict(report.metadata)
     metadata["dataset"] = {"source": task.source, "rank": task.rank, "evidence": list(task.evidence),
                            "input": task.path}
 
     # one part per host the file names: its folder says which, the rows say the same
-    groups = list(frame.groupby(hosts.to_numpy(), sort=True, dropna=False)) if len(frame) else [("", frame)]
-    targets = [(str(h) or None, g, parquet.partition_dir(str(h) or None, task.rank, task.source)) for h, g in groups]
+    targets = _parts(frame, task)
     fs, root = parquet.filesystem(task.out_dir)
+    ops_fs, ops_root = parquet.filesystem(ops_dir(task.out_dir))
     if not task.overwrite:
         taken = [rel for _, _, rel in targets if parquet.has_part(fs, f"{root}/{rel}")]
         if taken:
@@ -128,6 +121,14 @@ def _run(task: Task, out: Outcome) -> None:
         parquet.write_part(fs, root, rel, group.reset_index(drop=True), metadata)
         out.partitions.append(rel)
         out.host.append(host)
+    # the op-level rows (a trace's ops) in the sibling dataset DIR.ops, partitioned the same way; a part a
+    # former run left there for this input goes when it now has none
+    ops = _stamped(report.ops, task) if len(report.ops) else None
+    out.op_rows = len(ops) if ops is not None else 0
+    for _, group, rel in (_parts(ops, task) if ops is not None else []):
+        parquet.write_part(ops_fs, ops_root, rel, group.reset_index(drop=True), metadata)
+    if ops is None and task.overwrite:
+        parquet.drop_parts(ops_fs, ops_root, parquet.partition_dir(None, task.rank, task.source).split("/", 1)[1])
 
     out.warnings = list(report.warnings)
     out.hints = list(report.hints)
@@ -149,3 +150,32 @@ def _run(task: Task, out: Outcome) -> None:
          "bound": str(r.bound), "source": task.source}
         for r in longest.itertuples()
     ]
+
+
+def ops_dir(out_dir: str) -> str:
+    """ds -> ds.ops: the dataset of op-level rows beside the kernel dataset (as run.ops.parquet is beside a
+    run.parquet), outside it so that every reader of DIR still sees one schema."""
+    return f"{out_dir.rstrip('/')}.ops"
+
+
+def _stamped(frame: Any, task: Task) -> Any:
+    """The rows with the dataset's source, rank and host: rows without a host of their own take the file's,
+    and so do rows whose host is a loopback address (ncu prints 127.0.0.1 for every local run: it names no
+    machine)."""
+    import pandas as pd
+
+    frame["source"] = task.source
+    frame["rank"] = pd.array([task.rank] * len(frame), dtype="Int64")
+    hosts = frame["host"].astype(object).where(frame["host"].notna(), "").astype(str)
+    if task.host:
+        hosts = hosts.mask((hosts == "") | hosts.isin(LOOPBACK_HOSTS), task.host)
+    frame["host"] = hosts
+    return frame
+
+
+def _parts(frame: Any, task: Task) -> list[tuple[str | None, Any, str]]:
+    """(host, rows, partition folder) per host the rows name."""
+    from nsroof.report import parquet
+
+    groups = list(frame.groupby(frame["host"].to_numpy(), sort=True, dropna=False)) if len(frame) else [("", frame)]
+    return [(str(h) or None, g, parquet.partition_dir(str(h) or None, task.rank, task.source)) for h, g in groups]

@@ -225,6 +225,18 @@ def has_part(fs: Any, directory: str) -> bool:
     return any(i.path.endswith(".parquet") for i in fs.get_file_info(pafs.FileSelector(directory, recursive=False)))
 
 
+def drop_parts(fs: Any, root: str, rank_source: str) -> None:
+    """Remove the part files of one input (its `rank-…/source-…` folders under any host) from a dataset, if
+    any: an --overwrite run whose input now has none of these rows."""
+    from pyarrow import fs as pafs
+
+    if fs.get_file_info(root).type != pafs.FileType.Directory:
+        return
+    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True)):
+        if info.path.endswith(".parquet") and info.path.rsplit("/", 1)[0].endswith(f"/{rank_source}"):
+            fs.delete_file(info.path)
+
+
 def write_part(fs: Any, root: str, rel: str, frame: pd.DataFrame, metadata: dict[str, Any]) -> None:
     """One part file of a dataset (DATASET_FIELDS), written atomically (temporary name in its folder,
     then rename); then any stale files the folder held before are dropped (--overwrite)."""
