@@ -15,7 +15,7 @@ run of each counts.
   ceilings or classify anything: the least a script must do to get a table out of the export.
 - nsroof: nsroof.pipeline.analyze + Report.write with --machine the export's GPU (import, units,
   quantities, ceilings, classification at three levels, metadata with the input's SHA-256, atomic
-  Parquet).
+  Parquet), in a process set up as `nsroof analyze` sets up its own (nsroof.cli.prepare_table_process).
 Targets: polars time / nsroof time >= 1; nsroof's peak RSS <= 1x the file (printed beside it: the peak RSS of
 a bare `import pandas, pyarrow.parquet, ...`, which no run of the pipeline can go below).
 
@@ -77,6 +77,8 @@ print(json.dumps({"peak_rss": peak_rss_bytes()}))
 _NSROOF = r"""
 import json, sys, time
 src, dst, reader, machine, warm = sys.argv[1:6]
+from nsroof.cli import prepare_table_process
+prepare_table_process()  # as `nsroof analyze` runs: one BLAS thread, freed memory back to the system
 import nsroof.importers, nsroof.importers.ncu_csv, nsroof.pipeline
 spent = {"read": 0.0}
 used = []
