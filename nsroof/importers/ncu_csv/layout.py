@@ -61,7 +61,7 @@ class LongRows:
 
     kernel_ids: np.ndarray  # int64 launch ID per row
     lines: np.ndarray  # line number per row (approximate when values span lines)
-    section: tuple[np.ndarray, list[str]]  # (codes, names)
+    section: tuple[np.ndarray, list[str]]  # (int32 codes, names)
     body: tuple[np.ndarray, list[str]]
     metric: tuple[np.ndarray, list[str]]
     unit: tuple[np.ndarray, list[str]]
@@ -106,7 +106,7 @@ def first_per_id(table: pa.Table, ids: np.ndarray) -> tuple[np.ndarray, pa.Table
 
 
 def dict_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str]]:
-    """Integer codes and the distinct strings of a text column (plain, or dictionary-typed as pyarrow's
+    """int32 codes and the distinct strings of a text column (plain, or dictionary-typed as pyarrow's
     CSV reader builds it chunk by chunk: the chunks' dictionaries are unified first)."""
     if pa.types.is_dictionary(column.type):
         enc = (column.unify_dictionaries().combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
@@ -115,7 +115,7 @@ def dict_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str
         if isinstance(enc, pa.ChunkedArray):
             enc = enc.combine_chunks()
     return (
-        np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64),
+        np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int32),
         [str(v) for v in enc.dictionary.to_pylist()],
     )
 
