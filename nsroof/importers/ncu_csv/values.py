@@ -90,9 +90,8 @@ def pivot_details(
     (sec, sec_names), (body, body_names) = rows.section, rows.body
     (met, met_names), (unit, unit_names) = rows.metric, rows.unit
     row_lines = rows.lines
-    # int64 from the first product: the codes are int32, their combinations may not fit
     key = ((sec.astype(np.int64) * len(body_names) + body) * len(met_names) + met) * len(unit_names) + unit
-    # distinct keys numbered in order of first appearance (a hash table, not a sort)
+    # int64 keys (the codes are int32), numbered in order of first appearance (a hash table, not a sort)
     inverse, uniq = pd.factorize(key, sort=False)
     del key  # one int64 per row: the peak of a large export's import is here, with every row's arrays alive
     first = first_appearances(inverse)
