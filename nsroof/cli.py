@@ -87,8 +87,9 @@ def prepare_table_process() -> None:
       alive: Arrow allocates through the C library (ARROW_DEFAULT_MEMORY_POOL=system) instead of its
       bundled mimalloc, which keeps freed pages for reuse; glibc's trim and mmap thresholds are held at
       their 128 KiB defaults, which otherwise rise with every large block freed (later blocks then come
-      from a heap that does not shrink). Measured on a 123 MB ncu export: peak RSS 237 -> 186 MB, the
-      same time (benchmarks/bench_analyze.py)."""
+      from a heap that does not shrink). Measured on a 123 MB ncu export (median of 5, load 4): peak RSS
+      233 -> 202 MB with Arrow's pool alone (CPU 0.78 -> 0.71 s), 174 MB with both (CPU 0.81 s: fresh
+      pages for each large block); benchmarks/bench_analyze.py."""
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if "pyarrow" in sys.modules:
