@@ -14,6 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from nsroof import markdown
+
 SCHEMA_VERSION = "1"
 LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
 BOUNDS: tuple[str, ...] = ("memory", "compute", "unknown")
@@ -333,11 +335,9 @@ def arrow_schema(metadata: dict[bytes, bytes] | None = None, fields: tuple[Field
 
 def render_markdown() -> str:
     """The README's schema table, generated from REPORT_FIELDS (tests keep the README in step)."""
-    rows = ["| column | type | unit | meaning |", "|---|---|---|---|"]
-    for f in REPORT_FIELDS:
-        kind = f"{f.type}" + (" (categorical)" if f.categorical else "")
-        rows.append(f"| `{f.name}` | {kind} | {f.unit or '—'} | {f.description.replace('|', '/')} |")
-    return "\n".join(rows)
+    rows = [(f"`{f.name}`", f"{f.type}" + (" (categorical)" if f.categorical else ""), f.unit or "—", f.description)
+            for f in REPORT_FIELDS]
+    return "\n".join(markdown.table(["column", "type", "unit", "meaning"], rows))
 
 
 if __name__ == "__main__":

@@ -135,6 +135,18 @@ def human_time(seconds: float | None, *, decimals: int | None = None) -> str:
     return f"{value:.3g} {unit}" if decimals is None else f"{value:.{decimals}f} {unit}"
 
 
+def human_bytes(n: float | None) -> str:
+    """The one byte-size formatter, in binary units as caches and buffers are sized: human_bytes(48 * 2**20) ==
+    '48 MiB', human_bytes(1.5 * 2**10) == '1.5 KiB', below 1 KiB whole bytes; None is '—'."""
+    if n is None:
+        return "—"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            value = n / size
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
 _SI_PREFIXES: tuple[tuple[float, str], ...] = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"),
                                                (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
 

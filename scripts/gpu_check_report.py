@@ -98,9 +98,11 @@ def entry(work: Path, *, fake: bool = False) -> str:
         title += " (GPU_CHECK_FAKE: a simulated device and a stand-in ncu; not a measurement)"
     lines = [title, ""]
     lines += _machine_lines(work / "machine.json")
-    lines += ["", "| step | exit | seconds | budget | last line of its log |", "|---|---|---|---|---|"]
-    for name, rc, seconds, budget in read_steps(work):
-        lines.append(f"| {name} | {rc} | {seconds} | {budget} | {_tail(work / f'{name}.txt').replace('|', '/')} |")
+    from nsroof import markdown  # stdlib only: it loads without torch, pandas or pyarrow
+
+    lines += ["", *markdown.table(["step", "exit", "seconds", "budget", "last line of its log"],
+                                  [(name, rc, seconds, budget, _tail(work / f"{name}.txt"))
+                                   for name, rc, seconds, budget in read_steps(work)])]
     lines.append("")
     lines += _report_lines(work / "profile.parquet", "nsroof profile (examples/train_tiny.py)")
     lines += _report_lines(work / "ncu.parquet", "nsroof ncu (examples/train_tiny.py, one step, --clock-control none)")

@@ -6,13 +6,12 @@ tests that use them skip when the folder is absent. Never copy those files into 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests._paths import REPO, SHARED_FIXTURES  # noqa: F401  (REPO re-exported for tests)
-
-DATA = Path(__file__).resolve().parent / "data"
+from tests._paths import DATA, REPO, SHARED_FIXTURES
 
 
 def _cuda_available() -> bool:
@@ -39,5 +38,42 @@ def shared_fixtures() -> Path:
 
 
 @pytest.fixture(scope="session")
+def repo() -> Path:
+    """The clone's root."""
+    return REPO
+
+
+@pytest.fixture(scope="session")
 def data_dir() -> Path:
+    """tests/data: the repo's own small fixtures."""
     return DATA
+
+
+@pytest.fixture(scope="session")
+def example_csv() -> Path:
+    """The packaged example (what `nsroof demo` reads): 15 kernels on an A100-SXM4-40GB, 10 names, 6 of them
+    GEMMs and 2 softmax, with ncu's own peaks."""
+    return REPO / "nsroof" / "data" / "examples" / "example_details.csv"
+
+
+@pytest.fixture(scope="session")
+def tiny_raw_csv() -> Path:
+    """tests/data/spine/tiny_raw.csv: a raw-page export of 2 launches on an NVIDIA A100-SXM4-40GB, no ncu peaks."""
+    return DATA / "spine" / "tiny_raw.csv"
+
+
+@pytest.fixture(scope="session")
+def cpu_machine_json() -> Path:
+    """tests/data/collectors/test-cpu.json: round test figures (100 GFLOP/s fp32, 10 GB/s DRAM), not a real CPU."""
+    return DATA / "collectors" / "test-cpu.json"
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """torch on one thread for the test (`pytestmark = pytest.mark.usefixtures("one_thread")`): on two cores
+    shared with other jobs, OpenMP spinning makes each op milliseconds slower."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -11,23 +11,20 @@ import pytest
 
 import nsroof
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "nsroof" / "data" / "examples" / "example_details.csv"  # 15 kernels, 6 GEMMs
 
-
-def test_dir_lists_the_public_api_and_importing_loads_nothing_heavy() -> None:
+def test_dir_lists_the_public_api_and_importing_loads_nothing_heavy(repo: Path) -> None:
     names = dir(nsroof)
     assert {"analyze", "load", "summary", "plot", "html", "profile", "Report", "NsroofError", "annotate",
             "step"} <= set(names)
     assert "TYPE_CHECKING" not in names and "annotations" not in names and set(names) == set(nsroof.__all__)
     code = "import sys, nsroof; dir(nsroof); print(sorted(m for m in ('pandas', 'torch', 'matplotlib') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=repo, check=True)
     assert out.stdout.strip() == "[]"
-    assert (REPO / "nsroof" / "py.typed").exists()
+    assert (repo / "nsroof" / "py.typed").exists()
 
 
-def test_one_report_type_from_analyze_and_load(tmp_path: Path) -> None:
-    report = nsroof.analyze(EXAMPLE, kernel="gemm")
+def test_one_report_type_from_analyze_and_load(example_csv: Path, tmp_path: Path) -> None:
+    report = nsroof.analyze(example_csv, kernel="gemm")
     assert isinstance(report, nsroof.Report) and len(report.frame) == 6 * 3
     assert repr(report) == ("Report(6 kernels, 18 rows from example_details.csv on NVIDIA A100-SXM4-40GB; "
                             ".frame holds the rows)")
@@ -37,8 +34,8 @@ def test_one_report_type_from_analyze_and_load(tmp_path: Path) -> None:
     assert loaded.metadata["inputs"][0]["name"] == "example_details.csv"
 
 
-def test_summary_plot_and_html_take_a_report_or_a_path(tmp_path: Path) -> None:
-    report = nsroof.analyze(EXAMPLE)
+def test_summary_plot_and_html_take_a_report_or_a_path(example_csv: Path, tmp_path: Path) -> None:
+    report = nsroof.analyze(example_csv)
     path = report.write(tmp_path / "r.parquet")
     text = nsroof.summary(path, top=3, width=80)
     assert text == nsroof.summary(report, top=3, width=80)
@@ -49,19 +46,19 @@ def test_summary_plot_and_html_take_a_report_or_a_path(tmp_path: Path) -> None:
     assert page.read_text().count('class="kernel"') == 6
 
 
-def test_errors_from_the_api_are_one_line(tmp_path: Path) -> None:
+def test_errors_from_the_api_are_one_line(example_csv: Path, tmp_path: Path) -> None:
     with pytest.raises(nsroof.NsroofError) as err:
-        nsroof.load(EXAMPLE)  # an export, not a report
+        nsroof.load(example_csv)  # an export, not a report
     assert "\n" not in str(err.value) and "not a readable Parquet report" in str(err.value)
     with pytest.raises(nsroof.NsroofError, match="no kernel matches --kernel conv"):
-        nsroof.analyze(EXAMPLE, kernel="conv")
+        nsroof.analyze(example_csv, kernel="conv")
     with pytest.raises(nsroof.NsroofError, match="expected a Report or the path of a report"):
         nsroof.summary(42)  # type: ignore[arg-type]
 
 
-def test_profile_report_is_a_report_with_a_short_repr(tmp_path: Path) -> None:
+def test_profile_report_is_a_report_with_a_short_repr(cpu_machine_json: Path, tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
-    machine = REPO / "tests" / "data" / "collectors" / "test-cpu.json"
+    machine = cpu_machine_json
     with nsroof.profile(machine=str(machine), trace=tmp_path / "t.json.gz") as prof:
         torch.ones(64, 64) @ torch.ones(64, 64)
     assert isinstance(prof.report, nsroof.Report) and len(prof.report.frame) > 0

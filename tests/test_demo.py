@@ -11,13 +11,12 @@ from nsroof.cli import cli
 
 pytest.importorskip("torch")
 
-MACHINE = Path(__file__).resolve().parent / "data" / "collectors" / "test-cpu.json"
 
 
-def test_demo_profiles_the_tiny_transformer(tmp_path: Path) -> None:
+def test_demo_profiles_the_tiny_transformer(cpu_machine_json: Path, tmp_path: Path) -> None:
     out = tmp_path / "demo.parquet"
     # An explicit machine: the default measures this CPU first (about a minute).
-    result = CliRunner().invoke(cli, ["demo", "--steps", "1", "--warmup", "0", "--machine", str(MACHINE),
+    result = CliRunner().invoke(cli, ["demo", "--steps", "1", "--warmup", "0", "--machine", str(cpu_machine_json),
                                       "-o", str(out)])
     assert result.exit_code == 0, result.output
     for op in ("aten::embedding", "aten::scaled_dot_product_attention", "aten::layer_norm", "aten::linear"):
@@ -51,14 +50,16 @@ def test_train_tiny_runs_standalone() -> None:
     assert len(losses) == 2 and all(loss > 0 for loss in losses)
 
 
-def test_demo_also_analyzes_the_packaged_example_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demo_also_analyzes_the_packaged_example_export(
+    data_dir: Path, cpu_machine_json: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from nsroof.commands import demo
 
     # Stand in for nsroof/data/examples/example_details.csv with this repo's small raw-page export.
-    example = Path(__file__).resolve().parent / "data" / "collectors" / "ncu_raw_nvtx.csv"
+    example = data_dir / "collectors" / "ncu_raw_nvtx.csv"
     monkeypatch.setattr(demo, "EXAMPLE_EXPORT", example)
     out = tmp_path / "demo.parquet"
-    result = CliRunner().invoke(cli, ["demo", "--steps", "1", "--warmup", "0", "--machine", str(MACHINE),
+    result = CliRunner().invoke(cli, ["demo", "--steps", "1", "--warmup", "0", "--machine", str(cpu_machine_json),
                                       "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert "The packaged Nsight Compute example (ncu_raw_nvtx.csv)" in result.output
@@ -66,17 +67,15 @@ def test_demo_also_analyzes_the_packaged_example_export(tmp_path: Path, monkeypa
     assert (tmp_path / "demo-ncu-example.parquet").exists()
 
 
-def test_demo_output_has_no_kineto_noise(tmp_path: Path) -> None:
+def test_demo_output_has_no_kineto_noise(cpu_machine_json: Path, repo: Path, tmp_path: Path) -> None:
     # kineto writes `USDT: … profiler_start/stop` to fd 2 from C++ on every profiler start and stop; a real
     # process is the only place they show (click's runner never sees fd 2)
     import subprocess
     import sys
 
-    from tests._paths import REPO
-
     proc = subprocess.run([sys.executable, "-m", "nsroof", "demo", "--steps", "1", "--warmup", "0", "--machine",
-                           str(REPO / "tests" / "data" / "collectors" / "test-cpu.json"), "-o", str(tmp_path / "d.parquet")],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+                           str(cpu_machine_json), "-o", str(tmp_path / "d.parquet")],
+                          cwd=repo, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "Coverage:" in proc.stdout
     assert "USDT" not in proc.stderr + proc.stdout

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
 
 
 @pytest.fixture()
-def clone(tmp_path: Path) -> Path:
+def clone(repo: Path, tmp_path: Path) -> Path:
     """The Makefile and the two files the environment depends on, without running anything."""
-    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    shutil.copy(repo / "Makefile", tmp_path / "Makefile")
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     (tmp_path / "setup.py").write_text("")
     return tmp_path
@@ -77,11 +76,11 @@ def test_pytest_collecting_nothing_fails_make_test(clone: Path, tmp_path: Path) 
     assert run.returncode != 0 and "Error 5" in run.stderr
 
 
-def test_ci_runs_the_readme_commands_and_fails_when_they_fail() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_ci_runs_the_readme_commands_and_fails_when_they_fail(repo: Path) -> None:
+    readme = (repo / "README.md").read_text(encoding="utf-8")
     quick = readme.split("## Quick start", 1)[1].split("```", 2)[1]
     commands = sorted(line.split("#")[0].strip() for line in quick.splitlines()[1:] if line.strip())
-    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    ci = (repo / ".ci" / "run").read_text(encoding="utf-8")
     body = [line.strip() for line in ci.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     assert "set -euo pipefail" in body
     assert sorted(line for line in body if line.startswith("make")) == commands

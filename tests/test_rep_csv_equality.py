@@ -27,12 +27,10 @@ from nsroof.schema import FileFacts
 from tests._paths import SHARED_FIXTURES
 from tests.importers.test_ncu_rep import _csv_units
 
-REPO = Path(__file__).resolve().parents[1]
-_SHARED = SHARED_FIXTURES
 NAMES = sorted(
     p.name[: -len(".ncu-rep")]
-    for p in (_SHARED / "rep").glob("*.ncu-rep")
-    if (_SHARED / "converted" / p.name.replace(".ncu-rep", ".raw_base.csv")).is_file()
+    for p in (SHARED_FIXTURES / "rep").glob("*.ncu-rep")
+    if (SHARED_FIXTURES / "converted" / p.name.replace(".ncu-rep", ".raw_base.csv")).is_file()
 ) or ["<no shared reports>"]
 
 REL_TOL = 1e-6

@@ -13,10 +13,8 @@ from click.testing import CliRunner
 from nsroof.cli import cli
 from tests._paths import SHARED_FIXTURES
 
-REPO = Path(__file__).resolve().parents[1]
-_SHARED = SHARED_FIXTURES
 FOLDERS = ("csv", "converted", "synthetic", "rep", "traces")
-FILES = sorted(f"{p.parent.name}/{p.name}" for folder in FOLDERS for p in (_SHARED / folder).glob("*") if p.is_file())
+FILES = sorted(f"{p.parent.name}/{p.name}" for folder in FOLDERS for p in (SHARED_FIXTURES / folder).glob("*") if p.is_file())
 
 # ncu could not run at all: the file is two ==ERROR== lines and no CSV (MANIFEST.md)
 ERROR_ONLY = {"csv/llmperfopt__error_only_raw.csv"}

@@ -117,3 +117,13 @@ def test_the_si_formatter() -> None:
     assert human_si(float("nan"), "s") == "—" and human_si(None) == "—"
     assert human_si_range(1.9e13, 2e13, "FLOP/s") == "19–20 TFLOP/s"
     assert human_si_range(1.5101e13, 1.5102e13, "FLOP/s") == "15.1 TFLOP/s"  # equal at 3 digits: one value
+
+
+def test_the_byte_size_formatter() -> None:
+    from nsroof.units import human_bytes
+
+    assert human_bytes(80 * 2**30) == "80 GiB"  # whole units print without decimals
+    assert human_bytes(1536) == "1.5 KiB"  # 1536 / 1024 = 1.5
+    assert human_bytes(50 * 2**20 + 2**19) == "50.5 MiB"
+    assert human_bytes(1023) == "1023 B" and human_bytes(0) == "0 B"
+    assert human_bytes(None) == "—"

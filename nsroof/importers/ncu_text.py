@@ -23,9 +23,9 @@ What ncu prints without --csv (Nsight Compute CLI docs: console output, --print-
 
 The text carries no launch ID: launches are numbered 0, 1, ... in print order, which is ncu's ID order
 (the N in `==PROF== Profiling "k" - N`). Everything after the lines is the CSV importer's: labels map to
-metric names through nsroof.importers._nculabels, units through nsroof.units, the number style is
-decided once per file by nsroof.importers._ncunumbers (instance values `agg (a; b)` keep `agg`), NVTX
-ranges are ordered by nsroof.importers.nvtx.enclosing, short names come from nsroof.importers.names.
+metric names through nsroof.importers.ncu.section_labels, units through nsroof.units, the number style is
+decided once per file by nsroof.importers.ncu.locale_numbers (instance values `agg (a; b)` keep `agg`), NVTX
+ranges are ordered by nsroof.importers.ncu.nvtx_columns.enclosing, short names come from nsroof.importers.ncu.kernel_names.
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ import pandas as pd
 import pyarrow as pa
 
 from nsroof.errors import InputError, UnitError
-from nsroof.importers import _ncunumbers as numbers
-from nsroof.importers import names, nvtx
-from nsroof.importers._nculabels import column_name, disambiguate, wrong_label_unit
-from nsroof.importers._nculabels import is_read as label_is_read
-from nsroof.importers._ncutext import EXPORT_HINT, Preamble, truncated
 from nsroof.importers.kernel_table import assemble, fill_launch_identity
+from nsroof.importers.ncu import kernel_names, nvtx_columns
+from nsroof.importers.ncu import locale_numbers as numbers
+from nsroof.importers.ncu.csv_bytes import EXPORT_HINT, Preamble, truncated
+from nsroof.importers.ncu.section_labels import column_name, disambiguate, wrong_label_unit
+from nsroof.importers.ncu.section_labels import is_read as label_is_read
 from nsroof.models import dimensions
 from nsroof.models.metric_formulas import lacking_roofline_counters
 from nsroof.schema import IDENTITY_COLUMNS, FileFacts
@@ -89,8 +89,8 @@ class _Launch:
     device_id: int | None
     cc: str
     layout: str
-    push_pop: list[nvtx.NvtxRange] = field(default_factory=list)
-    start_end: list[nvtx.NvtxRange] = field(default_factory=list)
+    push_pop: list[nvtx_columns.NvtxRange] = field(default_factory=list)
+    start_end: list[nvtx_columns.NvtxRange] = field(default_factory=list)
 
 
 @dataclass
@@ -378,7 +378,7 @@ class _Parser:
                 domain, domain_indent, range_indent = text, ind, -1
             elif m is not None and (range_indent < 0 or ind <= range_indent):
                 range_indent = ind
-                found.append(nvtx.NvtxRange(domain, m.group("name"), kind))
+                found.append(nvtx_columns.NvtxRange(domain, m.group("name"), kind))
             i += 1
         return i
 
@@ -431,7 +431,7 @@ class _Parser:
     def _identity(self) -> pd.DataFrame:
         launches = self.launches
         n = len(launches)
-        ranges = [list(nvtx.enclosing(k.push_pop, k.start_end)) for k in launches]
+        ranges = [list(nvtx_columns.enclosing(k.push_pop, k.start_end)) for k in launches]
         cols: dict[str, Any] = {
             "source": [self.path.name] * n,
             "kernel_id": np.arange(n, dtype=np.int64),
@@ -442,13 +442,13 @@ class _Parser:
             "device_id": pd.array([k.device_id for k in launches], dtype="Int64"),
             "cc": [k.cc for k in launches],
             "kernel_name": [k.kernel_name for k in launches],
-            "function": [names.short_name(k.kernel_name) for k in launches],
+            "function": [kernel_names.short_name(k.kernel_name) for k in launches],
             "grid": [k.grid for k in launches],
             "block": [k.block for k in launches],
             "context": pd.array([k.context for k in launches], dtype="Int64"),
             "stream": pd.array([k.stream for k in launches], dtype="Int64"),
             "nvtx_ranges": ranges,
-            "nvtx_path": [nvtx.path(r) for r in ranges],
+            "nvtx_path": [nvtx_columns.path(r) for r in ranges],
         }
         assert list(cols) == list(IDENTITY_COLUMNS)
         frame = pd.DataFrame(cols)

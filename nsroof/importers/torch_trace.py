@@ -282,7 +282,7 @@ def _devices(top: dict[str, Any]) -> dict[int, tuple[str, str]]:
 
 def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, Any]]], tree: OpTree,
               top: dict[str, Any], name: str, warnings: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
-    from nsroof.importers.names import short_name
+    from nsroof.importers.ncu.kernel_names import short_name
 
     n = len(activities)  # in_order already
     launches = launch_map(cats)
@@ -421,7 +421,7 @@ def _cpu_rows(tree: OpTree, name: str, meta: dict[str, Any]) -> tuple[pd.DataFra
 
 
 def _profiler_ranges(ranges: list[dict[str, Any]], top: dict[str, Any], name: str) -> pd.DataFrame:
-    from nsroof.importers.names import short_name
+    from nsroof.importers.ncu.kernel_names import short_name
 
     ranges = sorted(ranges, key=lambda e: _num(e.get("ts")))
     n = len(ranges)

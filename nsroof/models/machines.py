@@ -63,6 +63,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from nsroof import markdown
 from nsroof.errors import InputError, MachineError
 
 RATE_TABLES: tuple[str, ...] = ("peak_flop_per_s", "sparse_peak_flop_per_s", "simt_flop_per_s", "bandwidth_bytes_per_s")
@@ -523,26 +524,24 @@ def markdown_table(profiles: list[Machine] | None = None) -> str:
         value = m.clocks_hz.get(key)
         return f"{value / 1e6:,.0f}" if value else "—"
 
-    rows = [
-        "| machine | match (device name regex) | FP64 | FP32 | TF32 | BF16 | FP16 | FP8 | INT8 | FP4 | SIMT FP64 / FP32 / FP16 | DRAM | L2 | L1 | SMs, boost / base MHz | ridge BF16-or-FP16 / DRAM |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     for m in profiles if profiles is not None else all_machines():
         dense, sparse, simt = m.peak_flop_per_s, m.sparse_peak_flop_per_s, m.simt_flop_per_s
-        cells = [tera(dense.get(k), sparse.get(k)) for k in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")]
-        simt_text = " / ".join(tera(simt.get(k)) for k in ("fp64", "fp32", "fp16"))
         dtype = "bf16" if "bf16" in dense else "fp16"
         ridge = m.ridge_flop_per_byte(dtype)
-        ridge_text = f"{ridge:,.0f}" if ridge == ridge else "—"
-        # a '|' inside a regex would end the Markdown cell
-        patterns = "<br>".join("`" + p.replace("|", "\\|") + "`" for p in m.device_patterns) or "(by name only)"
-        rows.append(
-            f"| **{m.name}** ({', '.join(m.aliases[:2])}) | {patterns} | " + " | ".join(cells)
-            + f" | {simt_text} | {rate(m.bandwidth_bytes_per_s.get('dram'))} | {rate(m.bandwidth_bytes_per_s.get('l2'))}"
-            + f" | {rate(m.bandwidth_bytes_per_s.get('l1'))} | {m.sm_count or '—'}, {mhz('boost', m)} / {mhz('base', m)}"
-            + f" | {ridge_text} |"
-        )
-    lines = [*rows, "", "Sources, per machine (each number's own citation is in `sources` of its JSON entry):", ""]
+        bandwidth = m.bandwidth_bytes_per_s
+        rows.append([
+            f"**{m.name}** ({', '.join(m.aliases[:2])})",
+            "<br>".join(f"`{p}`" for p in m.device_patterns) or "(by name only)",
+            *(tera(dense.get(k), sparse.get(k)) for k in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")),
+            " / ".join(tera(simt.get(k)) for k in ("fp64", "fp32", "fp16")),
+            rate(bandwidth.get("dram")), rate(bandwidth.get("l2")), rate(bandwidth.get("l1")),
+            f"{m.sm_count or '—'}, {mhz('boost', m)} / {mhz('base', m)}",
+            f"{ridge:,.0f}" if ridge == ridge else "—",
+        ])
+    header = ["machine", "match (device name regex)", "FP64", "FP32", "TF32", "BF16", "FP16", "FP8", "INT8", "FP4",
+              "SIMT FP64 / FP32 / FP16", "DRAM", "L2", "L1", "SMs, boost / base MHz", "ridge BF16-or-FP16 / DRAM"]
+    lines = [*markdown.table(header, rows), "", "Sources, per machine (each number's own citation is in `sources` of its JSON entry):", ""]
     for m in profiles if profiles is not None else all_machines():
         cites = list(dict.fromkeys(m.sources.values()))
         lines.append(f"- **{m.name}**: " + " | ".join(cites))

@@ -32,6 +32,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from nsroof import markdown
 from nsroof.errors import NsroofError
 from nsroof.models.tensor_paths import (
     _NO_DRAM_CC,
@@ -424,39 +425,41 @@ PARTIAL_RULES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def _formula_notes(q: str, f: CounterFormula) -> str:
+    notes = []
+    if f.definition and not q.startswith("bytes_dram") and q != "bandwidth_bytes_per_s_dram":
+        notes.append(f"definition `{f.definition}`")
+    if f.estimated:
+        notes.append("**estimated**")
+    if f.lower_bound:
+        notes.append("**lower bound**")
+    if f.cc_max is not None:
+        notes.append(f"CC ≤ {f.cc_max:g}")
+    if f.collect:
+        notes.append("collected by `nsroof ncu` (" + ", ".join(f.collect) + ")")
+    return "; ".join(notes)
+
+
 def render_markdown() -> str:
     """The formula table as Markdown, one section per quantity, formulas in precedence order."""
     lines = [BEGIN_MARK, ""]
     for q in QUANTITIES:
-        lines += [f"### {_QUANTITY_TITLES.get(q, q)} — `{q}`", "", "| # | formula (recorded as provenance) | notes | source |",
-                  "|---|---|---|---|"]
-        for i, f in enumerate(formulas_for(q), 1):
-            notes = []
-            if f.definition and not q.startswith("bytes_dram") and q != "bandwidth_bytes_per_s_dram":
-                notes.append(f"definition `{f.definition}`")
-            if f.estimated:
-                notes.append("**estimated**")
-            if f.lower_bound:
-                notes.append("**lower bound**")
-            if f.cc_max is not None:
-                notes.append(f"CC ≤ {f.cc_max:g}")
-            if f.collect:
-                notes.append("collected by `nsroof ncu` (" + ", ".join(f.collect) + ")")
-            lines.append(f"| {i} | `{f.provenance}` | {'; '.join(notes)} | {f.source} |")
+        lines += [f"### {_QUANTITY_TITLES.get(q, q)} — `{q}`", ""]
+        lines += markdown.table(["#", "formula (recorded as provenance)", "notes", "source"],
+                                [(i, f"`{f.provenance}`", _formula_notes(q, f), f.source)
+                                 for i, f in enumerate(formulas_for(q), 1)])
         lines.append("")
-    lines += ["### Tensor metrics per GPU family (`sm__ops_path_tensor_` + …)", "",
-              "| family | CC | aggregate | per instruction class |", "|---|---|---|---|"]
-    for fam, spec in TENSOR_FAMILIES.items():
-        agg = ", ".join(f"`{p}`" for p in spec["aggregate"])
-        per = ", ".join(f"`{p}`" for p in spec["per_class"]) or "—"
-        lines.append(f"| {fam} | {', '.join(spec['cc'])} | {agg} | {per} |")
-    lines += ["", "### FLOPs per tensor-pipe instruction (estimate only; largest shape first)", "",
-              "| CC | shapes (FLOP/instruction) |", "|---|---|"]
-    lines += [f"| {cc} | " + ", ".join(f"{name} {v:g}" for name, v in shapes) + " |"
-              for cc, shapes in TENSOR_SHAPES_BY_CC.items()]
-    lines += ["", "### Partial counter sets (the same rule for every importer)", "",
-              "| what the export lacks | gives | how the report shows it |", "|---|---|---|"]
-    lines += [f"| {what} | {gives} | {how} |" for what, gives, how in PARTIAL_RULES]
+    lines += ["### Tensor metrics per GPU family (`sm__ops_path_tensor_` + …)", ""]
+    lines += markdown.table(["family", "CC", "aggregate", "per instruction class"],
+                            [(fam, ", ".join(spec["cc"]), ", ".join(f"`{p}`" for p in spec["aggregate"]),
+                              ", ".join(f"`{p}`" for p in spec["per_class"]) or "—")
+                             for fam, spec in TENSOR_FAMILIES.items()])
+    lines += ["", "### FLOPs per tensor-pipe instruction (estimate only; largest shape first)", ""]
+    lines += markdown.table(["CC", "shapes (FLOP/instruction)"],
+                            [(cc, ", ".join(f"{name} {v:g}" for name, v in shapes))
+                             for cc, shapes in TENSOR_SHAPES_BY_CC.items()])
+    lines += ["", "### Partial counter sets (the same rule for every importer)", ""]
+    lines += markdown.table(["what the export lacks", "gives", "how the report shows it"], PARTIAL_RULES)
     lines += ["", END_MARK]
     return "\n".join(lines) + "\n"
 

@@ -368,33 +368,44 @@ def _duration(k: _Kernels) -> _Resolved:
     return duration
 
 
-def derive(kernels: pd.DataFrame) -> pd.DataFrame:
-    """Per-kernel roofline quantities with provenance; see the module docstring for the columns."""
-    k = _Kernels(kernels)
-    cols: dict[str, object] = {}
+@dataclass
+class _Flops:
+    """FLOPs per precision as resolved, with the tensor formula's sparse share and dominant metric."""
 
-    duration = _duration(k)
-    k.duration_s = duration.value
-    cols["duration_s"] = duration.value
-    cols["duration_source"] = duration.source
+    by_precision: dict[str, _Resolved]
+    known: np.ndarray  # bool (kernels, PRECISIONS): the precision has a count
+    sparse: np.ndarray
+    dominant: np.ndarray
 
+    def sources(self) -> list[np.ndarray]:
+        return [self.by_precision[p].source for p in PRECISIONS]
+
+
+def _resolve_flops(k: _Kernels) -> _Flops:
     flops: dict[str, _Resolved] = {p: _resolve(k, f"flops_{p}") for p in ("fp64", "fp32", "fp16")}
     for p in ("fp64", "fp32", "fp16"):
         _partial_flops(k, flops[p], f"flops_{p}")
-    tensor, tensor_sparse, tensor_dominant = _tensor_resolution(k)
+    tensor, sparse, dominant = _tensor_resolution(k)
     flops["tensor"] = tensor
     matrix = np.column_stack([flops[p].value for p in PRECISIONS]) if k.n else np.zeros((0, len(PRECISIONS)))
-    known = ~np.isnan(matrix)
-    for p in PRECISIONS:
-        cols[f"flops_{p}"] = flops[p].value
+    return _Flops(flops, ~np.isnan(matrix), sparse, dominant)
+
+
+def _flop_columns(k: _Kernels, flops: _Flops) -> dict[str, object]:
+    """flops_<precision>, their total `flops` (NaN where it would be a verdict from damage or from
+    counters never collected), its source and whether any term is an estimate."""
+    known = flops.known
+    values = [flops.by_precision[p].value for p in PRECISIONS]
+    cols: dict[str, object] = {f"flops_{p}": v for p, v in zip(PRECISIONS, values, strict=True)}
+    matrix = np.column_stack(values) if k.n else np.zeros((0, len(PRECISIONS)))
     total = np.where(known.any(axis=1), np.nansum(np.where(known, matrix, 0.0), axis=1), np.nan)
     # a precision left NaN by a refused counter value (inf, < 0) is damage, not an absent counter: no
     # partial sum then (it would be a verdict from a bad number)
     flop_inputs = {m for p in PRECISIONS for f in mf.formulas_for(f"flops_{p}") for m in f.metrics}
     refused = np.zeros(k.n, dtype=bool)
-    for name, values in k.bad.items():
+    for name, bad in k.bad.items():
         if name in flop_inputs or name.startswith(("sm__ops_path_tensor", "sm__inst_executed_pipe_tensor")):
-            refused |= ~np.isnan(values)
+            refused |= ~np.isnan(bad)
     total[refused & ~known.all(axis=1)] = np.nan
     # No CUDA-core counter collected: the tensor count alone is a lower bound when positive, and says
     # nothing when 0 (PARTIAL_RULES) — a kernel is not FLOP-free because FFMA was not asked for.
@@ -406,50 +417,85 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     cols["flops_source"] = map_rows(
         lambda note, *sources: _join_one([f"{p}: {s}" if s else "" for p, s in zip(PRECISIONS, sources, strict=True)]
                                          + [note], "; "),
-        no_core_note, *[flops[p].source for p in PRECISIONS])
-    cols["flops_estimated"] = np.logical_or.reduce([flops[p].estimated for p in PRECISIONS])
+        no_core_note, *flops.sources())
+    cols["flops_estimated"] = np.logical_or.reduce([flops.by_precision[p].estimated for p in PRECISIONS])
+    return cols
 
-    byte_defs: dict[str, np.ndarray] = {}
-    byte_missing: dict[str, np.ndarray] = {}
+
+def _resolve_bytes(k: _Kernels) -> dict[str, _Resolved]:
+    """Bytes per level, DRAM first: the L2/L1 read-only counters are checked against it."""
+    out: dict[str, _Resolved] = {}
     for level in LEVELS:
-        res = _write_inclusive(k, level, _resolve(k, f"bytes_{level}"), np.asarray(cols.get("bytes_dram"), dtype=float))
-        byte_defs[level], byte_missing[level] = res.definition, res.missing
-        cols[f"bytes_{level}"] = res.value
-        cols[f"bytes_source_{level}"] = res.source
+        dram = out["dram"].value if "dram" in out else np.asarray(None, dtype=float)
+        out[level] = _write_inclusive(k, level, _resolve(k, f"bytes_{level}"), dram)
+    return out
 
+
+def _ceiling_columns(k: _Kernels, byte_definitions: dict[str, np.ndarray], dominant: np.ndarray) -> dict[str, object]:
+    """The export's own peaks and bandwidths, each with its source; a level's bandwidth of the same byte
+    definition as its bytes."""
+    cols: dict[str, object] = {}
     for p in ("fp64", "fp32", "fp16"):
         peak = _resolve(k, f"peak_flop_per_s_{p}")
         cols[f"peak_flop_per_s_{p}"] = peak.value
         cols[f"ceiling_source_{p}"] = peak.source
-    cols["peak_flop_per_s_tensor"], cols["ceiling_source_tensor"] = _tensor_peak(k, tensor_dominant)
+    cols["peak_flop_per_s_tensor"], cols["ceiling_source_tensor"] = _tensor_peak(k, dominant)
     for level in LEVELS:
-        bw = _resolve(k, f"bandwidth_bytes_per_s_{level}", match_definition=byte_defs[level])
+        bw = _resolve(k, f"bandwidth_bytes_per_s_{level}", match_definition=byte_definitions[level])
         cols[f"bandwidth_bytes_per_s_{level}"] = bw.value
         cols[f"ceiling_source_{level}"] = bw.source
+    return cols
+
+
+def _first_present(k: _Kernels, names: Sequence[str]) -> np.ndarray:
+    """Per row, the first of the counters `names` that has a value."""
+    out = np.full(k.n, np.nan)
+    for name in names:
+        out = np.where(np.isnan(out), k.col(name), out)
+    return out
+
+
+def _tensor_counter_columns(k: _Kernels, flops: _Flops) -> dict[str, object]:
+    """The raw tensor counters beside the FLOPs: instructions where the count is an estimate from them,
+    and active cycles."""
+    tensor = flops.by_precision["tensor"]
+    estimate = map_rows(lambda source: "pipe_tensor" in str(source), tensor.source).astype(bool)
+    inst = _first_present(k, ("sm__inst_executed_pipe_tensor.sum", "smsp__inst_executed_pipe_tensor.sum"))
+    return {"tensor_inst": np.where(estimate, inst, np.nan),
+            "tensor_cycles_active": _first_present(k, tp.TENSOR_ACTIVE_CYCLES)}
+
+
+def derive(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Per-kernel roofline quantities with provenance; see the module docstring for the columns."""
+    k = _Kernels(kernels)
+    duration = _duration(k)
+    k.duration_s = duration.value
+    cols: dict[str, object] = {"duration_s": duration.value, "duration_source": duration.source}
+
+    flops = _resolve_flops(k)
+    cols |= _flop_columns(k, flops)
+    levels = _resolve_bytes(k)
+    for level in LEVELS:
+        cols[f"bytes_{level}"] = levels[level].value
+        cols[f"bytes_source_{level}"] = levels[level].source
+    cols |= _ceiling_columns(k, {level: levels[level].definition for level in LEVELS}, flops.dominant)
 
     cols["missing_duration"] = duration.missing
-    cols["missing_flops"] = _join_rows([flops[p].missing for p in PRECISIONS], ", ")
+    cols["missing_flops"] = _join_rows([flops.by_precision[p].missing for p in PRECISIONS], ", ")
     for level in LEVELS:
-        cols[f"missing_{level}"] = byte_missing[level]
+        cols[f"missing_{level}"] = levels[level].missing
 
     for p in PRECISIONS:
-        cols[f"flops_source_{p}"] = flops[p].source
+        cols[f"flops_source_{p}"] = flops.by_precision[p].source
+    known = flops.known
     cols["flops_partial"] = (known.any(axis=1) & ~known.all(axis=1)) | map_rows(
-        lambda *sources: any("lower bound" in str(s) for s in sources), *[flops[p].source for p in PRECISIONS]
+        lambda *sources: any("lower bound" in str(s) for s in sources), *flops.sources()
     ).astype(bool)
-    estimate = map_rows(lambda source: "pipe_tensor" in str(source), tensor.source).astype(bool)
-    inst = np.full(k.n, np.nan)
-    for name in ("sm__inst_executed_pipe_tensor.sum", "smsp__inst_executed_pipe_tensor.sum"):
-        inst = np.where(np.isnan(inst), k.col(name), inst)
-    cols["tensor_inst"] = np.where(estimate, inst, np.nan)
-    active = np.full(k.n, np.nan)
-    for name in tp.TENSOR_ACTIVE_CYCLES:
-        active = np.where(np.isnan(active), k.col(name), active)
-    cols["tensor_cycles_active"] = active
+    cols |= _tensor_counter_columns(k, flops)
     for unit in ("sm", "dram", "l2", "l1"):
         cols[f"clock_hz_{unit}"] = _resolve(k, f"clock_hz_{unit}").value
-    cols["flops_tensor_sparse"] = tensor_sparse
-    cols["tensor_metric"] = tensor_dominant
+    cols["flops_tensor_sparse"] = flops.sparse
+    cols["tensor_metric"] = flops.dominant
     return _frame(cols, kernels.index)
 
 

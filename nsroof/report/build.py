@@ -202,8 +202,8 @@ def _classified(columns: dict[str, object], index: pd.Index) -> pd.DataFrame:
 
 
 def _steps(kernels: pd.DataFrame) -> pd.arrays.IntegerArray:
-    """Per kernel, the step it ran in (nsroof.importers.nvtx.steps)."""
-    from nsroof.importers.nvtx import steps
+    """Per kernel, the step it ran in (nsroof.importers.ncu.nvtx_columns.steps)."""
+    from nsroof.importers.ncu.nvtx_columns import steps
 
     return steps(kernels["step"] if "step" in kernels else None,
                  kernels["nvtx_path"] if "nvtx_path" in kernels else [""] * len(kernels))

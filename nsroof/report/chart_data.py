@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.errors import NsroofError
-from nsroof.importers.names import fit_name
+from nsroof.importers.ncu.kernel_names import fit_name
 from nsroof.schema import LEVELS, PRECISIONS, kernel_key
 
 #: report columns the chart reads

@@ -14,7 +14,7 @@ from nsroof.units import human_time
 
 
 def _short(text: str, width: int) -> str:
-    from nsroof.importers.names import fit_name
+    from nsroof.importers.ncu.kernel_names import fit_name
 
     return fit_name(str(text), width)
 
@@ -132,7 +132,7 @@ def _head_lines(frame: pd.DataFrame, kernels: pd.DataFrame, metadata: dict[str, 
 def _top_table(kernels: pd.DataFrame, top: int, width: int) -> list[str]:
     """The longest kernels, one line each, sized to `width`: id, a name cut in the middle (the suffix that
     tells `…_nn` from `…_tn` kept), time, share, bound and roof fraction per level, the limiting level."""
-    from nsroof.importers.names import fit_name
+    from nsroof.importers.ncu.kernel_names import fit_name
 
     if top <= 0:
         return []

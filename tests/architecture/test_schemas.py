@@ -11,18 +11,16 @@ from nsroof import importers
 from nsroof.models.quantities import derive
 from nsroof.schema import IDENTITY_COLUMNS, QUANTITY_FIELDS
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "nsroof" / "data" / "examples" / "example_details.csv"
-
 _PANDAS_KIND = {pa.float64(): "f", pa.string(): "O", pa.bool_(): "b", pa.int64(): "i"}
 
 
-def test_importers_return_the_declared_identity_columns() -> None:
-    kernels, _ = importers.read(EXAMPLE)
+def test_importers_return_the_declared_identity_columns(example_csv: Path) -> None:
+    kernels, _ = importers.read(example_csv)
     assert list(kernels.columns[: len(IDENTITY_COLUMNS)]) == list(IDENTITY_COLUMNS)
 
 
-def test_derive_returns_the_declared_quantities_in_order_with_their_types() -> None:
-    kernels, _ = importers.read(EXAMPLE)
+def test_derive_returns_the_declared_quantities_in_order_with_their_types(example_csv: Path) -> None:
+    kernels, _ = importers.read(example_csv)
     quantities = derive(kernels)
     assert list(quantities.columns) == [f.name for f in QUANTITY_FIELDS]
     kinds = {f.name: _PANDAS_KIND[f.type] for f in QUANTITY_FIELDS}

@@ -20,8 +20,6 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import bench_analyze  # noqa: E402
 import bench_trace  # noqa: E402
 
-DATA = REPO / "tests" / "data"
-
 
 def _tiny_trace() -> dict[str, Any]:
     """Two profiler steps, each one op launching one kernel (runtime call, flow start and end)."""
@@ -67,10 +65,10 @@ def test_scaled_trace_is_shifted_copies(tmp_path: Path) -> None:
     assert runtime == {e["args"]["correlation"] for e in kernels}
 
 
-def test_scaled_export_reads_as_copies_of_its_kernels(tmp_path: Path) -> None:
+def test_scaled_export_reads_as_copies_of_its_kernels(data_dir: Path, tmp_path: Path) -> None:
     import nsroof.importers
 
-    src = DATA / "ncu" / "details_new.csv"
+    src = data_dir / "ncu" / "details_new.csv"
     one, _ = nsroof.importers.read(src)
     facts = bench_analyze.scale_export(src, tmp_path / "scaled.csv", 0)  # 0 MB: one copy at least
     assert facts["copies"] == 1

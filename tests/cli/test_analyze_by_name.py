@@ -11,10 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from nsroof.cli import cli
+from tests._paths import DATA
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "nsroof" / "data" / "examples" / "example_details.csv"
-THREE_SAXPY = REPO / "tests" / "data" / "report" / "by_name_raw.csv"  # saxpy ×3 (60 us in all), sgemm 200 us
+THREE_SAXPY = DATA / "report" / "by_name_raw.csv"  # saxpy ×3 (60 us in all), sgemm 200 us
 
 
 def _run(*args: str, columns: int = 80) -> tuple[int, str, str]:
@@ -22,8 +21,8 @@ def _run(*args: str, columns: int = 80) -> tuple[int, str, str]:
     return r.exit_code, r.stdout, r.stderr
 
 
-def test_summary_by_name_at_80_columns(tmp_path: Path) -> None:
-    code, out, err = _run("analyze", str(EXAMPLE), "-o", str(tmp_path / "r.parquet"), "--by", "name", "--top", "3")
+def test_summary_by_name_at_80_columns(example_csv: Path, tmp_path: Path) -> None:
+    code, out, err = _run("analyze", str(example_csv), "-o", str(tmp_path / "r.parquet"), "--by", "name", "--top", "3")
     assert code == 0, err
     assert "Top 3 of 10 kernel names by total time" in out and "Top 3 kernels" not in out
     assert max(len(line) for line in out.splitlines()) <= 80

@@ -13,19 +13,15 @@ from click.testing import CliRunner
 
 from nsroof.cli import cli
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "nsroof" / "data" / "examples" / "example_details.csv"  # 15 kernels, 6 of them GEMMs
-TINY = REPO / "tests" / "data" / "spine" / "tiny_raw.csv"
-
 
 def _run(*args: str, columns: int = 80) -> tuple[int, str, str]:
     r = CliRunner().invoke(cli, list(args), env={"COLUMNS": str(columns)})
     return r.exit_code, r.stdout, r.stderr
 
 
-def test_kernel_keeps_only_the_gemms_and_json_prints_one_row_per_kernel(tmp_path: Path) -> None:
+def test_kernel_keeps_only_the_gemms_and_json_prints_one_row_per_kernel(example_csv: Path, tmp_path: Path) -> None:
     out = tmp_path / "g.parquet"
-    code, stdout, err = _run("analyze", str(EXAMPLE), "-o", str(out), "--kernel", "gemm", "--json")
+    code, stdout, err = _run("analyze", str(example_csv), "-o", str(out), "--kernel", "gemm", "--json")
     assert code == 0, err
     rows = json.loads(stdout)
     assert len(rows) == 6 and all("gemm" in r["function"] for r in rows)
@@ -39,35 +35,35 @@ def test_kernel_keeps_only_the_gemms_and_json_prints_one_row_per_kernel(tmp_path
     assert len(df) == 18 and df["function"].astype(str).str.contains("gemm").all()
 
 
-def test_csv_prints_the_same_table(tmp_path: Path) -> None:
-    code, stdout, err = _run("analyze", str(EXAMPLE), "-o", str(tmp_path / "r.parquet"), "--csv")
+def test_csv_prints_the_same_table(example_csv: Path, tmp_path: Path) -> None:
+    code, stdout, err = _run("analyze", str(example_csv), "-o", str(tmp_path / "r.parquet"), "--csv")
     assert code == 0, err
     table = pd.read_csv(io.StringIO(stdout))
     assert len(table) == 15 and list(table.columns[:3]) == ["rank", "source", "kernel_id"]
     assert (table["duration_s"].diff().dropna() <= 0).all()  # longest first
 
 
-def test_a_selection_that_keeps_nothing_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+def test_a_selection_that_keeps_nothing_is_one_line_and_writes_nothing(example_csv: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.parquet"
-    code, stdout, err = _run("analyze", str(EXAMPLE), "-o", str(out), "--kernel", "no-such-kernel")
+    code, stdout, err = _run("analyze", str(example_csv), "-o", str(out), "--kernel", "no-such-kernel")
     assert code == 2 and stdout == "" and not out.exists()
     assert err.count("\n") == 1 and "no kernel matches --kernel no-such-kernel: 15 kernels in" in err
-    code, _, err = _run("analyze", str(EXAMPLE), "-o", str(out), "--step", "two")
+    code, _, err = _run("analyze", str(example_csv), "-o", str(out), "--step", "two")
     assert code == 2 and "--step 'two'" in err and not out.exists()
-    code, _, err = _run("analyze", str(EXAMPLE), "-o", str(out), "--step", "1")
+    code, _, err = _run("analyze", str(example_csv), "-o", str(out), "--step", "1")
     assert code == 2 and "marks no steps" in err
 
 
-def test_quiet_prints_nothing_and_an_unwritable_suffix_is_a_usage_error(tmp_path: Path) -> None:
-    code, stdout, err = _run("analyze", str(TINY), "-o", str(tmp_path / "r.parquet"), "-q")
+def test_quiet_prints_nothing_and_an_unwritable_suffix_is_a_usage_error(tiny_raw_csv: Path, tmp_path: Path) -> None:
+    code, stdout, err = _run("analyze", str(tiny_raw_csv), "-o", str(tmp_path / "r.parquet"), "-q")
     assert code == 0 and stdout == "" and err == ""
-    code, stdout, err = _run("analyze", str(TINY), "-o", str(tmp_path / "r.csv"))
+    code, stdout, err = _run("analyze", str(tiny_raw_csv), "-o", str(tmp_path / "r.csv"))
     assert code == 2 and "cannot write a report as '.csv'" in err and not (tmp_path / "r.csv").exists()
 
 
 @pytest.mark.parametrize("columns", [80, 100])
-def test_no_line_is_wider_than_the_terminal(tmp_path: Path, columns: int) -> None:
-    code, stdout, err = _run("analyze", str(EXAMPLE), "-o", str(tmp_path / "r.parquet"), columns=columns)
+def test_no_line_is_wider_than_the_terminal(example_csv: Path, tmp_path: Path, columns: int) -> None:
+    code, stdout, err = _run("analyze", str(example_csv), "-o", str(tmp_path / "r.parquet"), columns=columns)
     assert code == 0, err
     lines = stdout.splitlines()
     assert max(len(line) for line in lines) <= columns

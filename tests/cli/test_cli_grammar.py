@@ -19,9 +19,6 @@ from click.testing import CliRunner
 from nsroof.cli import COMMANDS, cli
 from nsroof.commands.options import MACHINE_HELP, Progress, steps_warning
 
-REPO = Path(__file__).resolve().parents[2]
-DATA = REPO / "tests" / "data" / "collectors"
-
 
 def _commands() -> dict[str, click.Command]:
     ctx = click.Context(cli)
@@ -163,7 +160,7 @@ def test_steps_beyond_the_run_are_warned() -> None:
     assert steps_warning(3, 0, 3, "optimizer steps") == "" and steps_warning(None, 0, 0, "") == ""
 
 
-def test_profile_threads_and_the_short_run_warning(tmp_path: Path) -> None:
+def test_profile_threads_and_the_short_run_warning(cpu_machine_json: Path, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     import torch
 
@@ -174,7 +171,7 @@ def test_profile_threads_and_the_short_run_warning(tmp_path: Path) -> None:
     threads = torch.get_num_threads()
     try:
         result = CliRunner().invoke(cli, ["profile", "--steps", "10", "--threads", "1", "--machine",
-                                          str(DATA / "test-cpu.json"), "-o", str(tmp_path / "r.parquet"), "--",
+                                          str(cpu_machine_json), "-o", str(tmp_path / "r.parquet"), "--",
                                           "python", str(script)])
         assert torch.get_num_threads() == 1
     finally:
@@ -187,13 +184,13 @@ def test_profile_threads_and_the_short_run_warning(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the ncu --metrics hint
 
 
-def test_the_metrics_hint_is_one_line_per_run_with_the_list_in_a_file(tmp_path: Path) -> None:
+def test_the_metrics_hint_is_one_line_per_run_with_the_list_in_a_file(data_dir: Path, tmp_path: Path) -> None:
     from nsroof.commands.hints import fold_metrics_hints
     from nsroof.models.metric_formulas import required_metrics
     from nsroof.pipeline import analyze
 
     for name in ("a.csv", "b.csv"):  # two incomplete exports in one run
-        shutil.copy(REPO / "tests" / "data" / "ncu" / "details_new.csv", tmp_path / name)
+        shutil.copy(data_dir / "ncu" / "details_new.csv", tmp_path / name)
     report = analyze([tmp_path / "a.csv", tmp_path / "b.csv"], machine="h100-sxm")
     assert sum("lack roofline counters" in h for h in report.hints) == 2  # the pipeline: one per file
     import pickle
@@ -274,9 +271,9 @@ def test_one_kernel_key() -> None:
     assert not hasattr(build, "kernel_key") and not hasattr(join, "_kernel_keys")
 
 
-def test_a_dataset_run_prints_the_hint_once_with_the_list_beside_its_parts(tmp_path: Path) -> None:
+def test_a_dataset_run_prints_the_hint_once_with_the_list_beside_its_parts(data_dir: Path, tmp_path: Path) -> None:
     for name in ("a.csv", "b.csv"):  # two exports without FLOP/byte counters: two per-file hints fold into one
-        shutil.copy(REPO / "tests" / "data" / "ncu" / "details_new.csv", tmp_path / name)
+        shutil.copy(data_dir / "ncu" / "details_new.csv", tmp_path / name)
     out = tmp_path / "ds"
     result = CliRunner().invoke(cli, ["analyze", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "-o", str(out),
                                       "--machine", "h100-sxm", "-j", "1"])

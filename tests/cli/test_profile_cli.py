@@ -12,22 +12,23 @@ import pytest
 from click.testing import CliRunner
 
 from nsroof.cli import cli
+from tests._paths import DATA, REPO
 
 pytest.importorskip("torch")
 
-REPO = Path(__file__).resolve().parents[2]
-DATA = REPO / "tests" / "data" / "collectors"
+
+COLLECTORS = DATA / "collectors"
 
 MM_FLOPS = 2 * 512 * 1024 * 256  # = 268,435,456
 MM_BYTES = 4 * (512 * 1024 + 1024 * 256 + 512 * 256)  # = 3,670,016
 
 
-def test_profile_a_script_end_to_end_gives_exact_costs(tmp_path: Path) -> None:
+def test_profile_a_script_end_to_end_gives_exact_costs(cpu_machine_json: Path, repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.parquet"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(repo)}
     proc = subprocess.run(
-        [sys.executable, "-m", "nsroof", "profile", "--machine", str(DATA / "test-cpu.json"), "-o", str(out),
-         "--", "python", str(DATA / "tiny_mm.py"), "3"],
+        [sys.executable, "-m", "nsroof", "profile", "--machine", str(cpu_machine_json), "-o", str(out),
+         "--", "python", str(COLLECTORS / "tiny_mm.py"), "3"],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240,
     )
     assert proc.returncode == 0, proc.stderr
@@ -49,7 +50,7 @@ def test_profile_a_script_end_to_end_gives_exact_costs(tmp_path: Path) -> None:
     trace = tmp_path / "r.trace.json.gz"
     assert meta["inputs"][0]["name"] == trace.name and meta["trace"] == str(trace)
     again = tmp_path / "again.parquet"
-    proc = subprocess.run([sys.executable, "-m", "nsroof", "analyze", str(trace), "--machine", str(DATA / "test-cpu.json"),
+    proc = subprocess.run([sys.executable, "-m", "nsroof", "analyze", str(trace), "--machine", str(cpu_machine_json),
                            "-o", str(again)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240)
     assert proc.returncode == 0, proc.stderr
     replay = load(again)
@@ -64,17 +65,17 @@ def test_a_missing_script_is_a_one_line_error(tmp_path: Path) -> None:
     assert not (tmp_path / "r.parquet").exists()
 
 
-def test_a_failing_script_writes_no_report_and_says_why(tmp_path: Path) -> None:
+def test_a_failing_script_writes_no_report_and_says_why(cpu_machine_json: Path, tmp_path: Path) -> None:
     script = tmp_path / "boom.py"
     script.write_text("raise ValueError('bad batch size')\n")
-    result = CliRunner().invoke(cli, ["profile", "--machine", str(DATA / "test-cpu.json"),
+    result = CliRunner().invoke(cli, ["profile", "--machine", str(cpu_machine_json),
                                       "-o", str(tmp_path / "r.parquet"), "--", str(script)])
     assert result.exit_code == 1  # python's status for an uncaught exception, not nsroof's usage error 2
     assert "raised ValueError: bad batch size; no report written" in result.output
     assert not (tmp_path / "r.parquet").exists()
 
 
-def test_script_sees_its_own_argv_and_main(tmp_path: Path) -> None:
+def test_script_sees_its_own_argv_and_main(cpu_machine_json: Path, tmp_path: Path) -> None:
     script = tmp_path / "argv.py"
     marker = tmp_path / "seen.txt"
     script.write_text(
@@ -83,26 +84,26 @@ def test_script_sees_its_own_argv_and_main(tmp_path: Path) -> None:
         f"    open({str(marker)!r}, 'w').write(' '.join(sys.argv))\n"
         "    torch.ones(4).sum()\n"
     )
-    result = CliRunner().invoke(cli, ["profile", "--machine", str(DATA / "test-cpu.json"),
+    result = CliRunner().invoke(cli, ["profile", "--machine", str(cpu_machine_json),
                                       "-o", str(tmp_path / "r.parquet"), "--", "python", str(script), "--lr", "3"])
     assert result.exit_code == 0, result.output
     assert marker.read_text() == f"{script} --lr 3"
     assert (tmp_path / "r.parquet").exists()
 
 
-def test_warmup_beyond_the_run_is_reported(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["profile", "--machine", str(DATA / "test-cpu.json"), "--warmup", "3",
+def test_warmup_beyond_the_run_is_reported(cpu_machine_json: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["profile", "--machine", str(cpu_machine_json), "--warmup", "3",
                                       "--steps", "1", "-o", str(tmp_path / "r.parquet"), "--",
-                                      str(DATA / "tiny_mm.py")])
+                                      str(COLLECTORS / "tiny_mm.py")])
     assert result.exit_code == 2
     assert "no ops recorded in steps 3..3" in result.output
 
 
 # runpy warns when an earlier test in this process imported the module already; a real CLI run starts fresh.
 @pytest.mark.filterwarnings("ignore:.*found in sys.modules after import of package")
-def test_python_dash_m_runs_a_module_with_steps(tmp_path: Path) -> None:
+def test_python_dash_m_runs_a_module_with_steps(cpu_machine_json: Path, tmp_path: Path) -> None:
     out = tmp_path / "tiny.parquet"
-    result = CliRunner().invoke(cli, ["profile", "--machine", str(DATA / "test-cpu.json"), "--warmup", "1",
+    result = CliRunner().invoke(cli, ["profile", "--machine", str(cpu_machine_json), "--warmup", "1",
                                       "--steps", "1", "-o", str(out), "--", "python", "-m",
                                       "nsroof.examples.train_tiny", "--steps", "3", "--threads", "1"])
     assert result.exit_code == 0, result.output
@@ -119,8 +120,8 @@ def _profile(tmp_path: Path, script: str, *extra: str) -> tuple[subprocess.Compl
     out = tmp_path / "r.parquet"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
-        [sys.executable, "-m", "nsroof", "profile", "--machine", str(DATA / "test-cpu.json"), *extra, "-o", str(out),
-         "--", "python", str(DATA / script)],
+        [sys.executable, "-m", "nsroof", "profile", "--machine", str(COLLECTORS / "test-cpu.json"), *extra, "-o", str(out),
+         "--", "python", str(COLLECTORS / script)],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=400,
     )
     return proc, out
@@ -164,13 +165,13 @@ def test_a_script_setting_tf32_through_the_new_api_profiles(tmp_path: Path) -> N
     assert set(linear["module"]) == {"Linear"}
 
 
-def test_profile_capture_traces_reach_the_report(tmp_path: Path) -> None:
+def test_profile_capture_traces_reach_the_report(cpu_machine_json: Path, data_dir: Path, tmp_path: Path) -> None:
     # --capture hands the capture traces to the report's import (nsroof.importers.trace_graphs); a CPU run has
     # no graph replay for them to map, and the report says so rather than dropping them silently
     script = tmp_path / "one.py"
     script.write_text("import torch\ntorch.ones(4).sum()\n")
-    capture = REPO / "tests" / "data" / "traces" / "graph_capture.json"
-    result = CliRunner().invoke(cli, ["profile", "--all-steps", "--machine", str(DATA / "test-cpu.json"), "--capture",
+    capture = data_dir / "traces" / "graph_capture.json"
+    result = CliRunner().invoke(cli, ["profile", "--all-steps", "--machine", str(cpu_machine_json), "--capture",
                                       str(capture), "-o", str(tmp_path / "r.parquet"), "--", "python", str(script)])
     assert result.exit_code == 0, result.output
     assert "--capture maps nothing" in result.output

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from nsroof.cli import cli
+from tests._paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 MACHINE = REPO / "tests" / "data" / "collectors" / "test-cpu.json"
 
 SCRIPT = """
@@ -80,11 +80,13 @@ def test_kineto_lines_are_filtered_from_file_descriptor_2(capfd: pytest.CaptureF
     assert capfd.readouterr().err == "a line of the user's own\n"
 
 
-def test_ctrl_c_exits_130_and_keeps_the_trace(tmp_path: Path, script: Path) -> None:
+def test_ctrl_c_exits_130_and_keeps_the_trace(
+    cpu_machine_json: Path, repo: Path, tmp_path: Path, script: Path,
+) -> None:
     ready = tmp_path / "ready"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(repo)}
     # SIGINT as a shell delivers it (a parent started in the background may have it ignored)
-    proc = subprocess.Popen([sys.executable, "-m", "nsroof", "profile", "--machine", str(MACHINE), "-o",
+    proc = subprocess.Popen([sys.executable, "-m", "nsroof", "profile", "--machine", str(cpu_machine_json), "-o",
                              str(tmp_path / "r.parquet"), "--", "python", str(script), "wait", str(ready)],
                             env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

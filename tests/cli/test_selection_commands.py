@@ -11,9 +11,6 @@ from click.testing import CliRunner
 
 from nsroof.cli import cli
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "nsroof" / "data" / "examples" / "example_details.csv"  # 15 kernels, 6 GEMMs, 2 softmax
-
 
 def _run(*args: str) -> tuple[int, str, str]:
     r = CliRunner().invoke(cli, list(args))
@@ -21,12 +18,12 @@ def _run(*args: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def reports(example_csv: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     from nsroof.pipeline import analyze
     from nsroof.report import parquet
 
     folder = tmp_path_factory.mktemp("sel")
-    full = analyze([EXAMPLE])
+    full = analyze([example_csv])
     full.write(folder / "full.parquet")
     # what `analyze` writes for a trace without kernels: a report with no rows
     parquet.write(full.frame.iloc[0:0], folder / "empty.parquet", metadata=full.metadata)

@@ -47,7 +47,6 @@ from nsroof.collectors.measure.gemm import sweep_shapes  # noqa: E402
 from nsroof.collectors.measure.stream import STREAM_KERNELS  # noqa: E402
 from nsroof.collectors.measure.summary import render  # noqa: E402
 from nsroof.models.machines import load  # noqa: E402
-from tests._paths import REPO  # noqa: E402
 
 KIB, MIB = 1024, 1024 * 1024
 UUID = "8b1f7a3e-0c55-11ee-be56-0242ac120002"
@@ -303,7 +302,7 @@ def test_a_cuda_measurement_runs_every_step_on_a_fake_device(fake_cuda: HostDevi
 
 
 def test_nsroof_measure_device_cuda_quick_on_a_fake_device(fake_cuda: HostDevice, monkeypatch: pytest.MonkeyPatch,
-                                                           tmp_path: Path) -> None:
+                                                           tmp_path: Path, data_dir: Path, repo: Path) -> None:
     """The command a user types, with the quick plan as make_plan derives it for the fake device (1 s bf16
     spin-up at 4096², squares to 8192, the Llama projections) but 4 MiB ladder calls and a 2 s GEMM budget:
     the points that do not fit are recorded as skipped. Then the profile goes through `nsroof machines`
@@ -338,7 +337,7 @@ def test_nsroof_measure_device_cuda_quick_on_a_fake_device(fake_cuda: HostDevice
     assert len(pd.read_csv(tmp_path / "points.csv")) == len(raw["points"])  # the --csv of `make gpu-check`
 
     # what `make gpu-check` writes into docs/measurements.md from this profile
-    spec = importlib.util.spec_from_file_location("gpu_check_report", REPO / "scripts" / "gpu_check_report.py")
+    spec = importlib.util.spec_from_file_location("gpu_check_report", repo / "scripts" / "gpu_check_report.py")
     assert spec is not None and spec.loader is not None
     report_script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report_script)
@@ -352,7 +351,7 @@ def test_nsroof_measure_device_cuda_quick_on_a_fake_device(fake_cuda: HostDevice
     assert res.exit_code == 0, res.output
     assert "measured:machine.json" in res.output
     report = tmp_path / "r.parquet"
-    export = REPO / "tests" / "data" / "ncu" / "details_new.csv"  # the project's own small GPU export
+    export = data_dir / "ncu" / "details_new.csv"  # the project's own small GPU export
     res = CliRunner().invoke(cli, ["analyze", str(export), "--machine", str(out), "-o", str(report)])
     assert res.exit_code == 0, res.output
     frame = pd.read_parquet(report)

@@ -15,24 +15,22 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
 
-
-def test_without_cuda_the_check_says_so_and_exits_2(tmp_path: Path) -> None:
+def test_without_cuda_the_check_says_so_and_exits_2(repo: Path, tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("a GPU is here: `make gpu-check` is the real thing")
-    proc = subprocess.run(["bash", str(REPO / "scripts" / "gpu_check.sh")], capture_output=True, text=True,
+    proc = subprocess.run(["bash", str(repo / "scripts" / "gpu_check.sh")], capture_output=True, text=True,
                           env={**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path)}, timeout=120)
     assert proc.returncode == 2
     assert "sees no CUDA device; nothing to check" in proc.stderr
 
 
-def test_the_report_writer_records_device_date_steps_and_reports(tmp_path: Path) -> None:
+def test_the_report_writer_records_device_date_steps_and_reports(repo: Path, tmp_path: Path) -> None:
     from nsroof.models.machines import Machine
     from nsroof.pipeline import analyze
 
-    sys.path.insert(0, str(REPO / "tests" / "importers"))
+    sys.path.insert(0, str(repo / "tests" / "importers"))
     try:
         from test_torch_trace_replay import _training_trace
     finally:
@@ -52,8 +50,8 @@ def test_the_report_writer_records_device_date_steps_and_reports(tmp_path: Path)
                                    "ncu\t1\t3\t120\n")
     (out / "pytest.txt").write_text("....\n4 passed in 60.1s\n")
     returned = tmp_path / "returned"
-    script = str(REPO / "scripts" / "gpu_check_report.py")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    script = str(repo / "scripts" / "gpu_check_report.py")
+    env = {**os.environ, "PYTHONPATH": str(repo)}
     proc = subprocess.run([sys.executable, script, str(out), str(returned), "--elapsed", "230"],
                           capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
@@ -80,19 +78,19 @@ def test_the_report_writer_records_device_date_steps_and_reports(tmp_path: Path)
     assert "GPU_CHECK_FAKE" not in text
 
 
-def test_without_torch_the_check_fails_loudly_before_any_step(tmp_path: Path) -> None:
+def test_without_torch_the_check_fails_loudly_before_any_step(repo: Path, tmp_path: Path) -> None:
     block = tmp_path / "block"
     block.mkdir()
     (block / "sitecustomize.py").write_text("import sys\nsys.modules['torch'] = None  # import torch -> ImportError\n")
     out = tmp_path / "out"
-    proc = subprocess.run(["bash", str(REPO / "scripts" / "gpu_check.sh")], capture_output=True, text=True, timeout=120,
+    proc = subprocess.run(["bash", str(repo / "scripts" / "gpu_check.sh")], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHON": sys.executable, "OUT": str(out), "PYTHONPATH": str(block)})
     assert proc.returncode == 2
     assert "FAILED before any step" in proc.stderr and "has no torch" in proc.stderr
     assert [p.name for p in out.iterdir()] == ["summary.txt"]
 
 
-def test_gpu_check_fake_runs_the_whole_control_flow_and_returns_at_most_8_files(tmp_path: Path) -> None:
+def test_gpu_check_fake_runs_the_whole_control_flow_and_returns_at_most_8_files(repo: Path, tmp_path: Path) -> None:
     """`GPU_CHECK_FAKE=1 OUT=DIR make gpu-check` (no venv: the Makefile target is the script), with this
     interpreter as the machine's python3: every step runs, measure before ncu, within budget, and OUT holds
     only what a lent machine returns: at most 8 files, names of letters, digits, '.', '_' and '-'."""
@@ -101,7 +99,7 @@ def test_gpu_check_fake_runs_the_whole_control_flow_and_returns_at_most_8_files(
     env = {**os.environ, "GPU_CHECK_FAKE": "1", "OUT": str(out), "PYTHON": sys.executable}
     env.pop("NSROOF_NCU", None)
     make = shutil.which("make")
-    cmd = [make, "-s", "-C", str(REPO), "gpu-check"] if make else ["bash", str(REPO / "scripts" / "gpu_check.sh")]
+    cmd = [make, "-s", "-C", str(repo), "gpu-check"] if make else ["bash", str(repo / "scripts" / "gpu_check.sh")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     files = sorted(p.name for p in out.iterdir())

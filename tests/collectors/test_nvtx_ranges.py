@@ -169,7 +169,7 @@ def _nvtx_include_dir() -> Path | None:
 
 
 @pytest.fixture(scope="module")
-def nvtx_logger(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def nvtx_logger(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Compile tests/data/collectors/nvtx_logger.c, an NVTX injection library that logs what it receives."""
     import shutil
 
@@ -178,7 +178,7 @@ def nvtx_logger(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if include is None or compiler is None:
         pytest.skip("needs a C compiler and the NVTX v3 headers (CUDA toolkit include/nvtx3)")
     lib = tmp_path_factory.mktemp("nvtx") / "libnvtx_logger.so"
-    source = Path(__file__).resolve().parents[1] / "data" / "collectors" / "nvtx_logger.c"
+    source = data_dir / "collectors" / "nvtx_logger.c"
     subprocess.run([compiler, "-shared", "-fPIC", "-O1", f"-I{include}", "-o", str(lib), str(source)], check=True)
     return lib
 
@@ -270,14 +270,13 @@ def test_range_names_leave_out_the_compile_wrapper() -> None:
     assert names["_orig_mod.0"] == "Sequential.0"
 
 
-def test_the_ncu_bootstrap_runs_a_compiled_script(tmp_path: Path) -> None:
+def test_the_ncu_bootstrap_runs_a_compiled_script(repo: Path, tmp_path: Path) -> None:
     # The bootstrap `nsroof ncu` runs under ncu installs the same global hooks (with backward ranges): a
     # compiled script used to fail there with rc 2. Dynamo's eager backend traces the hooks as Inductor would.
     import json
     import os
 
     pytest.importorskip("torch")
-    repo = Path(__file__).resolve().parents[2]
     modules = tmp_path / "modules.json"
     env = {**os.environ, "PYTHONPATH": str(repo), "COMPILE_BACKEND": "eager"}
     proc = subprocess.run([sys.executable, "-m", "nsroof.collectors.ncu_run", "--modules-file", str(modules), "--",

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-REPO = Path(__file__).resolve().parents[2]
+from tests._paths import REPO
 
 PRELUDE = '''
 import sys
@@ -135,7 +135,7 @@ raise SystemExit(rc)
     assert (facts["steps_marked"], facts["step_source"]) == (3, "optimizer")
 
 
-def test_under_a_tool_a_range_that_cannot_reach_it_stops_before_the_script(tmp_path: Path) -> None:
+def test_under_a_tool_a_range_that_cannot_reach_it_stops_before_the_script(repo: Path, tmp_path: Path) -> None:
     script, state = tmp_path / "train.py", tmp_path / "state.json"
     script.write_text("open('ran', 'w').write('yes')\n")
     code = f'''
@@ -146,5 +146,5 @@ raise SystemExit(main(["--range", "nsroof.run", "--modules-file", {str(state)!r}
     proc = _run(code, {"NVTX_INJECTION64_PATH": "/a/tool.so"})
     assert proc.returncode == 2
     assert "cannot reach the profiler: backend torch.cuda.nvtx has no tool listening" in proc.stderr
-    assert not (REPO / "ran").exists()
+    assert not (repo / "ran").exists()
     assert "cannot reach the profiler" in json.loads(state.read_text())["error"]

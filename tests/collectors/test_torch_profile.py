@@ -6,7 +6,6 @@ The machine is passed explicitly (no measurement in tests): 100 GFLOP/s fp32, 10
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,8 @@ torch = pytest.importorskip("torch")
 
 from nsroof.collectors.torch_profile import coverage, profile, render_summary  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 MACHINE = Machine(
     name="test-cpu", source="file", peak_flop_per_s={"fp32": 1e11, "fp64": 5e10},
     simt_flop_per_s={"fp32": 1e11, "fp64": 5e10}, bandwidth_bytes_per_s={"dram": 1e10},
@@ -28,15 +29,6 @@ MACHINE = Machine(
 # torch.mm of (512×1024)·(1024×256) in fp32
 MM_FLOPS = 2 * 512 * 1024 * 256  # = 268,435,456
 MM_BYTES = 4 * (512 * 1024 + 1024 * 256 + 512 * 256)  # = 4·(524,288 + 262,144 + 131,072) = 3,670,016
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    # Two cores shared with other jobs: OpenMP spinning makes each op milliseconds slower.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_matmul_gives_exact_costs_one_row_per_call() -> None:

@@ -16,10 +16,11 @@ import pytest
 
 from nsroof import importers, pipeline
 from nsroof.errors import InputError, UnitError
-from nsroof.importers import _ncutext, ncu_csv
+from nsroof.importers import ncu_csv
+from nsroof.importers.ncu import csv_bytes
+from tests._paths import DATA
 from tests.importers.test_ncu_text import TEXT_2024
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 TINY_RAW = (DATA / "spine" / "tiny_raw.csv").read_bytes()  # 2 preamble lines, header (3), units (4), launches 0, 1
 RAW_LINES = TINY_RAW.split(b"\n")
 
@@ -102,7 +103,7 @@ def test_a_cell_beyond_the_field_limit_is_refused_with_its_line(
 ) -> None:
     # the limit shrunk for the test (16 MiB in use): a longer cell, in a row only the csv module can
     # rebuild, is one line naming the row and the limit
-    monkeypatch.setattr(_ncutext, "MAX_FIELD_BYTES", 1 << 16)
+    monkeypatch.setattr(csv_bytes, "MAX_FIELD_BYTES", 1 << 16)
     old = csv.field_size_limit(1 << 16)
     try:
         data = nvtx_row_with_a_stray_quote(data_dir, **{"Host Name": "h" * (1 << 17)})
@@ -116,8 +117,8 @@ def test_a_cell_beyond_the_field_limit_is_refused_with_its_line(
 def test_an_unbalanced_quote_is_refused_past_the_longest_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # fuzz: ragged_row left one quote open: the row-boundary search re-counted the quotes from the
     # block's start for every line (10 s on 2.7 MB); now one pass, and a cell may not run past the limit
-    monkeypatch.setattr(_ncutext, "MAX_FIELD_BYTES", 1 << 12)
-    monkeypatch.setattr(_ncutext, "BLOCK_BYTES", 1 << 12)
+    monkeypatch.setattr(csv_bytes, "MAX_FIELD_BYTES", 1 << 12)
+    monkeypatch.setattr(csv_bytes, "BLOCK_BYTES", 1 << 12)
     lines = RAW_LINES[:5] + [b'"9","4242","x", "open quote'] + [RAW_LINES[5]] * 2000 + [b""]
     err = one_line_error(write(tmp_path, b"\n".join(lines)))
     assert "a quoted cell runs on for more than 4,096 bytes" in err.cause and err.line is not None

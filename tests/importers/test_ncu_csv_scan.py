@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nsroof.importers import _ncutext as text
+from nsroof.importers.ncu import csv_bytes as text
 from nsroof.importers.ncu_csv import find_layout, positions, scan
 from tests.importers.test_ncu_csv_readers import (
     DATA,

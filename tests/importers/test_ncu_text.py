@@ -398,7 +398,7 @@ def test_nvtx_push_pop_then_start_end_outermost_first(tmp_path: Path) -> None:
 
 
 def test_nvtx_matches_the_csv_cells_for_the_same_state() -> None:
-    from nsroof.importers import nvtx
+    from nsroof.importers.ncu import nvtx_columns as nvtx
 
     push = ('777  "<default domain>:forward:none:none:none:none:none:none"  '
             '"<default domain>:aten::add_, seq = 3, op_id = 9:none:none:none:none:none:none"  '

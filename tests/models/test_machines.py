@@ -334,8 +334,8 @@ def test_missing_profile_path_is_an_input_error(tmp_path: Path) -> None:
         machines.load(tmp_path / "nope.json")
 
 
-def test_readme_table_is_generated_from_the_data() -> None:
-    doc = Path(__file__).resolve().parents[2] / "docs" / "readme" / "machines.md"
+def test_readme_table_is_generated_from_the_data(repo: Path) -> None:
+    doc = repo / "docs" / "readme" / "machines.md"
     if not doc.exists():
         pytest.skip("docs/readme/machines.md not present")
     assert machines.markdown_table() in doc.read_text(encoding="utf-8"), (

@@ -6,8 +6,6 @@ the reason nsroof.models.ledger.aten gives them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -17,17 +15,11 @@ from nsroof.models.ledger.aten import BOOKKEEPING_REASON, COMPOSITE_REASON, VIEW
 from nsroof.models.machines import Machine  # noqa: E402
 from tests.models.model_families import FAMILIES  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 MACHINE = Machine(name="test-cpu", source="file", peak_flop_per_s={"fp32": 1e11, "fp64": 5e10},
                   simt_flop_per_s={"fp32": 1e11, "fp64": 5e10}, bandwidth_bytes_per_s={"dram": 1e10})
 SET_ASIDE = (VIEW_REASON, BOOKKEEPING_REASON, COMPOSITE_REASON)
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _op_time(report):  # type: ignore[no-untyped-def]

@@ -20,8 +20,6 @@ from nsroof.models import tensor_paths as tp
 from nsroof.models.quantities import derive
 from nsroof.schema import LEVELS, PRECISIONS
 
-REPO = Path(__file__).resolve().parents[2]
-
 CONTRACT = (
     "duration_s duration_source flops_fp64 flops_fp32 flops_fp16 flops_tensor flops flops_source flops_estimated "
     "bytes_dram bytes_l2 bytes_l1 bytes_source_dram bytes_source_l2 bytes_source_l1 "
@@ -700,8 +698,8 @@ class TestTable:
             bw_defs = {f.definition for f in mf.formulas_for(f"bandwidth_bytes_per_s_{level}")}
             assert byte_defs == bw_defs, level
 
-    def test_readme_doc_in_step_with_table(self) -> None:
-        doc = (REPO / "docs" / "readme" / "formulas.md").read_text(encoding="utf-8")
+    def test_readme_doc_in_step_with_table(self, repo: Path) -> None:
+        doc = (repo / "docs" / "readme" / "formulas.md").read_text(encoding="utf-8")
         assert mf.render_markdown() in doc, "regenerate: python -m nsroof.models.metric_formulas docs/readme/formulas.md"
 
 

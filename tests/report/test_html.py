@@ -15,7 +15,6 @@ from tests._cli import invoke, nsroof_process
 from tests.report.page_parse import Page
 from tests.report.report_frames import five_kernels, kernel, make_report
 
-REPO = Path(__file__).resolve().parents[2]
 EVIL = 'void evil<T="a&b">(float*, <script>alert(1)</script>)'
 
 

@@ -14,17 +14,16 @@ from pathlib import Path
 import pytest
 
 from nsroof.report import html
+from tests._paths import REPO
 from tests.report.page_parse import Page
 from tests.report.report_frames import five_kernels
 
-REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 if CHROMIUM is None and os.environ.get("NSROOF_REQUIRE_BROWSER") == "1":
     raise RuntimeError("NSROOF_REQUIRE_BROWSER=1 but chromium is not installed (apt-get install -y chromium)")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
-EXAMPLE = REPO / "nsroof" / "data" / "examples" / "example_details.csv"
 
 # --no-sandbox: containers run as root, where Chromium's sandbox refuses to start
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
@@ -64,10 +63,10 @@ def _points(dom: str) -> tuple[list[str], list[str]]:
 
 
 @pytest.fixture(scope="module")
-def example_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def example_page(example_csv: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from nsroof.pipeline import analyze
 
-    report = analyze([EXAMPLE])
+    report = analyze([example_csv])
     path = tmp_path_factory.mktemp("html") / "example.html"
     html.write(report.frame, path, metadata=report.metadata)
     return path

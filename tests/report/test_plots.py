@@ -17,8 +17,6 @@ from nsroof.report import plots
 from tests._cli import invoke, nsroof_process
 from tests.report.report_frames import five_kernels, kernel, make_report
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
 def report() -> pd.DataFrame:
@@ -264,7 +262,7 @@ def test_split_ceiling_source() -> None:
 
 
 def test_short_names_keep_the_distinguishing_tail() -> None:
-    # 42 characters cut to 32: 16 of the head, '…', 15 of the tail (importers.names.fit_name)
+    # 42 characters cut to 32: 16 of the head, '…', 15 of the tail (importers.ncu.kernel_names.fit_name)
     assert plots.short_name("void at::native::vectorized_elementwise_kernel<4, float>(int, float*)") \
         == "at::native::vect…mentwise_kernel"
     assert plots.short_name("softmax<float>") == "softmax"
@@ -331,7 +329,7 @@ def test_two_renders_give_identical_svg(report: pd.DataFrame, tmp_path: Path) ->
 _nsroof, _invoke = nsroof_process, invoke
 
 
-def test_cli_writes_png_and_svg_and_refuses_bad_input(report: pd.DataFrame, tmp_path: Path) -> None:
+def test_cli_writes_png_and_svg_and_refuses_bad_input(repo: Path, report: pd.DataFrame, tmp_path: Path) -> None:
     from nsroof.report import parquet
 
     path = parquet.write(report, tmp_path / "report.parquet", inputs=[])
@@ -350,7 +348,7 @@ def test_cli_writes_png_and_svg_and_refuses_bad_input(report: pd.DataFrame, tmp_
     assert r.stderr == (f"nsroof: error: {tmp_path / 'missing.parquet'}: no such file or directory — give a report "
                         "written by `nsroof analyze EXPORT -o report.parquet`\n")
     for args, message in (
-        ((str(REPO / "pyproject.toml"), "-o", str(tmp_path / "x.png")), "not a readable Parquet report"),
+        ((str(repo / "pyproject.toml"), "-o", str(tmp_path / "x.png")), "not a readable Parquet report"),
         ((str(path), "-o", str(tmp_path / "x.gif")), "cannot write a chart as '.gif'"),
         ((str(path), "-o", str(tmp_path / "x.png"), "--nvtx", "[a-"), "not a valid regular expression"),
     ):

@@ -13,7 +13,6 @@ from nsroof.report import html, plots
 from nsroof.schema import kernel_key
 from tests.report.page_parse import Page
 
-REPO = Path(__file__).resolve().parents[2]
 AVERY = "converted/averyclapp__profile_output.raw_base.csv"  # A10G SGEMM variants, ncu roofs, no L2 bytes
 NVTX = "converted/nsighttraining__manual_nvtx.raw_base.csv"  # RTX 3070, NVTX ranges, no FLOP counters
 
@@ -117,13 +116,12 @@ def test_two_devices_in_one_report_get_two_roof_sets(shared_fixtures: Path) -> N
     assert any(t.startswith("roofs: NVIDIA GeForce RTX 3070 · spec:RTX 3070 @ profiled clock") for t in rtx)
 
 
-def test_the_packaged_example(tmp_path: Path) -> None:
-    example = REPO / "nsroof" / "data" / "examples" / "example_details.csv"
-    if not example.exists():
+def test_the_packaged_example(example_csv: Path, tmp_path: Path) -> None:
+    if not example_csv.exists():
         pytest.skip("nsroof/data/examples/example_details.csv not shipped yet")
     from nsroof.pipeline import analyze
 
-    report = analyze([example])
+    report = analyze([example_csv])
     path = report.write(tmp_path / "example.parquet")
     for name in ("example.png", "example.svg", "example.html"):
         cmd = "report" if name.endswith(".html") else "plot"
@@ -149,10 +147,10 @@ def test_a_dataset_folder_of_several_exports(shared_fixtures: Path, tmp_path: Pa
     assert "averyclapp__profile_output.raw_base.csv" in text and "nsighttraining__manual_nvtx.raw_base.csv" in text
 
 
-def test_the_ledger_join_shows_excess_traffic(shared_fixtures: Path) -> None:
+def test_the_ledger_join_shows_excess_traffic(data_dir: Path, shared_fixtures: Path) -> None:
     from nsroof.pipeline import analyze
 
-    mapping = REPO / "tests" / "data" / "ledger" / "gardenia_gemm.yaml"
+    mapping = data_dir / "ledger" / "gardenia_gemm.yaml"
     frame = analyze([shared_fixtures / "csv" / "gardenia__gemm.csv"], ledger=mapping).frame
     page = Page(html.render(frame, with_charts=False))
     assert html.ledger_ran(frame)

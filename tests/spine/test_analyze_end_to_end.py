@@ -23,13 +23,11 @@ from nsroof.pipeline import analyze
 from nsroof.report.parquet import read_metadata
 from nsroof.schema import COLUMNS
 
-TINY = Path(__file__).resolve().parents[1] / "data" / "spine" / "tiny_raw.csv"
-
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, str, Path]:
+def report(tiny_raw_csv: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, str, Path]:
     out = tmp_path_factory.mktemp("r") / "tiny.parquet"
-    result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(out)])
+    result = CliRunner().invoke(cli, ["analyze", str(tiny_raw_csv), "-o", str(out)])
     assert result.exit_code == 0, result.output
     return pd.read_parquet(out), result.stdout, out
 
@@ -72,13 +70,13 @@ def test_sgemm_is_compute_bound_and_limited_by_compute(report: tuple[pd.DataFram
     assert set(rows["limiting"]) == {"compute"}
 
 
-def test_with_every_roof_known_the_compute_floor_limits_sgemm(tmp_path: Path) -> None:
+def test_with_every_roof_known_the_compute_floor_limits_sgemm(tiny_raw_csv: Path, tmp_path: Path) -> None:
     profile = tmp_path / "a100ish.json"
     profile.write_text('{"name": "a100ish", "source": "measured", "simt_flop_per_s": {"fp32": 19.5e12},'
                        ' "peak_flop_per_s": {"fp32": 19.5e12},'
                        ' "bandwidth_bytes_per_s": {"dram": 1.555e12, "l2": 5e12, "l1": 15e12}}')
     out = tmp_path / "r.parquet"
-    result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(out), "--machine", str(profile)])
+    result = CliRunner().invoke(cli, ["analyze", str(tiny_raw_csv), "-o", str(out), "--machine", str(profile)])
     assert result.exit_code == 0, result.output
     df = pd.read_parquet(out)
     sgemm = df[df["function"] == "sgemm_kernel"]
@@ -101,32 +99,34 @@ def test_summary_and_metadata(report: tuple[pd.DataFrame, str, Path]) -> None:
     assert meta["ceilings"][0]["name"] == "A100 SXM4 40GB"
 
 
-def test_default_output_lands_next_to_the_input(tmp_path: Path) -> None:
+def test_default_output_lands_next_to_the_input(tiny_raw_csv: Path, tmp_path: Path) -> None:
     src = tmp_path / "run.ncu-rep.csv"
-    src.write_bytes(TINY.read_bytes())
+    src.write_bytes(tiny_raw_csv.read_bytes())
     result = CliRunner().invoke(cli, ["analyze", str(src)])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "run.nsroof.parquet").exists()
 
 
-def test_machine_option_overrides_the_device_table(tmp_path: Path) -> None:
+def test_machine_option_overrides_the_device_table(tiny_raw_csv: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.parquet"
-    result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(out), "--machine", "h100-sxm"])
+    result = CliRunner().invoke(cli, ["analyze", str(tiny_raw_csv), "-o", str(out), "--machine", "h100-sxm"])
     assert result.exit_code == 0, result.output
     df = pd.read_parquet(out)
     assert set(df["ceiling_source"][df["level"] == "dram"]) == {"spec:H100 SXM"}
 
 
-def test_aggregate_merges_nothing_when_kernels_differ(tmp_path: Path) -> None:
+def test_aggregate_merges_nothing_when_kernels_differ(tiny_raw_csv: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.parquet"
-    result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(out), "--aggregate"])
+    result = CliRunner().invoke(cli, ["analyze", str(tiny_raw_csv), "-o", str(out), "--aggregate"])
     assert result.exit_code == 0, result.output
     assert list(pd.read_parquet(out)["launches"].unique()) == [1]
 
 
-def test_an_export_without_byte_counters_still_reports_and_says_what_to_collect(tmp_path: Path) -> None:
+def test_an_export_without_byte_counters_still_reports_and_says_what_to_collect(
+    tiny_raw_csv: Path, tmp_path: Path,
+) -> None:
     # drop the three byte columns: the report still lands, bounds unknown, with the ncu --metrics list
-    lines = TINY.read_text().splitlines()
+    lines = tiny_raw_csv.read_text().splitlines()
     rows = [line.split('","') for line in lines[2:]]
     keep = [i for i, name in enumerate(rows[0]) if not name.endswith(("bytes.sum", "t_bytes.sum"))]
     stripped = lines[:2] + ['","'.join(r[i] for i in keep) for r in rows]
@@ -142,40 +142,40 @@ def test_an_export_without_byte_counters_still_reports_and_says_what_to_collect(
     assert "profile with `ncu --metrics" in result.stdout and "dram__bytes" in result.stdout
 
 
-def test_a_ledger_that_matches_nothing_says_so(tmp_path: Path) -> None:
+def test_a_ledger_that_matches_nothing_says_so(tiny_raw_csv: Path, tmp_path: Path) -> None:
     mapping = tmp_path / "map.yaml"
     mapping.write_text("dtype: fp32\nrules:\n  - kernel: 'no_such_kernel'\n    formula: gemm\n"
                        "    shape: {m: 1, n: 1, k: 1}\n")
-    result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(tmp_path / "r.parquet"),
+    result = CliRunner().invoke(cli, ["analyze", str(tiny_raw_csv), "-o", str(tmp_path / "r.parquet"),
                                       "--ledger", str(mapping)])
     assert result.exit_code == 0, result.output
     assert "Ledger: 0 of 2 kernels matched and evaluated a formula" in result.stdout
 
 
-def test_a_rule_that_cannot_be_evaluated_is_a_warning(tmp_path: Path) -> None:
+def test_a_rule_that_cannot_be_evaluated_is_a_warning(tiny_raw_csv: Path, tmp_path: Path) -> None:
     # sizes come from emit_nvtx markers; this export has none, so the rule matches but cannot evaluate
     mapping = tmp_path / "map.yaml"
     mapping.write_text("dtype: fp32\nrules:\n  - kernel: 'saxpy'\n    formula: gemm\n"
                        "    shape: {m: 'sizes[0][0]', n: 1, k: 1}\n")
-    result = CliRunner().invoke(cli, ["analyze", str(TINY), "-o", str(tmp_path / "r.parquet"),
+    result = CliRunner().invoke(cli, ["analyze", str(tiny_raw_csv), "-o", str(tmp_path / "r.parquet"),
                                       "--ledger", str(mapping)])
     assert result.exit_code == 0, result.output
     assert "warning:" in result.stdout and "could not evaluate" in result.stdout
 
 
-def test_digests_started_before_the_imports_are_the_ones_recorded(tmp_path: Path) -> None:
+def test_digests_started_before_the_imports_are_the_ones_recorded(tiny_raw_csv: Path, tmp_path: Path) -> None:
     # the CLI starts hashing before importing pandas; analyze takes those digests over (and hashes
     # only what it was not given)
     given: Future[str] = Future()
     given.set_result("f" * 64)
-    report = analyze([TINY], digests={str(TINY): given})
+    report = analyze([tiny_raw_csv], digests={str(tiny_raw_csv): given})
     assert report.metadata["inputs"][0]["sha256"] == "f" * 64
     # not given: hashed here, the file's real digest
-    assert analyze([TINY]).metadata["inputs"][0]["sha256"] == digest.sha256_of(TINY)
-    assert digest.sha256_of(TINY) == hashlib.sha256(TINY.read_bytes()).hexdigest()
+    assert analyze([tiny_raw_csv]).metadata["inputs"][0]["sha256"] == digest.sha256_of(tiny_raw_csv)
+    assert digest.sha256_of(tiny_raw_csv) == hashlib.sha256(tiny_raw_csv.read_bytes()).hexdigest()
 
 
-def test_the_cli_hashes_before_it_imports_pandas(tmp_path: Path) -> None:
+def test_the_cli_hashes_before_it_imports_pandas(tiny_raw_csv: Path, tmp_path: Path) -> None:
     # in a fresh interpreter: when `nsroof analyze` starts hashing, pandas is not imported yet, so the
     # digest of a large export is computed while the interpreter imports
     code = (
@@ -187,7 +187,7 @@ def test_the_cli_hashes_before_it_imports_pandas(tmp_path: Path) -> None:
         "    return real(paths)\n"
         "d.start = start\n"
         "from nsroof.cli import main\n"
-        f"sys.argv = ['nsroof', 'analyze', {str(TINY)!r}, '-o', sys.argv[1]]\n"
+        f"sys.argv = ['nsroof', 'analyze', {str(tiny_raw_csv)!r}, '-o', sys.argv[1]]\n"
         "main()\n"
     )
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.parquet")], capture_output=True, text=True,

@@ -54,13 +54,12 @@ def test_not_an_export_names_file_and_line(tmp_path: Path) -> None:
     assert not (tmp_path / "o.parquet").exists()
 
 
-TINY = Path(__file__).resolve().parents[1] / "data" / "spine" / "tiny_raw.csv"
 
 
-def test_a_truncated_gzip_is_named_not_aborted(tmp_path: Path) -> None:
+def test_a_truncated_gzip_is_named_not_aborted(tiny_raw_csv: Path, tmp_path: Path) -> None:
     import gzip
 
-    whole = gzip.compress(TINY.read_bytes())
+    whole = gzip.compress(tiny_raw_csv.read_bytes())
     src = tmp_path / "cut.csv.gz"
     src.write_bytes(whole[: len(whole) // 2])
     code, _, stderr = run(["analyze", str(src), "-o", str(tmp_path / "o.parquet")])
@@ -68,29 +67,29 @@ def test_a_truncated_gzip_is_named_not_aborted(tmp_path: Path) -> None:
     assert "Aborted" not in stderr
 
 
-def test_an_unwritable_output_is_one_line(tmp_path: Path) -> None:
+def test_an_unwritable_output_is_one_line(tiny_raw_csv: Path, tmp_path: Path) -> None:
     blocker = tmp_path / "afile"
     blocker.write_text("x")
-    code, _, stderr = run(["analyze", str(TINY), "-o", str(blocker / "r.parquet")])
+    code, _, stderr = run(["analyze", str(tiny_raw_csv), "-o", str(blocker / "r.parquet")])
     assert code == 2 and "cannot write the output" in stderr and "Traceback" not in stderr
     assert len(stderr.strip().splitlines()) == 1
 
 
-def test_the_output_never_overwrites_the_input(tmp_path: Path) -> None:
+def test_the_output_never_overwrites_the_input(tiny_raw_csv: Path, tmp_path: Path) -> None:
     src = tmp_path / "run.csv"
-    src.write_bytes(TINY.read_bytes())
+    src.write_bytes(tiny_raw_csv.read_bytes())
     code, _, stderr = run(["analyze", str(src), "-o", str(src)])
     assert code == 2 and "would overwrite the input" in stderr
-    assert src.read_bytes() == TINY.read_bytes()
+    assert src.read_bytes() == tiny_raw_csv.read_bytes()
 
 
-def test_reports_get_the_usual_file_permissions(tmp_path: Path) -> None:
+def test_reports_get_the_usual_file_permissions(tiny_raw_csv: Path, tmp_path: Path) -> None:
     import os
 
     out = tmp_path / "r.parquet"
     old = os.umask(0o022)
     try:
-        code, _, _ = run(["analyze", str(TINY), "-o", str(out)])
+        code, _, _ = run(["analyze", str(tiny_raw_csv), "-o", str(out)])
     finally:
         os.umask(old)
     assert code == 0

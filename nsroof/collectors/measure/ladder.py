@@ -20,6 +20,7 @@ from typing import Any
 from nsroof.collectors.measure.environment import CacheLevel
 from nsroof.collectors.measure.plan import Plan
 from nsroof.collectors.measure.timing import Timer
+from nsroof.units import human_bytes
 
 Progress = Callable[[str], None]
 ELEM_BYTES = 4
@@ -46,7 +47,7 @@ def run_ladder(pool: Any, plan: Plan, timer: Timer, progress: Progress | None = 
                        "status": "measured", "bytes_read": total, "bytes": total, "time_s": t.median_s,
                        "time_min_s": t.min_s, "time_max_s": t.max_s, "reps": t.reps, "inner": t.inner,
                        "clock": t.clock, "bytes_per_s": total / t.median_s})
-        say(f"ladder {_fmt_bytes(ws)}: {total / t.median_s / 1e9:,.1f} GB/s")
+        say(f"ladder {human_bytes(ws)}: {total / t.median_s / 1e9:,.1f} GB/s")
     return points
 
 
@@ -99,15 +100,15 @@ def level_bandwidths(working_sets: Sequence[int], bandwidths: Sequence[float], c
     lower = 0
     for cache in sorted(caches, key=lambda c: c.bytes):
         window = [(w, b) for w, b in pts if lower < w <= cache.bytes // 2]
-        note = f"working sets in ({_fmt_bytes(lower)}, {_fmt_bytes(cache.bytes // 2)}]: half of {_fmt_bytes(cache.bytes)}"
+        note = f"working sets in ({human_bytes(lower)}, {human_bytes(cache.bytes // 2)}]: half of {human_bytes(cache.bytes)}"
         if not window:
             window = [(w, b) for w, b in pts if lower < w <= cache.bytes]
-            note = f"working sets in ({_fmt_bytes(lower)}, {_fmt_bytes(cache.bytes)}] (none fit in half the level)"
+            note = f"working sets in ({human_bytes(lower)}, {human_bytes(cache.bytes)}] (none fit in half the level)"
         out.append(_level(cache.name, window, note))
         lower = cache.bytes
     if caches:
         last = max(c.bytes for c in caches)
-        out.append(_level("dram", [(w, b) for w, b in pts if w >= 4 * last], f"working sets >= 4x {_fmt_bytes(last)}"))
+        out.append(_level("dram", [(w, b) for w, b in pts if w >= 4 * last], f"working sets >= 4x {human_bytes(last)}"))
     return out
 
 
@@ -119,7 +120,7 @@ def levels_from_plateaus(plateaus: Sequence[Plateau]) -> list[LevelBandwidth]:
     names = [f"l{i + 1}" for i in range(len(plateaus) - 1)] + ["dram"]
     return [
         LevelBandwidth(name, p.bytes_per_s, p.first_bytes, p.last_bytes, p.points,
-                       f"plateau {_fmt_bytes(p.first_bytes)}–{_fmt_bytes(p.last_bytes)} (cache sizes unknown: "
+                       f"plateau {human_bytes(p.first_bytes)}–{human_bytes(p.last_bytes)} (cache sizes unknown: "
                        "levels named by order)")
         for name, p in zip(names, plateaus, strict=True)
     ]
@@ -129,11 +130,3 @@ def _level(name: str, window: list[tuple[int, float]], note: str) -> LevelBandwi
     if not window:
         return LevelBandwidth(name, math.nan, None, None, 0, "no measured working set in its window: " + note)
     return LevelBandwidth(name, statistics.median(b for _, b in window), window[0][0], window[-1][0], len(window), note)
-
-
-def _fmt_bytes(n: int) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            value = n / size
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{n} B"

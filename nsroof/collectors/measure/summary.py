@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from nsroof.collectors.measure.analysis import measured
+from nsroof.units import human_bytes
 
 
 def _si(value: float | None, unit: str) -> str:
@@ -15,16 +16,6 @@ def _si(value: float | None, unit: str) -> str:
         if abs(value) >= scale:
             return f"{value / scale:,.1f} {prefix}{unit}"
     return f"{value:,.1f} {unit}"
-
-
-def _bytes(n: int | float | None) -> str:
-    if n is None:
-        return "—"
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            v = n / size
-            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
-    return f"{n:.0f} B"
 
 
 def _table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> list[str]:
@@ -37,22 +28,24 @@ def _table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] = (
     return lines
 
 
-def render(result: Any) -> str:
+def _environment(result: Any) -> list[str]:
+    """The device, its caches and how it was timed."""
     env = result.environment
-    out: list[str] = []
     if env.get("device") == "cuda":
-        out.append(f"device   {env['device_name']}  CC {env.get('compute_capability')}  {env.get('sm_count')} SMs  "
-                   f"{_bytes(env.get('memory_bytes'))}  driver {env.get('driver_version')}  CUDA {env.get('cuda_runtime')}  "
-                   f"torch {env.get('torch')}")
+        device = (f"device   {env['device_name']}  CC {env.get('compute_capability')}  {env.get('sm_count')} SMs  "
+                  f"{human_bytes(env.get('memory_bytes'))}  driver {env.get('driver_version')}  CUDA {env.get('cuda_runtime')}  "
+                  f"torch {env.get('torch')}")
     else:
-        out.append(f"device   {env['device_name']}  {env.get('logical_cpus')} logical CPUs, "
-                   f"{env.get('threads_used')} torch threads  torch {env.get('torch')}")
-    caches = ", ".join(f"{k.upper()} {_bytes(v['bytes'])}" for k, v in env.get("caches", {}).items())
-    out.append(f"caches   {caches or 'not reported'}")
-    out.append(f"timing   {env.get('timer')}, median of {result.plan.reps} after {result.plan.warmup} warm-up; "
-               f"{'quick' if result.plan.quick else 'full'} sweep in {result.duration_s:.1f} s")
-    out.append("")
+        device = (f"device   {env['device_name']}  {env.get('logical_cpus')} logical CPUs, "
+                  f"{env.get('threads_used')} torch threads  torch {env.get('torch')}")
+    caches = ", ".join(f"{k.upper()} {human_bytes(v['bytes'])}" for k, v in env.get("caches", {}).items())
+    return [device, f"caches   {caches or 'not reported'}",
+            f"timing   {env.get('timer')}, median of {result.plan.reps} after {result.plan.warmup} warm-up; "
+            f"{'quick' if result.plan.quick else 'full'} sweep in {result.duration_s:.1f} s", ""]
 
+
+def _gemm_peaks(result: Any) -> list[str]:
+    """Per dtype: the peak, the shape that reached it and the first shape within 90% of it."""
     sat = result.derived.get("saturation", {})
     rows = []
     for dtype in ("fp32", "tf32", "fp16", "bf16", "fp8"):
@@ -64,14 +57,17 @@ def render(result: Any) -> str:
                          f"{s.get('label', '')} {s.get('m')}x{s.get('n')}x{s.get('k')}" if s else "—"])
         elif dtype in result.not_measured:
             rows.append([dtype, "not measured", "", result.not_measured[dtype]])
-    out.append("GEMM peak per dtype (2·M·N·K / time)")
-    out += _table(["dtype", "peak", "best shape MxNxK", "first shape >= 90% of peak"], rows, right=(1,))
-    out.append("")
+    return ["GEMM peak per dtype (2·M·N·K / time)",
+            *_table(["dtype", "peak", "best shape MxNxK", "first shape >= 90% of peak"], rows, right=(1,)), ""]
 
+
+def _memory_sweeps(result: Any) -> list[str]:
+    """The streaming kernels and the cache ladder with its plateaus (each only when it ran)."""
+    out: list[str] = []
     streams = measured(result.points, "stream")
     if streams:
         out.append("Streaming kernels (DRAM)")
-        rows = [[f"{p['kernel']}: {p['description']}", _bytes(p["buffer_bytes"]), _bytes(p["bytes"]),
+        rows = [[f"{p['kernel']}: {p['description']}", human_bytes(p["buffer_bytes"]), human_bytes(p["bytes"]),
                  _si(p["bytes_per_s"], "B/s")] for p in streams]
         out += _table(["kernel", "buffer", "bytes moved", "rate"], rows, right=(1, 2, 3))
         out.append("")
@@ -79,18 +75,20 @@ def render(result: Any) -> str:
     if ladder:
         plateaus = result.derived.get("plateaus", [])
         out.append("Cache ladder (read rate of repeated passes over a working set)")
-        row = []
-        for p in ladder:
-            row.append(f"{_bytes(p['working_set_bytes'])} {_si(p['bytes_per_s'], 'B/s')}")
+        row = [f"{human_bytes(p['working_set_bytes'])} {_si(p['bytes_per_s'], 'B/s')}" for p in ladder]
         for i in range(0, len(row), 4):
             out.append("  " + " | ".join(row[i : i + 4]))
         if plateaus:
             out.append("  plateaus: " + "; ".join(
-                f"{_bytes(p['first_bytes'])}–{_bytes(p['last_bytes'])} ≈ {_si(p['bytes_per_s'], 'B/s')}" for p in plateaus))
+                f"{human_bytes(p['first_bytes'])}–{human_bytes(p['last_bytes'])} ≈ {_si(p['bytes_per_s'], 'B/s')}" for p in plateaus))
         out.append("")
+    return out
 
-    out.append("Bandwidth per level: " + ", ".join(
-        f"{lvl} {_si(bw, 'B/s')}" for lvl, bw in result.bandwidth_bytes_per_s.items()))
+
+def _ceilings(result: Any) -> list[str]:
+    """Bandwidth per level, the ridge points and the fraction of the datasheet reached."""
+    out = ["Bandwidth per level: " + ", ".join(
+        f"{lvl} {_si(bw, 'B/s')}" for lvl, bw in result.bandwidth_bytes_per_s.items())]
     ridges = result.derived.get("ridges_flop_per_byte", {})
     if ridges and result.peak_flop_per_s and result.bandwidth_bytes_per_s:  # --only stream/gemm: no ridge
         dtypes = list(result.peak_flop_per_s)
@@ -104,19 +102,30 @@ def render(result: Any) -> str:
     else:
         out.append("Against the datasheet: no packaged datasheet profile matches this device")
     out.append("")
+    return out
+
+
+def _reference_workloads(result: Any) -> list[str]:
+    """Where reference workloads sit on the DRAM roofline (T* tokens for a decode step)."""
     work = result.derived.get("reference_workloads", [])
-    if work:
-        out.append("Reference workloads on the DRAM roofline")
-        rows = []
-        for w in work:
-            if "t_star_tokens" in w:
-                t = w["t_star_tokens"]
-                rows.append([w["dtype"], w["workload"], "", "",
-                             f"T* = {t:,.0f} tokens" if t is not None and math.isfinite(t) else "never compute-bound"])
-            else:
-                rows.append([w["dtype"], w["workload"], f"{w['intensity_flop_per_byte']:,.1f}", w["bound"],
-                             _si(w["attainable_flop_per_s"], "FLOP/s")])
-        out += _table(["dtype", "workload", "I (FLOP/B)", "bound", "attainable"], rows, right=(2, 4))
+    if not work:
+        return []
+    rows = []
+    for w in work:
+        if "t_star_tokens" in w:
+            t = w["t_star_tokens"]
+            rows.append([w["dtype"], w["workload"], "", "",
+                         f"T* = {t:,.0f} tokens" if t is not None and math.isfinite(t) else "never compute-bound"])
+        else:
+            rows.append([w["dtype"], w["workload"], f"{w['intensity_flop_per_byte']:,.1f}", w["bound"],
+                         _si(w["attainable_flop_per_s"], "FLOP/s")])
+    return ["Reference workloads on the DRAM roofline",
+            *_table(["dtype", "workload", "I (FLOP/B)", "bound", "attainable"], rows, right=(2, 4))]
+
+
+def render(result: Any) -> str:
+    out = [*_environment(result), *_gemm_peaks(result), *_memory_sweeps(result), *_ceilings(result),
+           *_reference_workloads(result)]
     notes = result.derived.get("notes", [])
     if notes:
         out.append("")

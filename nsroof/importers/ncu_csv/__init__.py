@@ -26,9 +26,9 @@ from typing import Any
 import pandas as pd
 
 from nsroof.errors import InputError
-from nsroof.importers import _ncunumbers as numbers
-from nsroof.importers import _ncutext as text
 from nsroof.importers.kernel_table import assemble, fill_launch_identity
+from nsroof.importers.ncu import csv_bytes as text
+from nsroof.importers.ncu import locale_numbers as numbers
 from nsroof.importers.ncu_csv import scan
 from nsroof.importers.ncu_csv.layout import Collected, Layout, find_layout, identity_frame, positions
 from nsroof.importers.ncu_csv.raw import read_raw

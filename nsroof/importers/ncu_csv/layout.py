@@ -14,9 +14,10 @@ import pyarrow.compute as pc
 
 from nsroof._distinct import row_codes
 from nsroof.errors import InputError
-from nsroof.importers import _ncunumbers as numbers
-from nsroof.importers import _ncutext as text
-from nsroof.importers import names, nvtx
+from nsroof.importers.ncu import csv_bytes as text
+from nsroof.importers.ncu import kernel_names as names
+from nsroof.importers.ncu import locale_numbers as numbers
+from nsroof.importers.ncu import nvtx_columns as nvtx
 from nsroof.schema import IDENTITY_COLUMNS, NCU_IDENTITY_COLUMNS
 
 INT_IDENTITY = {"process_id", "context", "stream", "device_id"}

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from nsroof.errors import InputError, UnitError
-from nsroof.importers import _ncunumbers as numbers
-from nsroof.importers import _ncutext as text
 from nsroof.importers.kernel_table import assemble, fill_launch_identity
+from nsroof.importers.ncu import csv_bytes as text
+from nsroof.importers.ncu import locale_numbers as numbers
 from nsroof.importers.ncu_csv.layout import Collected, Layout, identity_frame, launch_ids
 from nsroof.importers.ncu_csv.robust import read_blocks
 from nsroof.importers.ncu_csv.values import DIMENSION_HINT, file_style, rounding_warning

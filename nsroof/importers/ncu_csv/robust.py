@@ -1,5 +1,5 @@
 """The robust reader: the export streamed in row-aligned blocks (gzip, BOM, CRLF and text before the
-header handled in nsroof.importers._ncutext) through pyarrow at the metric-row width; rows it rejects
+header handled in nsroof.importers.ncu.csv_bytes) through pyarrow at the metric-row width; rows it rejects
 (text lines, rows broken by an unescaped quote in an NVTX range name) get a row-level repair, or an
 InputError naming their line. It reads every details page the scan declines, and every raw page."""
 
@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from nsroof.errors import InputError
-from nsroof.importers import _ncutext as text
+from nsroof.importers.ncu import csv_bytes as text
 from nsroof.importers.ncu_csv.layout import (
     DETAILS_COLUMNS,
     Collected,

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from nsroof.importers import _ncutext as text
+from nsroof.importers.ncu import csv_bytes as text
 from nsroof.importers.ncu_csv.layout import CODED_COLUMNS, DETAILS_COLUMNS, Layout, LongRows, dict_codes
 from nsroof.importers.ncu_csv.robust import csv_fields
 

@@ -1,4 +1,4 @@
-"""Value cells -> numbers in SI base units: the file's one number style (nsroof.importers._ncunumbers),
+"""Value cells -> numbers in SI base units: the file's one number style (nsroof.importers.ncu.locale_numbers),
 units converted per distinct (metric, unit) pair (nsroof.units), values scattered into a
 kernels x metrics array. No per-cell Python."""
 
@@ -14,10 +14,10 @@ import pyarrow as pa
 
 from nsroof._distinct import first_appearances
 from nsroof.errors import InputError, UnitError
-from nsroof.importers import _ncunumbers as numbers
-from nsroof.importers import _ncutext as text
-from nsroof.importers._nculabels import column_name, disambiguate, wrong_label_unit
-from nsroof.importers._nculabels import is_read as label_is_read
+from nsroof.importers.ncu import csv_bytes as text
+from nsroof.importers.ncu import locale_numbers as numbers
+from nsroof.importers.ncu.section_labels import column_name, disambiguate, wrong_label_unit
+from nsroof.importers.ncu.section_labels import is_read as label_is_read
 from nsroof.importers.ncu_csv.layout import LongRows
 from nsroof.models import dimensions
 from nsroof.units import UnknownUnitError, scale

@@ -35,7 +35,7 @@ DEFAULT_DOMAIN = "<default domain>"
 # A token: a quote, then anything up to the first quote that is followed by whitespace and another token
 # or by the end of the cell, so a stray `"` inside a name does not end the token early. Written as runs
 # of non-quotes, each quote inside checked once (the lazy `"(.*?)"(?=...)` tried the lookahead at every
-# character: 3x slower on emit_nvtx cells; tests/importers/test_ncu_csv_nvtx.py holds the two equal).
+# character: 3x slower on emit_nvtx cells; tests/importers/ncu/test_nvtx_columns.py holds the two equal).
 _TOKEN = re.compile(r'"([^"]*(?:"(?!\s+"|\s*$)[^"]*)*)"(?=\s+"|\s*$)')
 
 

@@ -1,5 +1,5 @@
-"""Short function names (nsroof.importers.names) and NVTX cells (nsroof.importers.nvtx), as the CSV
-importer uses them."""
+"""Kernel names (nsroof.importers.ncu.kernel_names): the short function name every importer gives a
+kernel, and fit_name, the one shortener of names for tables and charts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nsroof.importers import names, nvtx
+from nsroof.importers.ncu import kernel_names as names
 
 
 @pytest.mark.parametrize(
@@ -47,47 +47,6 @@ def test_short_name_of_a_very_long_name_is_fast_and_right() -> None:
     assert names.short_name(name) == "device_kernel"
 
 
-PUSH_POP = ('21096  "<default domain>:model.forward:none:none:none:none:none:none"  '
-            '"<default domain>:aten::addmm, seq = 12, op_id = 5, sizes = [[64, 128], [128, 256]], '
-            'input_op_ids = [(3, 0)]:none:none:none:none:none:none"  "nsroof:layer1:Int64:42:RGB:0xff00ff00:ASCII:layer1" ')
-START_END = ' "100:nsroof:step0:none:none:none:none:none:none" '
-
-
-def test_push_pop_cell() -> None:
-    ranges = nvtx.parse_push_pop(PUSH_POP)
-    assert [(r.domain, r.name) for r in ranges] == [
-        ("<default domain>", "model.forward"),
-        ("<default domain>", "aten::addmm, seq = 12, op_id = 5, sizes = [[64, 128], [128, 256]], input_op_ids = [(3, 0)]"),
-        ("nsroof", "layer1"),  # a range with attributes: the six trailing fields are payload/color/message
-    ]
-
-
-def test_start_end_cell() -> None:
-    assert [(r.domain, r.name, r.kind) for r in nvtx.parse_start_end(START_END)] == [("nsroof", "step0", "start_end")]
-
-
-def test_flat_ranges_push_pop_then_start_end() -> None:
-    got = nvtx.ranges(PUSH_POP, START_END)
-    assert got[0] == "model.forward" and got[-2:] == ("layer1", "step0")
-    assert nvtx.path(got).startswith("model.forward/aten::addmm, seq = 12")
-
-
-def test_empty_cells() -> None:
-    assert nvtx.ranges("", "") == ()
-    assert nvtx.parse_push_pop("   ") == []
-
-
-def test_unescaped_quote_inside_a_token() -> None:
-    cell = '9  "<default domain>:outer "quoted", name:none:none:none:none:none:none"  "<default domain>:inner:colon:none:none:none:none:none:none" '
-    assert nvtx.ranges(cell, "") == ('outer "quoted", name', "inner:colon")
-
-
-def test_column_names() -> None:
-    assert nvtx.is_push_pop_column("thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg")
-    assert nvtx.is_push_pop_column("thread Domain:Push/Pop_Range")  # shorter form said to appear in 2026+
-    assert nvtx.is_start_end_column("Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg")
-
-
 def _segments_char_by_char(name: str) -> tuple[str, str]:
     """The bracket scan as first written, one character at a time: the reference."""
     depth = 0
@@ -120,3 +79,14 @@ def _segments_char_by_char(name: str) -> tuple[str, str]:
                                  "(anonymous namespace)", "operator<"]), max_size=20).map("".join))
 def test_bracket_scan_equals_the_character_loop(name: str) -> None:
     assert names._top_level_segments(name) == _segments_char_by_char(name)
+
+
+def test_fit_name_cuts_the_middle_and_keeps_the_suffix_that_differs() -> None:
+    nn = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_nn"
+    tn = nn[:-2] + "tn"
+    # width 30: 15 characters of the head, '…', 14 of the tail
+    assert names.fit_name(nn, 30) == "ampere_bf16_s16…stages_64x3_nn"
+    assert len(names.fit_name(nn, 30)) == 30
+    assert names.fit_name(nn, 30) != names.fit_name(tn, 30)
+    assert names.fit_name("short", 30) == "short"
+    assert names.fit_name("abc", 1) == "…" and names.fit_name("abc", 0) == ""

@@ -1,5 +1,5 @@
 """Numbers in ncu CSV cells: the style is decided once per file from its evidence, then applied to
-every cell (nsroof.importers._ncunumbers)."""
+every cell (nsroof.importers.ncu.locale_numbers)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nsroof.importers import _ncunumbers as numbers
+from nsroof.importers.ncu import locale_numbers as numbers
 
 
 def decide(cells: list[str]) -> numbers.StyleDecision:

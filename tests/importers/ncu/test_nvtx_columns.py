@@ -1,4 +1,4 @@
-"""NVTX range names from ncu's CSV cells (nsroof.importers.nvtx): names and messages holding `:`."""
+"""NVTX range names from ncu's CSV cells (nsroof.importers.ncu.nvtx_columns): names and messages holding `:`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nsroof.importers import ncu_csv, nvtx
+from nsroof.importers import ncu_csv
+from nsroof.importers.ncu import nvtx_columns as nvtx
 
 NONE6 = ":none:none:none:none:none:none"
 
@@ -81,6 +82,47 @@ def test_stable_nvtx_path_drops_the_counters(path: str, stable: str, grouped: st
 
 
 # the token pattern as first written (lazy, the lookahead tried at every character): the reference
+PUSH_POP = ('21096  "<default domain>:model.forward:none:none:none:none:none:none"  '
+            '"<default domain>:aten::addmm, seq = 12, op_id = 5, sizes = [[64, 128], [128, 256]], '
+            'input_op_ids = [(3, 0)]:none:none:none:none:none:none"  "nsroof:layer1:Int64:42:RGB:0xff00ff00:ASCII:layer1" ')
+START_END = ' "100:nsroof:step0:none:none:none:none:none:none" '
+
+
+def test_push_pop_cell() -> None:
+    ranges = nvtx.parse_push_pop(PUSH_POP)
+    assert [(r.domain, r.name) for r in ranges] == [
+        ("<default domain>", "model.forward"),
+        ("<default domain>", "aten::addmm, seq = 12, op_id = 5, sizes = [[64, 128], [128, 256]], input_op_ids = [(3, 0)]"),
+        ("nsroof", "layer1"),  # a range with attributes: the six trailing fields are payload/color/message
+    ]
+
+
+def test_start_end_cell() -> None:
+    assert [(r.domain, r.name, r.kind) for r in nvtx.parse_start_end(START_END)] == [("nsroof", "step0", "start_end")]
+
+
+def test_flat_ranges_push_pop_then_start_end() -> None:
+    got = nvtx.ranges(PUSH_POP, START_END)
+    assert got[0] == "model.forward" and got[-2:] == ("layer1", "step0")
+    assert nvtx.path(got).startswith("model.forward/aten::addmm, seq = 12")
+
+
+def test_empty_cells() -> None:
+    assert nvtx.ranges("", "") == ()
+    assert nvtx.parse_push_pop("   ") == []
+
+
+def test_unescaped_quote_inside_a_token() -> None:
+    cell = '9  "<default domain>:outer "quoted", name:none:none:none:none:none:none"  "<default domain>:inner:colon:none:none:none:none:none:none" '
+    assert nvtx.ranges(cell, "") == ('outer "quoted", name', "inner:colon")
+
+
+def test_column_names() -> None:
+    assert nvtx.is_push_pop_column("thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg")
+    assert nvtx.is_push_pop_column("thread Domain:Push/Pop_Range")  # shorter form said to appear in 2026+
+    assert nvtx.is_start_end_column("Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg")
+
+
 _LAZY_TOKEN = re.compile(r'"(.*?)"(?=\s+"|\s*$)', re.DOTALL)
 _PIECES = st.sampled_from(['"', " ", "  ", "a", ":", "\n", "none", "<default domain>", ",", "\t"])
 
