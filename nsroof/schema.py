@@ -18,6 +18,10 @@ from nsroof import markdown
 
 SCHEMA_VERSION = "1"
 LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
+# The report level of a collective whose cost is analytic: its bytes are the bus bytes it moves over the GPU's
+# links (nccl-tests busbw), judged against the interconnect bandwidth per direction; its row stands where the
+# DRAM row would (nsroof.report.build).
+LINK_LEVEL = "link"
 BOUNDS: tuple[str, ...] = ("memory", "compute", "unknown")
 PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "fp16", "tensor")
 
@@ -82,6 +86,7 @@ TRACE_KERNEL_COLUMNS: dict[str, tuple[str, str, str]] = {
     "input_shapes": ("object", "", "that op's recorded input shapes as text ('' when none)"),
     "module": ("object", "", "nn.Module qualified name of that op, when known"),
     "duration_source": ("object", "", "what gave the row's duration when not a kernel's own (cpu_op rows)"),
+    "start_us": ("float64", "µs", "when the GPU activity started, on the trace's clock (NaN when not recorded)"),
     "launches": ("Int64", "count", "launches merged into this row (--aggregate; 1 otherwise)"),
     # The hook for costs the trace itself states (e.g. Inductor's per-kernel kernel_flop / kernel_num_gb): when
     # not NaN they cost the kernel instead of the op's formula, with provenance trace_cost_source.
@@ -141,6 +146,8 @@ ANALYTIC_COLUMNS: dict[str, tuple[str, str, str]] = {
     "analytic_missing": ("object", "", "why the row has no analytic cost ('' when it has one)"),
     "analytic_origin": ("object", "", "what gave the cost: 'analytic' (a ledger formula) or the trace's own source "
                         "prefix (e.g. 'inductor'); the report's provenance is '<origin>:<label>'"),
+    "analytic_roof": ("object", "", "where analytic_bytes are moved: 'link' (a collective's bus bytes over the GPU's "
+                      "interconnect) or '' (DRAM)"),
 }
 
 @dataclass
@@ -212,6 +219,8 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("input_shapes", _S, "", "the op's input shapes, when known"),
     Field("module", _S, "", "nn.Module qualified name, when known", True),
     Field("device", _S, "", "device name", True),
+    Field("device_id", _I, "", "device index, when known (a trace's GPU: overlapping kernels are counted once per "
+          "device in the GPU's busy time)"),
     Field("cc", _S, "", "compute capability", True),
     Field("host", _S, "", "host name, when known", True),
     Field("process_id", _I, "", "OS process ID, when known"),
@@ -222,6 +231,8 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("step", _I, "", "training step the kernel ran in, counted from 1: the step marks of a torch trace "
           "(nsroof.step() or optimizer steps), else the N of the innermost `ProfilerStep#N` / `step N` NVTX range; "
           "null when the input marks no steps"),
+    Field("start_us", _F, "µs", "when the kernel started on the GPU, on the trace's clock (torch traces; NaN for "
+          "exports that record none, and for launches merged by --aggregate)"),
     Field("duration_s", _F, "s", "kernel duration (sum over merged launches)"),
     Field("duration_source", _S, "", "metric or formula that gave duration_s", True),
     Field("flops", _F, "FLOP", "all floating-point operations: fp64 + fp32 + fp16 + tensor"),
@@ -232,10 +243,12 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("flops_source", _S, "", "metrics or formula that gave the FLOP counts", True),
     Field("precision", _S, "", "precision carrying most FLOPs: fp64, fp32, fp16, tensor ('' when no FLOPs)", True),
     Field("peak_flop_per_s", _F, "FLOP/s", "compute roof of that precision"),
-    Field("level", _S, "", "memory level: dram, l2 or l1", True),
+    Field("level", _S, "", "memory level: dram, l2 or l1; link for a collective costed by its formula (its bus bytes "
+          "over the GPU's interconnect, in place of its dram row)", True),
     Field("bytes", _F, "byte", "bytes moved at this level"),
     Field("bytes_source", _S, "", "metric or formula that gave bytes (e.g. dram__bytes.sum, analytic:gemm)", True),
-    Field("bandwidth_bytes_per_s", _F, "byte/s", "bandwidth roof of this level"),
+    Field("bandwidth_bytes_per_s", _F, "byte/s", "bandwidth roof of this level (link: the interconnect's per GPU "
+          "per direction, from the datasheet)"),
     Field("intensity", _F, "FLOP/byte", "arithmetic intensity = flops / bytes"),
     Field("ridge", _F, "FLOP/byte", "ridge point = peak_flop_per_s / bandwidth_bytes_per_s"),
     Field("attainable_flop_per_s", _F, "FLOP/s", "min(peak_flop_per_s, intensity * bandwidth_bytes_per_s)"),
@@ -256,10 +269,11 @@ REPORT_FIELDS: tuple[Field, ...] = (
     # The measured-vs-compulsory join (nsroof analyze --ledger); NaN / '' when no formula matched.
     Field("ledger_op", _S, "", "ledger formula matched to this kernel, with its shape", True),
     Field("expected_flops", _F, "FLOP", "FLOPs the ledger formula says the op must do"),
-    Field("min_bytes", _F, "byte", "compulsory DRAM bytes from the ledger formula"),
+    Field("min_bytes", _F, "byte", "compulsory DRAM bytes from the ledger formula (link row: its bus bytes)"),
     Field("flop_ratio", _F, "1", "flops / expected_flops"),
     Field("excess_traffic", _F, "1", "DRAM bytes / min_bytes"),
-    Field("ideal_time_s", _F, "s", "max(expected_flops / peak_flop_per_s, min_bytes / DRAM bandwidth)"),
+    Field("ideal_time_s", _F, "s", "max(expected_flops / peak_flop_per_s, min_bytes / DRAM bandwidth); link row: / "
+          "the interconnect bandwidth"),
     Field("headroom", _F, "1", "duration_s / ideal_time_s"),
 )
 
@@ -309,6 +323,9 @@ QUANTITY_FIELDS: tuple[Field, ...] = _quantity_fields()
 ANALYTIC_QUANTITY_FIELDS: tuple[Field, ...] = (
     Field("tensor_dtype", _S, "", "dtype of the tensor roof an analytic cost states ('' when none)"),
     Field("ledger_label", _S, "", "the analytic formula with its shape that gave flops ('' when none)"),
+    Field("bytes_link", _F, "byte", "bytes a collective moves over the GPU's links, from its formula (nccl-tests bus "
+          "bytes; NaN for other kernels): the report judges them against the interconnect, level 'link'"),
+    Field("bytes_source_link", _S, "", "formula that gave bytes_link ('' when none)"),
 )
 QUANTITY_COLUMNS: list[str] = [f.name for f in QUANTITY_FIELDS]
 

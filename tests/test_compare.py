@@ -154,7 +154,7 @@ def test_cli_on_report_files_and_a_dataset(pair: tuple[pd.DataFrame, pd.DataFram
     assert res.exit_code == 0, res.output
     out = res.output
     assert "3 matched by function + NVTX path, 1 only before, 1 only after" in out
-    assert "GPU time: 9.100 ms -> 4.150 ms (-4.950 ms, speedup 2.19x)" in out  # 9.1 / 4.15 = 2.19
+    assert "kernel time: 9.100 ms -> 4.150 ms (-4.950 ms, speedup 2.19x)" in out  # 9.1 / 4.15 = 2.19
     assert "bound changed: 1 at dram" in out and "memory->compute" in out
     assert "... 2 more" in out and "per NVTX range:" in out
     written = pd.read_csv(tmp_path / "k.csv")
@@ -236,7 +236,7 @@ def test_two_steps_against_four_compare_per_step(tmp_path: Path) -> None:
     assert "normalised: per step (before 2 steps, after 4)" in text
     assert "warning: step counts differ: 2 vs 4" in text
     # per step: 7 ms -> 7 ms, not the 14 ms -> 28 ms ("speedup 0.50x") of the raw totals
-    assert "GPU time: 7.000 ms -> 7.000 ms (±0.000 ns, speedup 1.00x)" in text
+    assert "kernel time: 7.000 ms -> 7.000 ms (±0.000 ns, speedup 1.00x)" in text
     raw = cmp.render(cmp.compare(a, b, per="run"))
     assert "speedup 0.50x" in raw and "launch counts differ for 2 matched kernel(s)" in raw
 
@@ -255,7 +255,7 @@ def test_without_step_counts_launch_counts_are_normalised_per_launch(tmp_path: P
     assert k.loc["axpy", "delta_bytes_dram"] == 0
     # gemm: 6 ms -> 3 ms for 1 launch each; totals (4 + 6) ms -> (4 + 3) ms = 1.43x, the work held equal
     text = cmp.render(c)
-    assert "normalised: per launch" in text and "GPU time: 10.000 ms -> 7.000 ms" in text and "speedup 1.43x" in text
+    assert "normalised: per launch" in text and "kernel time: 10.000 ms -> 7.000 ms" in text and "speedup 1.43x" in text
 
 
 def test_same_work_is_compared_as_measured(pair: tuple[pd.DataFrame, pd.DataFrame]) -> None:
@@ -311,7 +311,7 @@ def test_cpu_ops_are_called_ops_not_gpu_kernels(tmp_path: Path) -> None:
     a["device"] = "Intel(R) Xeon(R) CPU"
     text = cmp.render(cmp.compare(a, a.copy()))
     assert "op time: 8.000 ms -> 8.000 ms" in text and "ops: 2 matched by op + NVTX path" in text
-    assert "GPU time" not in text and "kernel [NVTX path]" not in text
+    assert "kernel time" not in text and "kernel [NVTX path]" not in text
     gpu = report(tmp_path, "g", BEFORE[:3], ["fwd"] * 3)
     mixed = cmp.compare(a, gpu)
     assert any("CPU op profile" in w for w in mixed.warnings)
@@ -359,3 +359,22 @@ def test_two_real_reports_from_different_devices_say_so(shared_fixtures: Path) -
     rtx = analyze([shared_fixtures / "converted" / "lashi__index.raw_base.csv"])
     c = cmp.compare(a10g.frame, rtx.frame, metadata=(a10g.metadata, rtx.metadata))
     assert c.warnings[0] == ("devices differ: NVIDIA A10G vs NVIDIA GeForce RTX 4090 — the change includes the hardware")
+
+
+def test_the_gpu_busy_time_is_compared_beside_the_summed_kernel_time(tmp_path: Path) -> None:
+    import json
+
+    from nsroof.pipeline import analyze
+    from tests.report.test_build_link import write_trace
+
+    before = write_trace(tmp_path, "NVIDIA H100 80GB HBM3", "before.json")
+    after = tmp_path / "after.json"
+    trace = json.loads(before.read_text())
+    for e in trace["traceEvents"]:
+        if e.get("name") == "ampere_sgemm_64x64_nn":
+            e["ts"] = 120.0  # the GEMM now runs after the all-reduce instead of beside it
+    after.write_text(json.dumps(trace))
+    text = cmp.render(cmp.compare(analyze(before).frame, analyze(after).frame))
+    # 20 µs + 20 µs summed on both sides; busy [100, 130) = 30 µs before, [100, 140) = 40 µs after
+    assert "kernel time: 40.000 us -> 40.000 us" in text
+    assert "GPU busy (kernels overlapping on streams counted once): 30.000 us -> 40.000 us (+10.000 us" in text

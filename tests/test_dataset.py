@@ -444,3 +444,55 @@ def test_op_level_rows_land_in_the_sibling_ops_dataset(tmp_path: Path) -> None:
     (job / "t.json").write_bytes((data / "ncu" / "details_new.csv").read_bytes())
     assert analyze_many([job], out, jobs=1, overwrite=True).exit_code == 0
     assert not list(Path(f"{out}.ops").rglob("*.parquet"))
+
+
+def _engine_trace(path: Path) -> Path:
+    """A rank of a 1-GPU vLLM run: vllm::moe_forward (4 tokens × 64 hidden bf16, 8 experts' router logits) and
+    a user op mylib::fused_bias_gelu (4×64 + 64 fp32), one kernel each."""
+    def x(cat: str, name: str, ts: float, dur: float, **args: object) -> dict[str, object]:
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1 if cat != "kernel" else 0, "tid": 1, "ts": ts,
+                "dur": dur, "args": args}
+
+    events = [x("cpu_op", "vllm::moe_forward", 0, 20, **{"External id": 1, "Input Dims": [[4, 64], [4, 8], []],
+                                                         "Input type": ["c10::BFloat16", "c10::BFloat16", ""]}),
+              x("cuda_runtime", "cudaLaunchKernel", 1, 1, correlation=1, **{"External id": 1}),
+              x("kernel", "fused_moe_kernel", 30, 5, correlation=1, device=0, stream=7),
+              x("cpu_op", "mylib::fused_bias_gelu", 40, 20, **{"External id": 2, "Input Dims": [[4, 64], [64]],
+                                                              "Input type": ["float", "float"]}),
+              x("cuda_runtime", "cudaLaunchKernel", 41, 1, correlation=2, **{"External id": 2}),
+              x("kernel", "gelu_kernel", 70, 5, correlation=2, device=0, stream=7)]
+    path.write_text(json.dumps({"traceEvents": events, "distributedInfo": {"world_size": 1, "rank": 0}}))
+    return path
+
+
+def test_model_config_and_formulas_reach_the_worker_processes(tmp_path: Path, repo: Path, data_dir: Path) -> None:
+    from tests._cli import invoke
+
+    job = tmp_path / "job"
+    job.mkdir()
+    for name in ("a.json", "b.json"):
+        _engine_trace(job / name)
+    config, formulas = data_dir / "models" / "gpt-oss-120b.config.json", repo / "docs" / "examples" / "my_formulas.py"
+    code, out, err = invoke("analyze", str(job), "-o", str(tmp_path / "ds"), "-j", "2", "--model-config", str(config),
+                            "--formulas", str(formulas))
+    assert code == 0, err
+    rows = pd.read_parquet(tmp_path / "ds")
+    assert sorted(rows["source"].astype(str)) == ["a.json", "a.json", "b.json", "b.json"]
+    # costed in the workers, as in one process: neither "give --model-config" nor "no formula for mylib::…"
+    assert rows["flops"].notna().all(), rows[["source", "op", "missing"]].to_dict("records")
+    gelu = rows[rows["op"].astype(str) == "mylib::fused_bias_gelu"]
+    assert (gelu["flops"] == 6 * 4 * 64).all()  # the example's 6 FLOP per element of x
+
+
+def test_the_dataset_summary_says_kernel_time_is_summed_and_gives_the_busy_time(tmp_path: Path) -> None:
+    from tests.report.test_build_link import write_trace
+
+    job = tmp_path / "job"
+    job.mkdir()
+    write_trace(job, "NVIDIA H100 80GB HBM3")
+    result = analyze_many([job], tmp_path / "ds", jobs=1)
+    text = render_summary(result)
+    # the NCCL kernel [100, 120) µs beside the GEMM [110, 130) µs: 40 µs summed, 30 µs busy
+    assert "kernel time" in text and "GPU time" not in text
+    assert "the GPUs were busy 30 us (kernels overlapping on streams counted once)" in text
+    assert result.outcomes[0].busy_s == pytest.approx(30e-6, rel=1e-12)

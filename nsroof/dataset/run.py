@@ -38,12 +38,17 @@ def analyze_many(
     aggregate: bool = False,
     name_template: str | None = None,
     progress: ProgressFn | bool | None = None,
+    model_config: Any = None,
+    formulas: Sequence[str | os.PathLike[str]] = (),
 ) -> DatasetResult:
     """Analyze every input into one dataset folder at `out_dir`.
 
     executor "local": a process pool of `jobs` workers (default: the number of cores; 1 runs in
     this process). executor "dask": the same per-file work on the Dask cluster at `scheduler`
-    (an address such as tcp://host:8786, or a distributed.Client / LocalCluster)."""
+    (an address such as tcp://host:8786, or a distributed.Client / LocalCluster).
+    `model_config` (a config.json path or a ModelConfig; default: the running command's --model-config) and
+    `formulas` (@nsroof.formula files, beside those already loaded) reach every worker (on Dask the files
+    must exist at the same paths on the workers)."""
     t0 = time.perf_counter()
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
@@ -63,13 +68,14 @@ def analyze_many(
         from nsroof.models import machines as _machines
 
         machine = _machines.resolve(os.fspath(machine))  # fail fast, once, on a bad --machine
+    model, formula_files = _cost_facts(model_config, formulas)
     found = discover(inputs)
     _check_found(found.failures, found.skipped)
     if "://" not in out:
         Path(out).mkdir(parents=True, exist_ok=True)
     roots = [Path(os.fspath(i)) for i in inputs if Path(os.fspath(i)).is_dir()]
     tasks = plan(found.files, out, roots=roots, name_template=name_template, machine=machine, aggregate=aggregate,
-                 overwrite=overwrite)
+                 overwrite=overwrite, model=model, formulas=formula_files)
     n = len(tasks)
     report = _progress_fn(progress)
     outcomes: list[Outcome] = []
@@ -107,6 +113,19 @@ def _check_found(failures: Sequence[Failure], skipped: Sequence[Skipped]) -> Non
     hint = (f"it holds {len(near)} export-named file(s) of another kind, e.g. {near[0].input}; name one explicitly "
             "to analyze it anyway" if near else "pass ncu CSV / text exports, .ncu-rep reports or torch traces")
     raise InputError(first.input, f"{first.error}, nothing to analyze{more}", hint=hint)
+
+
+def _cost_facts(model_config: Any, formulas: Sequence[str | os.PathLike[str]]) -> tuple[Any, tuple[str, ...]]:
+    """The model facts and formula files every worker costs with: read (and checked) here, once, so a bad file
+    fails before anything is written; the running command's own (--model-config, --formulas) by default."""
+    from nsroof.models.ledger import custom
+    from nsroof.models.ledger.engine_facts import read_model_config
+
+    for path in formulas:
+        custom.load_file(os.fspath(path))
+    if isinstance(model_config, (str, os.PathLike)):
+        model_config = read_model_config(os.fspath(model_config))
+    return (model_config if model_config is not None else custom.default_model()), tuple(custom.loaded_files())
 
 
 def _is_machine(obj: Any) -> bool:

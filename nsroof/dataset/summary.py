@@ -106,7 +106,7 @@ def render_summary(result: DatasetResult) -> str:
             h = ",".join(x or "?" for x in o.host) or "?"
             groups.setdefault((h, "?" if o.rank is None else str(o.rank)), []).append(o)
         lines.append("")
-        lines.append(f"  {'host':<24} {'rank':>5} {'inputs':>6} {'kernels':>8} {'GPU time':>12} {'memory-bound':>13}"
+        lines.append(f"  {'host':<24} {'rank':>5} {'inputs':>6} {'kernels':>8} {'kernel time':>12} {'memory-bound':>13}"
                      f" {'compute-bound':>14} {'unknown':>8}")
         for (h, r), os_ in sorted(groups.items()):
             dur = sum(o.duration_s for o in os_)
@@ -117,6 +117,10 @@ def render_summary(result: DatasetResult) -> str:
                 f"  {h[:24]:<24} {r:>5} {len(os_):>6} {sum(o.kernels for o in os_):>8} {human_time(dur):>12}"
                 f" {_pct(mem, dur):>13} {_pct(comp, dur):>14} {_pct(unk, dur):>8}"
             )
+        summed, busy = sum(o.duration_s for o in ok), sum(o.busy_s for o in ok)
+        if busy == busy and 0 < busy < 0.995 * summed:  # every input timed its kernels' starts, and they overlapped
+            lines.append(f"  kernel time is summed over streams; the GPUs were busy {human_time(busy)} (kernels "
+                         "overlapping on streams counted once)")
         top = sorted((t for o in ok for t in o.top), key=lambda t: -t["duration_s"])[:5]
         if top:
             lines.append("")

@@ -15,6 +15,7 @@ from typing import Any
 from nsroof.dataset.discover import absolute
 from nsroof.dataset.identity import LOOPBACK_HOSTS, infer_identity, is_under, source_keys
 from nsroof.errors import InputError, NsroofError
+from nsroof.schema import LINK_LEVEL
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,10 @@ class Task:
     machine: Any = None  # a name, a profile path, or a Machine (picklable dataclass)
     aggregate: bool = False
     overwrite: bool = False
+    # the costing facts of the command, which a worker process does not inherit (a context variable and the
+    # formula registry live in the parent): the --model-config (a picklable ModelConfig) and --formulas files
+    model: Any = None
+    formulas: tuple[str, ...] = ()
 
 
 def plan(
@@ -41,13 +46,16 @@ def plan(
     machine: Any = None,
     aggregate: bool = False,
     overwrite: bool = False,
+    model: Any = None,
+    formulas: Sequence[str] = (),
 ) -> list[Task]:
     tasks = []
     for f, source in zip(files, source_keys(files), strict=True):
         root = next((r for r in roots if is_under(absolute(f), absolute(r))), None)
         ident = infer_identity(f, root=root, name_template=name_template)
         tasks.append(Task(path=os.fspath(f), source=source, out_dir=os.fspath(out_dir), host=ident.host, rank=ident.rank,
-                          evidence=ident.evidence, machine=machine, aggregate=aggregate, overwrite=overwrite))
+                          evidence=ident.evidence, machine=machine, aggregate=aggregate, overwrite=overwrite,
+                          model=model, formulas=tuple(formulas)))
     return tasks
 
 
@@ -65,7 +73,8 @@ class Outcome:
     kernels: int = 0
     rows: int = 0
     op_rows: int = 0  # rows written to the op-level dataset (ops_dir)
-    duration_s: float = 0.0
+    duration_s: float = 0.0  # kernel time summed over launches
+    busy_s: float = float("nan")  # the GPUs' busy time: kernels overlapping on streams once (NaN: no start times)
     memory_bound_s: float = 0.0  # kernel time whose DRAM row is memory-bound
     compute_bound_s: float = 0.0
     unknown_bound_s: float = 0.0  # no roof or no counters: neither can be claimed
@@ -99,10 +108,15 @@ def run_task(task: Task) -> Outcome:
 def _run(task: Task, out: Outcome) -> None:
     import pandas as pd
 
+    from nsroof.models.ledger.custom import load_file, using_model
     from nsroof.pipeline import analyze
     from nsroof.report import parquet
+    from nsroof.report.summary import COPY_KINDS, gpu_busy_s
 
-    report = analyze([task.path], machine=task.machine, aggregate=task.aggregate)
+    for path in task.formulas:  # once per process (load_file remembers)
+        load_file(path)
+    with using_model(task.model):
+        report = analyze([task.path], machine=task.machine, aggregate=task.aggregate)
     frame = _stamped(report.frame, task)
     metadata = dict(report.metadata)
     metadata["dataset"] = {"source": task.source, "rank": task.rank, "evidence": list(task.evidence),
@@ -133,10 +147,11 @@ def _run(task: Task, out: Outcome) -> None:
     out.warnings = list(report.warnings)
     out.hints = list(report.hints)
     out.rows = len(frame)
-    dram = frame[frame["level"] == "dram"] if "level" in frame else frame.iloc[0:0]
+    dram = frame[frame["level"].isin(("dram", LINK_LEVEL))] if "level" in frame else frame.iloc[0:0]  # one per kernel
     out.kernels = len(dram)
     duration = pd.to_numeric(dram["duration_s"], errors="coerce").fillna(0.0)
     out.duration_s = float(duration.sum())
+    out.busy_s = gpu_busy_s(dram[~dram["kind"].astype(str).isin(COPY_KINDS)] if "kind" in dram else dram)
     out.memory_bound_s = float(duration[dram["bound"] == "memory"].sum())
     out.compute_bound_s = float(duration[dram["bound"] == "compute"].sum())
     out.unknown_bound_s = out.duration_s - out.memory_bound_s - out.compute_bound_s

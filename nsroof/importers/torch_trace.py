@@ -353,6 +353,7 @@ def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, A
     frame["input_shapes"] = pd.Series(shapes, dtype=object)
     frame["module"] = pd.Series(modules, dtype=object)
     frame["gpu__time_duration.sum"] = dur_s
+    frame["start_us"] = np.array([_num(k.get("ts")) for k in activities], dtype="float64")  # the activity's own
     frame["launch__registers_per_thread"] = registers
     frame["launch__shared_mem_per_block"] = shared
     return inductor_estimates(frame, tree, launcher), starts

@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsroof.models import op_evidence
+from nsroof.models.analytic_fill import fill
 from nsroof.models.ledger.aten import (
     COMPOSITE_REASON,
     OpCost,
@@ -43,13 +45,13 @@ from nsroof.models.ledger.aten import (
     op_cost,
     unknown,
 )
+from nsroof.models.ledger.aten_data import INDEX_OPS
 from nsroof.schema import (
     ANALYTIC_COLUMNS,
     ANALYTIC_QUANTITY_FIELDS,
+    LINK_LEVEL,
     OP_LEVEL_KERNEL_COLUMNS,
-    PRECISIONS,
     QUANTITY_FIELDS,
-    kernel_key,
 )
 
 NOT_A_KERNEL = "a memory copy or set, not a kernel: no roofline classification"
@@ -106,6 +108,9 @@ class _Ops:
         self.args = [ops[c].to_numpy(dtype=object) for c in ("input_shapes", "input_dtypes", "concrete_inputs")]
         self._costs: dict[int, OpCost] = {}
         self._contexts: Any = None
+        self._children: dict[int, list[int]] | None = None  # op_id -> its direct children by start
+        self.forward = ops["forward_op_id"].astype("Int64").fillna(-1).to_numpy(dtype="int64") \
+            if len(ops) and "forward_op_id" in ops else np.full(len(ids), -1, dtype="int64")
 
     def __contains__(self, op_id: int) -> bool:
         return op_id in self.row
@@ -118,9 +123,18 @@ class _Ops:
         if found is None:
             r = self.row[op_id]
             shapes, dtypes, concrete = (a[r] for a in self.args)
-            found = self._costs[op_id] = op_cost(self.name(op_id), shapes, dtypes, concrete,
-                                                 context=self.context(op_id))
+            name = self.name(op_id)
+            if name.startswith("aten::") and base_name(name) in INDEX_OPS:
+                concrete = op_evidence.with_index_evidence(self, op_id, shapes, concrete)
+            found = op_cost(name, shapes, dtypes, concrete, context=self.context(op_id))
+            self._costs[op_id] = found = op_evidence.causal_math(self, op_id, found) if name == "aten::bmm" else found
         return found
+
+    def children(self, op_id: int) -> list[int]:
+        """The ops directly inside op_id, by start."""
+        if self._children is None:
+            self._children = op_evidence.children_by_start(self.frame, self.parent)
+        return self._children.get(op_id, [])
 
     def context(self, op_id: int) -> Any:
         """The facts an engine op or collective needs beyond its arguments (nsroof.models.ledger.custom.OpContext):
@@ -352,7 +366,8 @@ def _trace_costs(kernels: pd.DataFrame, rows: list[_Row]) -> list[_Row]:
         prefix, _, label = source.partition(":")
         rows[i] = _Row(rows[i].op_id, rows[i].role or "own",
                        OpCost(flops[i], nbytes[i], label or prefix, label or prefix, old.precision or "fp32", "",
-                              old.tensor_dtype, old.roof_kind), 1.0, "", prefix)
+                              # the trace's bytes are DRAM bytes, whatever roof the formula's had
+                              old.tensor_dtype, "" if old.roof_kind == LINK_LEVEL else old.roof_kind), 1.0, "", prefix)
     return rows
 
 
@@ -377,6 +392,7 @@ def _table(kernels: pd.DataFrame, rows: list[_Row]) -> pd.DataFrame:
         "analytic_label": [label(r) for r in rows],
         "analytic_missing": [r.cost.missing for r in rows],
         "analytic_origin": [r.origin if r.cost.known else "" for r in rows],
+        "analytic_roof": [LINK_LEVEL if r.cost.known and r.cost.roof_kind == LINK_LEVEL else "" for r in rows],
     }
     out = pd.DataFrame({c: (pd.Series(v, dtype=object) if isinstance(v, list | np.ndarray) and
                             ANALYTIC_COLUMNS[c][0] == "object" else v) for c, v in columns.items()})
@@ -548,44 +564,3 @@ def costed(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
     a = attribute(kernels, ops, tf32=tf32)
     return Costed(a.kernels, fill(a.kernels, derive(a.kernels), a.analytic), a.op_kernels,
                   fill(a.op_kernels, derive(a.op_kernels), a.op_analytic), a.facts, a.warnings)
-
-
-
-def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame) -> pd.DataFrame:
-    """The quantities with the analytic costs put in where the counters left FLOPs or DRAM bytes NaN
-    (source '<origin>:<label>' / '<origin>:<formula>'), joined to the kernels by kernel_key; rows without a
-    cost keep NaN and get the reason in missing. Adds ANALYTIC_QUANTITY_FIELDS. A kernel table with a
-    duration_source column (CPU op rows) names its own."""
-    keys = kernel_key(kernels.reset_index(drop=True))
-    a = analytic.set_index(kernel_key(analytic))
-    if len(a.index) != len(keys) or not a.index.is_unique or not keys.isin(a.index).all():
-        raise ValueError("the analytic table does not hold exactly one row per kernel (joined by kernel_key)")
-    a = a.loc[keys.to_numpy()]
-    q = quantities.reset_index(drop=True).copy()
-    af, ab = (a[c].astype("float64").to_numpy() for c in ("analytic_flops", "analytic_bytes"))
-    origin = a["analytic_origin"].astype(str).to_numpy()
-    label, formula = (a[c].astype(str).to_numpy() for c in ("analytic_label", "analytic_formula"))
-    prec, why = a["analytic_precision"].astype(str).to_numpy(), a["analytic_missing"].astype(str).to_numpy()
-    take_f = q["flops"].isna().to_numpy() & ~np.isnan(af)
-    for p in PRECISIONS:
-        values = q[f"flops_{p}"].astype("float64").to_numpy().copy()
-        values[take_f] = np.where(prec[take_f] == p, af[take_f], 0.0)
-        q[f"flops_{p}"] = values
-    q.loc[take_f, "flops"] = af[take_f]
-    q.loc[take_f, "flops_source"] = [f"{o}:{s}" for o, s in zip(origin[take_f], label[take_f], strict=True)]
-    q.loc[take_f, "missing_flops"] = ""
-    take_b = q["bytes_dram"].isna().to_numpy() & ~np.isnan(ab)
-    q.loc[take_b, "bytes_dram"] = ab[take_b]
-    q.loc[take_b, "bytes_source_dram"] = [f"{o}:{s}" for o, s in zip(origin[take_b], formula[take_b], strict=True)]
-    q.loc[take_b, "missing_dram"] = ""
-    for quantity, column in (("flops", "missing_flops"), ("bytes_dram", "missing_dram")):
-        still = q[quantity].isna().to_numpy() & (why != "")
-        q.loc[still, column] = why[still]
-    if "duration_source" in kernels.columns:
-        own = kernels["duration_source"].astype(str).to_numpy()
-        q["duration_source"] = np.where(own != "", own, q["duration_source"].astype(str).to_numpy())
-    stated = a["analytic_tensor_dtype"].astype(str).to_numpy()
-    added = {"tensor_dtype": np.where(take_f, stated, ""), "ledger_label": np.where(take_f, label, "")}
-    for f in ANALYTIC_QUANTITY_FIELDS:
-        q[f.name] = pd.Series(added[f.name], dtype=object)
-    return q

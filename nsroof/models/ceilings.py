@@ -24,7 +24,7 @@ from nsroof._distinct import map_rows, row_codes
 from nsroof.models import machines, roofline
 from nsroof.models import tensor_paths as tp
 from nsroof.models.machines import Machine
-from nsroof.schema import LEVELS, PRECISIONS
+from nsroof.schema import LEVELS, LINK_LEVEL, PRECISIONS
 
 # Machine-table key giving the roof of each report precision, in order of preference. FLOPs that
 # ncu counts from SASS FADD/FMUL/FFMA run on CUDA cores, so their roof is the SIMT rate. Tensor
@@ -215,6 +215,10 @@ class Roofs:
     bandwidth: dict[str, np.ndarray] = field(default_factory=dict)
     bandwidth_src: dict[str, np.ndarray] = field(default_factory=dict)
     l2_cache_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # the interconnect roof of a collective's bus bytes (level 'link'), per GPU per direction
+    link_bandwidth: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    link_src: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
+    link_reason: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
 
 
 def resolve_roofs(kernels: pd.DataFrame, quantities: pd.DataFrame, machine: Machine | None = None, *,
@@ -241,7 +245,35 @@ def resolve_roofs(kernels: pd.DataFrame, quantities: pd.DataFrame, machine: Mach
         r.bandwidth[level], r.bandwidth_src[level] = _bandwidths(q, r, level)
     r.l2_cache_bytes = np.array([m.cache_bytes.get("l2", np.nan) if m is not None else np.nan
                                  for m in kernel_machines], dtype=float)[mach_codes] if n else np.zeros(0)
+    r.link_bandwidth, r.link_src, r.link_reason = _link_roofs(r)
     return r
+
+
+def _link_roofs(r: Roofs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per kernel, the interconnect bandwidth per GPU per direction of its machine (machines.interconnect: the
+    datasheet's NVLink/NVSwitch figure), its source, and — when unknown — the reason; never a DRAM figure."""
+    found = [_link_roof(m, d) for m, d in zip(r.kernel_machines, _first_devices(r), strict=True)]
+    pick = r.mach_codes
+    return (np.array([v for v, _, _ in found], dtype=float)[pick] if found else np.zeros(len(pick)),
+            np.array([s_ for _, s_, _ in found], dtype=object)[pick] if found else np.zeros(len(pick), dtype=object),
+            np.array([w for _, _, w in found], dtype=object)[pick] if found else np.zeros(len(pick), dtype=object))
+
+
+def _first_devices(r: Roofs) -> list[str]:
+    """The device name of each machine code's first kernel (for the reason when it has no machine)."""
+    first = {int(c): i for i, c in reversed(list(enumerate(r.mach_codes.tolist())))}
+    return [str(r.devices[first[c]]) if c in first else "" for c in range(len(r.kernel_machines))]
+
+
+def _link_roof(m: Machine | None, device: str) -> tuple[float, str, str]:
+    what = f"bandwidth_bytes_per_s[{LINK_LEVEL}]"
+    if m is None:
+        return np.nan, "", f"{what} (the GPU's interconnect: {machines.unknown_device(device)}: pass --machine)"
+    link = machines.interconnect(m.name)
+    if link is None:
+        return np.nan, "", (f"{what} (no interconnect figure for {m.name}: nsroof's table of NVLink/NVSwitch "
+                            "bandwidths from the datasheets has none)")
+    return (float(link["bandwidth_bytes_per_s"]), f"spec:{m.name}#interconnect ({link['link']}: {link['source']})", "")
 
 
 def _peak_reasons(q: pd.DataFrame, r: Roofs) -> np.ndarray:

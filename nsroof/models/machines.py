@@ -548,3 +548,18 @@ def markdown_table(profiles: list[Machine] | None = None) -> str:
         for note in m.notes:
             lines.append(f"  - note: {note}")
     return "\n".join(lines) + "\n"
+
+
+@functools.cache
+def _interconnects() -> dict[str, Any]:
+    text = resources.files("nsroof").joinpath("data", "interconnect.json").read_text(encoding="utf-8")
+    return dict(json.loads(text))
+
+
+def interconnect(machine: str) -> dict[str, Any] | None:
+    """The GPU-to-GPU interconnect of a machine name (as in data/machines: "B200", "H100 SXM"): {"link",
+    "bandwidth_bytes_per_s" (per GPU per direction: the roof of a collective's bus bytes), "source" (the
+    datasheet)}, or None when nsroof's table (nsroof/data/interconnect.json) has no entry."""
+    table = _interconnects()["gpus"]
+    entry = table.get(machine) or next((v for k, v in table.items() if k.lower() == machine.lower()), None)
+    return dict(entry) if entry else None

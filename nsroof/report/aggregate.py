@@ -35,6 +35,8 @@ def aggregate(kernels: pd.DataFrame, quantities: pd.DataFrame) -> tuple[pd.DataF
     out_k = k.groupby(codes, sort=True).first()
     out_k["kernel_id"] = k["kernel_id"].groupby(codes, sort=True).min().to_numpy()
     out_k["launches"] = pd.Series(codes).value_counts().sort_index().to_numpy()
+    if "start_us" in out_k:  # merged launches have no one start (the GPU's busy time then stays unknown)
+        out_k["start_us"] = out_k["start_us"].astype("float64").where(out_k["launches"].to_numpy() == 1)
 
     out_q = q.groupby(codes, sort=True).first()
     weights = q["duration_s"].astype("float64") if "duration_s" in q else pd.Series(np.ones(len(q)))

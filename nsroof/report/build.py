@@ -19,7 +19,7 @@ from nsroof.models.ceilings import MachineResolver, Roofs, resolve_roofs
 from nsroof.models.ceilings import column as _col
 from nsroof.models.ceilings import texts as _text
 from nsroof.models.machines import Machine
-from nsroof.schema import COLUMNS, FIELD_BY_NAME, LEVELS, PRECISIONS
+from nsroof.schema import COLUMNS, FIELD_BY_NAME, LEVELS, LINK_LEVEL, PRECISIONS
 
 
 def _join(*parts: str) -> str:
@@ -53,6 +53,7 @@ def build_report(
     q = roofs.quantities
     columns = _row_columns(kernels, q, roofs, levels)
     columns.update(_level_columns(q, roofs, levels))
+    _link_rows(columns, q, roofs, levels)
     return _analytic_ledger(_classified(columns, pd.RangeIndex(len(kernels) * len(levels))),
                             _text(q, "ledger_label"), levels)
 
@@ -81,6 +82,7 @@ def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: Roofs, levels: S
         "kind": per_kernel(np.where(text("kind") == "", "kernel", text("kind"))),  # ncu exports: kernels only
         **{name: per_kernel(text(name)) for name in ("kernel_name", "function", "op", "input_shapes", "module")},
         "device": per_kernel(roofs.devices),
+        "device_id": ints("device_id"),
         "cc": per_kernel(text("cc")),
         "host": per_kernel(text("host")),
         "process_id": ints("process_id"),
@@ -89,6 +91,7 @@ def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: Roofs, levels: S
         "stream": ints("stream"),
         "nvtx_path": per_kernel(text("nvtx_path")),
         "step": _steps(kernels).take(np.repeat(np.arange(n), L)),
+        "start_us": per_kernel(_col(kernels, "start_us").astype("float64").to_numpy()),
         "duration_s": per_kernel(_col(q, "duration_s").astype("float64").to_numpy()),
         "duration_source": per_kernel(_text(q, "duration_source")),
         "flops": per_kernel(_col(q, "flops").astype("float64").to_numpy()),
@@ -130,12 +133,42 @@ def _level_columns(q: pd.DataFrame, roofs: Roofs, levels: Sequence[str]) -> dict
             "l2_cache_bytes": np.repeat(roofs.l2_cache_bytes, L)}
 
 
+def _link_rows(columns: dict[str, object], q: pd.DataFrame, roofs: Roofs, levels: Sequence[str]) -> None:
+    """A collective costed by its formula (the quantities' bytes_link) is judged against the interconnect: its
+    dram row becomes its link row — level 'link', bytes = its bus bytes, bandwidth = the GPU's interconnect per
+    direction (Roofs.link_bandwidth, from the datasheet), so its time floor is bus bytes / link bandwidth.
+    Without a known interconnect the bandwidth is NaN and `missing` says why: never the DRAM roof. A kernel with
+    DRAM bytes of its own (counters) keeps its dram row."""
+    if "dram" not in levels or "bytes_link" not in q.columns:
+        return
+    link_bytes = _col(q, "bytes_link").astype("float64").to_numpy()
+    kernels = np.flatnonzero(~np.isnan(link_bytes) & np.isnan(_col(q, "bytes_dram").astype("float64").to_numpy()))
+    if not kernels.size:
+        return
+    rows = kernels * len(levels) + list(levels).index("dram")
+    for name in ("level", "bytes", "bytes_source", "bandwidth_bytes_per_s", "ceiling_source", "missing"):
+        columns[name] = np.asarray(columns[name]).copy()
+    bandwidth, reason = roofs.link_bandwidth[kernels], roofs.link_reason[kernels]
+    np.asarray(columns["level"])[rows] = LINK_LEVEL
+    np.asarray(columns["bytes"])[rows] = link_bytes[kernels]
+    np.asarray(columns["bytes_source"])[rows] = _text(q, "bytes_source_link")[kernels]
+    np.asarray(columns["bandwidth_bytes_per_s"])[rows] = bandwidth
+    np.asarray(columns["ceiling_source"])[rows] = [
+        f"compute={p or 'unknown'}; memory={s or 'unknown'}" for p, s in zip(roofs.peak_src[kernels],
+                                                                                 roofs.link_src[kernels], strict=True)]
+    np.asarray(columns["missing"])[rows] = [
+        _join(pr, why, md, mf) for pr, why, md, mf in zip(roofs.peak_reason[kernels], reason,
+                                                           _text(q, "missing_duration")[kernels],
+                                                           _text(q, "missing_flops")[kernels], strict=True)]
+
+
 def _analytic_ledger(report: pd.DataFrame, labels: np.ndarray, levels: Sequence[str]) -> pd.DataFrame:
     """For rows costed by an analytic formula (the quantities' ledger_label), the ledger side of the report:
     the formula (ledger_op), the FLOPs and compulsory bytes it says (expected_flops, min_bytes), the ideal
     time against the roofs (ideal_time_s = the dram row's time floor) and headroom = duration_s /
     ideal_time_s."""
-    costed = (np.repeat(labels, len(levels)) != "") & (report["level"].to_numpy(dtype=object) == "dram")
+    costed = (np.repeat(labels, len(levels)) != "") & np.isin(report["level"].to_numpy(dtype=object),
+                                                              ("dram", LINK_LEVEL))
     if not costed.any():
         return report
     label = np.repeat(labels, len(levels))

@@ -31,7 +31,7 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
     "bound", "above_roof", "ceiling_source", "missing",
 )
 
-LEVEL_NAMES: dict[str, str] = {"dram": "DRAM", "l2": "L2", "l1": "L1"}
+LEVEL_NAMES: dict[str, str] = {"dram": "DRAM", "l2": "L2", "l1": "L1", "link": "the GPU's links (a collective)"}
 
 
 #: marker area in pt² of a kernel that takes the whole run's time; area ∝ share of time

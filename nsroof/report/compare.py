@@ -253,7 +253,10 @@ class Comparison:
     per: str  # run | step | launch: how the totals were made comparable
     steps: tuple[int | None, int | None]
     warnings: list[str] = field(default_factory=list)  # what differs between the runs besides the code
-    on_cpu: bool = False  # both sides are CPU op profiles: "op time", not "GPU time"
+    on_cpu: bool = False  # both sides are CPU op profiles: "op time", not "kernel time"
+    # the GPUs' busy time per side, normalised like the totals (summary.gpu_busy_s: kernels overlapping on
+    # streams counted once); NaN where a side records no start times or --per launch
+    busy_s: tuple[float, float] = (float("nan"), float("nan"))
 
 
 def compare(before: pd.DataFrame, after: pd.DataFrame, *, per: str = "auto", ranges: bool = True,
@@ -277,7 +280,18 @@ def compare(before: pd.DataFrame, after: pd.DataFrame, *, per: str = "auto", ran
     if cpu[0] != cpu[1]:
         warnings.append("one side is a CPU op profile, the other GPU kernels: their times are not the same quantity")
     return Comparison(join_kernels(na, nb), join_ranges(ranges_of(na), ranges_of(nb)) if ranges else None, chosen, steps,
-                      warnings, on_cpu=all(cpu))
+                      warnings, on_cpu=all(cpu), busy_s=_busy(before, after, chosen, steps))
+
+
+def _busy(before: pd.DataFrame, after: pd.DataFrame, per: str, steps: tuple[int | None, int | None]
+          ) -> tuple[float, float]:
+    from nsroof.report.summary import gpu_busy_s, per_kernel
+
+    if per == "launch":  # a launch-count scale has no meaning for a union of intervals
+        return float("nan"), float("nan")
+    scale = steps if per == "step" else (1, 1)
+    a, b = (gpu_busy_s(per_kernel(r)) / (n or np.nan) for r, n in ((before, scale[0]), (after, scale[1])))
+    return float(a), float(b)
 
 
 def empty_answer(before: pd.DataFrame, after: pd.DataFrame, names: tuple[str, str] = ("before", "after")) -> str:
@@ -383,7 +397,8 @@ def describe_per(c: Comparison) -> str:
 def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = None, *, top: int = 20,
            before_name: str = "before", after_name: str = "after") -> str:
     head: list[str] = []
-    what, time_word = "kernels", "GPU time"
+    what, time_word = "kernels", "kernel time"
+    busy = kernels.busy_s if isinstance(kernels, Comparison) else (np.nan, np.nan)
     if isinstance(kernels, Comparison):
         c = kernels
         kernels, ranges = c.kernels, c.ranges
@@ -400,6 +415,9 @@ def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = Non
         f" {int((kernels['status'] == 'removed').sum())} only before, {int((kernels['status'] == 'added').sum())} only after",
         f"  {time_word}: {_s(t_a)} -> {_s(t_b)} ({_signed_s(_nz(t_b) - _nz(t_a))}, speedup {_ratio(t_a, t_b)})",
     ]
+    if all(np.isfinite(busy)) and (busy[0] < 0.995 * _nz(t_a) or busy[1] < 0.995 * _nz(t_b)):
+        lines.append(f"  GPU busy (kernels overlapping on streams counted once): {_s(busy[0])} -> {_s(busy[1])} "
+                     f"({_signed_s(busy[1] - busy[0])}, speedup {_ratio(busy[0], busy[1])})")
     for lv in LEVELS:
         ba, bb = kernels[f"bytes_{lv}_before"].sum(min_count=1), kernels[f"bytes_{lv}_after"].sum(min_count=1)
         if pd.notna(ba) or pd.notna(bb):

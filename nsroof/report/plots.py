@@ -38,16 +38,15 @@ from nsroof.report.chart_data import (  # noqa: F401  (the names callers of plot
     unplotted,
 )
 from nsroof.report.chart_layout import limits, place_labels
-from nsroof.schema import LEVELS
 from nsroof.units import human_si_range as si_range
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-LEVEL_COLORS: dict[str, str] = {"dram": "#1f5fa8", "l2": "#23994a", "l1": "#e0780f"}
+LEVEL_COLORS: dict[str, str] = {"dram": "#1f5fa8", "l2": "#23994a", "l1": "#e0780f", "link": "#8e3fa8"}
 #: a marker shape per level too, so coincident points of two levels stay apart (and colour is not the only cue)
-LEVEL_MARKERS: dict[str, str] = {"dram": "o", "l2": "s", "l1": "^"}
+LEVEL_MARKERS: dict[str, str] = {"dram": "o", "l2": "s", "l1": "^", "link": "D"}
 #: the href of a point's link in SVG output with point_links=True: POINT_LINK + hex(kernel key) + "-" + level
 POINT_LINK = "#nsroof-point-"
 #: the SVG group id of a kernel's label with point_links=True: LABEL_GID + hex(kernel key)
@@ -237,7 +236,7 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
         if point_links and not rasterize:
             joins.set_urls([f"{POINT_LINK}{str(k).encode().hex()}-join" for k in span.index])
         ax.add_collection(joins)
-    for lv in LEVELS:
+    for lv in LEVEL_MARKERS:  # the memory levels, then a collective's link
         p = pts[pts["level"] == lv]
         if p.empty:
             continue
@@ -256,7 +255,7 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
     handles: list[Any] = [
         Line2D([], [], marker=LEVEL_MARKERS[lv], linestyle="", markerfacecolor=LEVEL_COLORS[lv], markeredgecolor="white",
                markersize=7, label=f"kernel at {LEVEL_NAMES[lv]}")
-        for lv in LEVELS if (pts["level"] == lv).any()
+        for lv in LEVEL_MARKERS if (pts["level"] == lv).any()
     ]
     if segments:
         handles.append(Line2D([], [], color="#888888", linewidth=0.7, label="same kernel across levels"))

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.models.quantities import READ_ONLY_LOWER_BOUND
-from nsroof.schema import LEVELS
+from nsroof.schema import LEVELS, LINK_LEVEL
 from nsroof.units import human_time
 
 
@@ -20,6 +20,8 @@ def _short(text: str, width: int) -> str:
 
 
 def _cell(bound: str, fraction: float, compact: bool = False) -> str:
+    if bound in ("", "nan"):  # no row at this level (a collective's link row stands for its dram row)
+        return "-"
     if bound == "unknown":
         return "unknown"
     frac = f" {fraction:.0%}" if np.isfinite(fraction) else ""
@@ -32,10 +34,10 @@ def per_kernel(frame: pd.DataFrame) -> pd.DataFrame:
     key = ["source", "kernel_id"]
     first = frame.drop_duplicates(key).set_index(key)
     columns = ["function", "nvtx_path", "duration_s", "limiting", "launches", "missing"]
-    out = first[columns + (["kind"] if "kind" in first.columns else [])].copy()
+    out = first[columns + [c for c in ("kind", "start_us", "device_id") if c in first.columns]].copy()
     for level in frame["level"].astype(str).unique():
         sub = frame[frame["level"].astype(str) == level].set_index(key)
-        out[f"bound_{level}"] = sub["bound"].astype(str)
+        out[f"bound_{level}"] = sub["bound"].astype(str).reindex(out.index).fillna("")
         out[f"fraction_{level}"] = sub["roof_fraction"].astype("float64")
     return out.reset_index()
 
@@ -120,7 +122,10 @@ def _head_lines(frame: pd.DataFrame, kernels: pd.DataFrame, metadata: dict[str, 
     what = f"{len(kernels)} kernels"
     if copies.any():
         what = f"{int((~copies).sum())} kernels + {int(copies.sum())} memory copies/sets"
-    lines = [f"{what} ({launches} launches, {human_time(total)}) from {sources} on {devices}"]
+    busy = gpu_busy_s(kernels)
+    wall = (f" summed; the GPU busy {human_time(busy)}, kernels overlapping on streams counted once"
+            if _overlapped(busy, total) else "")
+    lines = [f"{what} ({launches} launches, {human_time(total)}{wall}) from {sources} on {devices}"]
     if metadata.get("selection"):
         lines.append(f"selected: {metadata['selection']}")
     lines += _ceiling_lines(ceilings, metadata)
@@ -203,13 +208,16 @@ def _coverage_lines(frame: pd.DataFrame, metadata: dict[str, Any]) -> list[str]:
     coverage = analytic_coverage(frame, traces)
     if not len(coverage):
         return []
-    lines = ["Coverage of the torch trace(s): share of kernel time whose op has an analytic formula"]
+    lines = ["Coverage of the torch trace(s): share of kernel time (summed over streams) whose op has an analytic "
+             "formula"]
     for _, c in coverage.iterrows():
         if not c["time_s"] > 0:
             lines.append(f"  {_short(c['source'], 44):<44} no kernel durations ({c['kernels']} kernels)")
             continue
-        lines.append(f"  {_short(c['source'], 44):<44} {c['share']:>6.1%} of {human_time(c['time_s'])} "
-                     f"({c['costed']} of {c['kernels']} kernels)"
+        busy = (f"; GPU busy {human_time(c['busy_s'])} (overlaps once), {c['costed_busy_s'] / c['busy_s']:.1%} of it "
+                "under costed kernels" if _overlapped(c["busy_s"], c["time_s"]) else "")
+        lines.append(f"  {_short(c['source'], 44):<44} {c['share']:>6.1%} of {human_time(c['time_s'])} kernel time "
+                     f"({c['costed']} of {c['kernels']} kernels){busy}"
                      + (f"; largest uncovered: {_short(c['uncovered'], 70)} ({human_time(c['uncovered_s'])})"
                         if c["uncovered"] else ""))
     return lines
@@ -265,17 +273,19 @@ def op_lines(ops: pd.DataFrame | None, top: int, width: int = 80) -> list[str]:
     costed = ops[ops["flops"].notna()]
     groups = costed.groupby([costed["op"].astype(str), costed["flops_source"].astype(str)], sort=False, observed=True)
     table = groups.agg(time=("duration_s", "sum"), flops=("flops", "sum"), calls=("op", "size"),
-                       kernels=("launches", "sum"), bound=("bound", "first"), fraction=("roof_fraction", "first"))
+                       kernels=("launches", "sum"), bound=("bound", "first"), fraction=("roof_fraction", "first"),
+                       level=("level", "first"))
     table = table.sort_values("time", ascending=False).head(top)
-    op_w = max(12, min(34, width - (2 + 1 + 9 + 1 + 6 + 1 + 7 + 1 + 9 + 2 + 12)))  # room for 'compute 100%'
+    links = bool((table["level"] == LINK_LEVEL).any())
+    op_w = max(12, min(34, width - (2 + 1 + 9 + 1 + 6 + 1 + 7 + 1 + 9 + 2 + 12 + 5 * links)))  # 'compute 100%'
     lines = ["", f"Top {len(table)} costed ops by time (op-level rows, calls of one op and shape together: their "
              "kernels' time, their formula's FLOPs)",
-             f"  {'op':<{op_w}} {'time':>9} {'calls':>6} {'kernels':>7} {'FLOP/s':>9}  DRAM"]
+             f"  {'op':<{op_w}} {'time':>9} {'calls':>6} {'kernels':>7} {'FLOP/s':>9}  DRAM{'/link' if links else ''}"]
     for (op, _), r in table.iterrows():
         rate = r["flops"] / r["time"] if r["time"] > 0 else np.nan
         lines.append(f"  {_short(str(op), op_w):<{op_w}} {human_time(r['time']):>9} {int(r['calls']):>6} "
                      f"{int(r['kernels']):>7} {(f'{rate:.3g}' if np.isfinite(rate) else '?'):>9}  "
-                     f"{_cell(r['bound'], r['fraction'])}")
+                     f"{_cell(r['bound'], r['fraction'])}{' link' if r['level'] == LINK_LEVEL else ''}")
     return lines
 
 
@@ -353,10 +363,36 @@ def _gain_lines(frame: pd.DataFrame, top: int, ledger_used: bool = False, width:
     return lines
 
 
+def _overlapped(busy_s: float, summed_s: float) -> bool:
+    """Whether kernels overlapped enough (0.5% of the summed time) for the busy time to be worth its own figure."""
+    return bool(np.isfinite(busy_s) and busy_s > 0 and busy_s < 0.995 * summed_s)
+
+
+def gpu_busy_s(kernels: pd.DataFrame) -> float:
+    """How long the GPUs were busy with these kernels (one row each): per (source, device_id) the union of
+    their [start_us, start_us + duration_s) intervals (nsroof.models.timeline.busy_s), summed over devices;
+    NaN when a start is not recorded (an ncu export, --aggregate). Unlike the summed durations, kernels
+    overlapping on streams (NCCL beside compute) count once."""
+    from nsroof.models.timeline import busy_s
+
+    if "start_us" not in kernels:
+        return np.nan
+    if not len(kernels):
+        return 0.0
+    device = kernels["device_id"].astype(object).where(kernels["device_id"].notna(), "") \
+        if "device_id" in kernels else pd.Series([""] * len(kernels), index=kernels.index)
+    group, _ = pd.factorize(kernels["source"].astype(str) + "\x00" + device.astype(str), sort=False)
+    return float(np.sum(busy_s(kernels["start_us"].astype("float64").to_numpy(),
+                               kernels["duration_s"].astype("float64").to_numpy(), group)))
+
+
 def analytic_coverage(frame: pd.DataFrame, sources: list[str]) -> pd.DataFrame:
     """Per trace in `sources`: the share of its kernel time whose FLOPs come from an analytic formula
-    (flops_source 'analytic:…'), the kernel counts, and the reason that leaves the most time uncosted."""
-    columns = ["source", "share", "time_s", "costed", "kernels", "uncovered", "uncovered_s"]
+    (flops_source 'analytic:…'), the kernel counts, and the reason that leaves the most time uncosted; beside
+    the summed kernel time (time_s), the GPU's busy time (busy_s: overlapping kernels once, gpu_busy_s) and
+    the part of it under costed kernels (costed_busy_s)."""
+    columns = ["source", "share", "time_s", "costed", "kernels", "uncovered", "uncovered_s", "busy_s",
+               "costed_busy_s"]
     rows = []
     kernels = frame.drop_duplicates(["source", "kernel_id"])
     if "kind" in kernels.columns:  # copies and sets have no formula to cover them
@@ -372,7 +408,8 @@ def analytic_coverage(frame: pd.DataFrame, sources: list[str]) -> pd.DataFrame:
         rows.append({"source": source, "share": float(d[costed].sum()) / total if total > 0 else np.nan,
                      "time_s": total, "costed": int(costed.sum()), "kernels": len(k),
                      "uncovered": str(by_reason.index[0]) if len(by_reason) else "",
-                     "uncovered_s": float(by_reason.iloc[0]) if len(by_reason) else 0.0})
+                     "uncovered_s": float(by_reason.iloc[0]) if len(by_reason) else 0.0,
+                     "busy_s": gpu_busy_s(k), "costed_busy_s": gpu_busy_s(k[costed])})
     return pd.DataFrame(rows, columns=columns)
 
 

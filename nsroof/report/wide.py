@@ -10,13 +10,16 @@ import numpy as np
 import pandas as pd
 
 from nsroof.report import chart_data
-from nsroof.schema import LEVELS, kernel_key
+from nsroof.schema import LEVELS, LINK_LEVEL, kernel_key
 
 LEDGER_COLUMNS: tuple[str, ...] = ("ledger_op", "expected_flops", "min_bytes", "flop_ratio", "excess_traffic",
                                    "ideal_time_s", "headroom")
 PER_LEVEL: tuple[str, ...] = ("bound", "intensity", "ridge", "roof_fraction", "time_floor_s", "achieved_flop_per_s",
                               "achieved_bytes_per_s", "bytes")
 #: the columns of `nsroof analyze --json/--csv`, in order (per level: PER_LEVEL + "_" + level)
+# the levels a kernel's rows may stand at: the memory levels, and a collective's link row (in place of its dram
+# row); --json/--csv print the memory levels' columns, the limiting level's bound and fraction cover the link
+ROW_LEVELS: tuple[str, ...] = (*LEVELS, LINK_LEVEL)
 SCRIPT_COLUMNS: tuple[str, ...] = (
     "rank", "source", "kernel_id", "step", "function", "kernel_name", "device", "nvtx_path", "launches", "duration_s",
     "time_share", "precision", "flops", "limiting", "bound", "roof_fraction", "time_floor_s", "floor_ratio",
@@ -50,12 +53,12 @@ def kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
     out["missing"] = rows.groupby("_key")["missing"].agg(
         lambda s: ", ".join(dict.fromkeys(t.strip() for v in s.astype(str) for t in v.split(",")
                                           if t.strip() and t.strip() not in ("nan", "<NA>")))).reindex(out.index)
-    for level in LEVELS:
+    for level in ROW_LEVELS:
         at = rows[rows["level"].astype(str) == level].drop_duplicates("_key").set_index("_key")
         for col in PER_LEVEL:
             out[f"{col}_{level}"] = at[col].reindex(out.index) if col in at.columns else np.nan
         out[f"bound_{level}"] = out[f"bound_{level}"].astype(object).where(out[f"bound_{level}"].notna(), "")
-    floors = out[[f"time_floor_s_{lv}" for lv in LEVELS]].astype("float64")
+    floors = out[[f"time_floor_s_{lv}" for lv in ROW_LEVELS]].astype("float64")
     out["time_floor_s"] = floors.max(axis=1, skipna=True)
     limiting = out["limiting"].astype(str) if "limiting" in out else pd.Series("", index=out.index)
     at_limiting = [_at_limiting(out.loc[i], lv) for i, lv in zip(out.index, limiting, strict=True)]
@@ -78,10 +81,10 @@ def _at_limiting(row: pd.Series, limiting: str) -> tuple[str, float]:
     """(bound, roof fraction) where the kernel's time floor is set: at the limiting level, or 'compute' when
     the compute floor is the largest (then every level is compute-bound against the same peak, so the
     fraction of the first level known is the kernel's)."""
-    if limiting in LEVELS:
+    if limiting in ROW_LEVELS:
         return str(row[f"bound_{limiting}"] or "unknown"), as_float(row[f"roof_fraction_{limiting}"])
     if limiting == "compute":
-        fractions = [as_float(row[f"roof_fraction_{lv}"]) for lv in LEVELS]
+        fractions = [as_float(row[f"roof_fraction_{lv}"]) for lv in ROW_LEVELS]
         return "compute", next((f for f in fractions if np.isfinite(f)), float("nan"))
     return "unknown", float("nan")
 

@@ -5,14 +5,17 @@ movement is a pointwise op of 0 FLOP: its inputs read once, its output written o
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from nsroof.models.ledger.aten_args import (
     FLOATING,
+    TORCH_DTYPES,
     NoShape,
     Shape,
     Unrecorded,
     arg,
+    concrete_values,
     dtype_of,
     ledger_op,
     need,
@@ -302,8 +305,69 @@ def _embedding_bag(s: list[Shape], t: list[str], c: list[Any]) -> Any:
                  other=(indices + bags) * dtype_bytes(need_dtype(t, 1)))
 
 
-def _index_unrecorded(s: list[Shape], t: list[str], c: list[Any]) -> Any:
-    raise Unrecorded(INDICES_UNRECORDED)
+@dataclass(frozen=True)
+class IndexEvidence:
+    """What an aten::index / index_put_ call's own child ops say about the index tensors torch.profiler does
+    not record (index_evidence): the indexed elements' shape and each index tensor's shape and dtype. The
+    attribution passes it as the call's `indices` argument."""
+
+    result: tuple[int, ...]
+    indices: tuple[tuple[tuple[int, ...], str], ...]
+
+    @property
+    def index_bytes(self) -> float:
+        return float(sum(numel(list(shape)) * dtype_bytes(TORCH_DTYPES.get(dt, "int64")) for shape, dt in self.indices))
+
+
+INDEX_OPS = frozenset({"index", "index_put", "_index_put_impl", "_index_put_impl_"})
+
+
+def index_evidence(self_shape: Any, children: list[tuple[str, Any, Any, Any]]) -> IndexEvidence | None:
+    """The index tensors of an aten::index / _index_put_impl_ call from its direct child ops, in call order
+    (name, Input Dims, Input type, Concrete Inputs): torch's advanced indexing restrides self to the indexed
+    shape (`aten::as_strided(self, size, strides)`, 0 strides on the indexed dims: `size` is the shape of the
+    gathered / scattered elements) and reshapes each index tensor to broadcast against it (`aten::reshape`
+    of an integer tensor: its shape and dtype; a boolean mask arrives as the long index tensors its
+    `aten::nonzero` made). None when the children do not show both (an older torch, a fused path)."""
+    result: tuple[int, ...] | None = None
+    indices: list[tuple[tuple[int, ...], str]] = []
+    for name, shapes, dtypes, concrete in children:
+        shapes, dtypes, values = list(shapes or []), list(dtypes or []), concrete_values(concrete)
+        if name == "aten::as_strided" and result is None and shapes and shapes[0] == self_shape:
+            size = arg(values, 1)
+            if isinstance(size, list) and all(isinstance(n, int) for n in size):
+                result = tuple(size)
+        elif name == "aten::reshape" and result is not None and shapes and isinstance(shapes[0], list) \
+                and str(dtypes[0] if dtypes else "") in ("long int", "int"):
+            indices.append((tuple(shapes[0]), str(dtypes[0])))
+    return IndexEvidence(result, tuple(indices)) if result is not None and indices else None
+
+
+def _evidence(c: list[Any]) -> IndexEvidence:
+    found = arg(c, 1)
+    if not isinstance(found, IndexEvidence):
+        raise Unrecorded(INDICES_UNRECORDED + " (and its child ops do not show them)")
+    return found
+
+
+def _index(s: list[Shape], t: list[str], c: list[Any]) -> Any:
+    # index(self, Tensor?[] indices): the indexed elements of self read and written out, each index tensor read
+    need(len(s) >= 1 and len(s[0]) >= 1, "index needs self")
+    found = _evidence(c)
+    n = numel(list(found.result))
+    return _move(n, n, need_dtype(t, 0), "gather by index tensors", other=found.index_bytes)
+
+
+def _index_put(s: list[Shape], t: list[str], c: list[Any]) -> Any:
+    # index_put_ / _index_put_impl_(self!, Tensor?[] indices, values, accumulate[, unsafe]): values and the index
+    # tensors read, the indexed elements of self written (and read, one add each, when accumulating)
+    need(len(s) >= 3 and len(s[0]) >= 1, "index_put needs self and values")
+    found = _evidence(c)
+    n = numel(list(found.result))
+    accumulate = arg(c, 3) is True
+    return _move(n, numel(s[2]) + (n if accumulate else 0), need_dtype(t, 0),
+                 "scatter-add by index tensors" if accumulate else "scatter by index tensors",
+                 other=found.index_bytes, flops=1.0 if accumulate else 0.0)
 
 
 register_reader(("cat", "stack", "_cat", "concat", "concatenate", "hstack", "vstack"), _cat)
@@ -324,7 +388,8 @@ register_reader(("gather",), _gather)
 register_reader(("scatter",), _scatter(False, 3, 2))
 register_reader(("scatter_add",), _scatter(True, 3, 2))
 register_reader(("index_add",), _scatter(True, 3, 2))
-register_reader(("index", "index_put", "_index_put_impl"), _index_unrecorded)
+register_reader(("index",), _index)
+register_reader(("index_put", "_index_put_impl", "_index_put_impl_"), _index_put)
 register_reader(("sort", "argsort"), _sort(None, 1))
 register_reader(("topk",), _sort(1, 2))
 register_reader(("cumsum",), _cumsum)

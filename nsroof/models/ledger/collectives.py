@@ -16,13 +16,13 @@ has it, else from the trace's process group (OpContext.world_size).
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from importlib import resources
 from typing import Any
 
 from nsroof.models.ledger.core import Term
 from nsroof.models.ledger.custom import Missing, OpContext, Tensor, formula
+from nsroof.models.machines import interconnect
+
+__all__ = ["FACTORS", "SRC_NCCL_TESTS", "bus_factor", "collective_terms", "interconnect"]
 
 SRC_NCCL_TESTS = "NVIDIA/nccl-tests doc/PERFORMANCE.md bus-bandwidth factors"
 
@@ -144,17 +144,3 @@ def record_param_comms(x: Tensor | None, *, context: OpContext) -> list[Term]:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-@cache
-def _interconnects() -> dict[str, Any]:
-    text = resources.files("nsroof").joinpath("data", "interconnect.json").read_text(encoding="utf-8")
-    return dict(json.loads(text))
-
-
-def interconnect(machine: str) -> dict[str, Any] | None:
-    """The interconnect of a machine name (as in data/machines: "B200", "H100 SXM"): {"link", "bandwidth_bytes_per_s"
-    (per GPU per direction), "source"}, or None when the table has no entry."""
-    table = _interconnects()["gpus"]
-    entry = table.get(machine) or next((v for k, v in table.items() if k.lower() == machine.lower()), None)
-    return dict(entry) if entry else None

@@ -244,6 +244,12 @@ def load_file(path: str) -> list[str]:
     return _LOADED[key]
 
 
+def loaded_files() -> list[str]:
+    """The --formulas files this process has run (real paths, first loaded first): what a worker process
+    must load again to cost the same ops (nsroof.dataset)."""
+    return list(_LOADED)
+
+
 def add_builtin_test(test: Callable[[str], bool]) -> None:
     _BUILTIN_NAMES.append(test)
 

@@ -161,6 +161,15 @@ def causal_pairs(sq: int, skv: int) -> int:
     return skv * (skv + 1) // 2
 
 
+def causal_pairs_top_left(sq: int, skv: int) -> int:
+    """Unmasked pairs of a causal mask aligned to the first key, torch's `is_causal` on the SDPA math path
+    (`ones(sq, skv).tril(0)`: query i sees keys j <= i): Σ min(i + 1, skv); N(N+1)/2 for sq = skv = N, as
+    causal_pairs."""
+    if sq <= skv:
+        return sq * (sq + 1) // 2
+    return skv * (skv + 1) // 2 + (sq - skv) * skv
+
+
 @register("attention", source=SRC_LEDGER)
 def attention(batch_heads: int, sq: int, skv: int, d: int, dtype: str = "fp16", causal: bool = False) -> Operator:
     """Fused (flash-style) attention, minimum traffic: read Q, K, V, write O; QK^T + PV + softmax FLOPs."""

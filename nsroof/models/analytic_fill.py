@@ -1,0 +1,56 @@
+"""The one way to put a file's analytic costs (nsroof.models.attribution's analytic table) into its quantities
+(nsroof.models.quantities.derive): where the counters left FLOPs or DRAM bytes NaN, with provenance; a
+collective's bus bytes go to bytes_link (judged against the interconnect by nsroof.report.build)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from nsroof.schema import ANALYTIC_QUANTITY_FIELDS, LINK_LEVEL, PRECISIONS, kernel_key
+
+
+def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame) -> pd.DataFrame:
+    """The quantities with the analytic costs put in where the counters left FLOPs or DRAM bytes NaN
+    (source '<origin>:<label>' / '<origin>:<formula>'), joined to the kernels by kernel_key; rows without a
+    cost keep NaN and get the reason in missing. Adds ANALYTIC_QUANTITY_FIELDS. A kernel table with a
+    duration_source column (CPU op rows) names its own."""
+    keys = kernel_key(kernels.reset_index(drop=True))
+    a = analytic.set_index(kernel_key(analytic))
+    if len(a.index) != len(keys) or not a.index.is_unique or not keys.isin(a.index).all():
+        raise ValueError("the analytic table does not hold exactly one row per kernel (joined by kernel_key)")
+    a = a.loc[keys.to_numpy()]
+    q = quantities.reset_index(drop=True).copy()
+    af, ab = (a[c].astype("float64").to_numpy() for c in ("analytic_flops", "analytic_bytes"))
+    origin = a["analytic_origin"].astype(str).to_numpy()
+    label, formula = (a[c].astype(str).to_numpy() for c in ("analytic_label", "analytic_formula"))
+    prec, why = a["analytic_precision"].astype(str).to_numpy(), a["analytic_missing"].astype(str).to_numpy()
+    take_f = q["flops"].isna().to_numpy() & ~np.isnan(af)
+    for p in PRECISIONS:
+        values = q[f"flops_{p}"].astype("float64").to_numpy().copy()
+        values[take_f] = np.where(prec[take_f] == p, af[take_f], 0.0)
+        q[f"flops_{p}"] = values
+    q.loc[take_f, "flops"] = af[take_f]
+    q.loc[take_f, "flops_source"] = [f"{o}:{s}" for o, s in zip(origin[take_f], label[take_f], strict=True)]
+    q.loc[take_f, "missing_flops"] = ""
+    link = a["analytic_roof"].astype(str).to_numpy() == LINK_LEVEL
+    take_b = q["bytes_dram"].isna().to_numpy() & ~np.isnan(ab)
+    take_link, take_b = take_b & link, take_b & ~link  # a collective's bus bytes cross the links, not DRAM
+    q.loc[take_b, "bytes_dram"] = ab[take_b]
+    q.loc[take_b, "bytes_source_dram"] = [f"{o}:{s}" for o, s in zip(origin[take_b], formula[take_b], strict=True)]
+    q.loc[take_b, "missing_dram"] = ""
+    for quantity, column in (("flops", "missing_flops"), ("bytes_dram", "missing_dram")):
+        still = q[quantity].isna().to_numpy() & (why != "")
+        q.loc[still, column] = why[still]
+    if "duration_source" in kernels.columns:
+        own = kernels["duration_source"].astype(str).to_numpy()
+        q["duration_source"] = np.where(own != "", own, q["duration_source"].astype(str).to_numpy())
+    stated = a["analytic_tensor_dtype"].astype(str).to_numpy()
+    added = {"tensor_dtype": np.where(take_f, stated, ""), "ledger_label": np.where(take_f, label, ""),
+             "bytes_link": np.where(take_link, ab, np.nan),
+             "bytes_source_link": np.array([f"{o}:{s}" if t else "" for o, s, t in zip(origin, formula, take_link,
+                                                                                        strict=True)], dtype=object)}
+    for f in ANALYTIC_QUANTITY_FIELDS:
+        q[f.name] = added[f.name] if f.type == pa.float64() else pd.Series(added[f.name], dtype=object)
+    return q
