@@ -13,9 +13,10 @@ from nsroof.models.ledger.aten import op_cost
 from nsroof.models.ledger.core import LedgerError, Term
 from nsroof.models.ledger.custom import OpContext, Tensor, formula, using_model
 from nsroof.models.ledger.engine_facts import parse_step, read_model_config
+from tests import _paths
 from tests._paths import SHARED_FIXTURES
 
-GPT_OSS = Path(__file__).parent.parent / "data" / "models" / "gpt-oss-120b.config.json"
+GPT_OSS = _paths.DATA / "models" / "gpt-oss-120b.config.json"
 B200 = SHARED_FIXTURES / "traces" / "tracelens__b200__eager_trace.json.gz"
 
 
