@@ -80,7 +80,6 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     digests = digest.start(inputs)
     from nsroof.pipeline import analyze as run
     from nsroof.pipeline import default_output
-    from nsroof.report.summary import render
 
     out = output or default_output(inputs[0])
     if out.exists() and inputs[0].exists() and out.resolve() == inputs[0].resolve():
@@ -98,6 +97,8 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     if as_json or as_csv:
         click.echo(script_output(report.frame, as_json=as_json, by=by), nl=False)
     elif not quiet:
+        from nsroof.report.summary import render
+
         click.echo(render(report, top=top, output=str(out), by=by))
 
 

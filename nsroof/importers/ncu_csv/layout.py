@@ -3,6 +3,7 @@ hands on: the launches' identity table and the metric rows in compact form (Long
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nsroof._distinct import row_codes
 from nsroof.errors import InputError
 from nsroof.importers.ncu import csv_bytes as text
 from nsroof.importers.ncu import kernel_names as names
@@ -60,7 +62,7 @@ class LongRows:
 
     kernel_ids: np.ndarray  # int64 launch ID per row
     lines: np.ndarray  # line number per row (approximate when values span lines)
-    section: tuple[np.ndarray, list[str]]  # (codes, names)
+    section: tuple[np.ndarray, list[str]]  # (int32 codes, names)
     body: tuple[np.ndarray, list[str]]
     metric: tuple[np.ndarray, list[str]]
     unit: tuple[np.ndarray, list[str]]
@@ -105,7 +107,7 @@ def first_per_id(table: pa.Table, ids: np.ndarray) -> tuple[np.ndarray, pa.Table
 
 
 def dict_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str]]:
-    """Integer codes and the distinct strings of a text column (plain, or dictionary-typed as pyarrow's
+    """int32 codes and the distinct strings of a text column (plain, or dictionary-typed as pyarrow's
     CSV reader builds it chunk by chunk: the chunks' dictionaries are unified first)."""
     if pa.types.is_dictionary(column.type):
         enc = (column.unify_dictionaries().combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
@@ -114,19 +116,31 @@ def dict_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str
         if isinstance(enc, pa.ChunkedArray):
             enc = enc.combine_chunks()
     return (
-        np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64),
+        np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int32),
         [str(v) for v in enc.dictionary.to_pylist()],
     )
 
 
-def shared_texts(column: pa.ChunkedArray | pa.Array) -> list[str]:
-    """A text column as Python strings, one object per distinct value: launches repeat a few kernel
-    names (~1 KB each for templated kernels), so each is decoded once and later hashing (short names,
-    factorising, Parquet) works on shared, already-hashed objects."""
-    codes, names = dict_codes(column)
-    distinct = np.empty(len(names), dtype=object)
-    distinct[:] = names
+def shared_texts(column: pa.ChunkedArray | pa.Array, func: Callable[[str], Any] | None = None) -> list[Any]:
+    """A text column as Python strings (or func of each), one object per distinct value: launches repeat
+    a few kernel names (~1 KB each for templated kernels), so each is decoded (and func called) once and
+    later work (short names, factorising, Parquet) meets shared, already-hashed objects."""
+    codes, texts = dict_codes(column)
+    distinct = np.empty(len(texts), dtype=object)
+    for i, value in enumerate(texts):
+        distinct[i] = value if func is None else func(value)
     return list(distinct[codes])
+
+
+def _nvtx_columns(push: list[str], start: list[str]) -> tuple[list[list[str]], list[str]]:
+    """nvtx_ranges (a list of its own per launch) and nvtx_path, parsed once per distinct pair of NVTX
+    cells (a run repeats a few range stacks over thousands of launches)."""
+    codes, first = row_codes(np.array(push, dtype=object), np.array(start, dtype=object))
+    parsed = [nvtx.ranges(push[i], start[i]) for i in first.tolist()]
+    paths = np.empty(len(parsed), dtype=object)
+    for j, r in enumerate(parsed):
+        paths[j] = nvtx.path(r)
+    return [list(parsed[c]) for c in codes.tolist()], list(paths[codes])
 
 
 def identity_frame(export: text.Export, layout: Layout, ids: np.ndarray, table: pa.Table) -> pd.DataFrame:
@@ -151,16 +165,16 @@ def identity_frame(export: text.Export, layout: Layout, ids: np.ndarray, table: 
                 np.asarray(as_int.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64),
                 np.asarray(as_int.is_null().to_numpy(zero_copy_only=False), dtype=bool))
         elif dst == "cc":
-            cols[dst] = [v.replace(",", ".") for v in shared_texts(values)]
+            cols[dst] = shared_texts(values, lambda v: v.replace(",", "."))
         else:
             cols[dst] = shared_texts(values)
     if "kernel_name" in cols:
-        cols["function"] = [names.short_name(k) for k in cols["kernel_name"]]
+        short: dict[str, str] = {}  # once per distinct name (the names are shared objects: hashed once)
+        cols["function"] = [short[k] if k in short else short.setdefault(k, names.short_name(k))
+                            for k in cols["kernel_name"]]
     push = shared_texts(table.column(layout.push_pop)) if layout.push_pop else [""] * n
     start = shared_texts(table.column(layout.start_end)) if layout.start_end else [""] * n
-    ranges = [list(nvtx.ranges(a, b)) for a, b in zip(push, start, strict=True)]
-    cols["nvtx_ranges"] = ranges
-    cols["nvtx_path"] = [nvtx.path(r) for r in ranges]
+    cols["nvtx_ranges"], cols["nvtx_path"] = _nvtx_columns(push, start)
     out: dict[str, Any] = {}
     for name, (dtype, _) in IDENTITY_COLUMNS.items():
         if dtype == "object":

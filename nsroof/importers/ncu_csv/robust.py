@@ -294,7 +294,7 @@ def details_robust(export: text.Export, layout: Layout, collected: Collected) ->
 
     def codes(col: str) -> tuple[np.ndarray, list[str]]:
         if col not in metrics.column_names:
-            return np.zeros(metrics.num_rows, np.int64), [""]
+            return np.zeros(metrics.num_rows, np.int32), [""]
         return dict_codes(metrics.column(col))
 
     rows = LongRows(np.concatenate(id_parts), np.concatenate(line_parts), codes("Section Name"),

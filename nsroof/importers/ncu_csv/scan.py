@@ -327,7 +327,7 @@ class TailSplitter:
             if got is None:
                 return None
             keys, codes_b, rows_b, offsets_b, values_b, _rules = got
-            remap = np.array([key_index.setdefault(k, len(key_index)) for k in keys], dtype=np.int64)
+            remap = np.array([key_index.setdefault(k, len(key_index)) for k in keys], dtype=np.int32)
             window_codes = np.frombuffer(codes_b, dtype=np.int32)
             key_codes.append(remap[window_codes])
             rows.append(np.frombuffer(rows_b, dtype=np.int64) + first_row)
@@ -340,15 +340,15 @@ class TailSplitter:
         if any(len(row) != self._key_last - self._key_first + 1 for row in cells):
             return None
         metric_rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-        all_codes = np.concatenate(key_codes) if key_codes else np.zeros(0, np.int64)
+        all_codes = np.concatenate(key_codes) if key_codes else np.zeros(0, np.int32)
         coded: dict[str, tuple[np.ndarray, list[str]]] = {}
         for col in CODED_COLUMNS:
             if col not in self._coded:
-                coded[col] = (np.zeros(len(metric_rows), np.int64), [""])
+                coded[col] = (np.zeros(len(metric_rows), np.int32), [""])
                 continue
             at = self._names.index(col) - self._key_first
             per_key, distinct = pd.factorize(np.array([row[at] for row in cells], dtype=object))
-            coded[col] = (np.asarray(per_key, dtype=np.int64)[all_codes], [str(v) for v in distinct])
+            coded[col] = (np.asarray(per_key, dtype=np.int32)[all_codes], [str(v) for v in distinct])
         return metric_rows, coded, pa.chunked_array(values, type=pa.string())
 
 
@@ -402,5 +402,5 @@ def split_tails_pyarrow(data: bytes, n: int, names: list[str], detail_cols: list
     codes: dict[str, tuple[np.ndarray, list[str]]] = {}
     for col in CODED_COLUMNS:
         codes[col] = (dict_codes(metrics.column(col)) if col in metrics.column_names
-                      else (np.zeros(metrics.num_rows, np.int64), [""]))
+                      else (np.zeros(metrics.num_rows, np.int32), [""]))
     return np.flatnonzero(kept)[has_np], codes, metrics.column("Metric Value")

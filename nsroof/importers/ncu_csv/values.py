@@ -26,6 +26,7 @@ _SCRATCH = "\0dropped"
 DIMENSION_HINT = "the export is damaged or edited; re-export it from the report (ncu -i REPORT.ncu-rep --csv ...)"
 
 
+SCATTER_ROWS = 1 << 16
 ROUNDING_LIMIT = 0.01  # warn when the printed precision can move a figure a formula reads by more than this
 
 
@@ -89,9 +90,10 @@ def pivot_details(
     (sec, sec_names), (body, body_names) = rows.section, rows.body
     (met, met_names), (unit, unit_names) = rows.metric, rows.unit
     row_lines = rows.lines
-    key = ((sec * len(body_names) + body) * len(met_names) + met) * len(unit_names) + unit
-    # distinct keys numbered in order of first appearance (a hash table, not a sort)
+    key = ((sec.astype(np.int64) * len(body_names) + body) * len(met_names) + met) * len(unit_names) + unit
+    # int64 keys (the codes are int32), numbered in order of first appearance (a hash table, not a sort)
     inverse, uniq = pd.factorize(key, sort=False)
+    del key  # one int64 per row: the peak of a large export's import is here, with every row's arrays alive
     first = first_appearances(inverse)
 
     # per distinct (section, body, metric/label, unit): column name, factor, priority
@@ -187,10 +189,16 @@ def _scatter(
 
     out = np.full((n_kernels, n_cols), np.nan, dtype=np.float64)
     rows = np.flatnonzero(parsed.numeric)
-    # label-mapped rows first, explicit metric-name rows last: numpy keeps the last write of a repeated index
     explicit = combo_explicit[inverse[rows]]
-    rows = np.concatenate([rows[~explicit][::-1], rows[explicit][::-1]])
-    out[kidx[rows], col[rows]] = parsed.values[rows] * combo_factor[inverse[rows]]
+    # label-mapped rows first, explicit metric-name rows last, each in reverse file order: numpy keeps
+    # the last write of a repeated index, so the first row in the file wins. In slices of SCATTER_ROWS,
+    # in that order: one slice's gathered indices, values and factors are alive at a time
+    for chosen in (~explicit, explicit):
+        part = rows[chosen][::-1]
+        for lo in range(0, len(part), SCATTER_ROWS):
+            at = part[lo : lo + SCATTER_ROWS]
+            out[kidx[at], col[at]] = parsed.values[at] * combo_factor[inverse[at]]
+    del rows, explicit
 
     result: dict[str, Any] = {}
     str_rows = np.flatnonzero(np.isin(col, np.flatnonzero(string_col)) & ~parsed.missing)
