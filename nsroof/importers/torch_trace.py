@@ -28,19 +28,26 @@ nsroof.profile records what the trace alone cannot say under the trace's top-lev
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import pandas as pd
 
 from nsroof.importers import trace_graphs, trace_ops
 from nsroof.importers.kernel_table import empty_identity
-from nsroof.importers.trace_load import META_KEY, _is_int, load_events, paused_gc
+from nsroof.importers.trace_load import (
+    Event,
+    RangeEvent,
+    Trace,
+    comms_attributes,
+    load_events,
+    load_ranges,
+    paused_gc,
+)
 from nsroof.importers.trace_ops import OpTree, number
 from nsroof.schema import FileFacts
 
@@ -65,13 +72,16 @@ def _num(value: Any) -> float:
     return number(value)
 
 
-def _stream(event: dict[str, Any]) -> int | None:
+def _is_int(v: Any) -> TypeGuard[int]:
+    return isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < (1 << 63)
+
+
+def _stream(event: Event) -> int | None:
     """The stream id: an integer (CUDA), a string (ROCm writes "0x0"; 2021 traces' tid "stream 7"); <NA>
     when none parses or it does not fit 64 bits (no roofline number reads the stream)."""
-    args = event.get("args") or {}
-    for value in (args.get("stream"), event.get("tid")):
-        if _is_int(value):
-            return int(value)
+    for value in (event.args.stream, event.tid):
+        if isinstance(value, int):
+            return value
         if isinstance(value, str) and value.split():
             word = value.split()[-1]
             try:
@@ -89,21 +99,12 @@ def _dim3(value: Any) -> str:
     return ""
 
 
-def _int(value: Any) -> int | None:
-    return int(value) if _is_int(value) else None
 # --------------------------------------------------------------------------- what nsroof.profile recorded
 
 
-def trace_meta(top: dict[str, Any]) -> dict[str, Any]:
-    """The facts nsroof.profile wrote under the trace's top-level 'nsroof' key ({} for other traces).
-    torch writes add_metadata_json values as given: an object, or (older torch) a JSON string of one."""
-    meta = top.get(META_KEY)
-    if isinstance(meta, str):
-        try:
-            meta = json.loads(meta)
-        except (ValueError, RecursionError):
-            return {}
-    return meta if isinstance(meta, dict) else {}
+def trace_meta(top: Trace) -> dict[str, Any]:
+    """The facts nsroof.profile wrote under the trace's top-level 'nsroof' key ({} for other traces)."""
+    return top.nsroof or {}
 
 
 def tf32_policy(meta: dict[str, Any]) -> tuple[bool | None, bool | None]:
@@ -115,15 +116,14 @@ def tf32_policy(meta: dict[str, Any]) -> tuple[bool | None, bool | None]:
     return (matmul if isinstance(matmul, bool) else None), (cudnn if isinstance(cudnn, bool) else None)
 
 
-def step_window(meta: dict[str, Any], annotations: list[dict[str, Any]]) -> tuple[str, list[float], int, int | None]:
+def step_window(meta: dict[str, Any], annotations: list[Event]) -> tuple[str, list[float], int, int | None]:
     """(step source, sorted boundary times µs, warmup, steps) from the step markers nsroof.profile put in
     the trace (``nsroof::step#<source>#<n>``): nsroof.step() marks when there are any, else optimizer steps."""
     marks: dict[str, list[float]] = {"nsroof": [], "optimizer": []}
     for a in annotations:
-        name = str(a.get("name", ""))
-        if name.startswith(trace_ops.STEP_MARKER + "#"):
-            parts = name.split("#")
-            marks.setdefault(parts[1] if len(parts) > 1 else "", []).append(_num(a.get("ts")))
+        if a.name.startswith(trace_ops.STEP_MARKER + "#"):
+            parts = a.name.split("#")
+            marks.setdefault(parts[1] if len(parts) > 1 else "", []).append(_num(a.ts))
     source = "nsroof" if marks["nsroof"] else ("optimizer" if marks["optimizer"] else "")
     window: dict[str, Any] = meta["steps"] if isinstance(meta.get("steps"), dict) else {}
     warmup, steps = window.get("warmup"), window.get("steps")
@@ -152,13 +152,14 @@ def _read(path: str | os.PathLike[str], captures: Sequence[str | os.PathLike[str
     top, events = load_events(path)
     name = Path(path).name
     cats = by_category(events)
+    top.traceEvents = events = []  # only the categories read stay alive
     activities = in_order([e for c in KINDS for e in cats.get(c, [])])
     meta = trace_meta(top)
     warnings: list[str] = []
     extra: dict[str, Any] = {}
     ops = None
     if not activities and cats.get(RANGE_CAT):
-        frame = _profiler_ranges(cats[RANGE_CAT], top, name)
+        frame = _profiler_ranges(load_ranges(path), top, name)
         warnings.append(f"{len(frame)} CUPTI range-profiler rows and no kernel events: counters only, no kernel "
                         "durations (a range's dur is the profiling window)")
     else:
@@ -180,62 +181,62 @@ def _read(path: str | os.PathLike[str], captures: Sequence[str | os.PathLike[str
         ops = trace_graphs.ops_table(tree, name, caps)
         # facts the ledger's collective formulas read beside the ops' arguments (nsroof.models.attribution)
         ops.attrs["world_size"] = _world_size(top)
-        ops.attrs["op_attributes"] = {i: dict(a) for i, (op, a) in enumerate(zip(tree.ops, tree.args, strict=False))
-                                      if op.get("name") == "record_param_comms"}
+        ops.attrs["op_attributes"] = {i: comms_attributes(a) for i, (op, a) in enumerate(zip(tree.ops, tree.args, strict=True))
+                                      if op.name == "record_param_comms"}
     units = {c: u for c, u in METRIC_UNITS.items() if c in frame.columns} | {
         c: "" for c in frame.columns if c.startswith(("smsp__", "sm__"))}
     return frame, FileFacts(format="torch-trace", source=name, metric_units=units, warnings=warnings,
                             levels=("dram",), extra=extra, ops=ops)
 
 
-def _world_size(top: Any) -> int:
+def _world_size(top: Trace) -> int:
     """distributedInfo.world_size of a kineto trace (0 when absent)."""
-    info = top.get("distributedInfo") if isinstance(top, dict) else None
+    info = top.distributedInfo
     size = info.get("world_size") if isinstance(info, dict) else None
     return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else 0
 
 
-def by_category(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    cats: dict[str, list[dict[str, Any]]] = {}
+def by_category(events: list[Event]) -> dict[str, list[Event]]:
+    cats: dict[str, list[Event]] = {}
     for e in events:
-        if e.get("ph", "X") == "X":
-            cats.setdefault(str(e.get("cat", "")), []).append(e)
+        if e.ph == "X":
+            cats.setdefault(e.cat, []).append(e)
     return cats
 
 
-def in_order(activities: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def in_order(activities: list[Event]) -> list[Event]:
     """GPU activities in the kernel table's row order: by start, then correlation."""
-    return sorted(activities, key=lambda e: (_num(e.get("ts")), _num((e.get("args") or {}).get("correlation"))))
+    return sorted(activities, key=lambda e: (_num(e.ts), _num(e.args.correlation)))
 
 
-def launch_map(cats: dict[str, list[dict[str, Any]]]) -> dict[int, dict[str, Any]]:
+def launch_map(cats: dict[str, list[Event]]) -> dict[int, Event]:
     """correlation -> the runtime/driver event that launched it (trace_ops rule 1)."""
-    launches: dict[int, dict[str, Any]] = {}
+    launches: dict[int, Event] = {}
     for c in LAUNCH_CATS:
         for e in cats.get(c, []):
-            corr = (e.get("args") or {}).get("correlation")
-            if _is_int(corr):
-                launches.setdefault(int(corr), e)
+            corr = e.args.correlation
+            if corr is not None:
+                launches.setdefault(corr, e)
     return launches
 
 
-def op_tree(cats: dict[str, list[dict[str, Any]]], meta: dict[str, Any]) -> tuple[OpTree, list[dict[str, Any]]]:
+def op_tree(cats: dict[str, list[Event]], meta: dict[str, Any]) -> tuple[OpTree, list[Event]]:
     module_ranges = [str(n) for n in meta.get("module_ranges", []) if isinstance(n, str)]
     ops, annotations = split_module_ranges([e for c in CPU_OP_CATS for e in cats.get(c, [])],
                                            [e for c in ANNOTATION_CATS for e in cats.get(c, [])], module_ranges)
     return OpTree(ops, annotations, module_ranges), annotations
 
 
-def split_module_ranges(ops: list[dict[str, Any]], annotations: list[dict[str, Any]],
-                        module_ranges: Sequence[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def split_module_ranges(ops: list[Event], annotations: list[Event],
+                        module_ranges: Sequence[str]) -> tuple[list[Event], list[Event]]:
     """nsroof.profile records module ranges with torch's fast C++ record function, which kineto writes as
     ``cpu_op`` events named by the module: those named in the trace's ``module_ranges`` fact are ranges
     (annotations), not ops."""
     names = set(module_ranges)
-    ranges = [e for e in ops if e.get("name") in names] if names else []
+    ranges = [e for e in ops if e.name in names] if names else []
     if not ranges:
         return ops, annotations
-    return [e for e in ops if e.get("name") not in names], annotations + ranges
+    return [e for e in ops if e.name not in names], annotations + ranges
 
 
 def load_capture(index: int, path: str | os.PathLike[str]) -> trace_graphs.Capture:
@@ -246,11 +247,11 @@ def load_capture(index: int, path: str | os.PathLike[str]) -> trace_graphs.Captu
     runtime = [e for c in LAUNCH_CATS for e in cats.get(c, [])]
     capture = trace_graphs.Capture(Path(path).name, tree, trace_graphs.capture_graphs(index, runtime, tree))
     activities = in_order([e for c in KINDS for e in cats.get(c, [])])
-    trace_graphs.learn_node_ids(capture, activities, [KINDS[str(e.get("cat"))] for e in activities], launch_map(cats))
+    trace_graphs.learn_node_ids(capture, activities, [KINDS[e.cat] for e in activities], launch_map(cats))
     return capture
 
 
-def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any], annotations: list[dict[str, Any]],
+def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any], annotations: list[Event],
                   warnings: list[str], extra: dict[str, Any]) -> pd.DataFrame:
     source, bounds, warmup, steps = step_window(meta, annotations)
     extra["steps"] = {"source": source, "marked": len(bounds), "warmup": warmup, "steps": steps}
@@ -271,17 +272,17 @@ def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any],
     return frame[keep].reset_index(drop=True)
 
 
-def _devices(top: dict[str, Any]) -> dict[int, tuple[str, str]]:
+def _devices(top: Trace) -> dict[int, tuple[str, str]]:
     out: dict[int, tuple[str, str]] = {}
-    for d in top.get("deviceProperties") or []:
-        if "id" in d:
-            cc = f"{d.get('computeMajor', '')}.{d.get('computeMinor', '')}" if "computeMajor" in d else ""
-            out[int(d["id"])] = (str(d.get("name", "")), cc)
+    for d in top.deviceProperties or []:
+        if d.id is not None:
+            minor = "" if d.computeMinor is None else d.computeMinor
+            out[d.id] = (d.name, f"{d.computeMajor}.{minor}" if d.computeMajor is not None else "")
     return out
 
 
-def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, Any]]], tree: OpTree,
-              top: dict[str, Any], name: str, warnings: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
+def _gpu_rows(activities: list[Event], cats: dict[str, list[Event]], tree: OpTree,
+              top: Trace, name: str, warnings: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
     from nsroof.importers.ncu.kernel_names import short_name
 
     n = len(activities)  # in_order already
@@ -298,37 +299,34 @@ def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, A
     starts = np.full(n, np.nan)
     device_ids: list[int | None] = [None] * n
     bad_dur = 0
+    linked = [tree.launcher(k.args, launches) for k in activities]  # every launch adopted before paths are located
     for i, k in enumerate(activities):
-        args = k.get("args") or {}
-        kinds[i] = KINDS[str(k.get("cat"))]
-        dur = _num(k.get("dur"))
+        args = k.args
+        kinds[i] = KINDS[k.cat]
+        dur = _num(k.dur)
         if dur == dur and dur >= 0:
             dur_s[i] = dur * 1e-6  # chrome-trace dur is in µs whatever displayTimeUnit says
         else:
             bad_dur += 1
-        registers[i] = _num(args.get("registers per thread"))
-        shared[i] = _num(args.get("shared memory"))
-        kname = str(k.get("name", ""))
+        registers[i] = _num(args.registers_per_thread)
+        shared[i] = _num(args.shared_memory)
+        kname = k.name
         cols["kernel_name"][i] = kname
         cols["function"][i] = short_name(kname) if kinds[i] == "kernel" else kname
-        cols["grid"][i] = _dim3(args.get("grid"))
-        cols["block"][i] = _dim3(args.get("block"))
-        dev = args.get("device", k.get("pid"))
-        device_ids[i] = int(dev) if _is_int(dev) else None
-        j, links[i] = tree.launcher(args, launches)
-        corr = args.get("correlation")
-        launch = launches.get(corr) if _is_int(corr) else None
-        starts[i] = _num((launch or k).get("ts"))
+        cols["grid"][i] = _dim3(args.grid)
+        cols["block"][i] = _dim3(args.block)
+        dev = args.device if args.device is not None else k.pid
+        device_ids[i] = dev if isinstance(dev, int) else None
+        j, links[i] = linked[i]
+        launch = launches.get(args.correlation) if args.correlation is not None else None
+        starts[i] = _num((launch or k).ts)
         launcher[i] = j
         if j >= 0:
             op = tree.ops[j]
-            op_name[i] = str(op.get("name", ""))
-            dims = tree.args[j].get("Input Dims")
+            op_name[i] = op.name
+            dims = tree.args[j].input_dims
             shapes[i] = str(dims) if dims and any(dims) else ""
-            path = tree.path(j)
-            cols["nvtx_ranges"][i] = path
-            cols["nvtx_path"][i] = "/".join(path)
-            modules[i] = tree.module(path)
+            cols["nvtx_ranges"][i], cols["nvtx_path"][i], modules[i] = tree.path_facts(j)
     if bad_dur:
         warnings.append(f"{bad_dur} GPU event(s) with a negative or non-finite 'dur': duration NaN")
     flagged = sum(1 for link in links if link == trace_ops.LINK_ENCLOSING)
@@ -336,7 +334,7 @@ def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, A
         warnings.append(f"{flagged} GPU event(s) whose launch's External id names no op enclosing the launch on its "
                         "thread: linked to the innermost enclosing op instead (op_link 'enclosing op')")
     cols["stream"] = pd.array([_stream(k) for k in activities], dtype="Int64")
-    cols["context"] = pd.array([_int((k.get("args") or {}).get("context")) for k in activities], dtype="Int64")
+    cols["context"] = pd.array([k.args.context for k in activities], dtype="Int64")
     cols["device_id"] = pd.array(device_ids, dtype="Int64")
     # ROCm numbers a kernel's device by its profiler agent (9) where deviceProperties counts GPUs (0..n-1):
     # an id not listed takes the one model every listed GPU is
@@ -353,7 +351,7 @@ def _gpu_rows(activities: list[dict[str, Any]], cats: dict[str, list[dict[str, A
     frame["input_shapes"] = pd.Series(shapes, dtype=object)
     frame["module"] = pd.Series(modules, dtype=object)
     frame["gpu__time_duration.sum"] = dur_s
-    frame["start_us"] = np.array([_num(k.get("ts")) for k in activities], dtype="float64")  # the activity's own
+    frame["start_us"] = np.array([_num(k.ts) for k in activities], dtype="float64")  # the activity's own
     frame["launch__registers_per_thread"] = registers
     frame["launch__shared_mem_per_block"] = shared
     return inductor_estimates(frame, tree, launcher), starts
@@ -368,10 +366,10 @@ def inductor_estimates(frame: pd.DataFrame, tree: OpTree, launcher: np.ndarray) 
     n = len(frame)
     flops, nbytes, source = np.full(n, np.nan), np.full(n, np.nan), [""] * n
     for i, j in enumerate(launcher.tolist()):
-        args = tree.args[j] if j >= 0 and frame["kind"].iat[i] == "kernel" else {}
-        if args.get("kernel_backend") != "triton":
+        if j < 0 or tree.args[j].kernel_backend != "triton" or frame["kind"].iat[i] != "kernel":
             continue
-        flops[i], gb = number(args.get("kernel_flop")), number(args.get("kernel_num_gb"))
+        args = tree.args[j]
+        flops[i], gb = number(args.kernel_flop), number(args.kernel_num_gb)
         nbytes[i] = gb * 1e9
         stated = [k for k, v in (("kernel_flop", flops[i]), ("kernel_num_gb", gb)) if v == v]
         source[i] = "inductor:" + ", ".join(stated) if stated else ""
@@ -400,7 +398,7 @@ def _cpu_rows(tree: OpTree, name: str, meta: dict[str, Any]) -> tuple[pd.DataFra
     device = str(meta.get("cpu", "")) if isinstance(meta.get("cpu", ""), str) else ""
     paths = [tree.path(i) for i in order]
     for r, i in enumerate(order):
-        op = str(tree.ops[i].get("name", ""))
+        op = tree.ops[i].name
         cols["kernel_name"][r] = op
         cols["function"][r] = op
         cols["nvtx_ranges"][r] = paths[r]
@@ -410,9 +408,9 @@ def _cpu_rows(tree: OpTree, name: str, meta: dict[str, Any]) -> tuple[pd.DataFra
     frame["kind"] = pd.Series(["cpu_op"] * n, dtype=object)
     frame["op_id"] = pd.array(order, dtype="Int64")
     frame["op_link"] = pd.Series(["self"] * n, dtype=object)
-    frame["op"] = pd.Series([str(tree.ops[i].get("name", "")) for i in order], dtype=object)
+    frame["op"] = pd.Series([tree.ops[i].name for i in order], dtype=object)
     frame["input_shapes"] = pd.Series(
-        [str(d) if (d := tree.args[i].get("Input Dims")) and any(d) else "" for i in order], dtype=object)
+        [str(d) if (d := tree.args[i].input_dims) and any(d) else "" for i in order], dtype=object)
     frame["module"] = pd.Series([tree.module(p) for p in paths], dtype=object)
     frame["duration_source"] = pd.Series(["cpu_op dur"] * n, dtype=object)
     frame["gpu__time_duration.sum"] = np.array([(tree.spans[i][1] - tree.spans[i][0]) * 1e-6 for i in order],
@@ -421,24 +419,24 @@ def _cpu_rows(tree: OpTree, name: str, meta: dict[str, Any]) -> tuple[pd.DataFra
     return frame, starts
 
 
-def _profiler_ranges(ranges: list[dict[str, Any]], top: dict[str, Any], name: str) -> pd.DataFrame:
+def _profiler_ranges(ranges: list[RangeEvent], top: Trace, name: str) -> pd.DataFrame:
     from nsroof.importers.ncu.kernel_names import short_name
 
-    ranges = sorted(ranges, key=lambda e: _num(e.get("ts")))
+    ranges = sorted(ranges, key=lambda e: _num(e.ts))
     n = len(ranges)
     cols = empty_identity(n)
     cols["source"] = [name] * n
     cols["kernel_id"] = pd.array(range(n), dtype="Int64")
     devices = _devices(top)
     for i, r in enumerate(ranges):
-        kname = str(r.get("name", ""))
+        kname = r.name
         cols["kernel_name"][i] = kname
         cols["function"][i] = short_name(kname)
-        dev = r.get("pid")
+        dev = r.pid
         if isinstance(dev, int) and dev in devices:
             cols["device"][i], cols["cc"][i] = devices[dev]
     frame = pd.DataFrame(cols)
-    metrics = sorted({k for r in ranges for k in (r.get("args") or {}) if "__" in k})
+    metrics = sorted({k for r in ranges for k in r.args if "__" in k})
     for metric in metrics:
-        frame[metric] = np.array([_num((r.get("args") or {}).get(metric)) for r in ranges], dtype="float64")
+        frame[metric] = np.array([_num(r.args.get(metric)) for r in ranges], dtype="float64")
     return frame

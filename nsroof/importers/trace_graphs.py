@@ -26,6 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from nsroof.importers.trace_load import Args, Event
 from nsroof.importers.trace_ops import OpTree, is_graph_launch, number, thread_key
 
 BEGIN_CAPTURE = re.compile(r"(?:cuda|cu|hip)StreamBeginCapture")
@@ -58,22 +59,21 @@ def node_kind(name: str) -> str:
     return ("memcpy" if copy.group(1) == "cpy" else "memset") if copy else ""
 
 
-def capture_graphs(capture: int, launches: list[dict[str, Any]], tree: OpTree) -> list[Graph]:
+def capture_graphs(capture: int, launches: list[Event], tree: OpTree) -> list[Graph]:
     """The graphs captured in one trace: per thread, the launches between a begin and an end of capture."""
     open_: dict[tuple[str, str], Graph] = {}
     out: list[Graph] = []
-    for e in sorted(launches, key=lambda e: number(e.get("ts"))):
-        name, key = str(e.get("name", "")), thread_key(e)
+    for e in sorted(launches, key=lambda e: number(e.ts)):
+        name, key = e.name, thread_key(e)
         if BEGIN_CAPTURE.match(name):
-            open_[key] = Graph(capture, number(e.get("ts")))
+            open_[key] = Graph(capture, number(e.ts))
         elif END_CAPTURE.match(name):
             if key in open_:
                 out.append(open_.pop(key))
         elif key in open_ and (kind := node_kind(name)):
-            args = e.get("args") or {}
-            corr = args.get("correlation")
-            op = tree.launcher({"correlation": corr}, {corr: e})[0] if isinstance(corr, int) else tree.enclosing(e)
-            kernel = args.get("kernel")
+            corr = e.args.correlation
+            op = tree.launcher(Args(correlation=corr), {corr: e})[0] if corr is not None else tree.enclosing(e)
+            kernel = e.args.kernel
             open_[key].nodes.append(Node(kind, kernel if isinstance(kernel, str) and kind == "kernel" else "", op))
     return out
 
@@ -122,40 +122,39 @@ class Capture:
     offset: int = 0  # its ops' op_id = offset + index in its tree (ops_table)
 
 
-def graph_ids(args: dict[str, Any]) -> tuple[int, int] | None:
-    gid, nid = args.get("graph id"), args.get("graph node id")
-    if isinstance(gid, int) and isinstance(nid, int) and nid > 0:
+def graph_ids(args: Args) -> tuple[int, int] | None:
+    gid, nid = args.graph_id, args.graph_node_id
+    if gid is not None and nid is not None and nid > 0:
         return gid, nid
     return None
 
 
-def replays(activities: list[dict[str, Any]], launches: dict[int, dict[str, Any]]) -> dict[int, list[int]]:
+def replays(activities: list[Event], launches: dict[int, Event]) -> dict[int, list[int]]:
     """Graph launch correlation -> indices of its activities, in capture order (node id where every one has
     it, else as given: by start)."""
     out: dict[int, list[int]] = {}
     for i, a in enumerate(activities):
-        corr = (a.get("args") or {}).get("correlation")
-        if isinstance(corr, int) and corr in launches and is_graph_launch(str(launches[corr].get("name", ""))):
+        corr = a.args.correlation
+        if corr is not None and corr in launches and is_graph_launch(launches[corr].name):
             out.setdefault(corr, []).append(i)
     for corr, idx in out.items():
-        ids = [graph_ids(activities[i].get("args") or {}) for i in idx]
+        ids = [graph_ids(activities[i].args) for i in idx]
         if all(ids):
             out[corr] = [i for _, i in sorted(zip([x[1] for x in ids if x], idx, strict=True))]
     return out
 
 
-def learn_node_ids(cap: Capture, activities: list[dict[str, Any]], kinds: list[str],
-                   launches: dict[int, dict[str, Any]]) -> None:
+def learn_node_ids(cap: Capture, activities: list[Event], kinds: list[str], launches: dict[int, Event]) -> None:
     """Rule 1's table from a capture trace's own replays of its graphs (kernels with graph/node ids)."""
     for idx in replays(activities, launches).values():
-        graph, nodes, _ = match_launch([(kinds[i], str(activities[i].get("name", ""))) for i in idx], cap.graphs)
+        graph, nodes, _ = match_launch([(kinds[i], activities[i].name) for i in idx], cap.graphs)
         for i, node in zip(idx, nodes, strict=True):
-            ids = graph_ids(activities[i].get("args") or {})
+            ids = graph_ids(activities[i].args)
             if graph is not None and node is not None and ids:
                 cap.by_node[ids] = node
 
 
-def map_replays(activities: list[dict[str, Any]], kinds: list[str], launches: dict[int, dict[str, Any]],
+def map_replays(activities: list[Event], kinds: list[str], launches: dict[int, Event],
                 captures: list[Capture]) -> tuple[dict[int, tuple[int, int, str]], dict[str, int]]:
     """Activity index -> (capture index, op index in its tree, link) for every replayed kernel a capture
     explains; and the counts the summary states."""
@@ -165,14 +164,14 @@ def map_replays(activities: list[dict[str, Any]], kinds: list[str], launches: di
     facts = {"graph_launches": 0, "mapped": 0, "unmapped": 0, "tied_launches": 0}
     for idx in replays(activities, launches).values():
         facts["graph_launches"] += 1
-        ids = [graph_ids(activities[i].get("args") or {}) for i in idx]
+        ids = [graph_ids(activities[i].args) for i in idx]
         if ids and all(x in by_node for x in ids):
             for i, x in zip(idx, ids, strict=True):
                 ci, known = by_node[x]  # type: ignore[index]
                 if known.op >= 0:
                     out[i] = (ci, known.op, LINK_NODE)
         else:
-            graph, nodes, ties = match_launch([(kinds[i], str(activities[i].get("name", ""))) for i in idx], graphs)
+            graph, nodes, ties = match_launch([(kinds[i], activities[i].name) for i in idx], graphs)
             facts["tied_launches"] += int(ties > 0)
             for i, node in zip(idx, nodes, strict=True):
                 if graph is not None and node is not None and node.op >= 0:
@@ -183,7 +182,7 @@ def map_replays(activities: list[dict[str, Any]], kinds: list[str], launches: di
     return out, facts
 
 
-def apply(frame: Any, activities: list[dict[str, Any]], launches: dict[int, dict[str, Any]], tree: OpTree,
+def apply(frame: Any, activities: list[Event], launches: dict[int, Event], tree: OpTree,
           captures: list[Capture], warnings: list[str], extra: dict[str, Any]) -> Any:
     """The kernel table with every replayed kernel a capture explains pointing at the capture's op (op_id
     past the replay's own ops: ops_table appends the captures' ops there), its shapes, module and path
@@ -205,10 +204,10 @@ def apply(frame: Any, activities: list[dict[str, Any]], launches: dict[int, dict
     for i, (ci, op, link) in mapped.items():
         cap = captures[ci]
         replay_path = list(columns["nvtx_ranges"][i])
-        dims = cap.tree.args[op].get("Input Dims")
+        dims = cap.tree.args[op].input_dims
         columns["op_id"][i] = cap.offset + op
         columns["op_link"][i] = link
-        columns["op"][i] = str(cap.tree.ops[op].get("name", ""))
+        columns["op"][i] = cap.tree.ops[op].name
         columns["input_shapes"][i] = str(dims) if dims and any(dims) else ""
         captured = cap.tree.path(op)
         columns["module"][i] = cap.tree.module(captured)

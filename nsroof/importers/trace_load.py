@@ -1,7 +1,12 @@
-"""Loading a kineto chrome trace (.json, .json.gz): the text parsed, then every field nsroof reads checked
-against its declared type, so a wrong type is one line naming the file, the event and the field rather than
-a TypeError deep in the correlation. Fields not declared here are never read. Integers are 64-bit as kineto
-writes them: a larger one (or a literal longer than Python converts) is such a one-line error too.
+"""Loading a kineto chrome trace (.json, .json.gz): decoded in one pass by msgspec into the typed structs
+below, which are the declared schema of every field nsroof reads. Fields not declared here are skipped by the
+decoder (never turned into Python objects); a declared field of the wrong type is one line naming the file,
+the event and the field rather than a TypeError deep in the correlation. Integers are 64-bit as kineto
+writes them: a larger one (or a literal longer than any number) is such a one-line error too.
+
+Text the strict decoder refuses (a JSON error, the NaN / Infinity tokens Python's json module writes, bytes
+that are not UTF-8) goes through the standard library's parser, which names the line of a real error, and
+its objects are converted to the same structs (msgspec.convert: the same declaration, the same checks).
 """
 
 from __future__ import annotations
@@ -9,138 +14,192 @@ from __future__ import annotations
 import gc
 import gzip
 import json
+import math
 import os
+import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta, Struct, field
 
 from nsroof.errors import InputError
 
 META_KEY = "nsroof"  # the top-level key nsroof.profile writes (prof.add_metadata_json)
-
-
-# --------------------------------------------------------------------------- the declared event schema
-# Checked at the door, so a wrong type is one line naming the file, the event and the field rather than a
-# TypeError deep in the correlation. Fields not declared here are never read.
-
-
 INT64 = 1 << 63  # kineto writes 64-bit integers; a larger one cannot be an id, a count or a time
 
+# --------------------------------------------------------------------------- the declared event schema
 
-def _is_int(v: Any) -> TypeGuard[int]:
-    return isinstance(v, int) and not isinstance(v, bool) and -INT64 <= v < INT64
-
-
-def _is_number(v: Any) -> bool:
-    return _is_int(v) or isinstance(v, float)
-
-
-def _is_stream(v: Any) -> bool:
-    """A stream as CUDA traces write it (an integer) or ROCm ones (a string: "0x0", "stream 7")."""
-    return _is_int(v) or isinstance(v, str)
-
-
-def _is_shape(v: Any) -> bool:
-    """One tensor's Input Dims entry: a list of integers ([] for a scalar or a non-tensor argument)."""
-    return isinstance(v, list) and all(_is_int(s) for s in v)
+Int = Annotated[int, Meta(ge=-INT64, le=INT64 - 1)]
+Number = Int | float
+Id = Int | str  # pid / tid: integers, or names ("Spans", "stream 7") in some traces
+Stream = Int | str  # CUDA writes an integer, ROCm a string ("0x0")
+Dim3 = Annotated[list[Number], Meta(min_length=3, max_length=3)] | str  # Triton launch ops: "grid(100,)"
+# one tensor's shape, or a tensor list's shapes (checked whole by mixed_shapes: msgspec takes one list type)
+Shapes = list[list[Int | list[Int]]]
+Scalar = None | str | Int | float
+Values = list[Scalar | list[Scalar | list[Scalar]]]  # 3 levels of lists at most
 
 
-def _nested(v: Any, leaf: Callable[[Any], bool], depth: int) -> bool:
-    """v is a list nested at most `depth` levels whose leaves pass `leaf` (iterative: never recurses)."""
-    todo = [(v, depth)]
-    while todo:
-        x, d = todo.pop()
-        if isinstance(x, list):
-            if d == 0:
-                return False
-            todo.extend((y, d - 1) for y in x)
-        elif not leaf(x):
-            return False
-    return True
+class Args(Struct, frozen=True, gc=False):
+    """The args of an event nsroof reads (None: absent); the attributes nsroof passes on as given are Any."""
+
+    external_id: Int | None = field(default=None, name="External id")
+    external_id_2021: Int | None = field(default=None, name="external id")  # 2021 traces' spelling
+    correlation: Int | None = None
+    sequence_number: Int | None = field(default=None, name="Sequence number")
+    fwd_thread_id: Int | None = field(default=None, name="Fwd thread id")
+    stream: Stream | None = None
+    device: Int | None = None
+    context: Int | None = None
+    grid: Dim3 | None = None
+    block: Dim3 | None = None
+    registers_per_thread: Number | None = field(default=None, name="registers per thread")
+    shared_memory: Number | None = field(default=None, name="shared memory")
+    input_dims: Shapes | None = field(default=None, name="Input Dims")
+    input_dims_2020: Shapes | None = field(default=None, name="Input dims")  # the 2020 schema's spelling
+    input_type: Values | None = field(default=None, name="Input type")
+    concrete_inputs: Values | None = field(default=None, name="Concrete Inputs")
+    graph_id: Int | None = field(default=None, name="graph id")
+    graph_node_id: Int | None = field(default=None, name="graph node id")
+    kernel: Any = None  # ROCm graph capture: the kernel a launch adds
+    # Inductor's launch records (torch_trace.inductor_estimates)
+    kernel_backend: Any = None
+    kernel_flop: Any = None
+    kernel_num_gb: Any = None
+    # record_param_comms (nsroof.models.ledger.collectives reads them as given)
+    collective_name: Any = field(default=None, name="Collective name")
+    in_msg_nelems: Any = field(default=None, name="In msg nelems")
+    out_msg_nelems: Any = field(default=None, name="Out msg nelems")
+    dtype: Any = None
+    group_size: Any = field(default=None, name="Group size")
 
 
-def _scalar(v: Any) -> bool:
-    return v is None or isinstance(v, str | float) or _is_int(v)
+NO_ARGS = Args()
+COMMS_ATTRIBUTES = {"Collective name": "collective_name", "In msg nelems": "in_msg_nelems",
+                    "Out msg nelems": "out_msg_nelems", "dtype": "dtype", "Group size": "group_size"}
 
 
-CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "text": (lambda v: isinstance(v, str), "a string"),
-    "number": (_is_number, "a number"),
-    "int": (_is_int, "an integer"),
-    "stream": (_is_stream, "an integer or a string"),
-    "id": (lambda v: _is_int(v) or isinstance(v, str), "an integer or a string"),
-    "object": (lambda v: isinstance(v, dict), "an object"),
-    # a kernel's grid is [x, y, z]; a Triton launch op records its grid as text ("grid(100,)")
-    "dim3": (lambda v: isinstance(v, str) or (isinstance(v, list) and len(v) == 3 and all(_is_number(x) for x in v)),
-             "a list of 3 numbers"),
-    # tensor lists give a list of shapes per input: 3 levels at most
-    "shapes": (lambda v: isinstance(v, list) and all(_is_shape(x) or (isinstance(x, list) and all(map(_is_shape, x)))
-                                                     for x in v),
-               "a list of shapes (lists of integers) or of shape lists"),
-    "values": (lambda v: isinstance(v, list) and _nested(v, _scalar, 3), "a list of values"),
-}
-EVENT_FIELDS: dict[str, str] = {"name": "text", "cat": "text", "ph": "text", "ts": "number", "dur": "number",
-                                "pid": "id", "tid": "id", "args": "object"}
-ARG_FIELDS: dict[str, str] = {
-    "External id": "int", "external id": "int", "correlation": "int", "Sequence number": "int",
-    "Fwd thread id": "int", "stream": "stream", "device": "int", "context": "int", "grid": "dim3", "block": "dim3",
-    "registers per thread": "number", "shared memory": "number", "Input Dims": "shapes", "Input dims": "shapes",
-    "Input type": "values", "graph id": "int", "graph node id": "int",
-    "Concrete Inputs": "values",
-}
-DEVICE_FIELDS: dict[str, str] = {"id": "int", "name": "text", "computeMajor": "int", "computeMinor": "int"}
+class Event(Struct, gc=False):
+    name: str = ""
+    cat: str = ""
+    ph: str = "X"
+    ts: Number = math.nan
+    dur: Number = math.nan
+    pid: Id | None = None
+    tid: Id | None = None
+    args: Args = NO_ARGS
 
 
-def _check(p: Path, where: str | int, obj: dict[str, Any], fields: dict[str, str], suffix: str = "") -> None:
-    """Every declared field obj has, against its type. `where` is a name or an event index (the message
-    is built only on failure: this runs for every event)."""
-    for key in fields.keys() & obj.keys():
-        ok, expected = CHECKS[fields[key]]
-        if not ok(obj[key]):
-            place = f"traceEvents[{where}]{suffix}" if isinstance(where, int) else where
-            raise InputError(p, f"{place}: field {key!r} is {_type_name(obj[key])}, expected {expected}",
-                             hint="the file is not a torch.profiler trace as written by export_chrome_trace()")
+class Device(Struct, gc=False):
+    id: Int | None = None
+    name: str = ""
+    computeMajor: Int | None = None
+    computeMinor: Int | None = None
+
+
+class Trace(Struct, gc=False):
+    traceEvents: list[Event]
+    deviceProperties: list[Device] | None = None
+    nsroof: dict[str, Any] | None = None
+    distributedInfo: Any = None
+
+
+class RangeEvent(Struct, gc=False):
+    """A CUPTI range-profiler event: its counters are args of any name (read for those traces only)."""
+
+    name: str = ""
+    cat: str = ""
+    ts: Number = math.nan
+    pid: Id | None = None
+    args: dict[str, Any] = {}
+
+
+class RangeTrace(Struct, gc=False):
+    traceEvents: list[RangeEvent]
+
+
+def comms_attributes(args: Args) -> dict[str, Any]:
+    """A record_param_comms op's attributes under the trace's names (those it has)."""
+    return {key: value for key, attr in COMMS_ATTRIBUTES.items() if (value := getattr(args, attr)) is not None}
+
+
+def mixed_shapes(dims: list[Any]) -> bool:
+    """An Input Dims entry mixing a shape's integers with a tensor list's shapes ([[], 16]): no tensor."""
+    return any(x and not (all(type(y) is int for y in x) or all(type(y) is list for y in x)) for x in dims)
+
+
+# --------------------------------------------------------------------------- the one-line errors
+
+_EXPECTED = {"ts": "a number", "dur": "a number", "pid": "an integer or a string", "tid": "an integer or a string",
+             "name": "a string", "cat": "a string", "ph": "a string", "args": "an object",
+             "stream": "an integer or a string", "grid": "a list of 3 numbers", "block": "a list of 3 numbers",
+             "registers per thread": "a number", "shared memory": "a number",
+             "Input Dims": "a list of shapes (lists of integers) or of shape lists",
+             "Input dims": "a list of shapes (lists of integers) or of shape lists",
+             "Input type": "a list of values", "Concrete Inputs": "a list of values"}
+_PATH = re.compile(r"^(?P<where>(?:traceEvents|deviceProperties)\[\d+\])(?P<args>\.args)?(?:\.(?P<key>[^.\[]+))?")
+_HINT = "the file is not a torch.profiler trace as written by export_chrome_trace()"
 
 
 def _type_name(v: Any) -> str:
-    if isinstance(v, int) and not isinstance(v, bool) and not _is_int(v):
+    if isinstance(v, int) and not isinstance(v, bool) and not -INT64 <= v < INT64:
         return f"an integer of {len(str(abs(v)))} digits (beyond 64 bits)"
     if isinstance(v, list | dict):
         return f"a {type(v).__name__} nested too deeply or holding other types" if v else f"an empty {type(v).__name__}"
     return f"{type(v).__name__} {json.dumps(v)[:40]}"
 
 
-def validate(p: Path, top: dict[str, Any], events: list[Any]) -> None:
-    """The declared types of every field nsroof reads; InputError naming the event index and field."""
-    devices = top.get("deviceProperties")
-    if devices is not None:
-        if not isinstance(devices, list):
-            raise InputError(p, f"'deviceProperties' is {_type_name(devices)}, expected a list of objects")
-        for k, d in enumerate(devices):
-            if not isinstance(d, dict):
-                raise InputError(p, f"deviceProperties[{k}] is {_type_name(d)}, expected an object")
-            _check(p, f"deviceProperties[{k}]", d, DEVICE_FIELDS)
-    if META_KEY in top and not isinstance(top[META_KEY], dict):
-        raise InputError(p, f"top-level {META_KEY!r} is {_type_name(top[META_KEY])}, expected an object")
-    for k, e in enumerate(events):
-        if not isinstance(e, dict):
-            raise InputError(p, f"traceEvents[{k}] is {_type_name(e)}, expected an event object")
-        _check(p, k, e, EVENT_FIELDS)
-        args = e.get("args")
-        if args:
-            _check(p, k, args, ARG_FIELDS, ".args")
+def _lookup(doc: Any, path: str) -> Any:
+    """The value at a msgspec error path ('traceEvents[3].args.External id'), or a reason it is not there."""
+    value = doc
+    for name, index in re.findall(r"\.?([^.\[\]]+)|\[(\d+)\]", path):
+        value = value[int(index)] if index else value[name]
+    return value
+
+
+def _validation_error(p: Path, exc: msgspec.ValidationError, document: Any) -> InputError:
+    """msgspec's 'Expected `int`, got `str` - at `$.traceEvents[3].ts`' as nsroof's one line."""
+    message, _, at = str(exc).rpartition(" - at `$")
+    path = at.rstrip("`").lstrip(".")
+    m = _PATH.match(path)
+    if not path or path == "traceEvents" or message.startswith("Object missing required field"):
+        return InputError(p, "JSON without a 'traceEvents' list: not a chrome trace",
+                          hint="pass a torch.profiler trace written by export_chrome_trace()")
+    try:
+        value: Any = _lookup(document, m.group(0) if m else path)
+        got = _type_name(value)
+    except (KeyError, IndexError, TypeError):
+        got = message
+    if m is None:  # a top-level key of the wrong type
+        expected = "an object" if path == META_KEY else "a list of objects"
+        return InputError(p, f"{'top-level ' if path == META_KEY else ''}{path!r} is {got}, expected {expected}")
+    where, key = m.group("where") + (m.group("args") or ""), m.group("key")
+    if key is None and m.group("args"):  # the args themselves
+        where, key = m.group("where"), "args"
+    if key is None:
+        thing = "an event object" if where.startswith("traceEvents") else "an object"
+        return InputError(p, f"{where} is {got}, expected {thing}", hint=_HINT)
+    expected = _EXPECTED.get(key, "an integer")
+    return InputError(p, f"{where}: field {key!r} is {got}, expected {expected}", hint=_HINT)
 
 
 # --------------------------------------------------------------------------- loading
 
 
+@cache
+def _decoder() -> msgspec.json.Decoder[Trace | list[Event]]:
+    return msgspec.json.Decoder(Trace | list[Event])  # type: ignore[arg-type]
+
+
 @contextmanager
 def paused_gc() -> Iterator[None]:
-    """The cyclic collector paused while a trace becomes millions of small objects (none of them cyclic
-    garbage): its passes over the growing heap cost about a sixth of an import (7.2 s -> 6.0 s on a 35 MB
-    trace). Restored as it was, whatever happens."""
+    """The cyclic collector paused while a trace becomes many small objects (none of them cyclic garbage):
+    its passes over the growing heap would cost a sixth of an import. Restored as it was, whatever happens."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -150,40 +209,89 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def load_events(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(top-level object, traceEvents) of a chrome trace, plain or gzip, checked against the declared
-    schema; InputError on anything else."""
-    p = Path(path)
+def read_bytes(p: Path) -> bytes | bytearray:
+    """The file's bytes, a gzip stream decompressed in pieces (no second copy of the compressed file)."""
     try:
         with open(p, "rb") as fh:
-            raw = fh.read()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        text = raw.decode("utf-8-sig")
+            magic = fh.read(2)
+            fh.seek(0)
+            if magic != b"\x1f\x8b":
+                return fh.read()
+            out = bytearray()
+            with gzip.GzipFile(fileobj=fh) as gz:
+                while chunk := gz.read(1 << 24):
+                    out += chunk
+            return out
     except (OSError, EOFError, zlib.error) as exc:
         raise InputError(p, f"cannot read the trace ({exc or type(exc).__name__})",
                          hint="pass a torch.profiler chrome trace (.json or .json.gz); re-compress a damaged .gz") from None
+
+
+def _standard_parse(p: Path, raw: bytes | bytearray) -> Any:
+    """The standard library's reading of text msgspec refused: its error names the line."""
+    try:
+        text = bytes(raw).decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(p, f"not UTF-8 text ({exc.reason} at byte {exc.start})",
                          hint="pass a torch.profiler chrome trace (.json or .json.gz)") from None
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(p, f"not valid JSON ({exc.msg})", line=exc.lineno,
                          hint="the trace may be truncated: re-export it with prof.export_chrome_trace()") from None
     except RecursionError:
-        raise InputError(p, "JSON nested deeper than any chrome trace (refused, not parsed)",
-                         hint="pass a torch.profiler chrome trace") from None
+        raise _too_deep(p) from None
     except ValueError as exc:  # an integer literal of more digits than Python converts (sys.int_info)
-        raise InputError(p, f"a number no chrome trace holds ({str(exc).split(';')[0]})",
-                         hint="the file is not a torch.profiler trace as written by export_chrome_trace()") from None
-    if isinstance(data, list):
-        top: dict[str, Any] = {}
-        events: list[Any] = data
-    elif isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
-        top, events = data, data["traceEvents"]
-    else:
-        raise InputError(p, "JSON without a 'traceEvents' list: not a chrome trace",
-                         hint="pass a torch.profiler trace written by export_chrome_trace()")
-    validate(p, top, events)
-    return top, events
+        raise InputError(p, f"a number no chrome trace holds ({str(exc).split(';')[0]})", hint=_HINT) from None
+
+
+def _too_deep(p: Path) -> InputError:
+    return InputError(p, "JSON nested deeper than any chrome trace (refused, not parsed)",
+                      hint="pass a torch.profiler chrome trace")
+
+
+def _typed(p: Path, raw: bytes | bytearray) -> Trace | list[Event]:
+    body = memoryview(raw)[3:] if raw[:3] == b"\xef\xbb\xbf" else raw
+    try:
+        return _decoder().decode(body)  # type: ignore[no-any-return]
+    except msgspec.ValidationError as exc:
+        if "out of range" in str(exc):
+            raise InputError(p, f"a number no chrome trace holds ({str(exc).split(' - ')[0]})", hint=_HINT) from None
+        raise _validation_error(p, exc, _standard_parse(p, raw)) from None
+    except RecursionError:
+        raise _too_deep(p) from None
+    except msgspec.DecodeError:
+        doc = _standard_parse(p, raw)  # raises what is wrong; returns what the strict decoder refused (NaN)
+    try:
+        return msgspec.convert(doc, Trace | list[Event])  # type: ignore[arg-type]
+    except msgspec.ValidationError as exc:
+        raise _validation_error(p, exc, doc) from None
+
+
+def load_events(path: str | os.PathLike[str]) -> tuple[Trace, list[Event]]:
+    """(top-level object, traceEvents) of a chrome trace, plain or gzip, decoded into the declared schema;
+    InputError on anything else."""
+    p = Path(path)
+    decoded = _typed(p, read_bytes(p))
+    top = decoded if isinstance(decoded, Trace) else Trace(traceEvents=decoded)
+    for k, e in enumerate(top.traceEvents):
+        dims = e.args.input_dims if e.args.input_dims is not None else e.args.input_dims_2020
+        if dims is not None and mixed_shapes(dims):
+            key = "Input Dims" if e.args.input_dims is not None else "Input dims"
+            raise InputError(p, f"traceEvents[{k}].args: field {key!r} is a list mixing shapes and integers, "
+                                "expected a list of shapes (lists of integers) or of shape lists", hint=_HINT)
+    return top, top.traceEvents
+
+
+def load_ranges(path: str | os.PathLike[str]) -> list[RangeEvent]:
+    """The CUPTI range-profiler events of a trace with every arg (their counters): read again, for the
+    traces that have them (load_events checked the file)."""
+    p = Path(path)
+    raw = read_bytes(p)
+    body = memoryview(raw)[3:] if raw[:3] == b"\xef\xbb\xbf" else raw
+    try:
+        decoded = msgspec.json.decode(body, type=RangeTrace | list[RangeEvent])
+    except msgspec.DecodeError:
+        decoded = msgspec.convert(_standard_parse(p, raw), RangeTrace | list[RangeEvent])  # type: ignore[arg-type]
+    events = decoded.traceEvents if isinstance(decoded, RangeTrace) else decoded
+    return [e for e in events if e.cat == "cuda_profiler_range"]

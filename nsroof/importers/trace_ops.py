@@ -31,7 +31,13 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
+
+import msgspec
+import numpy as np
+
+from nsroof.importers.trace_load import INT64, NO_ARGS, Args, Event
 
 EVALUATE = "autograd::engine::evaluate_function: "
 STEP_MARKER = "nsroof::step"
@@ -54,28 +60,38 @@ def is_graph_launch(name: str) -> bool:
 def number(value: Any) -> float:
     """A finite float, or NaN (the trace's own numbers were checked at the door; this keeps NaN out of
     span arithmetic)."""
+    kind = type(value)  # the common cases first: this runs for every time of every event
+    if kind is float:
+        return value if value - value == 0.0 else math.nan
+    if kind is int and -INT64 <= value < INT64:
+        return float(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return math.nan
-    f = float(value)
+    try:
+        f = float(value)
+    except OverflowError:  # an integer beyond any float (an attribute passed on as given)
+        return math.nan
     return f if math.isfinite(f) else math.nan
 
 
-def external_id(args: dict[str, Any]) -> int | None:
-    for key in ("External id", "external id"):
-        value = args.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
+def external_id(args: Args) -> int | None:
+    return args.external_id if args.external_id is not None else args.external_id_2021
 
 
-def thread_key(e: dict[str, Any]) -> tuple[str, str]:
-    return str(e.get("pid")), str(e.get("tid"))
+def thread_key(e: Event) -> tuple[str, str]:
+    return _thread_key(e.pid, e.tid)
 
 
-def span(e: dict[str, Any]) -> tuple[float, float]:
+@cache
+def _thread_key(pid: int | str | None, tid: int | str | None) -> tuple[str, str]:
+    """One tuple per thread, shared by all its events (a trace has a few threads and millions of events)."""
+    return str(pid), str(tid)
+
+
+def span(e: Event) -> tuple[float, float]:
     """(start, end) in µs; an event without a usable duration is a point at its start."""
-    start = number(e.get("ts"))
-    dur = number(e.get("dur"))
+    start = number(e.ts)
+    dur = number(e.dur)
     return start, start + (dur if dur == dur and dur >= 0 else 0.0)
 
 
@@ -102,6 +118,11 @@ def concrete_values(values: Any) -> list[Any] | None:
     return [concrete_value(v) for v in values] if isinstance(values, list) else None
 
 
+def _spelled_2024(args: Args) -> Args:
+    """The 2020 schema's 'Input dims' as 'Input Dims' (when the event has no 'Input Dims')."""
+    return args if args.input_dims is not None else msgspec.structs.replace(args, input_dims=args.input_dims_2020)
+
+
 class Timeline:
     """The annotation spans of one thread as change points, so the spans open at a time are one bisect away
     (instead of a scan of every earlier span per op)."""
@@ -115,6 +136,9 @@ class Timeline:
             stack.append(sp)
             self._mark(sp[0], stack)
         self._close(stack, math.inf)
+        # the earliest end of each stack: a time before it (and at or after the change point) has the whole
+        # stack open, so every op there gets the same spans (OpTree caches them)
+        self.min_end = [min((sp[1] for sp in st), default=math.inf) for st in self.stacks]
 
     def _close(self, stack: list[tuple[float, float, str]], t: float) -> None:
         while stack and stack[-1][1] < t:
@@ -129,6 +153,10 @@ class Timeline:
             self.times.append(t)
             self.stacks.append(tuple(stack))
 
+    def index(self, t: float) -> int:
+        """The change point at or before t (-1: before the first)."""
+        return bisect.bisect_right(self.times, t) - 1
+
     def open_at(self, t: float) -> list[tuple[float, float, str]]:
         k = bisect.bisect_right(self.times, t) - 1
         return [sp for sp in self.stacks[k] if sp[0] <= t <= sp[1]] if k >= 0 else []
@@ -137,15 +165,11 @@ class Timeline:
 class OpTree:
     """CPU ops of a trace with their nesting per thread, annotation paths and forward ops."""
 
-    def __init__(self, ops: list[dict[str, Any]], annotations: list[dict[str, Any]],
-                 module_ranges: Sequence[str] = ()) -> None:
+    def __init__(self, ops: list[Event], annotations: list[Event], module_ranges: Sequence[str] = ()) -> None:
         self.ops = list(ops)
         self.spans = [span(op) for op in ops]
         self.keys = [thread_key(op) for op in ops]
-        self.args = [op.get("args") or {} for op in ops]
-        for a in self.args:
-            if "Input dims" in a and "Input Dims" not in a:  # the 2020 schema's spelling
-                a["Input Dims"] = a["Input dims"]
+        self.args = [op.args if op.args.input_dims_2020 is None else _spelled_2024(op.args) for op in ops]
         self.module_ranges = set(module_ranges)
         self.by_external: dict[int, int] = {}
         for i, a in enumerate(self.args):
@@ -159,23 +183,27 @@ class OpTree:
             starts.append(self.spans[i][0])
             idx.append(i)
         by_thread: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
-        for a in annotations:
-            name = str(a.get("name", ""))
-            if name.startswith(STEP_MARKER):
+        for event in annotations:
+            if event.name.startswith(STEP_MARKER):
                 continue
-            s, e = span(a)
-            by_thread.setdefault(thread_key(a), []).append((s, e, name))
+            s, e = span(event)
+            by_thread.setdefault(thread_key(event), []).append((s, e, event.name))
         self.annotations = {key: Timeline(spans) for key, spans in by_thread.items()}
         self._annotated_threads: dict[str, list[tuple[str, str]]] = {}
         for key in self.annotations:
             self._annotated_threads.setdefault(key[0], []).append(key)
+        self._own_paths: dict[tuple[Any, ...], list[str]] = {}
         self._adopted: dict[int, int] = {}  # rule 5: id() of a launch event -> its op index
         self._forward = self._forward_ops()
-        self._paths: dict[int, list[str]] = {}
+        self._paths: dict[tuple[Any, ...], tuple[list[str], str, str]] = {}
+        self._where: list[tuple[Any, ...]] = []  # per op, the key of its own path (_locate)
+        self._forward_of_node: dict[int, int] = {}
 
     # -- nesting
     def _nest(self) -> list[int]:
+        """Each op's parent (-1: none); and, parents first, the backward node each op is in (rule 3)."""
         parent = [-1] * len(self.ops)
+        self._backward = [-1] * len(self.ops)
         order = sorted(range(len(self.ops)), key=lambda i: (self.keys[i], self.spans[i][0], -self.spans[i][1]))
         stack: list[int] = []
         current: tuple[str, str] | None = None
@@ -186,16 +214,17 @@ class OpTree:
             while stack and not (start >= self.spans[stack[-1]][0] and end <= self.spans[stack[-1]][1]):
                 stack.pop()
             parent[i] = stack[-1] if stack else -1
+            self._backward[i] = i if self._is_backward_node(i) else self._backward[parent[i]] if stack else -1
             stack.append(i)
         return parent
 
-    def encloses(self, i: int, event: dict[str, Any]) -> bool:
+    def encloses(self, i: int, event: Event) -> bool:
         if self.keys[i] != thread_key(event):
             return False
         s, e = span(event)
         return self.spans[i][0] <= s and e <= self.spans[i][1]
 
-    def enclosing(self, event: dict[str, Any]) -> int:
+    def enclosing(self, event: Event) -> int:
         """The innermost op on the event's thread whose span contains it (-1 when none)."""
         starts, idx = self._by_thread.get(thread_key(event), ([], []))
         s, e = span(event)
@@ -212,18 +241,18 @@ class OpTree:
         return -1
 
     # -- rule 1 + 2
-    def launcher(self, activity_args: dict[str, Any], launches: dict[int, dict[str, Any]]) -> tuple[int, str]:
+    def launcher(self, activity_args: Args, launches: dict[int, Event]) -> tuple[int, str]:
         """(index of the op that launched a GPU activity or -1, how it was linked)."""
-        corr = activity_args.get("correlation")
-        launch = launches.get(corr) if isinstance(corr, int) and not isinstance(corr, bool) else None
+        corr = activity_args.correlation
+        launch = launches.get(corr) if corr is not None else None
         if launch is None:
             ext = external_id(activity_args)
             if ext is not None and ext in self.by_external:
                 return self.by_external[ext], LINK_KERNEL_EXTERNAL
             return -1, LINK_NONE
-        if is_graph_launch(str(launch.get("name", ""))):
+        if is_graph_launch(launch.name):
             return self.adopt(launch, self.enclosing(launch)), LINK_GRAPH
-        ext = external_id(launch.get("args") or {})
+        ext = external_id(launch.args)
         if ext is not None and ext in self.by_external:
             j = self.by_external[ext]
             if self.encloses(j, launch):
@@ -232,7 +261,7 @@ class OpTree:
         return (j, LINK_ENCLOSING) if j >= 0 else (self.adopt(launch, -1), LINK_LAUNCH)
 
     # -- rule 5
-    def adopt(self, launch: dict[str, Any], parent: int) -> int:
+    def adopt(self, launch: Event, parent: int) -> int:
         """The op index of a runtime launch made an op of its own (a child of `parent`), once per launch.
         It encloses no other op, so the per-thread search structures stay as they are."""
         key = id(launch)
@@ -241,22 +270,19 @@ class OpTree:
             self.ops.append(launch)
             self.spans.append(span(launch))
             self.keys.append(thread_key(launch))
-            self.args.append({})  # a launch's args (correlation, External id) are no op inputs
+            self.args.append(NO_ARGS)  # a launch's args (correlation, External id) are no op inputs
             self.parent.append(parent)
+            self._backward.append(self._backward[parent] if parent >= 0 else -1)
         return self._adopted[key]
 
     # -- rule 3
     def _is_backward_node(self, i: int) -> bool:
-        fwd = self.args[i].get("Fwd thread id")
-        return str(self.ops[i].get("name", "")).startswith(EVALUATE) or (isinstance(fwd, int) and fwd > 0)
+        fwd = self.args[i].fwd_thread_id
+        return self.ops[i].name.startswith(EVALUATE) or (fwd is not None and fwd > 0)
 
     def backward_node(self, i: int) -> int:
-        j = i
-        while j >= 0:
-            if self._is_backward_node(j):
-                return j
-            j = self.parent[j]
-        return -1
+        """The backward node op i is in (itself or an enclosing op; -1: a forward op)."""
+        return self._backward[i]
 
     def _forward_ops(self) -> dict[int, list[tuple[float, int]]]:
         """Sequence number -> (start, op) of the forward op carrying it on each thread: of the outermost ops
@@ -265,8 +291,8 @@ class OpTree:
         that creates the node is the last of them."""
         pick: dict[tuple[tuple[str, str], int], int] = {}
         for i in sorted(range(len(self.ops)), key=lambda i: (self.spans[i][0], -self.spans[i][1])):
-            seq = self.args[i].get("Sequence number")
-            if isinstance(seq, int) and seq >= 0 and self.backward_node(i) < 0:
+            seq = self.args[i].sequence_number
+            if seq is not None and seq >= 0 and self.backward_node(i) < 0:
                 cur = pick.get((self.keys[i], seq))
                 inside = cur is not None and self.spans[cur][0] <= self.spans[i][0] and self.spans[i][1] <= self.spans[cur][1]
                 if not inside:
@@ -283,39 +309,83 @@ class OpTree:
         node = self.backward_node(i)
         if node < 0:
             return -1
-        seq = self.args[node].get("Sequence number")
-        candidates = self._forward.get(seq, []) if isinstance(seq, int) else []
-        k = bisect.bisect_right(candidates, (self.spans[node][0], math.inf))
-        return candidates[k - 1][1] if k else -1
+        found = self._forward_of_node.get(node)
+        if found is None:
+            seq = self.args[node].sequence_number
+            candidates = self._forward.get(seq, []) if seq is not None else []
+            k = bisect.bisect_right(candidates, (self.spans[node][0], math.inf))
+            found = self._forward_of_node[node] = candidates[k - 1][1] if k else -1
+        return found
 
     # -- rule 4
+    def _locate(self) -> None:
+        """For the ops not yet located: where each starts among the annotation change points of its
+        process's threads, as a key shared by every op that gets the same own path (the spans open at the
+        change point are open throughout the op: each one ends after its end on its own thread, after its
+        start on another); an op for which some span closes early gets a key of its own."""
+        lo, hi = len(self._where), len(self.ops)
+        where: list[tuple[Any, ...]] = [()] * (hi - lo)  # () : a process without annotations, no path
+        pids = np.array([k[0] for k in self.keys[lo:hi]], dtype=object)
+        for pid, threads in self._annotated_threads.items():
+            rows = np.flatnonzero(pids == pid)
+            if not len(rows):
+                continue
+            starts = np.array([self.spans[lo + r][0] for r in rows], dtype="float64")
+            ends = np.array([self.spans[lo + r][1] for r in rows], dtype="float64")
+            keys = [self.keys[lo + r] for r in rows]
+            whole = np.ones(len(rows), dtype=bool)
+            cols = []
+            for t in threads:
+                timeline = self.annotations[t]
+                times = np.asarray(timeline.times, dtype="float64")
+                col = np.searchsorted(times, starts, side="right") - 1
+                min_end = np.append(np.asarray(timeline.min_end, dtype="float64"), math.inf)[col]  # col -1: inf
+                own = np.fromiter((k == t for k in keys), dtype=bool, count=len(keys))
+                # a span without a start (NaN) leaves the times unsorted: each op then looks for itself
+                whole &= ((col < 0) | (min_end >= np.where(own, ends, starts))) & ~np.isnan(times).any()
+                cols.append(col.tolist())
+            for r, key, ok, *at in zip(rows.tolist(), keys, whole.tolist(), *cols, strict=True):
+                where[r] = (key, *at) if ok else ("op", lo + r)
+        self._where += where
+
     def _own_path(self, i: int) -> list[str]:
         """Annotations open at op i's start on every thread of its process; on its own thread, those that
         enclose its whole span. Outermost (earliest start, then longest) first."""
+        if i >= len(self._where):
+            self._locate()
+        at = self._where[i]
+        cached = self._own_paths.get(at)
+        if cached is not None:
+            return cached
         key = self.keys[i]
         start, end = self.spans[i]
-        own = self.annotations.get(key)
+        own = self.annotations.get(key) if at else None
         found = [a for a in own.open_at(start) if a[1] >= end] if own is not None else []
-        for other in self._annotated_threads.get(key[0], []):
+        for other in self._annotated_threads.get(key[0], []) if at else []:
             if other != key:
                 found += self.annotations[other].open_at(start)
         found.sort(key=lambda a: (a[0], -a[1]))
         names = [name for _, _, name in found]
-        return [n for k, n in enumerate(names) if k == 0 or n != names[k - 1]]
+        path = self._own_paths[at] = [n for k, n in enumerate(names) if k == 0 or n != names[k - 1]]
+        return path
 
     def path(self, i: int) -> list[str]:
         """Annotation path of op i; a backward op gets its forward op's path too, module ranges marked
         ' (backward)'."""
-        cached = self._paths.get(i)
-        if cached is not None:
-            return cached
+        return self.path_facts(i)[0]
+
+    def path_facts(self, i: int) -> tuple[list[str], str, str]:
+        """(path, the path joined by '/', module) of op i, computed once per distinct path."""
         own = self._own_path(i)
         forward = self.forward_of(i)
-        if forward >= 0:
-            inherited = [n + BACKWARD_SUFFIX if n in self.module_ranges else n for n in self._own_path(forward)]
-            own = own + [n for n in inherited if n not in own]
-        self._paths[i] = own
-        return own
+        key = (self._where[i], self._where[forward] if forward >= 0 else None)
+        cached = self._paths.get(key)
+        if cached is None:
+            if forward >= 0:
+                inherited = [n + BACKWARD_SUFFIX if n in self.module_ranges else n for n in self._own_path(forward)]
+                own = own + [n for n in inherited if n not in own]
+            cached = self._paths[key] = (own, "/".join(own), self.module(own))
+        return cached
 
     def module(self, path: Sequence[str]) -> str:
         for name in reversed(path):
@@ -331,28 +401,30 @@ class OpTree:
         import pandas as pd
 
         n = len(self.ops)
-        paths = [self.path(i) for i in range(n)]
+        facts = [self.path_facts(i) for i in range(n)]
 
-        def ids(values: Sequence[int]) -> Any:
-            return pd.array([v if v >= 0 else None for v in values], dtype="Int64")
+        def ids(values: Sequence[int]) -> Any:  # -1: none
+            v = np.fromiter(values, dtype="int64", count=len(values))
+            return pd.arrays.IntegerArray(v, v < 0)
 
-        seq = [a.get("Sequence number") for a in self.args]
+        seq = [a.sequence_number for a in self.args]
+        sequence = np.fromiter((0 if v is None else v for v in seq), dtype="int64", count=n)
+
         return pd.DataFrame({
             "source": pd.Series([source] * n, dtype=object),
             "op_id": pd.array(range(n), dtype="Int64"),
             "parent_op_id": ids(self.parent),
-            "name": pd.Series([str(op.get("name", "")) for op in self.ops], dtype=object),
-            "input_shapes": pd.Series([a.get("Input Dims") for a in self.args], dtype=object),
-            "input_dtypes": pd.Series([a.get("Input type") for a in self.args], dtype=object),
-            "concrete_inputs": pd.Series([concrete_values(a.get("Concrete Inputs")) for a in self.args], dtype=object),
-            "sequence_number": pd.array([v if isinstance(v, int) and not isinstance(v, bool) else None for v in seq],
-                                        dtype="Int64"),
+            "name": pd.Series([op.name for op in self.ops], dtype=object),
+            "input_shapes": pd.Series([a.input_dims for a in self.args], dtype=object),
+            "input_dtypes": pd.Series([a.input_type for a in self.args], dtype=object),
+            "concrete_inputs": pd.Series([concrete_values(a.concrete_inputs) for a in self.args], dtype=object),
+            "sequence_number": pd.arrays.IntegerArray(sequence, np.array([v is None for v in seq], dtype=bool)),
             "forward_op_id": ids([self.forward_of(i) for i in range(n)]),
             "thread": pd.Series([f"{p}/{t}" for p, t in self.keys], dtype=object),
             "start_us": [s for s, _ in self.spans],
             "duration_us": [e - s for s, e in self.spans],
-            "nvtx_path": pd.Series(["/".join(p) for p in paths], dtype=object),
-            "module": pd.Series([self.module(p) for p in paths], dtype=object),
+            "nvtx_path": pd.Series([f[1] for f in facts], dtype=object),
+            "module": pd.Series([f[2] for f in facts], dtype=object),
             "recorded_in": pd.Series([recorded_in or source] * n, dtype=object),
         })
 

@@ -107,6 +107,7 @@ class _Ops:
         # the recorded arguments as plain object arrays (a DataFrame cell lookup per op is slow)
         self.args = [ops[c].to_numpy(dtype=object) for c in ("input_shapes", "input_dtypes", "concrete_inputs")]
         self._costs: dict[int, OpCost] = {}
+        self._by_call: dict[Any, OpCost] = {}
         self._contexts: Any = None
         self._children: dict[int, list[int]] | None = None  # op_id -> its direct children by start
         self.forward = ops["forward_op_id"].astype("Int64").fillna(-1).to_numpy(dtype="int64") \
@@ -126,7 +127,11 @@ class _Ops:
             name = self.name(op_id)
             if name.startswith("aten::") and base_name(name) in INDEX_OPS:
                 concrete = op_evidence.with_index_evidence(self, op_id, shapes, concrete)
-            found = op_cost(name, shapes, dtypes, concrete, context=self.context(op_id))
+            context = self.context(op_id)
+            # an op without context is priced by its name and arguments alone: each step repeats the same calls
+            call = (name, repr(shapes), repr(dtypes), repr(concrete)) if context is None else op_id
+            found = self._by_call.get(call) or op_cost(name, shapes, dtypes, concrete, context=context)
+            self._by_call[call] = found
             self._costs[op_id] = found = op_evidence.causal_math(self, op_id, found) if name == "aten::bmm" else found
         return found
 
@@ -469,9 +474,9 @@ def _gpu_units(kernels: pd.DataFrame, table: _Ops, units: dict[int, list[int]], 
                            label=costs[0].label if costs[0].formula == cost.formula else cost.label)
         if all(rows[i].role == "aux" for i in members):  # its helpers alone: the sample lost the work kernel
             picked[u] = (cost, np.nan, f"its GEMM/conv/attention kernel is not in the trace (its {len(members)} "
-                                       f"helper kernel(s) ran {np.sum(seconds[members]) * 1e6:.3g} us)")
+                                       f"helper kernel(s) ran {seconds[members].sum() * 1e6:.3g} us)")
         else:
-            picked[u] = (cost, float(np.sum(seconds[members])), "sum of its kernels' gpu__time_duration.sum")
+            picked[u] = (cost, float(seconds[members].sum()), "sum of its kernels' gpu__time_duration.sum")
     return _units_table(kernels, table, picked, units)
 
 
@@ -488,8 +493,9 @@ def _units_table(kernels: pd.DataFrame, table: _Ops, units: dict[int, tuple[OpCo
         values = _texts(kernels, name)
         return [str(values[i]) if i >= 0 else (str(values[0]) if len(values) else "") for i in first]
 
-    frame = table.frame.set_index("op_id") if len(table.frame) else table.frame.copy(deep=False)
-    frame.attrs = {}  # the importer's per-op attributes: pandas deep-copies attrs on every .at (O(ops²))
+    at = [table.row[u] for u in ids]  # a column read whole, then indexed (a DataFrame cell lookup per op is slow)
+    of_op = {c: table.frame[c].to_numpy(dtype=object)[at].tolist() for c in ("input_shapes", "module", "nvtx_path")}
+
     names = [table.name(u) for u in ids]
     op_kernels = pd.DataFrame({
         "source": pd.Series([source] * len(ids), dtype=object),
@@ -499,9 +505,9 @@ def _units_table(kernels: pd.DataFrame, table: _Ops, units: dict[int, tuple[OpCo
         "function": pd.Series(names, dtype=object),
         "op": pd.Series(names, dtype=object),
         "op_id": pd.array(ids, dtype="Int64"),
-        "input_shapes": pd.Series([_shape_text(frame.at[u, "input_shapes"]) for u in ids], dtype=object),
-        "module": pd.Series([str(frame.at[u, "module"]) for u in ids], dtype=object),
-        "nvtx_path": pd.Series([str(frame.at[u, "nvtx_path"]) for u in ids], dtype=object),
+        "input_shapes": pd.Series([_shape_text(v) for v in of_op["input_shapes"]], dtype=object),
+        "module": pd.Series([str(v) for v in of_op["module"]], dtype=object),
+        "nvtx_path": pd.Series([str(v) for v in of_op["nvtx_path"]], dtype=object),
         "device": pd.Series(of_kernel("device"), dtype=object),
         "cc": pd.Series(of_kernel("cc"), dtype=object),
         "launches": pd.array([len(members.get(u, [])) or 1 for u in ids], dtype="Int64"),

@@ -1,5 +1,6 @@
-"""Loading a kineto trace (nsroof.importers.trace_load): integers beyond 64 bits and over-long literals are
-one-line errors naming the field; ROCm's string streams read (the shared traces: test_shared_traces.py)."""
+"""Loading a kineto trace (nsroof.importers.trace_load): integers beyond 64 bits, over-long literals and floats
+beyond a double are one-line errors naming the field; ROCm's string streams read; what strict JSON refuses
+(NaN tokens, a BOM) and undeclared fields read (the shared traces: test_shared_traces.py)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,44 @@ def test_rocm_string_streams(tmp_path: Path, stream: str, expected: int | None) 
     path.write_text(json.dumps(trace))
     value = importers.read(path)[0]["stream"].iloc[0]
     assert (None if pd.isna(value) else int(value)) == expected
+
+
+def _kernel_trace(**kernel: object) -> dict[str, object]:
+    event = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2,
+             "args": {"correlation": 1, "stream": 7}} | kernel
+    return {"traceEvents": [event]}
+
+
+def test_nan_and_infinity_tokens_read_through_the_standard_parser(tmp_path: Path) -> None:
+    import json
+
+    # Python's json module writes NaN / Infinity, which strict JSON (msgspec) refuses: the standard parser
+    # reads them and the same declared schema checks the result; a NaN dur is a NaN duration and a warning
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_kernel_trace(dur=float("nan"), args={"correlation": 1, "shared memory": float("inf")})))
+    assert "NaN" in path.read_text() and "Infinity" in path.read_text()
+    frame, facts = importers.read(path)
+    assert len(frame) == 1 and pd.isna(frame["gpu__time_duration.sum"].iloc[0])
+    assert pd.isna(frame["launch__shared_mem_per_block"].iloc[0])  # a non-finite number reads as NaN
+    assert any("non-finite 'dur'" in w for w in facts.warnings)
+
+
+def test_a_bom_a_top_level_list_and_undeclared_fields_of_any_shape_read(tmp_path: Path) -> None:
+    import json
+
+    trace = _kernel_trace(args={"correlation": 1, "stream": 7, "deep": {"a": [[[[[1]]]]]}, "Call stack": None})
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(trace).encode())
+    listed = tmp_path / "list.json"
+    listed.write_text(json.dumps(trace["traceEvents"]))
+    for path in (bom, listed):
+        frame = importers.read(path)[0]
+        assert frame["kernel_name"].tolist() == ["k"] and int(frame["stream"].iloc[0]) == 7
+
+
+def test_a_float_beyond_any_double_is_a_one_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1e999}]}')
+    with pytest.raises(InputError, match="a number no chrome trace holds") as err:
+        importers.read(path)
+    assert "\n" not in str(err.value)
