@@ -33,6 +33,16 @@ def test_both_step_annotation_forms_parse() -> None:
         short.context.causal_pairs("context")
 
 
+def test_engine_attention_counts_the_lower_right_mask() -> None:
+    from nsroof.models.ledger.formulas import LOWER_RIGHT, causal_pairs
+
+    # one prefill of 100 new tokens over 300 keys (200 cached): the queries are the newest tokens, so the mask is
+    # lower-right: Σq·kv − (Σq² − Σq)/2 = 30,000 − (10,000 − 100)/2 = 25,050 = 100·(300 − 100 + 1) + 100·99/2
+    step = parse_step("execute_1_context_1(sq100sk300sqsq10000sqsk30000)_generation_0(sq0sk0sqsq0sqsk0)")
+    assert step is not None
+    assert step.context.causal_pairs("context") == causal_pairs(100, 300, LOWER_RIGHT) == 25_050
+
+
 def test_attention_from_the_step_annotation_names_what_is_missing() -> None:
     shapes = [[888, 8, 64], [888, 1, 64], [888, 1, 64], [888, 8, 64], [], [], []]
     types = ["c10::Float8_e4m3fn", "c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "", "", ""]
