@@ -6,30 +6,26 @@ thread) is open at the launch. Issue: 1,608 of 8,568 lacked one in hta__trace_di
 from __future__ import annotations
 
 import bisect
-import gzip
-import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
-from nsroof import importers
 from tests._paths import SHARED_FIXTURES
+from tests._shared_inputs import imported, trace_events
 
 TRACES = sorted(p.name for p in (SHARED_FIXTURES / "traces").glob("*.json*")) if SHARED_FIXTURES.is_dir() else []
 # the files the issues name: ROCm (tracelens__*), DDP (hta__trace_diff_control), the 2020 schema (kineto__plugin_*)
 NAMED = ("tracelens__", "hta__trace_diff_control", "kineto__plugin_resnet50")
 
 
-def _events(path: Path) -> list[dict[str, Any]]:
-    raw = path.read_bytes()
-    data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-    events = data["traceEvents"] if isinstance(data, dict) else data
-    return [e for e in events if e.get("ph") == "X"]
+def _events(path: Path) -> list[Mapping[str, Any]]:
+    return [e for e in trace_events(path) if e.get("ph") == "X"]
 
 
-def _annotated(events: list[dict[str, Any]]) -> list[bool]:
+def _annotated(events: list[Mapping[str, Any]]) -> list[bool]:
     """Per kernel event in the importer's row order (start, correlation): is an annotation of the launch's
     process open at the launch? (the union of the process's annotation spans, bisected)"""
     spans: dict[Any, list[tuple[float, float]]] = {}
@@ -65,7 +61,7 @@ def shared_reads(shared_fixtures: Path) -> dict[str, tuple[pd.DataFrame, Any, li
     out = {}
     for name in TRACES:
         path = shared_fixtures / "traces" / name
-        frame, facts = importers.read(path)
+        frame, facts = imported(path)  # importers.read, parsed once per process
         out[name] = (frame, facts, _annotated(_events(path)))
     return out
 

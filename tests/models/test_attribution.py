@@ -17,6 +17,7 @@ from nsroof.models.attribution import attribute, costed, fill
 from nsroof.models.ledger.aten import COMPOSITE_REASON
 from nsroof.models.quantities import derive
 from nsroof.schema import ANALYTIC_COLUMNS, OP_LEVEL_KERNEL_COLUMNS
+from tests._shared_inputs import imported
 
 DEVICE = {"id": 0, "name": "NVIDIA A100-SXM4-40GB", "computeMajor": 8, "computeMinor": 0}
 FLOAT3 = ["float", "float", "float"]
@@ -269,7 +270,7 @@ def test_no_copy_transpose_elementwise_or_reduce_kernel_carries_gemm_conv_or_att
         pytest.skip("no shared traces")
     swept = 0
     for path in traces:
-        kernels, facts = importers.read(path)
+        kernels, facts = imported(path)  # importers.read, parsed once per process
         c = costed(kernels, facts.ops)
         k, q = c.kernels, c.quantities
         helper = k["function"].astype(str).str.contains(AUX).to_numpy() if "function" in k else np.zeros(len(k), bool)

@@ -4,7 +4,6 @@ torch's own FLOP counter where it counts the op, by hand where it does not."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 from pathlib import Path
@@ -21,6 +20,7 @@ from nsroof.models.ledger.aten import (
     register_reader,
 )
 from tests._paths import SHARED_FIXTURES
+from tests._shared_inputs import trace_events
 
 CONV_7x7 = ([[8, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], []],
             ["float", "float", "", "ScalarList", "ScalarList", "ScalarList", "Scalar"])
@@ -259,11 +259,7 @@ def test_no_shared_trace_op_is_costed_from_an_assumed_argument() -> None:
     either keep its cost (the formula needs only shapes) or become NaN — never a cost from a default."""
     costed = 0
     for path in _traces():
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt") as fh:  # type: ignore[operator]
-            data = json.load(fh)
-        events = data["traceEvents"] if isinstance(data, dict) else data
-        for e in events:
+        for e in trace_events(path):  # the JSON's events, decoded once per process
             if e.get("cat") not in ("cpu_op", "Operator"):
                 continue
             a = e.get("args") or {}
