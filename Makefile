@@ -19,9 +19,11 @@ $(STAMP): pyproject.toml setup.py
 	$(PY) -m pip install -q "$(TORCH_SPEC)" -e ".[dev,torch,plot,ncu-rep,dask]"
 	touch $@
 
-# pytest exits 5 when it collects no test: make fails then too, so an empty run is never green
+# pytest exits 5 when it collects no test: make fails then too, so an empty run is never green.
+# -n auto: pytest-xdist, one worker per CPU (at most 4, tests/conftest.py); --dist loadfile keeps each test
+# module on one worker, so a module's fixtures run once
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 lint: $(STAMP)
 	$(PY) -m ruff check nsroof tests

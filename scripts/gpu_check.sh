@@ -45,13 +45,17 @@ if [ -n "$FAKE" ]; then
   export NSROOF_NCU="$PWD/scripts/gpu_check_fake/ncu"
   MEASURE_ENV=(env "PYTHONPATH=$PWD/scripts/gpu_check_fake:$PYTHONPATH" GPU_CHECK_FAKE_CUDA=1)
   MEASURE_EXTRA=(--budget 2 --threads 1)
-  PROFILE_EXTRA=(--machine h100-sxm)  # not the CPU's roofline, which would be measured first (a minute)
+  # not the CPU's roofline, which would be measured first (a minute); one recorded step of 3: on the CPU
+  # a step is thousands of rows to analyze, and the control flow is the same for one as for two
+  PROFILE_EXTRA=(--machine h100-sxm --warmup 1 --steps 1)
+  PROFILE_APP_STEPS=3
   echo "gpu-check: GPU_CHECK_FAKE=1: simulated device, stand-in ncu, the example on the CPU" >&2
 else
   DEVICE=cuda
   MEASURE_ENV=()
   MEASURE_EXTRA=(--budget 60)
-  PROFILE_EXTRA=()
+  PROFILE_EXTRA=(--warmup 1 --steps 2)
+  PROFILE_APP_STEPS=4
   "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' \
     || die "$PY's torch sees no CUDA device; nothing to check"
   NCU="${NSROOF_NCU:-$(command -v ncu || true)}"
@@ -79,8 +83,8 @@ mapfile -t GPU_TESTS < <(grep -rlE 'pytest\.mark\.gpu' tests --include='test_*.p
 step pytest 110 "$PY" -m pytest -q -m gpu -p no:cacheprovider "${GPU_TESTS[@]}"
 step measure 140 ${MEASURE_ENV[@]+"${MEASURE_ENV[@]}"} "$PY" -m nsroof measure --quick --device cuda ${MEASURE_EXTRA[@]+"${MEASURE_EXTRA[@]}"} \
   -o "$WORK/machine.json" --csv "$WORK/points.csv"
-step profile 50 "$PY" -m nsroof profile ${PROFILE_EXTRA[@]+"${PROFILE_EXTRA[@]}"} --warmup 1 --steps 2 -o "$WORK/profile.parquet" -- \
-  "$PY" -m nsroof.examples.train_tiny --steps 4 --device "$DEVICE"
+step profile 50 "$PY" -m nsroof profile "${PROFILE_EXTRA[@]}" -o "$WORK/profile.parquet" -- \
+  "$PY" -m nsroof.examples.train_tiny --steps "$PROFILE_APP_STEPS" --device "$DEVICE"
 step ncu 120 "$PY" -m nsroof ncu --clock-control none -c 120 -o "$WORK/ncu" -- \
   "$PY" -m nsroof.examples.train_tiny --steps 3 --device "$DEVICE"
 N=$((N + 1))

@@ -6,6 +6,7 @@ tests that use them skip when the folder is absent. Never copy those files into 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,14 @@ def _cuda_available() -> bool:
     except ImportError:
         return False
     return bool(torch.cuda.is_available())
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent without the plugin
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`make test` runs `-n auto`: one worker per CPU this process may use (its affinity, which a container's
+    CPU set limits; psutil would count the host's), at most 4: the longest test module (tests/collectors/
+    test_gpu_check.py, about 30 s) bounds the run beyond that, and each worker imports torch."""
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -43,7 +43,8 @@ def _stamp(clone: Path, newer_than_sources: bool) -> None:
     os.utime(stamp, (t + 10, t + 10) if newer_than_sources else (t - 10, t - 10))
 
 
-@pytest.mark.parametrize(("target", "command"), [("test", "-m pytest -q"), ("demo", "-m nsroof demo")])
+@pytest.mark.parametrize(("target", "command"), [("test", "-m pytest -q -n auto --dist loadfile"),
+                                                 ("demo", "-m nsroof demo")])
 def test_demo_and_test_set_up_a_missing_environment(clone: Path, target: str, command: str) -> None:
     lines = dry(clone, target)
     assert "-m venv .venv" in lines[0] and any("pip install" in line and "-e" in line for line in lines)
