@@ -220,7 +220,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         warnings: list[str] = []
         try:
             machine = resolve_machine(self.machine_spec, cuda=self._use_cuda, warnings=warnings)
-            built = pipeline.analyze([trace], machine=machine, captures=self.captures)
+            built = pipeline.analyze([trace], machine=machine, captures=self.captures, op_view=False)
         except Exception as exc:  # noqa: BLE001 - the run is in the trace: say how to get its report
             why = str(exc) if isinstance(exc, NsroofError) else f"{type(exc).__name__}: {exc}"
             raise NsroofError(f"{why.rstrip('.')}; the profile's trace is kept: `nsroof analyze {trace}` "
@@ -239,7 +239,9 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
                              window)
 
 
-TRACE_GZIP_LEVEL = 6  # zlib's default: a 3 MB trace in ~40 ms; 9 (gzip.open's default) takes 5× longer for 15% less
+# zlib's fastest level: the launch-bound bench's 3 MB trace in 9-17 ms, 0.25 MB; level 6 (zlib's default)
+# took 16-41 ms for 0.17 MB, 9 (gzip.open's default) 5× longer again; the report waits for this file
+TRACE_GZIP_LEVEL = 1
 
 
 def save_trace(prof: Any, trace: Path) -> None:
