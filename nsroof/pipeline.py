@@ -82,13 +82,11 @@ def analyze(
     ledger: str | os.PathLike[str] | None = None,
     digests: Mapping[str, Future[str]] | None = None,
     captures: Sequence[str | os.PathLike[str]] = (),
-    op_view: bool = True,
 ) -> Report:
     """Read each export, derive its roofline quantities and classify every kernel at every level.
     `digests`: the inputs' SHA-256 already under way (nsroof.digest.start), by os.fspath(path).
     `captures`: traces recorded around the capture of the CUDA/HIP graphs a trace replays
-    (nsroof.importers.trace_graphs). `op_view`: build the op-level view (Report.ops); a caller that
-    never reads it (nsroof.profile) skips its classification."""
+    (nsroof.importers.trace_graphs)."""
     from nsroof import digest
     from nsroof.models import ceilings, machines
     from nsroof.report import parquet
@@ -100,7 +98,7 @@ def analyze(
     # GIL); the CLI starts them before its imports and hands them over
     given = dict(digests or {})
     digests = {**digest.start(p for p in paths if os.fspath(p) not in given), **given}
-    done = [_analyze_one(path, fixed, aggregate, captures, op_view) for path in paths]
+    done = [_analyze_one(path, fixed, aggregate, captures) for path in paths]
     frame = _concat([d.frame for d in done])
     warnings = [w for d in done for w in d.warnings]
     if ledger is not None:
@@ -123,7 +121,7 @@ def analyze(
 
 
 def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate: bool,
-                 captures: Sequence[str | os.PathLike[str]] = (), op_view: bool = True) -> _Input:
+                 captures: Sequence[str | os.PathLike[str]] = ()) -> _Input:
     """One input down the layers once: importer -> models (quantities, attribution) -> report (build)."""
     from nsroof import importers
     from nsroof.models import attribution, ceilings, machines
@@ -153,7 +151,7 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
         warnings += [f"{name}: {w}" for w in machines.check_against_export(fixed, devices, gpu_export=gpu)]
     built = build.build_report(kernels, quantities, fixed, levels=levels)
     ops = (build.build_report(c.op_kernels, c.op_quantities, fixed, levels=("dram",))
-           if op_view and len(c.op_kernels) else None)
+           if len(c.op_kernels) else None)
     hints: list[str] = [Hint(h, source=name) for h in facts.hints]
     hints += [h.at(name) if isinstance(h, Hint) else Hint(h, source=name)
               for h in (completing_metrics_hint(built), ceilings_hint(built)) if h]

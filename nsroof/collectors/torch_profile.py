@@ -65,6 +65,7 @@ class ProfileResult:
     metadata: dict[str, Any] = field(default_factory=dict)  # what the Parquet file's metadata holds
     trace_facts: dict[str, Any] = field(default_factory=dict)  # what nsroof recorded in the trace
     step_window: str = ""  # the steps kept, when --steps/--warmup selected a window
+    ops: pd.DataFrame | None = None  # the op-level view (one row per costed op call), written beside the report
 
     def __repr__(self) -> str:  # one line: the rows and metadata are large (read .report, .metadata)
         return (f"ProfileResult({len(self.report)} rows, machine={self.machine.name if self.machine else None!r}, "
@@ -220,7 +221,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         warnings: list[str] = []
         try:
             machine = resolve_machine(self.machine_spec, cuda=self._use_cuda, warnings=warnings)
-            built = pipeline.analyze([trace], machine=machine, captures=self.captures, op_view=False)
+            built = pipeline.analyze([trace], machine=machine, captures=self.captures)
         except Exception as exc:  # noqa: BLE001 - the run is in the trace: say how to get its report
             why = str(exc) if isinstance(exc, NsroofError) else f"{type(exc).__name__}: {exc}"
             raise NsroofError(f"{why.rstrip('.')}; the profile's trace is kept: `nsroof analyze {trace}` "
@@ -236,7 +237,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         window = (f"; recorded steps {steps_info['window']}: {steps_info['kept']} of {steps_info['rows']} rows"
                   if "window" in steps_info else "")
         return ProfileResult(built.frame, machine, trace, warnings, marked, source, built.metadata, self._facts,
-                             window)
+                             window, built.ops)
 
 
 # zlib's fastest level: the launch-bound bench's 3 MB trace in 9-17 ms, 0.25 MB; level 6 (zlib's default)

@@ -22,7 +22,6 @@ from nsroof.cli import cli
 from nsroof.pipeline import analyze
 from nsroof.report.parquet import read_metadata
 from nsroof.schema import COLUMNS
-from tests._paths import DATA
 
 
 @pytest.fixture(scope="module")
@@ -195,13 +194,3 @@ def test_the_cli_hashes_before_it_imports_pandas(tiny_raw_csv: Path, tmp_path: P
                          check=False)
     assert out.returncode == 0, out.stderr
     assert "pandas imported: False" in out.stdout
-
-
-def test_without_the_op_view_the_report_is_the_same_and_ops_are_not_built() -> None:
-    # nsroof.profile never reads Report.ops: op_view=False skips its classification, nothing else
-    trace = DATA / "traces" / "cross_thread.json"
-    full = analyze([trace], machine="h100-sxm")
-    lean = analyze([trace], machine="h100-sxm", op_view=False)
-    assert len(full.ops) == 2 and lean.ops.empty
-    pd.testing.assert_frame_equal(full.frame, lean.frame)
-    assert full.metadata == lean.metadata
