@@ -387,6 +387,25 @@ class OpTree:
             cached = self._paths[key] = (own, "/".join(own), self.module(own))
         return cached
 
+    def forward_ids(self) -> list[int]:
+        """forward_of of every op, in op order (only the backward ops look theirs up)."""
+        return [self.forward_of(i) if node >= 0 else -1 for i, node in enumerate(self._backward)]
+
+    def all_path_facts(self) -> list[tuple[list[str], str, str]]:
+        """path_facts of every op, in op order: each op's location hashed once, each distinct (own location,
+        forward op's location) pair's path built once (by its first op) and shared."""
+        n = len(self.ops)
+        if len(self._where) < n:
+            self._locate()
+        codes: dict[tuple[Any, ...], int] = {}
+        own = np.fromiter((codes.setdefault(w, len(codes)) for w in self._where), dtype="int64", count=n)
+        fwd = np.asarray(self.forward_ids(), dtype="int64")
+        inherited = np.where(fwd >= 0, own[np.maximum(fwd, 0)], -1) if n else fwd
+        _, first, inverse = np.unique(own * (len(codes) + 1) + inherited + 1, return_index=True, return_inverse=True)
+        shared = np.empty(len(first), dtype=object)
+        shared[:] = [self.path_facts(int(i)) for i in first]
+        return shared[inverse.reshape(-1)].tolist()
+
     def module(self, path: Sequence[str]) -> str:
         for name in reversed(path):
             base = name.removesuffix(BACKWARD_SUFFIX)
@@ -401,7 +420,8 @@ class OpTree:
         import pandas as pd
 
         n = len(self.ops)
-        facts = [self.path_facts(i) for i in range(n)]
+        facts = self.all_path_facts()
+        forward = self.forward_ids()
 
         def ids(values: Sequence[int]) -> Any:  # -1: none
             v = np.fromiter(values, dtype="int64", count=len(values))
@@ -419,7 +439,7 @@ class OpTree:
             "input_dtypes": pd.Series([a.input_type for a in self.args], dtype=object),
             "concrete_inputs": pd.Series([concrete_values(a.concrete_inputs) for a in self.args], dtype=object),
             "sequence_number": pd.arrays.IntegerArray(sequence, np.array([v is None for v in seq], dtype=bool)),
-            "forward_op_id": ids([self.forward_of(i) for i in range(n)]),
+            "forward_op_id": ids(forward),
             "thread": pd.Series([f"{p}/{t}" for p, t in self.keys], dtype=object),
             "start_us": [s for s, _ in self.spans],
             "duration_us": [e - s for s, e in self.spans],
