@@ -198,6 +198,7 @@ class OpTree:
         self._paths: dict[tuple[Any, ...], tuple[list[str], str, str]] = {}
         self._where: list[tuple[Any, ...]] = []  # per op, the key of its own path (_locate)
         self._forward_of_node: dict[int, int] = {}
+        self._all_facts: list[tuple[list[str], str, str]] = []  # all_path_facts, while no op is adopted
 
     # -- nesting
     def _nest(self) -> list[int]:
@@ -395,6 +396,8 @@ class OpTree:
         """path_facts of every op, in op order: each op's location hashed once, each distinct (own location,
         forward op's location) pair's path built once (by its first op) and shared."""
         n = len(self.ops)
+        if len(self._all_facts) == n:
+            return self._all_facts
         if len(self._where) < n:
             self._locate()
         codes: dict[tuple[Any, ...], int] = {}
@@ -404,7 +407,8 @@ class OpTree:
         _, first, inverse = np.unique(own * (len(codes) + 1) + inherited + 1, return_index=True, return_inverse=True)
         shared = np.empty(len(first), dtype=object)
         shared[:] = [self.path_facts(int(i)) for i in first]
-        return shared[inverse.reshape(-1)].tolist()
+        self._all_facts = shared[inverse.reshape(-1)].tolist()
+        return self._all_facts
 
     def module(self, path: Sequence[str]) -> str:
         for name in reversed(path):
