@@ -378,3 +378,37 @@ def test_the_gpu_busy_time_is_compared_beside_the_summed_kernel_time(tmp_path: P
     # 20 µs + 20 µs summed on both sides; busy [100, 130) = 30 µs before, [100, 140) = 40 µs after
     assert "kernel time: 40.000 us -> 40.000 us" in text
     assert "GPU busy (kernels overlapping on streams counted once): 30.000 us -> 40.000 us (+10.000 us" in text
+
+
+def test_a_collective_is_compared_at_its_link(tmp_path: Path) -> None:
+    from tests.report.test_build_link import write_trace
+
+    before = write_trace(tmp_path, "NVIDIA H100 80GB HBM3", "before.json")
+    after = tmp_path / "after.json"
+    # after: the all-reduce moves half the tensor, [512, 1024] fp32, in 10 µs instead of 20
+    trace = json.loads(before.read_text())
+    for e in trace["traceEvents"]:
+        if e["name"] == "vllm::all_reduce":
+            e["args"]["Input Dims"] = [[512, 1024], []]
+        if e["name"].startswith("ncclDevKernel"):
+            e["dur"] = 10.0
+    after.write_text(json.dumps(trace))
+    c = cmp.compare(analyze(before).frame, analyze(after).frame)
+    r = row(c.kernels, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+    # all-reduce over 4 ranks: bus bytes = S·2(n − 1)/n = 1.5·S; S = 1024·1024·4 B -> 6,291,456 B,
+    # 512·1024·4 B -> 3,145,728 B; no DRAM row (the link row stands where it would)
+    assert (r["bytes_link_before"], r["bytes_link_after"], r["delta_bytes_link"]) == (6_291_456, 3_145_728, -3_145_728)
+    assert pd.isna(r["bytes_dram_before"]) and pd.isna(r["bytes_dram_after"])
+    assert (r["bound_link_before"], r["bound_link_after"], r["bound_link_changed"]) == ("memory", "memory", False)
+    gemm = row(c.kernels, "ampere_sgemm_64x64_nn")
+    assert pd.isna(gemm["bytes_link_before"]) and gemm["bytes_dram_before"] > 0  # other kernels keep DRAM only
+    text = cmp.render(c)
+    assert "LINK bytes: 6.29 MB -> 3.15 MB" in text
+    line = next(x for x in text.splitlines() if "ncclDevKernel" in x)
+    assert "6.29 MB -> 3.15 MB" in line and "memory->memory link" in line
+    # the range's memory-bound share counts the link-bound collective's time as it counts the DRAM-bound 64×64 GEMM:
+    # (20 + 20) / 40 µs before, (10 + 20) / 30 after = 100% (reading the DRAM rows only it was 20/40 and 20/30)
+    assert c.ranges is not None
+    top = c.ranges.iloc[0]
+    assert gemm["bound_dram_before"] == "memory"
+    assert (top["memory_bound_share_before"], top["memory_bound_share_after"]) == (1.0, 1.0)

@@ -20,7 +20,7 @@ import pandas as pd
 from nsroof.models.ledger.aten import OpCost
 from nsroof.models.ledger.aten_args import arg, concrete_values
 from nsroof.models.ledger.aten_data import index_evidence
-from nsroof.models.ledger.formulas import causal_pairs_top_left
+from nsroof.models.ledger.formulas import UPPER_LEFT, causal_pairs
 
 MATH_ATTENTION = "aten::_scaled_dot_product_attention_math"
 IS_CAUSAL_AT = 5  # _scaled_dot_product_attention_math(query, key, value, attn_mask, dropout_p, is_causal, …)
@@ -70,7 +70,7 @@ def causal_math(table: Any, op_id: int, cost: OpCost) -> OpCost:
     if causal is not True or not ok:
         return cost
     sq, skv = int(shapes[0][-2]), int(shapes[1][-2])
-    visible = causal_pairs_top_left(sq, skv)
+    visible = causal_pairs(sq, skv, UPPER_LEFT)  # torch's is_causal: tril(ones(sq, skv))
     share = visible / max(sq * skv, 1)
     return replace(cost, flops=float(np.float64(cost.flops) * share),
                    label=f"{cost.label} [causal attention ({path}): {visible:,} of {sq * skv:,} scores visible per "

@@ -14,6 +14,11 @@ Kernels with the same key are merged on each side first (launch counts add up). 
 level, after merging, is the bound that holds for most of its time there (time-weighted majority; a
 tie goes to the bound met first in report order).
 
+Levels: dram, l2, l1, and `link` (nsroof.schema.LINK_LEVEL): a collective's row, its bus bytes judged against
+the interconnect, standing where its DRAM row would — so its bytes and bound are compared at the link (the
+`*_link_*` columns, the LINK bytes total), the per-kernel lines show them in the DRAM column marked `link`,
+and a range's memory-bound share counts a link-bound collective as it counts a DRAM-bound kernel.
+
 Normalisation (`per`), said in the output:
   run     totals as measured (the two runs did the same work: same launches, same steps)
   step    every total divided by its run's step count (both counts known: metadata or step ranges)
@@ -34,7 +39,8 @@ import pandas as pd
 
 from nsroof.errors import NsroofError
 from nsroof.importers.ncu.nvtx_columns import STEP_RANGE
-from nsroof.schema import LEVELS
+from nsroof.report.wide import ROW_LEVELS
+from nsroof.schema import LINK_LEVEL
 from nsroof.units import human_time
 
 KEY: tuple[str, str] = ("function", "nvtx_path")
@@ -69,7 +75,7 @@ def kernel_table(report: pd.DataFrame) -> pd.DataFrame:
         duration_s=("duration_s", lambda s: s.sum(min_count=1)),
         flops=("flops", lambda s: pd.to_numeric(s, errors="coerce").sum(min_count=1)),
     )
-    for level in LEVELS:
+    for level in ROW_LEVELS:
         at = df[df["level"] == level]
         if at.empty:
             base[f"bytes_{level}"] = np.nan
@@ -77,7 +83,7 @@ def kernel_table(report: pd.DataFrame) -> pd.DataFrame:
             continue
         base[f"bytes_{level}"] = at.groupby(list(KEY), sort=False)["bytes"].sum(min_count=1)
         base[f"bound_{level}"] = _majority_bound(at)
-    base[[f"bound_{lv}" for lv in LEVELS]] = base[[f"bound_{lv}" for lv in LEVELS]].fillna("")
+    base[[f"bound_{lv}" for lv in ROW_LEVELS]] = base[[f"bound_{lv}" for lv in ROW_LEVELS]].fillna("")
     return base
 
 
@@ -120,18 +126,18 @@ def _majority_bound(at: pd.DataFrame) -> pd.Series:
 def _changes(joined: pd.DataFrame, numeric: tuple[str, ...]) -> None:
     """On a before/after outer join: the numeric columns (and bytes per level) as numbers, then the time
     change `delta_s` (a side that is absent counts 0 s), `speedup` = before / after, and `delta_bytes_<level>`."""
-    for col in (*numeric, *(f"bytes_{lv}" for lv in LEVELS)):
+    for col in (*numeric, *(f"bytes_{lv}" for lv in ROW_LEVELS)):
         joined[f"{col}_before"] = pd.to_numeric(joined[f"{col}_before"], errors="coerce")
         joined[f"{col}_after"] = pd.to_numeric(joined[f"{col}_after"], errors="coerce")
     joined["delta_s"] = joined["duration_s_after"].fillna(0.0) - joined["duration_s_before"].fillna(0.0)
     joined["speedup"] = joined["duration_s_before"] / joined["duration_s_after"]
-    for lv in LEVELS:
+    for lv in ROW_LEVELS:
         joined[f"delta_bytes_{lv}"] = joined[f"bytes_{lv}_after"] - joined[f"bytes_{lv}_before"]
 
 
 def normalise(a: pd.DataFrame, b: pd.DataFrame, per: str, steps: tuple[int | None, int | None]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Two kernel tables made comparable (`per`: run, step or launch; see the module docstring)."""
-    amounts = ["duration_s", "flops", *(f"bytes_{lv}" for lv in LEVELS)]
+    amounts = ["duration_s", "flops", *(f"bytes_{lv}" for lv in ROW_LEVELS)]
     a, b = a.copy(), b.copy()
     if per == "step":
         for table, n in ((a, steps[0]), (b, steps[1])):
@@ -170,7 +176,7 @@ def join_kernels(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     in_b = joined.index.isin(b.index)
     joined["status"] = np.select([in_a & in_b, in_a], ["both", "removed"], "added")
     _changes(joined, ("launches", "duration_s", "flops"))
-    for lv in LEVELS:
+    for lv in ROW_LEVELS:
         for side in ("before", "after"):
             joined[f"bound_{lv}_{side}"] = joined[f"bound_{lv}_{side}"].astype(object).where(
                 joined[f"bound_{lv}_{side}"].notna(), "")
@@ -181,9 +187,9 @@ def join_kernels(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     order = out["delta_s"].abs().sort_values(ascending=False, kind="stable").index
     cols = ["function", "nvtx_path", "status", "launches_before", "launches_after", "duration_s_before",
             "duration_s_after", "delta_s", "speedup"]
-    for lv in LEVELS:
+    for lv in ROW_LEVELS:
         cols += [f"bytes_{lv}_before", f"bytes_{lv}_after", f"delta_bytes_{lv}"]
-    for lv in LEVELS:
+    for lv in ROW_LEVELS:
         cols += [f"bound_{lv}_before", f"bound_{lv}_after", f"bound_{lv}_changed"]
     return out.loc[order, cols].reset_index(drop=True)
 
@@ -215,24 +221,29 @@ def ranges_of(kernels: pd.DataFrame) -> pd.DataFrame:
         rows.append(sub)
     if not rows:
         return pd.DataFrame(columns=["nvtx_range", "depth", "kernels", "launches", "duration_s",
-                                     *(f"bytes_{lv}" for lv in LEVELS), "memory_bound_share"])
+                                     *(f"bytes_{lv}" for lv in ROW_LEVELS), "memory_bound_share"])
     allk = pd.concat(rows, ignore_index=True)
-    allk["mem_s"] = allk["duration_s"].where(allk["bound_dram"] == "memory", 0.0)
+    allk["mem_s"] = allk["duration_s"].where(_primary_bound(allk) == "memory", 0.0)
     agg = allk.groupby(["nvtx_range", "depth"], sort=True).agg(
         kernels=("function", "size"), launches=("launches", "sum"),
         duration_s=("duration_s", lambda s: s.sum(min_count=1)),
-        **{f"bytes_{lv}": (f"bytes_{lv}", lambda s: s.sum(min_count=1)) for lv in LEVELS},
+        **{f"bytes_{lv}": (f"bytes_{lv}", lambda s: s.sum(min_count=1)) for lv in ROW_LEVELS},
         mem_s=("mem_s", "sum"),
     )
     agg["memory_bound_share"] = agg["mem_s"] / agg["duration_s"]
     return agg.drop(columns="mem_s")
 
 
+def _primary_bound(kernels: pd.DataFrame) -> pd.Series:
+    """A kernel's bound at its DRAM row, or at its link row when it has one instead (a collective)."""
+    return kernels["bound_dram"].where(kernels["bound_dram"] != "", kernels[f"bound_{LINK_LEVEL}"])
+
+
 def join_ranges(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     joined = a.join(b, how="outer", suffixes=("_before", "_after"))
     _changes(joined, ("kernels", "launches", "duration_s", "memory_bound_share"))
     cols = ["nvtx_range", "depth", "kernels_before", "kernels_after", "duration_s_before", "duration_s_after",
-            "delta_s", "speedup", *(c for lv in LEVELS for c in (f"bytes_{lv}_before", f"bytes_{lv}_after", f"delta_bytes_{lv}")),
+            "delta_s", "speedup", *(c for lv in ROW_LEVELS for c in (f"bytes_{lv}_before", f"bytes_{lv}_after", f"delta_bytes_{lv}")),
             "memory_bound_share_before", "memory_bound_share_after"]
     return joined.reset_index()[cols].sort_values(["nvtx_range"], kind="stable").reset_index(drop=True)
 
@@ -418,21 +429,26 @@ def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = Non
     if all(np.isfinite(busy)) and (busy[0] < 0.995 * _nz(t_a) or busy[1] < 0.995 * _nz(t_b)):
         lines.append(f"  GPU busy (kernels overlapping on streams counted once): {_s(busy[0])} -> {_s(busy[1])} "
                      f"({_signed_s(busy[1] - busy[0])}, speedup {_ratio(busy[0], busy[1])})")
-    for lv in LEVELS:
+    for lv in ROW_LEVELS:
         ba, bb = kernels[f"bytes_{lv}_before"].sum(min_count=1), kernels[f"bytes_{lv}_after"].sum(min_count=1)
         if pd.notna(ba) or pd.notna(bb):
             lines.append(f"  {lv.upper():4} bytes: {_b(ba)} -> {_b(bb)}")
-    changed = {lv: int(kernels[f"bound_{lv}_changed"].sum()) for lv in LEVELS}
+    changed = {lv: int(kernels[f"bound_{lv}_changed"].sum()) for lv in ROW_LEVELS}
     if any(changed.values()):
         lines.append("  bound changed: " + ", ".join(f"{n} at {lv}" for lv, n in changed.items() if n))
     noun = "op" if what == "ops" else "kernel"
     lines += ["", f"  {'time before':>12} {'time after':>12} {'change':>11} {'speedup':>8}  {'DRAM bytes before -> after':>28}  {'bound (DRAM)':<18} {noun} [NVTX path]"]
     for r in kernels.head(top).itertuples():
-        bound = f"{r.bound_dram_before or '-'}->{r.bound_dram_after or '-'}" if r.status == "both" else r.status
+        # a collective has a link row where other kernels have a DRAM row: its line shows the link's bytes and bound
+        lv = LINK_LEVEL if _at_link(r) else "dram"
+        bound = f"{getattr(r, f'bound_{lv}_before') or '-'}->{getattr(r, f'bound_{lv}_after') or '-'}" \
+            if r.status == "both" else r.status
+        bound += " link" if lv == LINK_LEVEL else ""
         where = f" [{r.nvtx_path}]" if r.nvtx_path else ""
+        moved = _b(getattr(r, f"bytes_{lv}_before")) + " -> " + _b(getattr(r, f"bytes_{lv}_after"))
         lines.append(
             f"  {_s(r.duration_s_before):>12} {_s(r.duration_s_after):>12} {_signed_s(r.delta_s):>11} {_ratio(r.duration_s_before, r.duration_s_after):>8}"
-            f"  {_b(r.bytes_dram_before) + ' -> ' + _b(r.bytes_dram_after):>28}  {bound:<18} {str(r.function)[:60]}{where}"
+            f"  {moved:>28}  {bound:<18} {str(r.function)[:60]}{where}"
         )
     if len(kernels) > top:
         lines.append(f"  ... {len(kernels) - top} more (--top N, or -o FILE for all rows)")
@@ -445,6 +461,11 @@ def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = Non
                 f"  {share:>15}  {'  ' * (int(r.depth) - 1)}{str(r.nvtx_range).split('/')[-1]}"
             )
     return "\n".join(lines)
+
+
+def _at_link(r: Any) -> bool:
+    link = (getattr(r, f"bytes_{LINK_LEVEL}_before"), getattr(r, f"bytes_{LINK_LEVEL}_after"))
+    return pd.isna(r.bytes_dram_before) and pd.isna(r.bytes_dram_after) and not all(pd.isna(v) for v in link)
 
 
 def _nz(v: float) -> float:

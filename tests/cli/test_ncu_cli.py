@@ -17,8 +17,9 @@ from click.testing import CliRunner
 from nsroof.cli import cli
 from nsroof.collectors.ncu_run import join_nvtx, parse_op_range
 from nsroof.models.metric_formulas import required_metrics
+from tests import _paths
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "collectors"
+DATA = _paths.DATA / "collectors"
 
 STANDIN = '''#!{python}
 import json, os, subprocess, sys

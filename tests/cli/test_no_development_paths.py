@@ -10,8 +10,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from nsroof.cli import cli
+from tests._paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "nsroof" / "data" / "examples" / "example_details.csv"
 DEV_PATH = re.compile(r"shared/|seeds/|\.py\.txt")
 

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+from tests._paths import REPO
+
 OUTCOMES = ("report", "clean error", "crash", "hang", "partial", "silent wrong")
 BAD = ("crash", "hang", "partial", "silent wrong")
 

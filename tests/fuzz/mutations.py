@@ -17,12 +17,12 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from tests import _paths
 from tests._paths import SHARED_FIXTURES
 
-REPO_DATA = Path(__file__).resolve().parents[1] / "data"
+REPO_DATA = _paths.DATA
 
 
 @dataclass(frozen=True)

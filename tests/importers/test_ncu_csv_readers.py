@@ -18,9 +18,8 @@ from nsroof.errors import InputError
 from nsroof.importers import ncu_csv
 from nsroof.importers.ncu_csv import scan
 from nsroof.schema import FileFacts
-from tests._paths import SHARED_FIXTURES
+from tests._paths import DATA, SHARED_FIXTURES
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 LOCAL = sorted(p.name for p in (DATA / "ncu").glob("*.csv"))
 SHARED = sorted(
     p.relative_to(SHARED_FIXTURES).as_posix()

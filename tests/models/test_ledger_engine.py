@@ -13,9 +13,10 @@ from nsroof.models.ledger.aten import op_cost
 from nsroof.models.ledger.core import LedgerError, Term
 from nsroof.models.ledger.custom import OpContext, Tensor, formula, using_model
 from nsroof.models.ledger.engine_facts import parse_step, read_model_config
+from tests import _paths
 from tests._paths import SHARED_FIXTURES
 
-GPT_OSS = Path(__file__).parent.parent / "data" / "models" / "gpt-oss-120b.config.json"
+GPT_OSS = _paths.DATA / "models" / "gpt-oss-120b.config.json"
 B200 = SHARED_FIXTURES / "traces" / "tracelens__b200__eager_trace.json.gz"
 
 
@@ -30,6 +31,16 @@ def test_both_step_annotation_forms_parse() -> None:
     assert short is not None
     with pytest.raises(custom.Missing, match="Σ q·kv"):
         short.context.causal_pairs("context")
+
+
+def test_engine_attention_counts_the_lower_right_mask() -> None:
+    from nsroof.models.ledger.formulas import LOWER_RIGHT, causal_pairs
+
+    # one prefill of 100 new tokens over 300 keys (200 cached): the queries are the newest tokens, so the mask is
+    # lower-right: Σq·kv − (Σq² − Σq)/2 = 30,000 − (10,000 − 100)/2 = 25,050 = 100·(300 − 100 + 1) + 100·99/2
+    step = parse_step("execute_1_context_1(sq100sk300sqsq10000sqsk30000)_generation_0(sq0sk0sqsq0sqsk0)")
+    assert step is not None
+    assert step.context.causal_pairs("context") == causal_pairs(100, 300, LOWER_RIGHT) == 25_050
 
 
 def test_attention_from_the_step_annotation_names_what_is_missing() -> None:

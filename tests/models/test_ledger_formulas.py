@@ -12,7 +12,7 @@ import pytest
 
 from nsroof.models import ledger
 from nsroof.models.ledger import LedgerError
-from nsroof.models.ledger.formulas import causal_pairs
+from nsroof.models.ledger.formulas import LOWER_RIGHT, UPPER_LEFT, causal_pairs
 from nsroof.models.machines import Machine
 
 # seeds/roofline.py HW table: dense peak at the stated dtype, DRAM bandwidth
@@ -133,6 +133,26 @@ class TestAttention:
         qk = 4.0 * 4096 * 4097 / 2 * 128
         assert causal.terms[4].flops == qk
         assert causal.flops / full.flops == pytest.approx(0.5, abs=1e-3)
+
+    def test_causal_alignment_when_the_lengths_differ(self) -> None:
+        # sq = 3 queries, skv = 4 keys. Upper-left (torch's is_causal, tril(ones(3, 4))): rows see 1, 2, 3 keys = 6;
+        # lower-right (flash-attn >= 2.1, engines): rows see 2, 3, 4 = 9
+        assert causal_pairs(3, 4, UPPER_LEFT) == 1 + 2 + 3 == 6
+        assert causal_pairs(3, 4, LOWER_RIGHT) == 2 + 3 + 4 == 9
+        # sq = 4 > skv = 3: upper-left rows see 1, 2, 3, 3 = 9; lower-right 0, 1, 2, 3 = 6
+        assert causal_pairs(4, 3, UPPER_LEFT) == 1 + 2 + 3 + 3 == 9
+        assert causal_pairs(4, 3, LOWER_RIGHT) == 0 + 1 + 2 + 3 == 6
+        # decode, one query over 8,192 keys: upper-left sees only the first key, lower-right all of them
+        assert (causal_pairs(1, 8192, UPPER_LEFT), causal_pairs(1, 8192, LOWER_RIGHT)) == (1, 8192)
+        # the formula: 4·bh·pairs·d for QK^T + PV, bh = 2, d = 16: 4·2·6·16 = 768 against 4·2·9·16 = 1,152
+        ul = ledger.operator("attention", batch_heads=2, sq=3, skv=4, d=16, causal=True, causal_align=UPPER_LEFT)
+        lr = ledger.operator("attention", batch_heads=2, sq=3, skv=4, d=16, causal=True)
+        assert (ul.cost.terms[4].flops, lr.cost.terms[4].flops) == (768, 1_152)
+        assert ul.shape["causal_align"] == UPPER_LEFT and lr.shape["causal_align"] == LOWER_RIGHT
+        square = ledger.operator("attention", batch_heads=2, sq=4, skv=4, d=16, causal=True, causal_align=UPPER_LEFT)
+        assert "causal_align" not in square.shape  # the same mask either way: the shape stays as it was
+        with pytest.raises(LedgerError, match="causal_align"):
+            ledger.operator("attention", batch_heads=2, sq=3, skv=4, d=16, causal=True, causal_align="diagonal")
 
 
 class TestAttentionTraffic:
@@ -331,7 +351,16 @@ class TestAgainstIndependentCounts:
     def test_causal_pairs_brute_force(self, sq: int, skv: int) -> None:
         # query i (of sq) sees key j (of skv) when j <= i + skv - sq: the mask aligned to the last key
         brute = sum(1 for i in range(sq) for j in range(skv) if j <= i + skv - sq)
-        assert causal_pairs(sq, skv) == brute
+        assert causal_pairs(sq, skv) == causal_pairs(sq, skv, LOWER_RIGHT) == brute
+        # upper-left: query i sees key j when j <= i
+        assert causal_pairs(sq, skv, UPPER_LEFT) == sum(1 for i in range(sq) for j in range(skv) if j <= i)
+
+    @pytest.mark.filterwarnings("ignore:Lower right causal bias")  # torch's note on sq > skv rows that see nothing
+    @pytest.mark.parametrize(("sq", "skv"), [(3, 4), (4, 3), (1, 7), (5, 5), (17, 64)])
+    def test_causal_pairs_match_the_masks_torch_builds(self, sq: int, skv: int) -> None:
+        bias = pytest.importorskip("torch.nn.attention.bias")
+        assert causal_pairs(sq, skv, UPPER_LEFT) == int(bias.causal_upper_left(sq, skv)._materialize().sum())
+        assert causal_pairs(sq, skv, LOWER_RIGHT) == int(bias.causal_lower_right(sq, skv)._materialize().sum())
 
     @pytest.mark.parametrize(
         ("n", "c", "h", "w", "k", "r", "stride", "padding", "dilation", "groups"),

@@ -3,15 +3,13 @@ roofline verdict of each name."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from nsroof.pipeline import analyze
 from nsroof.report.summary import BY_NAME_COLUMNS, by_name, name_table, render
 from nsroof.report.wide import kernel_rows
+from tests._paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "nsroof" / "data" / "examples" / "example_details.csv"  # 15 kernels, 10 names
 # our own export: saxpy launched 3 times (10, 20, 30 us; 12,582,912 DRAM bytes each), one sgemm (200 us)
 THREE_SAXPY = REPO / "tests" / "data" / "report" / "by_name_raw.csv"

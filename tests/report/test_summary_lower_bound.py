@@ -9,8 +9,7 @@ from pathlib import Path
 
 from nsroof.pipeline import analyze
 from nsroof.report.summary import lower_bound_warnings, render
-
-DATA = Path(__file__).resolve().parents[1] / "data"
+from tests._paths import DATA
 
 
 def _read_only_l2(tmp_path: Path, cycles: tuple[str, str]) -> Path:

@@ -17,7 +17,7 @@ Formulas (each `dtype` is one of DTYPE_BYTES: fp64 fp32 tf32 bf16 fp16 fp8 int8 
     gemm(m, n, k, dtype, batch=1)            bmm(batch, m, n, k, dtype)
     linear(tokens, in_features, out_features, dtype, bias=False)
     conv2d(batch, in_channels, height, width, out_channels, kernel_size, stride, padding, dilation, groups, dtype, bias)
-    attention(batch_heads, sq, skv, d, dtype, causal=False)
+    attention(batch_heads, sq, skv, d, dtype, causal=False, causal_align="lower_right"|"upper_left")
     attention-traffic(sq, skv, d, block_m=128, block_n=128, dtype, batch_heads=1)
     decode(params, batch=1, dtype, compute_dtype="bf16", context=0, layers, heads, kv_heads, head_dim, kv_dtype)
     rmsnorm(rows, hidden, dtype, weight="once"|"resident"|"per-row")   layernorm(rows, hidden, dtype, affine, weight)

@@ -18,6 +18,7 @@ from nsroof.models.ledger.aten_args import (
     recorded,
     register_reader,
 )
+from nsroof.models.ledger.formulas import LOWER_RIGHT, UPPER_LEFT
 
 # --------------------------------------------------------------------------- per-op shape readers
 # Each takes (shapes, dtypes, concrete) and returns a ledger Operator or raises NoShape.
@@ -247,7 +248,10 @@ def _adaptive_avg_pool(s: list[Shape], t: list[str], c: list[Any]) -> Any:
                    divide_per_output=1.0, op="adaptive_avg_pool2d")
 
 
-def _attention_reader(q_at: int, causal_at: int, backward: bool) -> Reader:
+def _attention_reader(q_at: int, causal_at: int, backward: bool, align: str) -> Reader:
+    """SDPA ops (BHSD): `is_causal` applies the mask aligned as `align` (formulas.causal_pairs says which kernel
+    aligns it where)."""
+
     def read(s: list[Shape], t: list[str], c: list[Any]) -> Any:
         need(len(s) > q_at + 1 and len(s[q_at]) == 4 and len(s[q_at + 1]) == 4,
               "attention needs 4-D (batch, heads, seq, dim) query and key")
@@ -255,7 +259,7 @@ def _attention_reader(q_at: int, causal_at: int, backward: bool) -> Reader:
         skv = s[q_at + 1][2]
         causal = bool(arg(c, causal_at, False))
         return ledger_op("attention-backward" if backward else "attention", batch_heads=b * h, sq=sq, skv=skv, d=d,
-                       dtype=need_dtype(t, q_at), causal=causal)
+                       dtype=need_dtype(t, q_at), causal=causal, causal_align=align)
 
     return read
 
@@ -358,14 +362,19 @@ register_reader(("avg_pool2d",), _pool("avg", False))
 register_reader(("max_pool2d_with_indices_backward",), _pool_backward("max"))
 register_reader(("avg_pool2d_backward",), _pool_backward("avg"))
 register_reader(("adaptive_avg_pool2d", "_adaptive_avg_pool2d"), _adaptive_avg_pool)
-register_reader(("scaled_dot_product_attention",), _attention_reader(0, 5, False))
-register_reader(("_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu"),
-                _attention_reader(0, 4, False))
+# is_causal: upper-left on the composite op (PyTorch docs: causal_upper_left "is equivalent to the is_causal=True
+# argument in scaled_dot_product_attention"), the CPU flash kernel (checked against torch's masks in the tests),
+# the memory-efficient kernel (is_causal -> CausalFromTopLeft) and cuDNN (its set_causal_mask, top-left); lower-right
+# on the CUDA flash kernel, FlashAttention 2's (torch.nn.attention.bias: "for this particular op it means lower
+# right"; torch's dispatcher never sends it a non-square is_causal, CausalBias's lower-right dispatch does)
+register_reader(("scaled_dot_product_attention",), _attention_reader(0, 5, False, UPPER_LEFT))
+register_reader(("_scaled_dot_product_flash_attention",), _attention_reader(0, 4, False, LOWER_RIGHT))
+register_reader(("_scaled_dot_product_flash_attention_for_cpu",), _attention_reader(0, 4, False, UPPER_LEFT))
 register_reader(("_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention"),
-                _attention_reader(0, 6, False))
-register_reader(("_scaled_dot_product_flash_attention_for_cpu_backward",), _attention_reader(1, 7, True))
-register_reader(("_scaled_dot_product_flash_attention_backward", "_scaled_dot_product_efficient_attention_backward"),
-                _attention_reader(1, 11, True))
+                _attention_reader(0, 6, False, UPPER_LEFT))
+register_reader(("_scaled_dot_product_flash_attention_for_cpu_backward",), _attention_reader(1, 7, True, UPPER_LEFT))
+register_reader(("_scaled_dot_product_flash_attention_backward",), _attention_reader(1, 11, True, LOWER_RIGHT))
+register_reader(("_scaled_dot_product_efficient_attention_backward",), _attention_reader(1, 11, True, UPPER_LEFT))
 register_reader(("layer_norm", "native_layer_norm"), _layer_norm)
 register_reader(("native_layer_norm_backward",), _layer_norm_backward)
 register_reader(("rms_norm", "_fused_rms_norm"), _rms_norm)

@@ -21,6 +21,7 @@ from nsroof.models.ledger.aten_args import (
     register_reader,
 )
 from nsroof.models.ledger.core import Cost, Operator, Roof, Term
+from nsroof.models.ledger.formulas import LOWER_RIGHT, UPPER_LEFT
 
 # cuDNN / mkldnn RNN mode codes (aten/src/ATen/native/RNN.h: CUDNN_RNN_RELU 0, TANH 1, LSTM 2, GRU 3)
 _RNN_MODES = {0: "rnn_relu", 1: "rnn_tanh", 2: "lstm", 3: "gru"}
@@ -207,10 +208,16 @@ def _scaled_mm(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     return replace(op, formula="scaled-gemm")
 
 
-def _attention(q_at: int, causal_at: int | None, backward: bool, layout: str, mask_type_at: int | None = None) -> Any:
+# xformers' / torch's memory-efficient custom_mask_type (sdp::CustomMaskType): 0 none, 1 CausalFromTopLeft,
+# 2 CausalFromBottomRight
+_MASK_TYPES: dict[int, str | None] = {0: None, 1: UPPER_LEFT, 2: LOWER_RIGHT}
+
+
+def _attention(q_at: int, causal_at: int | None, backward: bool, layout: str, mask_type_at: int | None = None,
+               align: str = LOWER_RIGHT) -> Any:
     """Attention kernels: `layout` BHSD (SDPA's) or BSHD (flash-attn's and the flash/efficient kernels');
-    causal from a flag, or from xformers' custom_mask_type (0 none, 1 causal from the top left, 2 from the
-    bottom right); a 3-D query is a packed varlen batch, whose per-sequence lengths (cu_seqlens) are not recorded."""
+    causal from a flag (its mask aligned as `align`: see formulas.causal_pairs), or from custom_mask_type;
+    a 3-D query is a packed varlen batch, whose per-sequence lengths (cu_seqlens) are not recorded."""
 
     def read(s: list[Shape], t: list[str], c: list[Any]) -> Any:
         need(len(s) > q_at + 1, "attention needs query and key")
@@ -224,15 +231,16 @@ def _attention(q_at: int, causal_at: int | None, backward: bool, layout: str, ma
         else:
             b, sq, h, d = q
             skv = k[1]
+        mask_align: str | None = align
         if mask_type_at is not None:
             mask = recorded(c, mask_type_at, "custom_mask_type not recorded")
-            need(mask in (0, 1, 2), f"custom_mask_type {mask!r} has no formula")
-            causal = mask != 0
-            need(mask != 1 or sq == skv, "top-left causal mask with sq != skv has no formula")
-        else:
-            causal = bool(arg(c, causal_at, False)) if causal_at is not None else False
+            need(mask in _MASK_TYPES, f"custom_mask_type {mask!r} has no formula")
+            mask_align = _MASK_TYPES[mask]
+        elif causal_at is None or not arg(c, causal_at, False):
+            mask_align = None
         return ledger_op("attention-backward" if backward else "attention", batch_heads=b * h, sq=sq, skv=skv, d=d,
-                         dtype=need_dtype(t, q_at), causal=causal)
+                         dtype=need_dtype(t, q_at), causal=mask_align is not None,
+                         causal_align=mask_align or LOWER_RIGHT)
 
     return read
 
@@ -250,11 +258,13 @@ register_reader(("_transformer_encoder_layer_fwd",), _encoder_layer)
 register_reader(("_grouped_mm", "grouped_mm"), _grouped_mm(False))
 register_reader(("_scaled_grouped_mm",), _grouped_mm(True))
 register_reader(("_scaled_mm",), _scaled_mm)
+# causal flags: lower-right on FlashAttention 2's kernels (aten::_flash_attention_*, torch's vendored copy, and
+# flash_attn:: ≥ 2.1, README changelog 2.1), upper-left on cuDNN's (its set_causal_mask; torch's is_causal)
 register_reader(("_flash_attention_forward",), _attention(0, 8, False, "BSHD"))
 register_reader(("_flash_attention_backward",), _attention(1, 11, True, "BSHD"))
 register_reader(("_efficient_attention_forward",), _attention(0, None, False, "BSHD", mask_type_at=9))
 register_reader(("_efficient_attention_backward",), _attention(1, None, True, "BSHD", mask_type_at=14))
-register_reader(("_scaled_dot_product_cudnn_attention_backward",), _attention(1, 14, True, "BHSD"))
+register_reader(("_scaled_dot_product_cudnn_attention_backward",), _attention(1, 14, True, "BHSD", align=UPPER_LEFT))
 register_reader(("flash_attn::_flash_attn_forward",), _attention(0, 5, False, "BSHD"))
 register_reader(("flash_attn::_flash_attn_backward",), _attention(1, 11, True, "BSHD"))
 register_reader(("flash_attn::_flash_attn_varlen_forward",), _attention(0, 9, False, "BSHD"))

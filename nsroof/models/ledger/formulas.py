@@ -11,6 +11,8 @@ Sources:
 
 from __future__ import annotations
 
+from typing import Any
+
 from nsroof.models.ledger.core import (
     Cost,
     LedgerError,
@@ -152,33 +154,60 @@ def conv2d(
 # --------------------------------------------------------------------------- attention
 
 
-def causal_pairs(sq: int, skv: int) -> int:
-    """Unmasked (query, key) pairs of a causal mask aligned to the end of the keys (query i sees
-    keys j <= i + skv - sq): sq·(skv - sq + 1) + sq·(sq - 1)/2 when skv >= sq, i.e. N(N+1)/2 for
-    sq = skv = N (about half of N²), and skv(skv + 1)/2 when sq > skv."""
+# Where a causal mask's diagonal sits when seq_q != seq_kv (the two agree when they are equal):
+# - UPPER_LEFT, `torch.tril(ones(sq, skv))`, query i sees keys j <= i: torch's `is_causal` ("causal_upper_left ...
+#   is equivalent to the is_causal=True argument in scaled_dot_product_attention", PyTorch docs,
+#   torch.nn.attention.bias), on the math, CPU flash, memory-efficient (custom_mask_type 1, CausalFromTopLeft) and
+#   cuDNN paths;
+# - LOWER_RIGHT, `torch.tril(ones(sq, skv), diagonal=skv - sq)`, query i sees keys j <= i + skv - sq: the queries are
+#   the newest tokens. FlashAttention ≥ 2.1 ("if seqlen_q != seqlen_k and causal=True, the causal mask is aligned to
+#   the bottom right corner", flash-attention README, changelog 2.1), so the CUDA flash kernels torch vendors
+#   (aten::_flash_attention_*, _scaled_dot_product_flash_attention, which torch's dispatcher therefore never picks for
+#   a non-square is_causal); memory-efficient custom_mask_type 2 (CausalFromBottomRight); engines' prefill with a
+#   cached context (vLLM unified attention).
+UPPER_LEFT = "upper_left"
+LOWER_RIGHT = "lower_right"
+CAUSAL_ALIGNS = (UPPER_LEFT, LOWER_RIGHT)
+
+
+def causal_pairs(sq: int, skv: int, align: str = LOWER_RIGHT) -> int:
+    """Unmasked (query, key) pairs of a causal mask over sq queries and skv keys (one batch·head).
+    LOWER_RIGHT: Σ_{i<sq} clip(i + 1 + skv - sq, 0, skv) = sq·(skv - sq + 1) + sq·(sq - 1)/2 when skv >= sq
+    (sq = 1 decode: every key), skv(skv + 1)/2 when sq > skv (the first sq - skv queries see nothing).
+    UPPER_LEFT: Σ_{i<sq} min(i + 1, skv) = sq(sq + 1)/2 when sq <= skv, skv(skv + 1)/2 + (sq - skv)·skv otherwise.
+    Both are N(N + 1)/2 for sq = skv = N (about half of N²)."""
+    if align not in CAUSAL_ALIGNS:
+        raise LedgerError(f"causal_align {align!r} is not one of {', '.join(CAUSAL_ALIGNS)}")
+    if align == UPPER_LEFT:
+        if sq <= skv:
+            return sq * (sq + 1) // 2
+        return skv * (skv + 1) // 2 + (sq - skv) * skv
     if skv >= sq:
         return sq * (skv - sq + 1) + sq * (sq - 1) // 2
     return skv * (skv + 1) // 2
 
 
-def causal_pairs_top_left(sq: int, skv: int) -> int:
-    """Unmasked pairs of a causal mask aligned to the first key, torch's `is_causal` on the SDPA math path
-    (`ones(sq, skv).tril(0)`: query i sees keys j <= i): Σ min(i + 1, skv); N(N+1)/2 for sq = skv = N, as
-    causal_pairs."""
-    if sq <= skv:
-        return sq * (sq + 1) // 2
-    return skv * (skv + 1) // 2 + (sq - skv) * skv
+def causal_shape(sq: int, skv: int, causal: bool, align: str) -> dict[str, Any]:
+    """The causal keys of an attention formula's shape: the alignment only where it changes the count."""
+    if align not in CAUSAL_ALIGNS:
+        raise LedgerError(f"causal_align {align!r} is not one of {', '.join(CAUSAL_ALIGNS)}")
+    if not causal:
+        return {}
+    return {"causal": True} | ({"causal_align": align} if sq != skv else {})
 
 
 @register("attention", source=SRC_LEDGER)
-def attention(batch_heads: int, sq: int, skv: int, d: int, dtype: str = "fp16", causal: bool = False) -> Operator:
-    """Fused (flash-style) attention, minimum traffic: read Q, K, V, write O; QK^T + PV + softmax FLOPs."""
+def attention(batch_heads: int, sq: int, skv: int, d: int, dtype: str = "fp16", causal: bool = False,
+              causal_align: str = LOWER_RIGHT) -> Operator:
+    """Fused (flash-style) attention, minimum traffic: read Q, K, V, write O; QK^T + PV + softmax FLOPs.
+    A causal mask counts its visible scores only, its diagonal where `causal_align` says (see causal_pairs)."""
     _positive("attention", batch_heads=batch_heads, sq=sq, skv=skv, d=d)
     dt = canonical_dtype(dtype)
     b = dtype_bytes(dt)
     bh = batch_heads
-    scores = causal_pairs(sq, skv) if causal else sq * skv
-    score_note = f"{scores:,} visible scores per head (causal mask)" if causal else "sq·skv scores per head"
+    scores = causal_pairs(sq, skv, causal_align) if causal else sq * skv
+    aligned = f", aligned {causal_align.replace('_', '-')}" if sq != skv else ""
+    score_note = f"{scores:,} visible scores per head (causal mask{aligned})" if causal else "sq·skv scores per head"
     items = (
         Term("read Q", bytes=nbytes(bh * sq * d, dt), note=f"bh·sq·d·{b:g} B"),
         Term("read K", bytes=nbytes(bh * skv * d, dt), note=f"bh·skv·d·{b:g} B"),
@@ -188,7 +217,7 @@ def attention(batch_heads: int, sq: int, skv: int, d: int, dtype: str = "fp16", 
         Term("softmax", flops=5.0 * bh * scores + 1.0 * bh * sq * d,
              note="scale, running max, subtract, exp, sum: 5 per score; 1 divide per output element"),
     )
-    shape = {"batch_heads": bh, "sq": sq, "skv": skv, "d": d} | ({"causal": True} if causal else {})
+    shape = {"batch_heads": bh, "sq": sq, "skv": skv, "d": d} | causal_shape(sq, skv, causal, causal_align)
     return Operator("attention", shape, dt, Cost(items), Roof("matmul", dt), facts={"scores_per_head": scores})
 
 

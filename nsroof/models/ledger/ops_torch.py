@@ -20,7 +20,7 @@ from nsroof.models.ledger.core import (
     dtype_bytes,
     nbytes,
 )
-from nsroof.models.ledger.formulas import causal_pairs, gemm
+from nsroof.models.ledger.formulas import LOWER_RIGHT, causal_pairs, causal_shape, gemm
 from nsroof.models.ledger.registry import register
 
 SRC_TORCH = "nsroof ops_torch (ledger convention; backward derived from the forward algebra)"
@@ -91,17 +91,20 @@ def reduction(n: int, outputs: int, dtype: str = "fp32", divide_per_output: floa
 
 
 @register("attention-backward", source=SRC_TORCH)
-def attention_backward(batch_heads: int, sq: int, skv: int, d: int, dtype: str = "fp16", causal: bool = False) -> Operator:
+def attention_backward(batch_heads: int, sq: int, skv: int, d: int, dtype: str = "fp16", causal: bool = False,
+                       causal_align: str = LOWER_RIGHT) -> Operator:
     """Fused (flash-style) attention backward: recompute S = QK^T, then dV = P^T·dO, dP = dO·V^T,
     dQ = dS·K, dK = dS^T·Q: five matmuls of 2·scores·d FLOP each (10·scores·d, 2.5× the forward's 4·scores·d).
     Softmax backward: exp of the recomputed scores (2 per score: subtract the saved log-sum-exp, exp),
     dS = P∘(dP − D) (2 per score), D = rowsum(dO∘O) (2 per query element).
-    Minimum traffic: read Q, K, V, O, dO and the fp32 log-sum-exp, write dQ, dK, dV."""
+    Minimum traffic: read Q, K, V, O, dO and the fp32 log-sum-exp, write dQ, dK, dV.
+    A causal mask counts its visible scores only, its diagonal where `causal_align` says (formulas.causal_pairs)."""
     _positive("attention-backward", batch_heads=batch_heads, sq=sq, skv=skv, d=d)
     dt = canonical_dtype(dtype)
     b = dtype_bytes(dt)
     bh = batch_heads
-    scores = causal_pairs(sq, skv) if causal else sq * skv
+    shape = {"batch_heads": bh, "sq": sq, "skv": skv, "d": d} | causal_shape(sq, skv, causal, causal_align)
+    scores = causal_pairs(sq, skv, causal_align) if causal else sq * skv
     items = (
         Term("read Q, O, dO", bytes=3 * nbytes(bh * sq * d, dt), note=f"3·bh·sq·d·{b:g} B"),
         Term("read K, V", bytes=2 * nbytes(bh * skv * d, dt), note=f"2·bh·skv·d·{b:g} B"),
@@ -112,7 +115,6 @@ def attention_backward(batch_heads: int, sq: int, skv: int, d: int, dtype: str =
         Term("softmax backward", flops=4.0 * bh * scores + 2.0 * bh * sq * d,
              note="P recompute 2 + dS 2 per score; D = rowsum(dO∘O) 2 per query element"),
     )
-    shape = {"batch_heads": bh, "sq": sq, "skv": skv, "d": d} | ({"causal": True} if causal else {})
     return Operator("attention-backward", shape, dt, Cost(items), Roof("matmul", dt), facts={"scores_per_head": scores})
 
 
