@@ -123,6 +123,15 @@ def _spelled_2024(args: Args) -> Args:
     return args if args.input_dims is not None else msgspec.structs.replace(args, input_dims=args.input_dims_2020)
 
 
+def by_start(spans: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the spans by start, the longer first at one start, ties in index order: sorted()'s order,
+    by numpy's stable lexsort unless a time is NaN (which sorted() leaves where comparisons put it)."""
+    times = np.array(spans, dtype="float64").reshape(-1, 2)
+    if not np.isnan(times).any():
+        return np.lexsort((-times[:, 1], times[:, 0])).tolist()
+    return sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1]))
+
+
 class Timeline:
     """The annotation spans of one thread as change points, so the spans open at a time are one bisect away
     (instead of a scan of every earlier span per op)."""
@@ -176,9 +185,10 @@ class OpTree:
             ext = external_id(a)
             if ext is not None:
                 self.by_external.setdefault(ext, i)
+        self._by_start = by_start(self.spans)
         self.parent = self._nest()
         self._by_thread: dict[tuple[str, str], tuple[list[float], list[int]]] = {}
-        for i in sorted(range(len(ops)), key=lambda i: (self.spans[i][0], -self.spans[i][1])):
+        for i in self._by_start:
             starts, idx = self._by_thread.setdefault(self.keys[i], ([], []))
             starts.append(self.spans[i][0])
             idx.append(i)
@@ -205,7 +215,7 @@ class OpTree:
         """Each op's parent (-1: none); and, parents first, the backward node each op is in (rule 3)."""
         parent = [-1] * len(self.ops)
         self._backward = [-1] * len(self.ops)
-        order = sorted(range(len(self.ops)), key=lambda i: (self.keys[i], self.spans[i][0], -self.spans[i][1]))
+        order = sorted(self._by_start, key=self.keys.__getitem__)  # stable: by (thread, start, -end), then index
         stack: list[int] = []
         current: tuple[str, str] | None = None
         for i in order:
@@ -291,7 +301,7 @@ class OpTree:
         get (``sequence_nr`` peeked), so the ops of a thread before a node is created share it and the op
         that creates the node is the last of them."""
         pick: dict[tuple[tuple[str, str], int], int] = {}
-        for i in sorted(range(len(self.ops)), key=lambda i: (self.spans[i][0], -self.spans[i][1])):
+        for i in self._by_start:
             seq = self.args[i].sequence_number
             if seq is not None and seq >= 0 and self.backward_node(i) < 0:
                 cur = pick.get((self.keys[i], seq))
