@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -305,7 +306,7 @@ def bench_profile() -> dict[str, float]:
 
 LAUNCH_MODULES = 96  # Linear(32, 32) and ReLU alternating: a step of small launches, module calls every op
 LAUNCH_STEPS = 3
-LAUNCH_SAMPLES = 10
+LAUNCH_SAMPLES = 16
 
 
 def _launch_bound_step() -> Callable[[], None]:
@@ -348,12 +349,22 @@ def bench_launch_bound() -> dict[str, float]:
     folder = Path(tempfile.mkdtemp(prefix="nsroof-bench-"))
 
     cpu: dict[str, list[float]] = {"plain": [], "nsroof": []}
+    # the steps alone (the profiler entered, not yet stopped): what the module hooks add, undiluted by
+    # kineto's own start and stop, which both pay alike
+    steps: dict[str, list[float]] = {"plain": [], "nsroof": []}
+    steps_cpu: dict[str, list[float]] = {"plain": [], "nsroof": []}
+
+    def profiled_steps(name: str) -> None:
+        start, start_cpu = time.perf_counter(), time.process_time()
+        for _ in range(LAUNCH_STEPS):
+            step()
+        steps[name].append(time.perf_counter() - start)
+        steps_cpu[name].append(time.process_time() - start_cpu)
 
     def plain() -> tuple[float, float]:
         start, start_cpu = time.perf_counter(), time.process_time()
         with torch_profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-            for _ in range(LAUNCH_STEPS):
-                step()
+            profiled_steps("plain")
         region = time.perf_counter() - start
         cpu["plain"].append(time.process_time() - start_cpu)
         start = time.perf_counter()
@@ -376,8 +387,7 @@ def bench_launch_bound() -> dict[str, float]:
         session = nsroof_profile(machine=machine, cuda=False, trace=folder / "nsroof.json.gz")
         start, start_cpu = time.perf_counter(), time.process_time()
         session.__enter__()
-        for _ in range(LAUNCH_STEPS):
-            step()
+        profiled_steps("nsroof")
         session._stop()
         region = time.perf_counter() - start
         cpu["nsroof"].append(time.process_time() - start_cpu)
@@ -398,9 +408,14 @@ def bench_launch_bound() -> dict[str, float]:
     collector.save_trace = real_save  # type: ignore[assignment]
     ratio_min, ratio_median = _ratios(regions["plain"], regions["nsroof"])
     cpu_min, _ = _ratios(cpu["plain"][-LAUNCH_SAMPLES:], cpu["nsroof"][-LAUNCH_SAMPLES:])
+    steps_min, steps_median = _ratios(steps["plain"][-LAUNCH_SAMPLES:], steps["nsroof"][-LAUNCH_SAMPLES:])
+    steps_cpu_min, steps_cpu_median = _ratios(steps_cpu["plain"][-LAUNCH_SAMPLES:], steps_cpu["nsroof"][-LAUNCH_SAMPLES:])
     per_call = profiled_module_call_ns()
     calls = module_calls_per_step(step)
     return {"ratio_cpu": cpu_min, "module_call_ns": per_call, "module_calls": calls,
+            "steps_plain_s": min(steps["plain"][-LAUNCH_SAMPLES:]), "steps_ratio": steps_min,
+            "steps_median": steps_median, "steps_cpu": steps_cpu_min, "steps_cpu_median": steps_cpu_median,
+            "load": os.getloadavg()[0],
             "predicted": calls * per_call * 1e-9 / (min(regions["plain"]) / LAUNCH_STEPS), "plain_s": min(regions["plain"]), "nsroof_s": min(regions["nsroof"]), "ratio": ratio_min,
             "ratio_median": ratio_median, "export_s": statistics.median(after["plain"]),
             "report_s": statistics.median(after["nsroof"]), "save_s": statistics.median(saving),
@@ -438,6 +453,9 @@ def main() -> bool:
           f"{lb['nsroof_s'] * 1e3:.1f} ms (fastest runs), ratio {lb['ratio']:.4f} "
           f"(medians {lb['ratio_median']:.4f})   target <= 1.03")
     print(f"  profiled region, process CPU time: ratio {lb['ratio_cpu']:.4f} (fastest runs)")
+    print(f"  the profiled steps alone: plain {lb['steps_plain_s'] * 1e3:.1f} ms, ratio {lb['steps_ratio']:.4f} "
+          f"(medians {lb['steps_median']:.4f}); process CPU time {lb['steps_cpu']:.4f} (medians "
+          f"{lb['steps_cpu_median']:.4f}); load average {lb['load']:.1f} on {os.cpu_count()} cores")
     print(f"  one module call's ranges under the profiler: +{lb['module_call_ns']:.0f} ns × {lb['module_calls']} "
           f"calls per step -> {lb['predicted'] * 100:.2f}% of a profiled step")
     print(f"  after the run: torch's export_chrome_trace(.json.gz) {lb['export_s'] * 1e3:.0f} ms, nsroof's report "

@@ -55,7 +55,8 @@ class profile(_profile):  # noqa: N801  (used as `with nsroof.profile(...)`, lik
         frame = super().report
         result = self.result
         assert result is not None
-        return Report(frame, dict(result.metadata), list(result.warnings))
+        ops = result.ops if result.ops is not None else Report(frame).ops
+        return Report(frame, dict(result.metadata), list(result.warnings), ops=ops)
 
 
 def summary(report: ReportLike, *, top: int = 10, width: int | None = None) -> str:

@@ -152,7 +152,8 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
             gpu = facts.format != "torch-trace" or any(machines.device_candidates(d) or "NVIDIA" in d for d in devices)
             warnings += [f"{name}: {w}" for w in machines.check_against_export(fixed, devices, gpu_export=gpu)]
         built = build.build_report(kernels, quantities, fixed, levels=levels)
-        ops = build.build_report(c.op_kernels, c.op_quantities, fixed, levels=("dram",)) if len(c.op_kernels) else None
+        ops = (build.build_report(c.op_kernels, c.op_quantities, fixed, levels=("dram",))
+               if len(c.op_kernels) else None)
     hints: list[str] = [Hint(h, source=name) for h in facts.hints]
     hints += [h.at(name) if isinstance(h, Hint) else Hint(h, source=name)
               for h in (completing_metrics_hint(built), ceilings_hint(built)) if h]

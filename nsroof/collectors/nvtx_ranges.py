@@ -430,40 +430,65 @@ def annotate_all_modules(*, backward: bool = True) -> ModuleRanges:
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
     names = GlobalNames(lambda name: _register_range_name(name, backward))
+    if not backward and _nvtx() is None:  # the profile's path: a profiler range only
+        pre, post = _profiler_module_hooks(names)
+    else:
+        pre, post = _module_hooks(names, backward)
+    handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True),
+               quiet_compile_warning()]
+    return ModuleRanges(handles, {})
+
+
+def _module_hooks(names: GlobalNames, backward: bool) -> tuple[Callable[..., None], Callable[..., None]]:
+    """Global hooks opening an NVTX range (and a profiler range while torch.profiler records) per call."""
+    known = names.names
+    compiling = _compiling()
+
+    def pre(module: Any, args: Any) -> None:
+        if not compiling():
+            _enter_module(known.get(id(module)) or names.of(module), args, backward)
+
+    def post(module: Any, args: Any, output: Any) -> None:
+        name = known.get(id(module))
+        if name is not None and not compiling():
+            _exit_module(name, output, backward)
+
+    return pre, post
+
+
+def _profiler_module_hooks(names: GlobalNames) -> tuple[Callable[..., None], Callable[..., None]]:
+    """Global hooks for when no NVTX tool listens (decided once per process, see _nvtx): a C++
+    ``_RecordFunctionFast`` per module call while torch.profiler records, nothing else. They run on every
+    module call of a launch-bound step, so what they read is looked up once here; the per-thread range
+    stack is the one the other ranges use (_stack)."""
     known = names.names
     compiling = _compiling()
     fast, profiler = _recorders()[1], sys.modules["torch.autograd.profiler"]
 
     def pre(module: Any, args: Any) -> None:
-        if compiling():
+        if not profiler._is_profiler_enabled or compiling():
             return
         name = known.get(id(module)) or names.of(module)
-        if not backward and _nvtx() is None:  # the profile's path: a profiler range only
-            if profiler._is_profiler_enabled:
-                record = fast(name)
-                record.__enter__()
-                _stack().append((name, (record, None)))
-            return
-        _enter_module(name, args, backward)
+        record = fast(name)
+        record.__enter__()
+        try:
+            _local.stack.append((name, (record, None)))
+        except AttributeError:
+            _local.stack = [(name, (record, None))]
 
     def post(module: Any, args: Any, output: Any) -> None:
-        if compiling():
-            return
         name = known.get(id(module))
-        if name is None:
+        if name is None or compiling():
             return
-        if not backward and _nvtx() is None:
-            st = _stack()
-            if st and st[-1][0] == name:
-                record = st.pop()[1][0]
-                if record is not None:
-                    record.__exit__(None, None, None)
-                return
-        _exit_module(name, output, backward)
+        st = getattr(_local, "stack", None)
+        if st and st[-1][0] == name:
+            record = st.pop()[1][0]
+            if record is not None:
+                record.__exit__(None, None, None)
+        else:
+            _pop(name)  # out of order: close it with what was opened inside it
 
-    handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True),
-               quiet_compile_warning()]
-    return ModuleRanges(handles, {})
+    return pre, post
 
 
 def _tensors_requiring_grad(values: Any) -> list[Any]:

@@ -65,6 +65,7 @@ class ProfileResult:
     metadata: dict[str, Any] = field(default_factory=dict)  # what the Parquet file's metadata holds
     trace_facts: dict[str, Any] = field(default_factory=dict)  # what nsroof recorded in the trace
     step_window: str = ""  # the steps kept, when --steps/--warmup selected a window
+    ops: pd.DataFrame | None = None  # the op-level view (one row per costed op call), written beside the report
 
     def __repr__(self) -> str:  # one line: the rows and metadata are large (read .report, .metadata)
         return (f"ProfileResult({len(self.report)} rows, machine={self.machine.name if self.machine else None!r}, "
@@ -236,10 +237,12 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         window = (f"; recorded steps {steps_info['window']}: {steps_info['kept']} of {steps_info['rows']} rows"
                   if "window" in steps_info else "")
         return ProfileResult(built.frame, machine, trace, warnings, marked, source, built.metadata, self._facts,
-                             window)
+                             window, built.ops)
 
 
-TRACE_GZIP_LEVEL = 6  # zlib's default: a 3 MB trace in ~40 ms; 9 (gzip.open's default) takes 5× longer for 15% less
+# zlib's fastest level: the launch-bound bench's 3 MB trace in 9-17 ms, 0.25 MB; level 6 (zlib's default)
+# took 16-41 ms for 0.17 MB, 9 (gzip.open's default) 5× longer again; the report waits for this file
+TRACE_GZIP_LEVEL = 1
 
 
 def save_trace(prof: Any, trace: Path) -> None:

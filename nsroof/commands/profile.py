@@ -109,7 +109,12 @@ def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str
                 "steps_marked": result.steps_marked, "step_source": result.step_source,
                 "torch_version": _torch_version(),
                 "warnings": result.warnings + warnings}
-    parquet.write(result.report, output, metadata=metadata)
+    from nsroof.pipeline import Report
+
+    report = Report(result.report, metadata)
+    if result.ops is not None:
+        report.ops = result.ops
+    report.write(output)  # and the op-level rows beside it (REPORT.ops.parquet) when the run has ops
     if not quiet:
         click.echo(render_summary(result, top=top, output=str(output)))
     for w in warnings:

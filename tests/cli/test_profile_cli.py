@@ -56,6 +56,11 @@ def test_profile_a_script_end_to_end_gives_exact_costs(cpu_machine_json: Path, r
     replay = load(again)
     for column in ("op", "kernel_name", "input_shapes", "nvtx_path", "flops", "bytes", "duration_s", "bound"):
         assert replay[column].astype(str).tolist() == report[column].astype(str).tolist(), column
+    # the op-level rows beside the report, as `nsroof analyze` writes them for the same trace
+    ops, replay_ops = load(tmp_path / "r.ops.parquet"), load(tmp_path / "again.ops.parquet")
+    assert (ops["op"].astype(str) == "aten::mm").sum() == 3 and (ops["kind"].astype(str) == "op").all()
+    for column in ("op", "flops", "bytes", "duration_s", "bound"):
+        assert replay_ops[column].astype(str).tolist() == ops[column].astype(str).tolist(), column
 
 
 def test_a_missing_script_is_a_one_line_error(tmp_path: Path) -> None:
