@@ -300,6 +300,7 @@ def _gpu_rows(activities: list[Event], cats: dict[str, list[Event]], tree: OpTre
     device_ids: list[int | None] = [None] * n
     bad_dur = 0
     linked = [tree.launcher(k.args, launches) for k in activities]  # every launch adopted before paths are located
+    facts = tree.all_path_facts()
     for i, k in enumerate(activities):
         args = k.args
         kinds[i] = KINDS[k.cat]
@@ -326,7 +327,7 @@ def _gpu_rows(activities: list[Event], cats: dict[str, list[Event]], tree: OpTre
             op_name[i] = op.name
             dims = tree.args[j].input_dims
             shapes[i] = str(dims) if dims and any(dims) else ""
-            cols["nvtx_ranges"][i], cols["nvtx_path"][i], modules[i] = tree.path_facts(j)
+            cols["nvtx_ranges"][i], cols["nvtx_path"][i], modules[i] = facts[j]
     if bad_dur:
         warnings.append(f"{bad_dur} GPU event(s) with a negative or non-finite 'dur': duration NaN")
     flagged = sum(1 for link in links if link == trace_ops.LINK_ENCLOSING)

@@ -123,6 +123,15 @@ def _spelled_2024(args: Args) -> Args:
     return args if args.input_dims is not None else msgspec.structs.replace(args, input_dims=args.input_dims_2020)
 
 
+def by_start(spans: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the spans by start, the longer first at one start, ties in index order: sorted()'s order,
+    by numpy's stable lexsort unless a time is NaN (which sorted() leaves where comparisons put it)."""
+    times = np.array(spans, dtype="float64").reshape(-1, 2)
+    if not np.isnan(times).any():
+        return np.lexsort((-times[:, 1], times[:, 0])).tolist()
+    return sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1]))
+
+
 class Timeline:
     """The annotation spans of one thread as change points, so the spans open at a time are one bisect away
     (instead of a scan of every earlier span per op)."""
@@ -176,9 +185,10 @@ class OpTree:
             ext = external_id(a)
             if ext is not None:
                 self.by_external.setdefault(ext, i)
+        self._by_start = by_start(self.spans)
         self.parent = self._nest()
         self._by_thread: dict[tuple[str, str], tuple[list[float], list[int]]] = {}
-        for i in sorted(range(len(ops)), key=lambda i: (self.spans[i][0], -self.spans[i][1])):
+        for i in self._by_start:
             starts, idx = self._by_thread.setdefault(self.keys[i], ([], []))
             starts.append(self.spans[i][0])
             idx.append(i)
@@ -198,13 +208,14 @@ class OpTree:
         self._paths: dict[tuple[Any, ...], tuple[list[str], str, str]] = {}
         self._where: list[tuple[Any, ...]] = []  # per op, the key of its own path (_locate)
         self._forward_of_node: dict[int, int] = {}
+        self._all_facts: list[tuple[list[str], str, str]] = []  # all_path_facts, while no op is adopted
 
     # -- nesting
     def _nest(self) -> list[int]:
         """Each op's parent (-1: none); and, parents first, the backward node each op is in (rule 3)."""
         parent = [-1] * len(self.ops)
         self._backward = [-1] * len(self.ops)
-        order = sorted(range(len(self.ops)), key=lambda i: (self.keys[i], self.spans[i][0], -self.spans[i][1]))
+        order = sorted(self._by_start, key=self.keys.__getitem__)  # stable: by (thread, start, -end), then index
         stack: list[int] = []
         current: tuple[str, str] | None = None
         for i in order:
@@ -290,7 +301,7 @@ class OpTree:
         get (``sequence_nr`` peeked), so the ops of a thread before a node is created share it and the op
         that creates the node is the last of them."""
         pick: dict[tuple[tuple[str, str], int], int] = {}
-        for i in sorted(range(len(self.ops)), key=lambda i: (self.spans[i][0], -self.spans[i][1])):
+        for i in self._by_start:
             seq = self.args[i].sequence_number
             if seq is not None and seq >= 0 and self.backward_node(i) < 0:
                 cur = pick.get((self.keys[i], seq))
@@ -387,6 +398,28 @@ class OpTree:
             cached = self._paths[key] = (own, "/".join(own), self.module(own))
         return cached
 
+    def forward_ids(self) -> list[int]:
+        """forward_of of every op, in op order (only the backward ops look theirs up)."""
+        return [self.forward_of(i) if node >= 0 else -1 for i, node in enumerate(self._backward)]
+
+    def all_path_facts(self) -> list[tuple[list[str], str, str]]:
+        """path_facts of every op, in op order: each op's location hashed once, each distinct (own location,
+        forward op's location) pair's path built once (by its first op) and shared."""
+        n = len(self.ops)
+        if len(self._all_facts) == n:
+            return self._all_facts
+        if len(self._where) < n:
+            self._locate()
+        codes: dict[tuple[Any, ...], int] = {}
+        own = np.fromiter((codes.setdefault(w, len(codes)) for w in self._where), dtype="int64", count=n)
+        fwd = np.asarray(self.forward_ids(), dtype="int64")
+        inherited = np.where(fwd >= 0, own[np.maximum(fwd, 0)], -1) if n else fwd
+        _, first, inverse = np.unique(own * (len(codes) + 1) + inherited + 1, return_index=True, return_inverse=True)
+        shared = np.empty(len(first), dtype=object)
+        shared[:] = [self.path_facts(int(i)) for i in first]
+        self._all_facts = shared[inverse.reshape(-1)].tolist()
+        return self._all_facts
+
     def module(self, path: Sequence[str]) -> str:
         for name in reversed(path):
             base = name.removesuffix(BACKWARD_SUFFIX)
@@ -401,7 +434,8 @@ class OpTree:
         import pandas as pd
 
         n = len(self.ops)
-        facts = [self.path_facts(i) for i in range(n)]
+        facts = self.all_path_facts()
+        forward = self.forward_ids()
 
         def ids(values: Sequence[int]) -> Any:  # -1: none
             v = np.fromiter(values, dtype="int64", count=len(values))
@@ -419,7 +453,7 @@ class OpTree:
             "input_dtypes": pd.Series([a.input_type for a in self.args], dtype=object),
             "concrete_inputs": pd.Series([concrete_values(a.concrete_inputs) for a in self.args], dtype=object),
             "sequence_number": pd.arrays.IntegerArray(sequence, np.array([v is None for v in seq], dtype=bool)),
-            "forward_op_id": ids([self.forward_of(i) for i in range(n)]),
+            "forward_op_id": ids(forward),
             "thread": pd.Series([f"{p}/{t}" for p, t in self.keys], dtype=object),
             "start_us": [s for s, _ in self.spans],
             "duration_us": [e - s for s, e in self.spans],

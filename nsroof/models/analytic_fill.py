@@ -18,9 +18,11 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
     duration_source column (CPU op rows) names its own."""
     keys = kernel_key(kernels.reset_index(drop=True))
     a = analytic.set_index(kernel_key(analytic))
-    if len(a.index) != len(keys) or not a.index.is_unique or not keys.isin(a.index).all():
+    # row positions by Index.get_indexer (a hash join): Series.isin on Arrow strings loops in Python
+    at = a.index.get_indexer(keys) if len(a.index) == len(keys) and a.index.is_unique else None
+    if at is None or (at < 0).any():
         raise ValueError("the analytic table does not hold exactly one row per kernel (joined by kernel_key)")
-    a = a.loc[keys.to_numpy()]
+    a = a.iloc[at]
     q = quantities.reset_index(drop=True).copy()
     af, ab = (a[c].astype("float64").to_numpy() for c in ("analytic_flops", "analytic_bytes"))
     origin = a["analytic_origin"].astype(str).to_numpy()

@@ -27,7 +27,7 @@ FLOPs and bytes (for CPU traces: the innermost costed ops with their own time).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -108,6 +108,7 @@ class _Ops:
         self.args = [ops[c].to_numpy(dtype=object) for c in ("input_shapes", "input_dtypes", "concrete_inputs")]
         self._costs: dict[int, OpCost] = {}
         self._by_call: dict[Any, OpCost] = {}
+        self._units: dict[int, int] = {}
         self._contexts: Any = None
         self._children: dict[int, list[int]] | None = None  # op_id -> its direct children by start
         self.forward = ops["forward_op_id"].astype("Int64").fillna(-1).to_numpy(dtype="int64") \
@@ -160,21 +161,29 @@ class _Ops:
         r = self.row[op_id]
         return op_cost(self.name(op_id), self.args[0][r], self.args[1][r], concrete)
 
+    def _up(self, op_id: int) -> Iterator[int]:
+        """op_id and the ops enclosing it, innermost first, as walked (a cycle stops after every op once)."""
+        j, count = op_id, 0
+        while j >= 0 and j in self.row and count <= len(self.row):
+            yield j
+            j, count = self.parent.get(j, -1), count + 1
+
     def ancestors(self, op_id: int) -> list[int]:
         """op_id and the ops enclosing it, innermost first."""
-        out: list[int] = []
-        j = op_id
-        while j >= 0 and j in self.row and len(out) <= len(self.row):
-            out.append(j)
-            j = self.parent.get(j, -1)
-        return out
+        return list(self._up(op_id))
 
     def unit(self, op_id: int) -> int:
-        """The innermost op at or above op_id with a known cost (-1 when none)."""
-        return next((j for j in self.ancestors(op_id) if self.cost(j).known), -1)
+        """The innermost op at or above op_id with a known cost (-1 when none); once per op."""
+        found = self._units.get(op_id)
+        if found is None:
+            found = self._units[op_id] = next((j for j in self._up(op_id) if self.cost(j).known), -1)
+        return found
 
     def outermost_costed(self, op_id: int) -> int:
         return next((j for j in reversed(self.ancestors(op_id)) if self.cost(j).known), -1)
+
+
+_UNSET = unknown("")
 
 
 @dataclass
@@ -183,7 +192,7 @@ class _Row:
 
     op_id: int = -1
     role: str = ""
-    cost: OpCost = field(default_factory=lambda: unknown(""))
+    cost: OpCost = _UNSET  # frozen: one shared placeholder (every kernel row's cost is set or the row replaced)
     share: float = 1.0
     note: str = ""
     origin: str = "analytic"
