@@ -83,34 +83,17 @@ def prepare_table_process() -> None:
     explicit setting in the environment is kept.
     - numpy's OpenBLAS starts a thread per core when numpy is imported; these commands never call BLAS
       (and run no user code, which would inherit the setting): one thread saves ~30 ms of CPU a run.
-    - Memory freed goes back to the system as it is freed, so the peak resident set follows what is
-      alive: Arrow allocates through the C library (ARROW_DEFAULT_MEMORY_POOL=system) instead of its
-      bundled mimalloc, which keeps freed pages for reuse; glibc's trim and mmap thresholds are held at
-      their 128 KiB defaults, which otherwise rise with every large block freed (later blocks then come
-      from a heap that does not shrink). Measured on a 123 MB ncu export (median of 5, load 4): peak RSS
-      233 -> 202 MB with Arrow's pool alone (CPU 0.78 -> 0.71 s), 174 MB with both (CPU 0.81 s: fresh
-      pages for each large block); benchmarks/bench_analyze.py."""
+    - Arrow allocates through the C library (ARROW_DEFAULT_MEMORY_POOL=system) instead of its bundled
+      mimalloc, which keeps freed pages for reuse: on a 123 MB ncu export (benchmarks/bench_analyze.py,
+      quiet 2-core machine) the peak resident set falls from 2.04x to 1.73-1.77x the file, the time the
+      same (0.39-0.41 s). Holding glibc's trim and mmap thresholds at 128 KiB as well took it to 1.49x but
+      cost ~20% of the time (0.49 s: fresh pages for every large block), so the C library keeps its own
+      policy."""
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if "pyarrow" in sys.modules:
         return
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    if sys.platform.startswith("linux"):
-        _hold_malloc_thresholds()
-
-
-def _hold_malloc_thresholds() -> None:
-    """glibc's M_TRIM_THRESHOLD and M_MMAP_THRESHOLD (mallopt(3)) fixed at 128 KiB, unless the environment
-    sets them (MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_); nothing on a C library without mallopt."""
-    import ctypes
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return
-    for param, env in ((-1, "MALLOC_TRIM_THRESHOLD_"), (-3, "MALLOC_MMAP_THRESHOLD_")):
-        if env not in os.environ:
-            mallopt(param, 128 << 10)
 
 
 def _module_exists(target: str) -> bool:
