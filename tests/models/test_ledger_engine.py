@@ -122,7 +122,7 @@ def test_b200_trace_every_custom_op_costed_or_naming_its_fact() -> None:
 
 
 def test_collectives_stand_under_the_interconnect_roof_from_the_datasheets() -> None:
-    from nsroof.models.ledger.collectives import interconnect
+    from nsroof.models.machines import interconnect
 
     cost = op_cost("vllm::all_reduce", [[888, 2880], []], ["c10::BFloat16", ""], context=OpContext(world_size=8))
     assert cost.roof_kind == "link"

@@ -9,7 +9,7 @@ doc/PERFORMANCE.md): for n ranks and S the operation's size in bytes,
     broadcast, reduce, send/recv: busbw = algbw
 
 so the link bytes of one call are S·factor, and the time floor is those bytes over the GPU's interconnect
-bandwidth per direction (nsroof/data/interconnect.json, from the datasheets). An all-reduce adds S/itemsize ·
+bandwidth per direction (nsroof.models.machines.interconnect: nsroof/data/interconnect.json, from the datasheets). An all-reduce adds S/itemsize ·
 (n − 1)/n values per rank; the others do no arithmetic. The group size comes from the arguments where the op
 has it, else from the trace's process group (OpContext.world_size).
 """
@@ -20,9 +20,8 @@ from typing import Any
 
 from nsroof.models.ledger.core import Term
 from nsroof.models.ledger.custom import Missing, OpContext, Tensor, formula
-from nsroof.models.machines import interconnect
 
-__all__ = ["FACTORS", "SRC_NCCL_TESTS", "bus_factor", "collective_terms", "interconnect"]
+__all__ = ["FACTORS", "SRC_NCCL_TESTS", "bus_factor", "collective_terms"]
 
 SRC_NCCL_TESTS = "NVIDIA/nccl-tests doc/PERFORMANCE.md bus-bandwidth factors"
 

@@ -114,7 +114,7 @@ class OpFormula:
         shape = {p: (list(v.shape) if isinstance(v, Tensor) else v) for (p, _, _), v in zip(self.args, values, strict=True)
                  if isinstance(v, Tensor | int | float | str) and not isinstance(v, bool)}
         label_shape = {k: "x".join(map(str, v)) if isinstance(v, list) else v for k, v in shape.items()}
-        # a collective's bytes cross the GPU's links: its roof is the interconnect (collectives.interconnect)
+        # a collective's bytes cross the GPU's links: its roof is the interconnect (nsroof.models.machines.interconnect)
         facts = {"link_roof": 1.0} if self.roof == "link" else {}
         return Operator(self.name, label_shape, dt, Cost(items), roof, facts=facts)
 
