@@ -496,3 +496,14 @@ def test_the_dataset_summary_says_kernel_time_is_summed_and_gives_the_busy_time(
     assert "kernel time" in text and "GPU time" not in text
     assert "the GPUs were busy 30 us (kernels overlapping on streams counted once)" in text
     assert result.outcomes[0].busy_s == pytest.approx(30e-6, rel=1e-12)
+
+
+def test_an_unwritable_op_dataset_fails_the_input_without_a_kernel_part(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "t.json").write_bytes((Path(__file__).parent / "data" / "traces" / "cross_thread.json").read_bytes())
+    out = tmp_path / "ds"
+    Path(f"{out}.ops").write_text("a file where the op dataset would go")
+    result = analyze_many([job], out, jobs=1)
+    assert result.exit_code != 0 and "cannot write the output" in result.failures[0].error
+    assert not list(out.rglob("*.parquet"))

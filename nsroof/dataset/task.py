@@ -131,18 +131,25 @@ def _run(task: Task, out: Outcome) -> None:
         if taken:
             raise InputError(task.path, f"partition {taken[0]} already exists in {task.out_dir}",
                              hint="pass --overwrite to replace it")
-    for host, group, rel in targets:
-        parquet.write_part(fs, root, rel, group.reset_index(drop=True), metadata)
-        out.partitions.append(rel)
-        out.host.append(host)
-    # the op-level rows (a trace's ops) in the sibling dataset DIR.ops, partitioned the same way; a part a
+    # the op-level rows (a trace's ops) in the sibling dataset DIR.ops, partitioned the same way, written first:
+    # an output that cannot be written leaves no kernel part behind for an input said to have failed; a part a
     # former run left there for this input goes when it now has none
     ops = _stamped(report.ops, task) if len(report.ops) else None
     out.op_rows = len(ops) if ops is not None else 0
+    rank_source = parquet.partition_dir(None, task.rank, task.source).split("/", 1)[1]
     for _, group, rel in (_parts(ops, task) if ops is not None else []):
         parquet.write_part(ops_fs, ops_root, rel, group.reset_index(drop=True), metadata)
     if ops is None and task.overwrite:
-        parquet.drop_parts(ops_fs, ops_root, parquet.partition_dir(None, task.rank, task.source).split("/", 1)[1])
+        parquet.drop_parts(ops_fs, ops_root, rank_source)
+    try:
+        for host, group, rel in targets:
+            parquet.write_part(fs, root, rel, group.reset_index(drop=True), metadata)
+            out.partitions.append(rel)
+            out.host.append(host)
+    except Exception:
+        if ops is not None:
+            parquet.drop_parts(ops_fs, ops_root, rank_source)
+        raise
 
     out.warnings = list(report.warnings)
     out.hints = list(report.hints)
