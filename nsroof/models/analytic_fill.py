@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from nsroof.models.analytic_rows import as_str
 from nsroof.schema import ANALYTIC_QUANTITY_FIELDS, LINK_LEVEL, PRECISIONS, kernel_key
 
 
@@ -25,9 +26,9 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
     a = a.iloc[at]
     q = quantities.reset_index(drop=True).copy()
     af, ab = (a[c].astype("float64").to_numpy() for c in ("analytic_flops", "analytic_bytes"))
-    origin = a["analytic_origin"].astype(str).to_numpy()
-    label, formula = (a[c].astype(str).to_numpy() for c in ("analytic_label", "analytic_formula"))
-    prec, why = a["analytic_precision"].astype(str).to_numpy(), a["analytic_missing"].astype(str).to_numpy()
+    origin = as_str(a["analytic_origin"])
+    label, formula = (as_str(a[c]) for c in ("analytic_label", "analytic_formula"))
+    prec, why = as_str(a["analytic_precision"]), as_str(a["analytic_missing"])
     take_f = q["flops"].isna().to_numpy() & ~np.isnan(af)
     for p in PRECISIONS:
         values = q[f"flops_{p}"].astype("float64").to_numpy().copy()
@@ -36,7 +37,7 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
     q.loc[take_f, "flops"] = af[take_f]
     q.loc[take_f, "flops_source"] = [f"{o}:{s}" for o, s in zip(origin[take_f], label[take_f], strict=True)]
     q.loc[take_f, "missing_flops"] = ""
-    link = a["analytic_roof"].astype(str).to_numpy() == LINK_LEVEL
+    link = as_str(a["analytic_roof"]) == LINK_LEVEL
     take_b = q["bytes_dram"].isna().to_numpy() & ~np.isnan(ab)
     take_link, take_b = take_b & link, take_b & ~link  # a collective's bus bytes cross the links, not DRAM
     q.loc[take_b, "bytes_dram"] = ab[take_b]
@@ -46,9 +47,9 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
         still = q[quantity].isna().to_numpy() & (why != "")
         q.loc[still, column] = why[still]
     if "duration_source" in kernels.columns:
-        own = kernels["duration_source"].astype(str).to_numpy()
-        q["duration_source"] = np.where(own != "", own, q["duration_source"].astype(str).to_numpy())
-    stated = a["analytic_tensor_dtype"].astype(str).to_numpy()
+        own = as_str(kernels["duration_source"])
+        q["duration_source"] = np.where(own != "", own, as_str(q["duration_source"]))
+    stated = as_str(a["analytic_tensor_dtype"])
     added = {"tensor_dtype": np.where(take_f, stated, ""), "ledger_label": np.where(take_f, label, ""),
              "bytes_link": np.where(take_link, ab, np.nan),
              "bytes_source_link": np.array([f"{o}:{s}" if t else "" for o, s, t in zip(origin, formula, take_link,

@@ -27,27 +27,25 @@ FLOPs and bytes (for CPU traces: the innermost costed ops with their own time).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nsroof.models import op_evidence
 from nsroof.models.analytic_fill import fill
+from nsroof.models.analytic_rows import Row, Rows, analytic_table, ints, objects, per_cost, texts
 from nsroof.models.ledger.aten import (
     COMPOSITE_REASON,
     OpCost,
     base_name,
     concrete_values,
     on_kernel,
-    op_cost,
     unknown,
 )
-from nsroof.models.ledger.aten_data import INDEX_OPS
+from nsroof.models.op_table import OpTable
 from nsroof.schema import (
-    ANALYTIC_COLUMNS,
     ANALYTIC_QUANTITY_FIELDS,
     LINK_LEVEL,
     OP_LEVEL_KERNEL_COLUMNS,
@@ -94,108 +92,31 @@ class Attribution:
     warnings: list[str] = field(default_factory=list)
 
 
-class _Ops:
-    """The ops table indexed by op_id, with each op's formula cost computed once."""
-
-    def __init__(self, ops: pd.DataFrame) -> None:
-        self.frame = ops
-        ids = ops["op_id"].to_numpy(dtype="int64") if len(ops) else np.zeros(0, dtype="int64")
-        self.row = {int(i): r for r, i in enumerate(ids)}
-        parents = ops["parent_op_id"].astype("Int64").fillna(-1).to_numpy(dtype="int64") if len(ops) else ids
-        self.parent = {int(i): int(p) for i, p in zip(ids, parents, strict=True)}
-        self.names = ops["name"].astype(str).to_numpy() if len(ops) else np.zeros(0, dtype=object)
-        # the recorded arguments as plain object arrays (a DataFrame cell lookup per op is slow)
-        self.args = [ops[c].to_numpy(dtype=object) for c in ("input_shapes", "input_dtypes", "concrete_inputs")]
-        self._costs: dict[int, OpCost] = {}
-        self._by_call: dict[Any, OpCost] = {}
-        self._units: dict[int, int] = {}
-        self._contexts: Any = None
-        self._children: dict[int, list[int]] | None = None  # op_id -> its direct children by start
-        self.forward = ops["forward_op_id"].astype("Int64").fillna(-1).to_numpy(dtype="int64") \
-            if len(ops) and "forward_op_id" in ops else np.full(len(ids), -1, dtype="int64")
-
-    def __contains__(self, op_id: int) -> bool:
-        return op_id in self.row
-
-    def name(self, op_id: int) -> str:
-        return str(self.names[self.row[op_id]])
-
-    def cost(self, op_id: int) -> OpCost:
-        found = self._costs.get(op_id)
-        if found is None:
-            r = self.row[op_id]
-            shapes, dtypes, concrete = (a[r] for a in self.args)
-            name = self.name(op_id)
-            if name.startswith("aten::") and base_name(name) in INDEX_OPS:
-                concrete = op_evidence.with_index_evidence(self, op_id, shapes, concrete)
-            context = self.context(op_id)
-            # an op without context is priced by its name and arguments alone: each step repeats the same calls
-            call = (name, repr(shapes), repr(dtypes), repr(concrete)) if context is None else op_id
-            found = self._by_call.get(call) or op_cost(name, shapes, dtypes, concrete, context=context)
-            self._by_call[call] = found
-            self._costs[op_id] = found = op_evidence.causal_math(self, op_id, found) if name == "aten::bmm" else found
-        return found
-
-    def children(self, op_id: int) -> list[int]:
-        """The ops directly inside op_id, by start."""
-        if self._children is None:
-            self._children = op_evidence.children_by_start(self.frame, self.parent)
-        return self._children.get(op_id, [])
-
-    def context(self, op_id: int) -> Any:
-        """The facts an engine op or collective needs beyond its arguments (nsroof.models.ledger.custom.OpContext):
-        the step annotation on its path, its order among the same-named ops of that step (its layer), the
-        process-group size and the event's attributes the importer kept (ops.attrs); None for aten ops."""
-        if self.name(op_id).startswith("aten::"):
-            return None
-        if self._contexts is None:
-            from nsroof.models.ledger.engine_facts import op_contexts
-
-            self._contexts = op_contexts(self.frame)
-        return self._contexts.get(op_id)
-
-    def concrete(self, op_id: int) -> Any:
-        return self.args[2][self.row[op_id]]
-
-    def cost_with(self, op_id: int, concrete: list[Any]) -> OpCost:
-        r = self.row[op_id]
-        return op_cost(self.name(op_id), self.args[0][r], self.args[1][r], concrete)
-
-    def _up(self, op_id: int) -> Iterator[int]:
-        """op_id and the ops enclosing it, innermost first, as walked (a cycle stops after every op once)."""
-        j, count = op_id, 0
-        while j >= 0 and j in self.row and count <= len(self.row):
-            yield j
-            j, count = self.parent.get(j, -1), count + 1
-
-    def ancestors(self, op_id: int) -> list[int]:
-        """op_id and the ops enclosing it, innermost first."""
-        return list(self._up(op_id))
-
-    def unit(self, op_id: int) -> int:
-        """The innermost op at or above op_id with a known cost (-1 when none); once per op."""
-        found = self._units.get(op_id)
-        if found is None:
-            found = self._units[op_id] = next((j for j in self._up(op_id) if self.cost(j).known), -1)
-        return found
-
-    def outermost_costed(self, op_id: int) -> int:
-        return next((j for j in reversed(self.ancestors(op_id)) if self.cost(j).known), -1)
-
-
-_UNSET = unknown("")
-
-
 @dataclass
-class _Row:
-    """One row of an analytic table under construction."""
+class _Groups:
+    """Kernels grouped by an op (a unit, or a launching op without a cost): the groups by op_id, each one's
+    kernels in table order (members[start[g]:start[g] + size[g]])."""
 
-    op_id: int = -1
-    role: str = ""
-    cost: OpCost = _UNSET  # frozen: one shared placeholder (every kernel row's cost is set or the row replaced)
-    share: float = 1.0
-    note: str = ""
-    origin: str = "analytic"
+    ids: np.ndarray
+    start: np.ndarray
+    size: np.ndarray
+    members: np.ndarray
+    costed: np.ndarray  # whether the op is a unit
+
+    @classmethod
+    def of(cls, kernels: np.ndarray, ops: np.ndarray, costed: np.ndarray) -> _Groups:
+        order = np.argsort(ops, kind="stable")
+        by_op = ops[order]
+        start = np.flatnonzero(np.r_[True, by_op[1:] != by_op[:-1]]) if len(by_op) else np.zeros(0, dtype="int64")
+        size = np.diff(np.r_[start, len(by_op)])
+        return cls(by_op[start], start, size, kernels[order], costed[order][start])
+
+    def of_member(self) -> np.ndarray:
+        """The group of each member."""
+        return np.repeat(np.arange(len(self.ids)), self.size)
+
+    def kernels(self, g: int) -> list[int]:
+        return self.members[self.start[g]:self.start[g] + self.size[g]].tolist()
 
 
 def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
@@ -203,75 +124,95 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
     """Cost every row of a trace's kernel table from the ops table (see the module docstring).
     `tf32`: whether torch allowed TF32 for (matmuls, cuDNN convs), None where the trace does not say; when
     it says nothing, a TF32 kernel name puts an fp32 matmul under the TF32 roof."""
-    table = _Ops(ops if ops is not None else _no_ops())
+    table = OpTable(ops if ops is not None else _no_ops())
     kernels = kernels.reset_index(drop=True)
     if len(kernels) and (kernels.get("kind", pd.Series(dtype=object)).astype(str) == "cpu_op").all():
         return _attribute_cpu(kernels, table)
-    op_ids = _ints(kernels, "op_id")
-    kinds = _texts(kernels, "kind", "kernel")
+    op_ids = ints(kernels, "op_id")
+    kinds = texts(kernels, "kind", "kernel")
     # helpers are told by the short name (no template arguments, which name the GEMM a reduce serves); the
     # work, its gradient and TF32 by the full name (a CUTLASS `Kernel`'s template says tensorop_s1688gemm)
-    full = _texts(kernels, "kernel_name")
-    names = _texts(kernels, "function") if "function" in kernels else full
-    rows = [_Row() for _ in range(len(kernels))]
-    units: dict[int, list[int]] = {}
-    uncosted: dict[int, list[int]] = {}  # launching ops without a cost, for the op-level view
-    for i, (j, kind) in enumerate(zip(op_ids.tolist(), kinds, strict=True)):
-        if kind != "kernel":
-            rows[i].cost = unknown(NOT_A_KERNEL)
-        elif j < 0 or j not in table:
-            rows[i].cost = unknown(NO_OP)
-        elif (u := table.unit(j)) < 0:
-            rows[i].cost = table.cost(j)
-            uncosted.setdefault(j, []).append(i)
-        else:
-            units.setdefault(u, []).append(i)
-    policy, fp64 = _tf32_rule(tf32, _texts(kernels, "cc"), full), _fp64_tensor_rule(_texts(kernels, "cc"), full)
-    for u, members in units.items():
+    full = texts(kernels, "kernel_name")
+    names = texts(kernels, "function") if "function" in kernels else full
+    rows = Rows(len(kernels))
+    is_kernel = kinds == "kernel"
+    at = np.where(is_kernel & (op_ids >= 0), table.rows_of(op_ids), -1)
+    rows.cost[~is_kernel] = unknown(NOT_A_KERNEL)
+    rows.cost[is_kernel & (at < 0)] = unknown(NO_OP)
+    launched = np.flatnonzero(at >= 0)
+    unit = table.units_at(at[launched])
+    lone = launched[unit < 0]  # launching ops without a cost, kept for the op-level view
+    rows.cost[lone] = table.costs_at(at[lone])
+    groups = _Groups.of(launched, np.where(unit < 0, op_ids[launched], unit), unit >= 0)
+    policy, fp64 = _tf32_rule(tf32, texts(kernels, "cc"), full), _fp64_tensor_rule(texts(kernels, "cc"), full)
+    plain = _plain_units(table, groups, rows)
+    for g in np.flatnonzero(groups.costed & ~plain).tolist():
+        u, members = int(groups.ids[g]), groups.kernels(g)
         cost = fp64(policy(table.cost(u), members), members)
         for i, row in _split(table, u, cost, members, op_ids, (names, full)).items():
-            rows[i] = row
-    rows = _trace_costs(kernels, rows)
-    analytic = _table(kernels, rows)
+            rows.put(i, row)
+    _trace_costs(kernels, rows)
+    analytic = analytic_table(kernels, rows)
     tf32_rows = int((analytic["analytic_tensor_dtype"] == "tf32").sum()) if tf32 != (None, None) else 0
     warnings = [f"{tf32_rows} fp32 matmul/conv kernel(s) judged against the TF32 tensor roof: the trace records "
                 f"TF32 allowed (matmul {tf32[0]}, cuDNN {tf32[1]})"] if tf32_rows else []
-    op_kernels, op_analytic = _gpu_units(kernels, table, units | uncosted, rows)
+    op_kernels, op_analytic = _gpu_units(kernels, table, groups, rows)
     return Attribution(kernels, analytic, op_kernels, op_analytic, facts={"tf32_rows": tf32_rows}, warnings=warnings)
 
 
-def _split(table: _Ops, u: int, cost: OpCost, members: list[int], op_ids: np.ndarray,
-           kernel_names: tuple[np.ndarray, np.ndarray]) -> dict[int, _Row]:
+def _plain_units(table: OpTable, groups: _Groups, rows: Rows) -> np.ndarray:
+    """Rule 3 for the units no TF32/FP64 judgement and no tensor-work split touches (a norm, pointwise or
+    reduction formula: every kernel does its work, the cost shared evenly), put in all at once; which groups
+    those are."""
+    cost = table.costs_at(table.rows_of(groups.ids))
+    plain = groups.costed & per_cost(cost, lambda c: c.roof_kind != "matmul" and c.formula not in
+                                      TF32_MATMUL_FORMULAS and not c.formula.startswith(TF32_CONV_PREFIX), bool)
+    g = groups.of_member()
+    at = plain[g]
+    kernels, n = groups.members[at], groups.size[g][at]
+    rows.op_id[kernels], rows.role[kernels], rows.cost[kernels] = groups.ids[g][at], "own", cost[g][at]
+    rows.share[kernels] = 1.0 / n
+    notes = {k: _even_note(k) for k in np.unique(n).tolist()}
+    rows.note[kernels] = [notes[k] for k in n.tolist()]
+    return plain
+
+
+def _split(table: OpTable, u: int, cost: OpCost, members: list[int], op_ids: np.ndarray,
+           kernel_names: tuple[np.ndarray, np.ndarray]) -> dict[int, Row]:
     """The unit's cost over its kernels (rules 2 and 3); kernel_names: (short, full) names."""
     names, full = kernel_names
     if cost.roof_kind != "matmul":  # a norm, pointwise or reduction op: every kernel does its work
         return _even(u, cost, members, "own")
     aux = [i for i in members if _is_aux(table, u, int(op_ids[i]), str(names[i]))]
     if len(members) == 1 and not aux:
-        return {members[0]: _Row(u, "own", cost)}
+        return {members[0]: Row(u, "own", cost)}
     work = [i for i in members if i not in aux]
     recognized = [i for i in work if WORK_KERNEL.search(str(full[i])) or _work_child(table, u, int(op_ids[i]))]
     if recognized:  # the other kernels beside a recognized GEMM/conv/attention kernel are helpers
         aux, work = [i for i in members if i not in recognized], recognized
-    out = {i: _Row(u, "aux", unknown(f"{_aux_kind(str(names[i]))} of {table.name(u)}: its tensors are not recorded; "
+    out = {i: Row(u, "aux", unknown(f"{_aux_kind(str(names[i]))} of {table.name(u)}: its tensors are not recorded; "
                                     "the op's FLOPs and bytes are on its GEMM/conv/attention kernels"))
            for i in aux}
     parts = _gradient_parts(table, u, [*work, *aux], full)
     if parts:
         for i, (part, count, what) in parts.items():
-            out[i] = _Row(u, "work", part, 1.0 / count, f"its {what} (the formula for that gradient alone)")
+            out[i] = Row(u, "work", part, 1.0 / count, f"its {what} (the formula for that gradient alone)")
         return out
     out.update(_even(u, cost, work, "work"))
     return out
 
 
-def _even(u: int, cost: OpCost, members: list[int], role: str) -> dict[int, _Row]:
+def _even(u: int, cost: OpCost, members: list[int], role: str) -> dict[int, Row]:
     n = len(members)
-    note = f"1 of {n} kernels of one op: the trace does not say how the work divides" if n > 1 else ""
-    return {i: _Row(u, role, cost, 1.0 / n, note) for i in members}
+    note = _even_note(n)
+    return {i: Row(u, role, cost, 1.0 / n, note) for i in members}
 
 
-def _is_aux(table: _Ops, u: int, j: int, name: str) -> bool:
+def _even_note(n: int) -> str:
+    return f"1 of {n} kernels of one op: the trace does not say how the work divides" if n > 1 else ""
+
+
+def _is_aux(table: OpTable, u: int, j: int, name: str) -> bool:
     if j != u and base_name(table.name(j)) in DATA_MOVEMENT_OPS:
         return True
     return bool(AUX_KERNEL.search(name)) and not (j != u and WORK_OP.search(base_name(table.name(j))))
@@ -288,11 +229,11 @@ def _aux_kind(name: str) -> str:
     return f"a helper kernel ({name}) beside the GEMM/conv/attention kernel"
 
 
-def _work_child(table: _Ops, u: int, j: int) -> bool:
+def _work_child(table: OpTable, u: int, j: int) -> bool:
     return j != u and bool(WORK_OP.search(base_name(table.name(j))))
 
 
-def _gradient_parts(table: _Ops, u: int, members: list[int], names: np.ndarray
+def _gradient_parts(table: OpTable, u: int, members: list[int], names: np.ndarray
                     ) -> dict[int, tuple[OpCost, int, str]]:
     """convolution_backward: each gradient's cost (the formula with an output mask of that gradient alone)
     for the kernels computing it; {} unless every kernel's gradient is told by its name."""
@@ -321,16 +262,24 @@ def _tf32_rule(tf32: tuple[bool | None, bool | None], cc: np.ndarray, names: np.
     """How a unit's fp32 matmul/conv cost meets TF32: by torch's recorded switches on CC >= 8.0 GPUs, or by
     its kernels' names when the trace records no switch."""
     matmul, cudnn = tf32
+    judged: dict[tuple[int, str], tuple[OpCost, OpCost]] = {}  # (id of a cost, how) -> (the cost, judged)
+
+    def once(judge: Callable[..., OpCost], cost: OpCost, *how: str) -> OpCost:
+        """judge(cost, *how), once per cost object (a profile's units share a few thousand costs)."""
+        key = (id(cost), "".join(how))
+        if key not in judged:
+            judged[key] = (cost, judge(cost, *how))
+        return judged[key][1]
 
     def rule(cost: OpCost, members: list[int]) -> OpCost:
         if tf32 == (None, None):
             for i in members:
-                cost = on_kernel(cost, str(names[i]))
+                cost = once(on_kernel, cost, str(names[i]))
             return cost
         allowed = ((cost.formula in TF32_MATMUL_FORMULAS and bool(matmul))
                    or (cost.formula.startswith(TF32_CONV_PREFIX) and bool(cudnn)))
         if cost.known and cost.precision == "fp32" and allowed and any(_has_tf32(str(cc[i])) for i in members):
-            return replace(cost, precision="tensor", tensor_dtype="tf32", label=f"{cost.label} [TF32 allowed]")
+            return once(_tf32_allowed, cost)
         return cost
 
     return rule
@@ -358,6 +307,10 @@ def _fp64_tensor_rule(cc: np.ndarray, names: np.ndarray) -> Callable[[OpCost, li
     return rule
 
 
+def _tf32_allowed(cost: OpCost) -> OpCost:
+    return replace(cost, precision="tensor", tensor_dtype="tf32", label=f"{cost.label} [TF32 allowed]")
+
+
 def _has_tf32(cc: str) -> bool:
     try:
         return float(cc) >= 8.0
@@ -365,61 +318,34 @@ def _has_tf32(cc: str) -> bool:
         return False
 
 
-def _trace_costs(kernels: pd.DataFrame, rows: list[_Row]) -> list[_Row]:
+def _trace_costs(kernels: pd.DataFrame, rows: Rows) -> None:
     """Rule 4: a cost the trace states for a kernel replaces the formula's (the hook for Inductor's
     kernel_flop / kernel_num_gb)."""
     if "trace_flops" not in kernels:
-        return rows
+        return
     flops = kernels["trace_flops"].astype("float64").to_numpy()
     nbytes = (kernels["trace_bytes"] if "trace_bytes" in kernels else pd.Series(np.nan, index=kernels.index)
               ).astype("float64").to_numpy()
-    origin = _texts(kernels, "trace_cost_source")
+    origin = texts(kernels, "trace_cost_source")
     for i in np.flatnonzero(~np.isnan(flops) | ~np.isnan(nbytes)).tolist():
-        old = rows[i].cost
+        old = rows.cost[i]
         source = str(origin[i]) or "trace"
         prefix, _, label = source.partition(":")
-        rows[i] = _Row(rows[i].op_id, rows[i].role or "own",
-                       OpCost(flops[i], nbytes[i], label or prefix, label or prefix, old.precision or "fp32", "",
-                              # the trace's bytes are DRAM bytes, whatever roof the formula's had
-                              old.tensor_dtype, "" if old.roof_kind == LINK_LEVEL else old.roof_kind), 1.0, "", prefix)
-    return rows
-
-
-def _table(kernels: pd.DataFrame, rows: list[_Row]) -> pd.DataFrame:
-    """The analytic table (ANALYTIC_COLUMNS) of `rows`, keyed like `kernels`."""
-    def label(r: _Row) -> str:
-        if not r.cost.known:
-            return ""
-        return r.cost.label + (f" ×{r.share:.4g} ({r.note})" if r.share != 1.0 or r.note else "")
-
-    columns: dict[str, Any] = {
-        "source": _texts(kernels, "source"),
-        "kernel_id": pd.array(kernels["kernel_id"], dtype="Int64") if "kernel_id" in kernels
-        else pd.array(range(len(kernels)), dtype="Int64"),
-        "analytic_op_id": pd.array([r.op_id if r.op_id >= 0 else None for r in rows], dtype="Int64"),
-        "analytic_role": [r.role for r in rows],
-        "analytic_flops": np.array([r.cost.flops * r.share for r in rows], dtype="float64"),
-        "analytic_bytes": np.array([r.cost.bytes * r.share for r in rows], dtype="float64"),
-        "analytic_precision": [r.cost.precision for r in rows],
-        "analytic_tensor_dtype": [r.cost.tensor_dtype for r in rows],
-        "analytic_formula": [r.cost.formula for r in rows],
-        "analytic_label": [label(r) for r in rows],
-        "analytic_missing": [r.cost.missing for r in rows],
-        "analytic_origin": [r.origin if r.cost.known else "" for r in rows],
-        "analytic_roof": [LINK_LEVEL if r.cost.known and r.cost.roof_kind == LINK_LEVEL else "" for r in rows],
-    }
-    out = pd.DataFrame({c: (pd.Series(v, dtype=object) if isinstance(v, list | np.ndarray) and
-                            ANALYTIC_COLUMNS[c][0] == "object" else v) for c, v in columns.items()})
-    return out[list(ANALYTIC_COLUMNS)]
+        rows.put(i, Row(int(rows.op_id[i]), rows.role[i] or "own",
+                         OpCost(flops[i], nbytes[i], label or prefix, label or prefix, old.precision or "fp32", "",
+                                # the trace's bytes are DRAM bytes, whatever roof the formula's had
+                                old.tensor_dtype, "" if old.roof_kind == LINK_LEVEL else old.roof_kind),
+                         1.0, "", prefix))
 
 
 # --------------------------------------------------------------------------- CPU traces and the op-level view
 
 
-def _attribute_cpu(kernels: pd.DataFrame, table: _Ops) -> Attribution:
+def _attribute_cpu(kernels: pd.DataFrame, table: OpTable) -> Attribution:
     """One row per op call in, the rows that count the op time once out: an op with a cost whole, an op
     without one (not under a costed op) with its self time."""
-    op_ids = _ints(kernels, "op_id").tolist()
+    op_ids = ints(kernels, "op_id").tolist()
+    table.costs_at(np.fromiter(table.row.values(), dtype="int64", count=len(table.row)))  # every op, at once
     keep, self_us = [], []
     children: dict[int, float] = {}
     durations = table.frame["duration_us"].to_numpy(dtype="float64") if len(table.frame) else np.zeros(0)
@@ -441,19 +367,22 @@ def _attribute_cpu(kernels: pd.DataFrame, table: _Ops) -> Attribution:
                                            dtype=object)
     out["kernel_id"] = pd.array(range(len(out)), dtype="Int64")
     calls_costed = {a for k in table.row if table.cost(k).known for a in table.ancestors(k)[1:]}
-    rows = [_Row(j, "own", table.cost(j)) if table.cost(j).known
-            else _Row(cost=unknown(COMPOSITE_REASON) if j in calls_costed else table.cost(j))
-            for j in _ints(out, "op_id").tolist()]
-    analytic = _table(out, rows)
-    seen = set(_ints(kernels, "op_id").tolist())  # the ops of the selected steps
-    units = [j for j in _cpu_units(table) if j in seen]
+    rows = [Row(j, "own", table.cost(j)) if table.cost(j).known
+            else Row(cost=unknown(COMPOSITE_REASON) if j in calls_costed else table.cost(j))
+            for j in ints(out, "op_id").tolist()]
+    analytic = analytic_table(out, Rows.of(rows))
+    seen = set(ints(kernels, "op_id").tolist())  # the ops of the selected steps
+    units = np.array(sorted({j for j in _cpu_units(table) if j in seen}), dtype="int64")
     own_us = table.frame.set_index("op_id")["duration_us"] if len(table.frame) else pd.Series(dtype="float64")
-    op_kernels, op_analytic = _units_table(out, table, {j: (table.cost(j), float(own_us[j]) * 1e-6, "cpu_op dur")
-                                                        for j in units}, {})
+    none = np.full(len(units), -1, dtype="int64")
+    op_kernels, op_analytic = _units_table(out, table, _Units(
+        units, objects([table.cost(j) for j in units.tolist()]),
+        np.array([float(own_us[j]) * 1e-6 for j in units.tolist()], dtype="float64"),
+        np.full(len(units), "cpu_op dur", dtype=object), none, np.ones(len(units), dtype="int64")))
     return Attribution(out, analytic, op_kernels, op_analytic)
 
 
-def _cpu_units(table: _Ops) -> list[int]:
+def _cpu_units(table: OpTable) -> list[int]:
     """The ops of a CPU trace that carry their own cost (rule 1 without kernels): an op with a formula, unless
     an op inside it has a formula for the same kind of work (tensor work under a matmul/conv/attention op,
     any formula under another op): then it is a composite and adds nothing (aten::linear under which
@@ -470,42 +399,76 @@ def _cpu_units(table: _Ops) -> list[int]:
             and j not in (tensor_below if table.cost(j).roof_kind == "matmul" else any_below)]
 
 
-def _gpu_units(kernels: pd.DataFrame, table: _Ops, units: dict[int, list[int]], rows: list[_Row]
+@dataclass
+class _Units:
+    """The op-level rows before their table, by op_id: each op's cost, time and the time's source, its first
+    kernel's row (-1: none) and its launches."""
+
+    ids: np.ndarray
+    cost: np.ndarray
+    seconds: np.ndarray
+    source: np.ndarray
+    first: np.ndarray
+    launches: np.ndarray
+
+
+def _gpu_units(kernels: pd.DataFrame, table: OpTable, groups: _Groups, rows: Rows
                ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The op-level rows of a GPU trace: per unit, its kernels' summed time and its (TF32-judged) cost."""
     seconds = kernels["gpu__time_duration.sum"].astype("float64").to_numpy() if len(kernels) else np.zeros(0)
-    picked: dict[int, tuple[OpCost, float, str]] = {}
-    for u, members in units.items():
-        costs = [rows[i].cost for i in members if rows[i].role not in ("aux", "") and rows[i].cost.known]
-        cost = table.cost(u)
-        if costs and costs[0].precision != cost.precision:  # the TF32 judgement its kernels got
-            cost = replace(cost, precision=costs[0].precision, tensor_dtype=costs[0].tensor_dtype,
-                           label=costs[0].label if costs[0].formula == cost.formula else cost.label)
-        if all(rows[i].role == "aux" for i in members):  # its helpers alone: the sample lost the work kernel
-            picked[u] = (cost, np.nan, f"its GEMM/conv/attention kernel is not in the trace (its {len(members)} "
-                                       f"helper kernel(s) ran {seconds[members].sum() * 1e6:.3g} us)")
-        else:
-            picked[u] = (cost, float(seconds[members].sum()), "sum of its kernels' gpu__time_duration.sum")
-    return _units_table(kernels, table, picked, units)
+    members, start, n = groups.members, groups.start, len(groups.members)
+    role = rows.role[members]
+    costs = rows.cost[members]
+    judged = (role != "aux") & (role != "") & per_cost(costs, lambda c: c.known, bool)
+    first = np.minimum.reduceat(np.where(judged, np.arange(n), n), start) if n else np.zeros(0, dtype="int64")
+    only_aux = np.add.reduceat((role == "aux").astype("int64"), start) == groups.size if n else first > 0
+    cost = table.costs_at(table.rows_of(groups.ids))
+    # the TF32 judgement its kernels got: the first judged kernel's precision where it differs from the op's
+    picked = costs[np.minimum(first, max(n - 1, 0))] if n else cost
+    differs = (first < n) & (per_cost(picked, lambda c: c.precision) != per_cost(cost, lambda c: c.precision))
+    judgements: dict[tuple[int, int], OpCost] = {}
+    for g in np.flatnonzero(differs).tolist():
+        c, k = cost[g], picked[g]
+        if (id(c), id(k)) not in judgements:
+            judgements[id(c), id(k)] = replace(c, precision=k.precision, tensor_dtype=k.tensor_dtype,
+                                               label=k.label if k.formula == c.formula else c.label)
+        cost[g] = judgements[id(c), id(k)]
+    total = _sums(seconds, groups)
+    source = np.full(len(groups.ids), "sum of its kernels' gpu__time_duration.sum", dtype=object)
+    for g in np.flatnonzero(only_aux).tolist():  # its helpers alone: the sample lost the work kernel
+        source[g] = (f"its GEMM/conv/attention kernel is not in the trace (its {groups.size[g]} helper kernel(s) "
+                     f"ran {total[g] * 1e6:.3g} us)")
+    total[only_aux] = np.nan
+    return _units_table(kernels, table, _Units(groups.ids, cost, total, source, members[start], groups.size))
 
 
-def _units_table(kernels: pd.DataFrame, table: _Ops, units: dict[int, tuple[OpCost, float, str]],
-                 members: dict[int, list[int]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _sums(seconds: np.ndarray, groups: _Groups) -> np.ndarray:
+    """Each group's summed kernel time, as numpy's sum of its kernels' times adds them (in order, from 0, for
+    fewer than 8 values; pairwise beyond)."""
+    small = groups.size < 8
+    g = groups.of_member()
+    at = small[g]
+    out = np.bincount(g[at], weights=seconds[groups.members[at]], minlength=len(groups.ids)).astype("float64")
+    for k in np.flatnonzero(~small).tolist():
+        out[k] = seconds[groups.kernels(k)].sum()
+    return out
+
+
+def _units_table(kernels: pd.DataFrame, table: OpTable, units: _Units) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A kernel-like table (kind 'op', kernel_id = op_id, launches = its kernels; declared in
     nsroof.schema.OP_LEVEL_KERNEL_COLUMNS) and its analytic table: the op-level view goes through the same
     quantities and classification as the kernel rows."""
-    ids = sorted(units)
-    first = [members[u][0] if members.get(u) else -1 for u in ids]
-    source = str(_texts(kernels, "source")[0]) if len(kernels) else ""
+    ids = units.ids.tolist()
+    source = str(texts(kernels, "source")[0]) if len(kernels) else ""
 
-    def of_kernel(name: str) -> list[str]:
-        values = _texts(kernels, name)
-        return [str(values[i]) if i >= 0 else (str(values[0]) if len(values) else "") for i in first]
+    def of_kernel(name: str) -> np.ndarray:
+        values = texts(kernels, name)
+        return values[np.maximum(units.first, 0)] if len(values) else np.full(len(ids), "", dtype=object)
 
-    at = [table.row[u] for u in ids]  # a column read whole, then indexed (a DataFrame cell lookup per op is slow)
-    of_op = {c: table.frame[c].to_numpy(dtype=object)[at].tolist() for c in ("input_shapes", "module", "nvtx_path")}
+    at = table.rows_of(units.ids)  # a column read whole, then indexed (a DataFrame cell lookup per op is slow)
+    of_op = {c: table.columns[c].to_numpy(dtype=object)[at].tolist() for c in ("input_shapes", "module", "nvtx_path")}
 
-    names = [table.name(u) for u in ids]
+    names = [str(v) for v in table.names[at].tolist()]
     op_kernels = pd.DataFrame({
         "source": pd.Series([source] * len(ids), dtype=object),
         "kernel_id": pd.array(ids, dtype="Int64"),
@@ -519,12 +482,13 @@ def _units_table(kernels: pd.DataFrame, table: _Ops, units: dict[int, tuple[OpCo
         "nvtx_path": pd.Series([str(v) for v in of_op["nvtx_path"]], dtype=object),
         "device": pd.Series(of_kernel("device"), dtype=object),
         "cc": pd.Series(of_kernel("cc"), dtype=object),
-        "launches": pd.array([len(members.get(u, [])) or 1 for u in ids], dtype="Int64"),
-        "gpu__time_duration.sum": np.array([units[u][1] for u in ids], dtype="float64"),
-        "duration_source": pd.Series([units[u][2] for u in ids], dtype=object),
+        "launches": pd.array(units.launches, dtype="Int64"),
+        "gpu__time_duration.sum": np.asarray(units.seconds, dtype="float64"),
+        "duration_source": pd.Series(units.source, dtype=object),
     })
-    analytic = _table(op_kernels, [_Row(u, "own", units[u][0]) for u in ids])
-    return op_kernels, analytic
+    rows = Rows(len(ids))
+    rows.op_id[:], rows.role[:], rows.cost[:] = units.ids, "own", units.cost
+    return op_kernels, analytic_table(op_kernels, rows)
 
 
 def _shape_text(dims: Any) -> str:
@@ -536,19 +500,6 @@ def _no_ops() -> pd.DataFrame:
     from nsroof.schema import OP_COLUMNS
 
     return pd.DataFrame({c: pd.Series([], dtype=d) for c, (d, _, _) in OP_COLUMNS.items()})
-
-
-def _ints(frame: pd.DataFrame, name: str) -> np.ndarray:
-    if name not in frame:
-        return np.full(len(frame), -1, dtype="int64")
-    return frame[name].astype("Int64").fillna(-1).to_numpy(dtype="int64")
-
-
-def _texts(frame: pd.DataFrame, name: str, default: str = "") -> np.ndarray:
-    if name not in frame:
-        return np.full(len(frame), default, dtype=object)
-    values = frame[name].astype(object).where(frame[name].notna(), "").astype(str).to_numpy(dtype=object)
-    return np.where(values == "", default, values) if default else values
 
 
 # --------------------------------------------------------------------------- the one way to fill analytic costs

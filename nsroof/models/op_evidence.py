@@ -15,7 +15,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from nsroof.models.ledger.aten import OpCost
 from nsroof.models.ledger.aten_args import arg, concrete_values
@@ -24,17 +23,6 @@ from nsroof.models.ledger.formulas import UPPER_LEFT, causal_pairs
 
 MATH_ATTENTION = "aten::_scaled_dot_product_attention_math"
 IS_CAUSAL_AT = 5  # _scaled_dot_product_attention_math(query, key, value, attn_mask, dropout_p, is_causal, …)
-
-
-def children_by_start(frame: pd.DataFrame, parent: dict[int, int]) -> dict[int, list[int]]:
-    """op_id -> the ops directly inside it, in start order."""
-    out: dict[int, list[int]] = {}
-    if not len(frame):
-        return out
-    ids = frame["op_id"].to_numpy(dtype="int64")
-    for r in frame["start_us"].astype("float64").to_numpy().argsort(kind="stable").tolist():
-        out.setdefault(parent.get(int(ids[r]), -1), []).append(int(ids[r]))
-    return out
 
 
 def with_index_evidence(table: Any, op_id: int, shapes: Any, concrete: Any) -> Any:

@@ -202,24 +202,23 @@ def read_model_config(path: str) -> ModelConfig:
 def op_contexts(ops: Any) -> dict[int, OpContext]:
     """OpContext of every non-aten op of an ops table (nsroof.schema.OP_COLUMNS): the step annotation on its
     nvtx_path, its ordinal among same-named ops of that step by start time, and the table's attrs
-    (world_size, op_attributes) the trace importer recorded."""
+    (world_size, op_attributes) the trace importer recorded. A table holding only some names gives those
+    names' ops the same contexts as the whole table (an ordinal counts ops of the same name)."""
     if not len(ops):
         return {}
+    import numpy as np
+    import pandas as pd
+
     world = int(ops.attrs.get("world_size", 0) or 0)
     attributes = ops.attrs.get("op_attributes") or {}
     names = ops["name"].astype(str).to_numpy()
-    paths = ops["nvtx_path"].astype(str).to_numpy()
-    ids = ops["op_id"].to_numpy(dtype="int64")
-    order = ops["start_us"].astype("float64").to_numpy().argsort(kind="stable")
-    seen: dict[tuple[str, str], int] = {}
-    out: dict[int, OpContext] = {}
-    for r in order:
-        if names[r].startswith("aten::"):
-            continue
-        step = step_of(paths[r].split("/")) if paths[r] else None
-        key = (step.annotation if step else "", names[r])
-        ordinal = seen.get(key, 0)
-        seen[key] = ordinal + 1
-        out[int(ids[r])] = OpContext(step=step, ordinal=ordinal, world_size=world,
-                                     args=attributes.get(int(ids[r]), {}))
-    return out
+    rows = np.flatnonzero([not n.startswith("aten::") for n in names.tolist()])
+    rows = rows[ops["start_us"].astype("float64").to_numpy()[rows].argsort(kind="stable")]
+    paths = ops["nvtx_path"].astype(str).to_numpy()[rows].tolist()
+    parsed = {p: step_of(p.split("/")) if p else None for p in set(paths)}  # each path parsed once
+    steps = [parsed[p] for p in paths]
+    key = pd.DataFrame({"step": [s.annotation if s else "" for s in steps], "name": names[rows]})
+    ordinals = key.groupby(["step", "name"], sort=False).cumcount().tolist()
+    ids = ops["op_id"].to_numpy(dtype="int64")[rows].tolist()
+    return {j: OpContext(step=step, ordinal=ordinal, world_size=world, args=attributes.get(j, {}))
+            for j, step, ordinal in zip(ids, steps, ordinals, strict=True)}
