@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from nsroof.models.analytic_rows import as_str
-from nsroof.schema import ANALYTIC_QUANTITY_FIELDS, LINK_LEVEL, PRECISIONS, kernel_key
+from nsroof._distinct import row_codes
+from nsroof.models.analytic_rows import as_str, texts
+from nsroof.schema import ANALYTIC_QUANTITY_FIELDS, KERNEL_KEY, LINK_LEVEL, PRECISIONS, kernel_key
 
 
 def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame) -> pd.DataFrame:
@@ -17,13 +18,8 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
     (source '<origin>:<label>' / '<origin>:<formula>'), joined to the kernels by kernel_key; rows without a
     cost keep NaN and get the reason in missing. Adds ANALYTIC_QUANTITY_FIELDS. A kernel table with a
     duration_source column (CPU op rows) names its own."""
-    keys = kernel_key(kernels.reset_index(drop=True))
-    a = analytic.set_index(kernel_key(analytic))
-    # row positions by Index.get_indexer (a hash join): Series.isin on Arrow strings loops in Python
-    at = a.index.get_indexer(keys) if len(a.index) == len(keys) and a.index.is_unique else None
-    if at is None or (at < 0).any():
-        raise ValueError("the analytic table does not hold exactly one row per kernel (joined by kernel_key)")
-    a = a.iloc[at]
+    at = _rows_of(kernels, analytic)
+    a = analytic if at is None else analytic.iloc[at]
     q = quantities.reset_index(drop=True).copy()
     af, ab = (a[c].astype("float64").to_numpy() for c in ("analytic_flops", "analytic_bytes"))
     origin = as_str(a["analytic_origin"])
@@ -57,3 +53,34 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
     for f in ANALYTIC_QUANTITY_FIELDS:
         q[f.name] = added[f.name] if f.type == pa.float64() else pd.Series(added[f.name], dtype=object)
     return q
+
+
+def _rows_of(kernels: pd.DataFrame, analytic: pd.DataFrame) -> np.ndarray | None:
+    """The analytic row of each kernel, joined by kernel_key (None: row i to row i); a ValueError unless
+    exactly one each."""
+    if _same_keys(kernels, analytic):  # attribution's own table, row for row: no key strings to build
+        return None
+    keys = kernel_key(kernels.reset_index(drop=True))
+    index = pd.Index(kernel_key(analytic))
+    # row positions by Index.get_indexer (a hash join): Series.isin on Arrow strings loops in Python
+    at = index.get_indexer(keys) if len(index) == len(keys) and index.is_unique else None
+    if at is None or (at < 0).any():
+        raise ValueError("the analytic table does not hold exactly one row per kernel (joined by kernel_key)")
+    return np.asarray(at)
+
+
+def _same_keys(kernels: pd.DataFrame, analytic: pd.DataFrame) -> bool:
+    """Whether both tables hold the same (source, Int64 kernel_id) row for row, each pair once: then
+    kernel_key joins row i to row i."""
+    if len(kernels) != len(analytic) or not all(c in t for c in KERNEL_KEY for t in (kernels, analytic)):
+        return False
+    ids = [t["kernel_id"] for t in (kernels, analytic)]
+    if not all(isinstance(i.dtype, pd.Int64Dtype) for i in ids):
+        return False
+    source = texts(kernels, "source")
+    missing = ids[0].isna().to_numpy()
+    values = ids[0].to_numpy(dtype="int64", na_value=-1)
+    if not ((source == texts(analytic, "source")).all() and (missing == ids[1].isna().to_numpy()).all()
+            and (values == ids[1].to_numpy(dtype="int64", na_value=-1)).all()):
+        return False
+    return len(row_codes(source, values, missing)[1]) == len(kernels)

@@ -466,7 +466,7 @@ def _units_table(kernels: pd.DataFrame, table: OpTable, units: _Units) -> tuple[
         return values[np.maximum(units.first, 0)] if len(values) else np.full(len(ids), "", dtype=object)
 
     at = table.rows_of(units.ids)  # a column read whole, then indexed (a DataFrame cell lookup per op is slow)
-    of_op = {c: table.columns[c].to_numpy(dtype=object)[at].tolist() for c in ("input_shapes", "module", "nvtx_path")}
+    of_op = {c: table.columns[c].to_numpy(dtype=object)[at].tolist() for c in ("module", "nvtx_path")}
 
     names = [str(v) for v in table.names[at].tolist()]
     op_kernels = pd.DataFrame({
@@ -477,7 +477,7 @@ def _units_table(kernels: pd.DataFrame, table: OpTable, units: _Units) -> tuple[
         "function": pd.Series(names, dtype=object),
         "op": pd.Series(names, dtype=object),
         "op_id": pd.array(ids, dtype="Int64"),
-        "input_shapes": pd.Series([_shape_text(v) for v in of_op["input_shapes"]], dtype=object),
+        "input_shapes": pd.Series(table.shape_texts(at), dtype=object),
         "module": pd.Series([str(v) for v in of_op["module"]], dtype=object),
         "nvtx_path": pd.Series([str(v) for v in of_op["nvtx_path"]], dtype=object),
         "device": pd.Series(of_kernel("device"), dtype=object),
@@ -489,11 +489,6 @@ def _units_table(kernels: pd.DataFrame, table: OpTable, units: _Units) -> tuple[
     rows = Rows(len(ids))
     rows.op_id[:], rows.role[:], rows.cost[:] = units.ids, "own", units.cost
     return op_kernels, analytic_table(op_kernels, rows)
-
-
-def _shape_text(dims: Any) -> str:
-    """The kernel table's input_shapes text of a recorded Input Dims list."""
-    return str(dims) if isinstance(dims, list) and dims and any(dims) else ""
 
 
 def _no_ops() -> pd.DataFrame:

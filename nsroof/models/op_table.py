@@ -17,7 +17,7 @@ import pandas as pd
 
 from nsroof._distinct import row_codes
 from nsroof.models import op_evidence
-from nsroof.models.analytic_rows import as_str
+from nsroof.models.analytic_rows import as_str, objects, per_cost
 from nsroof.models.ledger.aten import OpCost, base_name, has_formula, no_formula_reason, op_cost, unknown
 from nsroof.models.ledger.aten_data import INDEX_OPS
 
@@ -55,7 +55,9 @@ class OpTable:
         self._known = np.zeros(n, dtype=bool)
         self._priced = np.zeros(n, dtype=bool)
         self._by_call: dict[Any, OpCost] = {}
-        self._no_formula: dict[str, OpCost] = {}
+        self._no_formula = np.full(len(self._distinct_names), None, dtype=object)  # by name code
+        self._bmm = self._distinct_names.index("aten::bmm") if "aten::bmm" in self._distinct_names else -1
+        self._shape_text = np.full(n, None, dtype=object)  # shape_text of each row's input shapes, once known
         self._units: dict[int, int] = {}
         self._contexts: dict[int, dict[int, Any]] = {}  # by name code
         self._children: tuple[np.ndarray, np.ndarray] | None = None  # (parent op_id, op row) by parent, then start
@@ -99,40 +101,42 @@ class OpTable:
         return self._known[rows]
 
     def _price(self, rows: np.ndarray) -> None:
-        pricing = self._pricing[self._name_code[rows]]
-        by_call = rows[pricing == _BY_CALL]
-        if len(by_call):
-            self._set(by_call, self._call_costs(by_call))
-        for r in rows[pricing == _NO_FORMULA].tolist():
-            name = str(self.names[r])
-            if name not in self._no_formula:
-                self._no_formula[name] = unknown(no_formula_reason(name))
-            self._set(np.array([r]), [self._no_formula[name]])
-        for r in rows[pricing == _ONE_BY_ONE].tolist():
-            self._set(np.array([r]), [self._one_cost(r)])
+        code = self._name_code[rows]
+        pricing = self._pricing[code]
+        found = np.empty(len(rows), dtype=object)
+        if (at := pricing == _BY_CALL).any():
+            found[at] = self._call_costs(rows[at])
+        if (at := pricing == _NO_FORMULA).any():
+            for c in np.unique(code[at]).tolist():
+                if self._no_formula[c] is None:
+                    self._no_formula[c] = unknown(no_formula_reason(self._distinct_names[c]))
+            found[at] = self._no_formula[code[at]]
+        for k in np.flatnonzero(pricing == _ONE_BY_ONE).tolist():
+            found[k] = self._one_cost(int(rows[k]))
+        for k in np.flatnonzero(code == self._bmm).tolist():
+            found[k] = op_evidence.causal_math(self, int(self.ids[rows[k]]), found[k])
+        self._cost[rows], self._known[rows], self._priced[rows] = found, per_cost(found, lambda c: c.known, bool), True
 
-    def _set(self, rows: np.ndarray, costs: Any) -> None:
-        for r, found in zip(rows.tolist(), costs, strict=True):
-            if self.names[r] == "aten::bmm":
-                found = op_evidence.causal_math(self, int(self.ids[r]), found)
-            self._cost[r], self._known[r], self._priced[r] = found, found.known, True
-
-    def _call_costs(self, rows: np.ndarray) -> list[OpCost]:
+    def _call_costs(self, rows: np.ndarray) -> np.ndarray:
         """Ops priced by their name and arguments alone: once per distinct call."""
-        texts = []
-        for a in self.args:
-            text = np.empty(len(rows), dtype=object)
-            text[:] = list(map(repr, a[rows]))
-            texts.append(text)
+        texts = [objects(list(map(repr, a[rows]))) for a in self.args]
         codes, first = row_codes(self._name_code[rows], *texts)
-        priced = []
+        priced, shapes = [], []
         for i in first.tolist():
             r = int(rows[i])
             call = (str(self.names[r]), texts[0][i], texts[1][i], texts[2][i])
             found = self._by_call.get(call) or op_cost(call[0], *(a[r] for a in self.args), context=None)
             self._by_call[call] = found
             priced.append(found)
-        return [priced[c] for c in codes.tolist()]
+            shapes.append(shape_text(self.args[0][r]))
+        self._shape_text[rows] = objects(shapes)[codes]  # the same recorded shapes, the same text
+        return objects(priced)[codes]
+
+    def shape_texts(self, rows: np.ndarray) -> list[str]:
+        """shape_text of each op row's recorded input shapes."""
+        known = self._shape_text[rows]
+        return [str(t) if t is not None else shape_text(self.args[0][r]) for t, r in zip(known.tolist(), rows.tolist(),
+                                                                                         strict=True)]
 
     def _one_cost(self, r: int) -> OpCost:
         """An op whose cost needs more than its arguments: an index op's child ops, an engine op's context."""
@@ -174,7 +178,9 @@ class OpTable:
             from nsroof.models.ledger.engine_facts import op_contexts
 
             rows = np.flatnonzero(self._name_code == code) if code >= 0 else np.arange(len(self.ids))
-            self._contexts[code] = op_contexts(self.frame.iloc[rows])
+            ops = self.columns.iloc[rows]
+            ops.attrs = self.frame.attrs  # world_size, op_attributes (a shallow copy, not a deep one per column read)
+            self._contexts[code] = op_contexts(ops)
         return self._contexts[code].get(op_id)
 
     def concrete(self, op_id: int) -> Any:
@@ -238,3 +244,8 @@ def _pricing(name: str) -> int:
         return _ONE_BY_ONE if base_name(name) in INDEX_OPS else _BY_CALL
     # op_cost answers an op without a formula by its name alone, before it reads any context
     return _ONE_BY_ONE if has_formula(name) else _NO_FORMULA
+
+
+def shape_text(dims: Any) -> str:
+    """The kernel table's input_shapes text of a recorded Input Dims list."""
+    return str(dims) if isinstance(dims, list) and dims and any(dims) else ""

@@ -181,6 +181,28 @@ def test_fill_joins_by_kernel_key_not_by_row_order(tmp_path: Path) -> None:
     assert list(q["flops"]) == [ADDMM_FLOPS / 2, 7.0]
     with pytest.raises(ValueError, match="kernel_key"):
         fill(kernels, derive(kernels), a.iloc[:1])
+    # the same keys row for row join row to row; a repeated key or another kernel_id type is refused or joined
+    # by the key strings, as before
+    assert fill(kernels, derive(kernels), a)["flops"].tolist() == [ADDMM_FLOPS / 2, 7.0]
+    twice = a.assign(kernel_id=pd.array([0, 0], dtype="Int64"))
+    with pytest.raises(ValueError, match="kernel_key"):
+        fill(kernels.assign(kernel_id=twice["kernel_id"]), derive(kernels), twice)
+    floats = kernels.assign(kernel_id=kernels["kernel_id"].astype("float64"))  # '0.0' is not the key '0'
+    with pytest.raises(ValueError, match="kernel_key"):
+        fill(floats, derive(floats), a)
+
+
+def test_an_op_levels_time_is_its_kernels_summed_as_numpy_sums_them() -> None:
+    from nsroof.models.attribution import _Groups, _sums
+
+    rng = np.random.default_rng(0)
+    sizes = np.concatenate([np.arange(1, 21), rng.integers(1, 12, 300)])
+    seconds = rng.random(int(sizes.sum()) + 5) * 1e-3
+    ops = np.repeat(np.arange(len(sizes)), sizes)
+    kernels = rng.permutation(len(seconds))[:len(ops)]
+    groups = _Groups.of(kernels, ops, np.ones(len(ops), dtype=bool))
+    want = [seconds[groups.kernels(g)].sum() for g in range(len(sizes))]
+    assert _sums(seconds, groups).tolist() == want  # bit for bit: in order below 8 kernels, pairwise from 8
 
 
 def test_cpu_rows_count_the_op_time_once(tmp_path: Path) -> None:

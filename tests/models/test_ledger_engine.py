@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from nsroof.errors import NsroofError
@@ -12,7 +13,7 @@ from nsroof.models.ledger import custom
 from nsroof.models.ledger.aten import op_cost
 from nsroof.models.ledger.core import LedgerError, Term
 from nsroof.models.ledger.custom import OpContext, Tensor, formula, using_model
-from nsroof.models.ledger.engine_facts import parse_step, read_model_config
+from nsroof.models.ledger.engine_facts import op_contexts, parse_step, read_model_config
 from tests import _paths
 from tests._paths import SHARED_FIXTURES
 
@@ -162,3 +163,26 @@ def test_norm_ops_of_each_engine_count_the_same_bytes() -> None:
     vllm = op_cost("_C::fused_add_rms_norm", [[32, 4096], [32, 4096], [4096], []], [bf16] * 3 + ["Scalar"],
                    [None] * 3 + [1e-5])
     assert fused.bytes == vllm.bytes == plain.bytes + 2 * 262_144 and fused.flops == vllm.flops == plain.flops + 32 * 4096
+
+
+def test_op_contexts_count_each_steps_calls_of_one_name_in_start_order() -> None:
+    step_a = "execute_context_1(8_64)_generation_0(0)"
+    step_b = "execute_context_0(0)_generation_2(2)"
+    rows = [  # (op_id, name, start, nvtx_path)
+        (1, "vllm::unified_attention", 3.0, f"run/{step_a}"), (2, "_C::rms_norm", 1.0, f"run/{step_a}"),
+        (3, "vllm::unified_attention", 2.0, f"run/{step_a}"), (4, "aten::mm", 0.0, f"run/{step_a}"),
+        (5, "vllm::unified_attention", 4.0, f"run/{step_b}"), (6, "_C::rms_norm", 5.0, ""),
+        (7, "vllm::unified_attention", 2.0, f"run/{step_a}"),  # a tie with op 3: table order
+    ]
+    ops = pd.DataFrame({"op_id": pd.array([r[0] for r in rows], dtype="Int64"), "name": [r[1] for r in rows],
+                        "start_us": [r[2] for r in rows], "nvtx_path": [r[3] for r in rows]})
+    ops.attrs = {"world_size": 4, "op_attributes": {5: {"group_size": 2}}}
+    got = op_contexts(ops)
+    assert sorted(got) == [1, 2, 3, 5, 6, 7]  # not the aten op
+    assert {j: got[j].ordinal for j in got} == {3: 0, 7: 1, 1: 2, 5: 0, 2: 0, 6: 0}
+    assert got[1].step is not None and got[1].step.annotation == step_a and got[6].step is None
+    assert (got[5].world_size, got[5].args, got[1].args) == (4, {"group_size": 2}, {})
+    # the ops of one name alone get the contexts the whole table gives them (an ordinal counts one name)
+    attention = ops[ops["name"] == "vllm::unified_attention"]
+    attention.attrs = ops.attrs
+    assert op_contexts(attention) == {j: got[j] for j in (1, 3, 5, 7)}
