@@ -20,17 +20,23 @@ def row_codes(*columns: Sequence[Any] | np.ndarray) -> tuple[np.ndarray, np.ndar
     equal values of two types, True and 1, would share a code); None and NaN are one missing value."""
     n = len(columns[0]) if columns else 0
     key = np.zeros(n, dtype=np.int64)
+    bound = 1  # every key is below it
     for column in columns:
         values = np.asarray(column)
-        if values.dtype.kind not in "biuf":  # numbers and flags hash as they are; the rest as objects
-            values = values.astype(object, copy=False)
-        # missing values (None, NaN, pd.NA) get code -1, then one code of their own after the others
-        # (factorize with use_na_sentinel=False would make an extra missing-value pass over the column)
-        codes, uniques = pd.factorize(values)
-        codes = np.where(codes < 0, len(uniques), codes).astype(np.int64)
-        # both factors are at most n + 1: the product stays far inside int64
-        key, _ = pd.factorize(key * (len(uniques) + 1) + codes)
-        key = np.asarray(key, dtype=np.int64)
+        if values.dtype == np.bool_:  # flags code as they are, without hashing
+            codes, size = values.astype(np.int64), 2
+        else:
+            if values.dtype.kind not in "biuf":  # numbers hash as they are; the rest as objects
+                values = values.astype(object, copy=False)
+            # missing values (None, NaN, pd.NA) get code -1, then one code of their own after the others
+            # (factorize with use_na_sentinel=False would make an extra missing-value pass over the column)
+            codes, uniques = pd.factorize(values)
+            codes, size = np.where(codes < 0, len(uniques), codes).astype(np.int64), len(uniques) + 1
+        if bound * size >= 2**62:  # renumber the keys so far before the product could leave int64
+            key, seen = pd.factorize(key)
+            key, bound = np.asarray(key, dtype=np.int64), len(seen)
+        key, bound = key * size + codes, bound * size
+    key = np.asarray(pd.factorize(key)[0], dtype=np.int64)  # numbered in order of first appearance
     return key, first_appearances(key)
 
 

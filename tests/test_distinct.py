@@ -56,3 +56,15 @@ def test_first_appearances_match_a_sort(values: list[int]) -> None:
     codes, _ = pd.factorize(np.array(values, dtype=np.int64))
     expected = np.unique(codes, return_index=True)[1] if len(codes) else np.zeros(0, np.int64)
     assert first_appearances(codes).tolist() == expected.tolist()
+
+
+def test_row_codes_of_many_columns_renumber_before_the_key_overflows() -> None:
+    rng = np.random.default_rng(1)
+    # 70 flag columns (2^70 combinations) and a text column: the combined key is renumbered on the way
+    columns = [rng.random(300) < 0.02 for _ in range(70)] + [rng.choice(np.array(["a", "b", None], dtype=object), 300)]
+    rows = list(zip(*(c.tolist() for c in columns), strict=True))
+    seen: dict[tuple[object, ...], int] = {}
+    expected = [seen.setdefault(r, len(seen)) for r in rows]
+    codes, first = row_codes(*columns)
+    assert codes.tolist() == expected and len(set(expected)) > 50
+    assert first.tolist() == [expected.index(c) for c in range(len(seen))]
