@@ -178,9 +178,9 @@ class OpTable:
             from nsroof.models.ledger.engine_facts import op_contexts
 
             rows = np.flatnonzero(self._name_code == code) if code >= 0 else np.arange(len(self.ids))
-            ops = self.columns.iloc[rows]
-            ops.attrs = self.frame.attrs  # world_size, op_attributes (a shallow copy, not a deep one per column read)
-            self._contexts[code] = op_contexts(ops)
+            # the table's attrs (world_size, op_attributes) handed over, not carried by the rows (pandas deep-copies
+            # a frame's attrs on every column read)
+            self._contexts[code] = op_contexts(self.columns.iloc[rows], self.frame.attrs)
         return self._contexts[code].get(op_id)
 
     def concrete(self, op_id: int) -> Any:

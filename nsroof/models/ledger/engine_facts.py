@@ -199,18 +199,20 @@ def read_model_config(path: str) -> ModelConfig:
     return model_config(data, path)
 
 
-def op_contexts(ops: Any) -> dict[int, OpContext]:
+def op_contexts(ops: Any, attrs: Mapping[str, Any] | None = None) -> dict[int, OpContext]:
     """OpContext of every non-aten op of an ops table (nsroof.schema.OP_COLUMNS): the step annotation on its
     nvtx_path, its ordinal among same-named ops of that step by start time, and the table's attrs
-    (world_size, op_attributes) the trace importer recorded. A table holding only some names gives those
-    names' ops the same contexts as the whole table (an ordinal counts ops of the same name)."""
+    (world_size, op_attributes) the trace importer recorded (`attrs`: those of the table `ops` was taken
+    from). A table holding only some names gives those names' ops the same contexts as the whole table (an
+    ordinal counts ops of the same name)."""
     if not len(ops):
         return {}
     import numpy as np
     import pandas as pd
 
-    world = int(ops.attrs.get("world_size", 0) or 0)
-    attributes = ops.attrs.get("op_attributes") or {}
+    attrs = ops.attrs if attrs is None else attrs
+    world = int(attrs.get("world_size", 0) or 0)
+    attributes = attrs.get("op_attributes") or {}
     names = ops["name"].astype(str).to_numpy()
     rows = np.flatnonzero([not n.startswith("aten::") for n in names.tolist()])
     rows = rows[ops["start_us"].astype("float64").to_numpy()[rows].argsort(kind="stable")]
