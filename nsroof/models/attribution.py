@@ -144,13 +144,9 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
     lone = launched[unit < 0]  # launching ops without a cost, kept for the op-level view
     rows.cost[lone] = table.costs_at(at[lone])
     groups = _Groups.of(launched, np.where(unit < 0, op_ids[launched], unit), unit >= 0)
-    policy, fp64 = _tf32_rule(tf32, texts(kernels, "cc"), full), _fp64_tensor_rule(texts(kernels, "cc"), full)
+    cc = texts(kernels, "cc")
     plain = _plain_units(table, groups, rows)
-    for g in np.flatnonzero(groups.costed & ~plain).tolist():
-        u, members = int(groups.ids[g]), groups.kernels(g)
-        cost = fp64(policy(table.cost(u), members), members)
-        for i, row in _split(table, u, cost, members, op_ids, (names, full)).items():
-            rows.put(i, row)
+    _tensor_units(table, groups, np.flatnonzero(groups.costed & ~plain), rows, (op_ids, names, full, cc), tf32)
     _trace_costs(kernels, rows)
     analytic = analytic_table(kernels, rows)
     tf32_rows = int((analytic["analytic_tensor_dtype"] == "tf32").sum()) if tf32 != (None, None) else 0
@@ -175,6 +171,30 @@ def _plain_units(table: OpTable, groups: _Groups, rows: Rows) -> np.ndarray:
     notes = {k: _even_note(k) for k in np.unique(n).tolist()}
     rows.note[kernels] = [notes[k] for k in n.tolist()]
     return plain
+
+
+def _tensor_units(table: OpTable, groups: _Groups, todo: np.ndarray, rows: Rows,
+                  kernel_facts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                  tf32: tuple[bool | None, bool | None]) -> None:
+    """Rules 2 and 3, with the TF32/FP64 judgements, for the units of tensor work, one by one: units of one
+    cost whose kernels are alike (names, device, launching op) split alike, worked out once (a conv backward's
+    split reads its output mask: each its own)."""
+    op_ids, names, full, cc = kernel_facts
+    policy, fp64 = _tf32_rule(tf32, cc, full), _fp64_tensor_rule(cc, full)
+    facts = [x.tolist() for x in kernel_facts]
+    done: dict[Any, tuple[OpCost, list[tuple[str, OpCost, float, str, str]]]] = {}
+    for g in todo.tolist():
+        u, members = int(groups.ids[g]), groups.kernels(g)
+        base, name = table.cost(u), table.name(u)
+        key = None if base_name(name) == "convolution_backward" else (id(base), name, tuple(
+            (facts[0][i] == u, table.name(facts[0][i]), facts[1][i], facts[2][i], facts[3][i]) for i in members))
+        if key not in done:
+            split = _split(table, u, fp64(policy(base, members), members), members, op_ids, (names, full))
+            done[key] = base, [(r.role, r.cost, r.share, r.note, r.origin) for r in (split[i] for i in members)]
+        for i, (role, cost, share, note, origin) in zip(members, done[key][1], strict=True):
+            rows.put(i, Row(u, role, cost, share, note, origin))
+        if key is None:
+            del done[key]
 
 
 def _split(table: OpTable, u: int, cost: OpCost, members: list[int], op_ids: np.ndarray,
