@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsroof._distinct import row_codes
 from nsroof.models.analytic_fill import fill
-from nsroof.models.analytic_rows import Row, Rows, analytic_table, ints, objects, per_cost, texts
+from nsroof.models.analytic_rows import Distinct, Row, Rows, analytic_table, ints, objects, per_cost, texts
 from nsroof.models.ledger.aten import (
     COMPOSITE_REASON,
     OpCost,
@@ -176,25 +177,37 @@ def _plain_units(table: OpTable, groups: _Groups, rows: Rows) -> np.ndarray:
 def _tensor_units(table: OpTable, groups: _Groups, todo: np.ndarray, rows: Rows,
                   kernel_facts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
                   tf32: tuple[bool | None, bool | None]) -> None:
-    """Rules 2 and 3, with the TF32/FP64 judgements, for the units of tensor work, one by one: units of one
-    cost whose kernels are alike (names, device, launching op) split alike, worked out once (a conv backward's
-    split reads its output mask: each its own)."""
+    """Rules 2 and 3, with the TF32/FP64 judgements, for the units of tensor work: units of one cost whose
+    kernels are alike (names, device, launching op: what the rules read) split alike, so each kind is worked
+    out once and spread (a conv backward's split reads its output mask: each its own)."""
     op_ids, names, full, cc = kernel_facts
     policy, fp64 = _tf32_rule(tf32, cc, full), _fp64_tensor_rule(cc, full)
-    facts = [x.tolist() for x in kernel_facts]
-    done: dict[Any, tuple[OpCost, list[tuple[str, OpCost, float, str, str]]]] = {}
-    for g in todo.tolist():
-        u, members = int(groups.ids[g]), groups.kernels(g)
-        base, name = table.cost(u), table.name(u)
-        key = None if base_name(name) == "convolution_backward" else (id(base), name, tuple(
-            (facts[0][i] == u, table.name(facts[0][i]), facts[1][i], facts[2][i], facts[3][i]) for i in members))
-        if key not in done:
-            split = _split(table, u, fp64(policy(base, members), members), members, op_ids, (names, full))
-            done[key] = base, [(r.role, r.cost, r.share, r.note, r.origin) for r in (split[i] for i in members)]
-        for i, (role, cost, share, note, origin) in zip(members, done[key][1], strict=True):
-            rows.put(i, Row(u, role, cost, share, note, origin))
-        if key is None:
-            del done[key]
+    member = np.zeros(len(groups.ids), dtype=bool)
+    member[todo] = True
+    g = groups.of_member()
+    member = member[g]
+    kernels, unit = groups.members[member], groups.ids[g][member]
+    position = (np.arange(len(g)) - groups.start[g])[member]
+    alike = row_codes(op_ids[kernels] == unit, table.name_codes(table.rows_of(op_ids[kernels])), names[kernels],
+                      full[kernels], cc[kernels])[0].tolist()
+    base = Distinct(table.costs_at(table.rows_of(groups.ids[todo])))
+    flat: list[tuple[str, OpCost, float, str, str]] = []  # each kind's rows, kind after kind
+    offset: dict[Any, int] = {}
+    starts = np.r_[0, np.cumsum(groups.size[todo])].tolist()
+    at = np.zeros(len(kernels), dtype="int64")
+    for k, (g_, code) in enumerate(zip(todo.tolist(), base.codes.tolist(), strict=True)):
+        u, name = int(groups.ids[g_]), table.name(int(groups.ids[g_]))
+        key = (code, name, u if base_name(name) == "convolution_backward" else -1, tuple(alike[starts[k]:starts[k + 1]]))
+        if key not in offset:
+            members = groups.kernels(g_)
+            split = _split(table, u, fp64(policy(base.objects[code], members), members), members, op_ids, (names, full))
+            offset[key] = len(flat)
+            flat += [(r.role, r.cost, r.share, r.note, r.origin) for r in (split[i] for i in members)]
+        at[starts[k]:starts[k + 1]] = offset[key]
+    at += position
+    role, cost, share, note, origin = (objects([r[f] for r in flat]) for f in range(5))
+    rows.op_id[kernels], rows.role[kernels], rows.cost[kernels] = unit, role[at], cost[at]
+    rows.share[kernels], rows.note[kernels], rows.origin[kernels] = share[at].astype("float64"), note[at], origin[at]
 
 
 def _split(table: OpTable, u: int, cost: OpCost, members: list[int], op_ids: np.ndarray,

@@ -79,6 +79,10 @@ class OpTable:
             return np.asarray(self._index.get_indexer(op_ids), dtype="int64")
         return np.array([self.row.get(j, -1) for j in op_ids.tolist()], dtype="int64")
 
+    def name_codes(self, rows: np.ndarray) -> np.ndarray:
+        """Each op row's name as an integer code (equal names, equal codes)."""
+        return self._name_code[rows]
+
     def name(self, op_id: int) -> str:
         return str(self.names[self.row[op_id]])
 
