@@ -20,7 +20,7 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
     duration_source column (CPU op rows) names its own."""
     at = _rows_of(kernels, analytic)
     a = analytic if at is None else analytic.iloc[at]
-    q = quantities.reset_index(drop=True).copy()
+    q = quantities.reset_index(drop=True)  # copy-on-write: the caller's frame stays as it was
     af, ab = (a[c].astype("float64").to_numpy() for c in ("analytic_flops", "analytic_bytes"))
     origin = as_str(a["analytic_origin"])
     label, formula = (as_str(a[c]) for c in ("analytic_label", "analytic_formula"))

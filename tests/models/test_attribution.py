@@ -183,7 +183,10 @@ def test_fill_joins_by_kernel_key_not_by_row_order(tmp_path: Path) -> None:
         fill(kernels, derive(kernels), a.iloc[:1])
     # the same keys row for row join row to row; a repeated key or another kernel_id type is refused or joined
     # by the key strings, as before
-    assert fill(kernels, derive(kernels), a)["flops"].tolist() == [ADDMM_FLOPS / 2, 7.0]
+    quantities = derive(kernels)
+    before = quantities.copy()
+    assert fill(kernels, quantities, a)["flops"].tolist() == [ADDMM_FLOPS / 2, 7.0]
+    pd.testing.assert_frame_equal(quantities, before)  # the caller's quantities as they were
     twice = a.assign(kernel_id=pd.array([0, 0], dtype="Int64"))
     with pytest.raises(ValueError, match="kernel_key"):
         fill(kernels.assign(kernel_id=twice["kernel_id"]), derive(kernels), twice)
