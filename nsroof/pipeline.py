@@ -136,6 +136,10 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
     with _collector_paused(facts.format):
         tf32 = facts.extra.get("tf32") or {}
         c = attribution.costed(kernels, facts.ops, tf32=(tf32.get("matmul_allowed"), tf32.get("cudnn_allowed")))
+        # the costed tables hold what the report needs: the input's go (a trace's ops table has a row per
+        # op call, millions in a long run)
+        facts.ops = None
+        del kernels
         if tf32:
             tf32["rows"] = c.facts.get("tf32_rows", 0)
         # the format; what compare needs to tell two ncu versions apart (the CSV/text layout, the .ncu-rep

@@ -39,27 +39,24 @@ import pandas as pd
 
 from nsroof.importers import trace_graphs, trace_ops
 from nsroof.importers.kernel_table import empty_identity
-from nsroof.importers.trace_load import (
-    Event,
+from nsroof.importers.trace_load import load, load_ranges, paused_gc
+from nsroof.importers.trace_ops import OpTree, external_id, number, shape_text
+from nsroof.importers.trace_schema import (
+    Activity,
+    Launch,
+    Op,
     RangeEvent,
     Trace,
+    TraceEvents,
     comms_attributes,
-    load_events,
-    load_ranges,
-    paused_gc,
 )
-from nsroof.importers.trace_ops import OpTree, number
 from nsroof.schema import FileFacts
 
-KINDS: dict[str, str] = {  # cat -> kind of GPU activity row; both spellings (2021 traces capitalise)
+KINDS: dict[str, str] = {  # cat (trace_schema.ACTIVITY_CATS) -> kind of GPU activity row
     "kernel": "kernel", "Kernel": "kernel",
     "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
     "gpu_memset": "memset", "Memset": "memset",
 }
-CPU_OP_CATS = ("cpu_op", "Operator")
-ANNOTATION_CATS = ("user_annotation",)
-LAUNCH_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
-RANGE_CAT = "cuda_profiler_range"
 
 METRIC_UNITS = {
     "gpu__time_duration.sum": "second",
@@ -76,7 +73,7 @@ def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < (1 << 63)
 
 
-def _stream(event: Event) -> int | None:
+def _stream(event: Activity) -> int | None:
     """The stream id: an integer (CUDA), a string (ROCm writes "0x0"; 2021 traces' tid "stream 7"); <NA>
     when none parses or it does not fit 64 bits (no roofline number reads the stream)."""
     for value in (event.args.stream, event.tid):
@@ -116,7 +113,7 @@ def tf32_policy(meta: dict[str, Any]) -> tuple[bool | None, bool | None]:
     return (matmul if isinstance(matmul, bool) else None), (cudnn if isinstance(cudnn, bool) else None)
 
 
-def step_window(meta: dict[str, Any], annotations: list[Event]) -> tuple[str, list[float], int, int | None]:
+def step_window(meta: dict[str, Any], annotations: list[Op]) -> tuple[str, list[float], int, int | None]:
     """(step source, sorted boundary times µs, warmup, steps) from the step markers nsroof.profile put in
     the trace (``nsroof::step#<source>#<n>``): nsroof.step() marks when there are any, else optimizer steps."""
     marks: dict[str, list[float]] = {"nsroof": [], "optimizer": []}
@@ -149,26 +146,28 @@ def read(path: str | os.PathLike[str], *,
 
 
 def _read(path: str | os.PathLike[str], captures: Sequence[str | os.PathLike[str]]) -> tuple[pd.DataFrame, FileFacts]:
-    top, events = load_events(path)
-    name = Path(path).name
-    cats = by_category(events)
-    top.traceEvents = events = []  # only the categories read stay alive
-    activities = in_order([e for c in KINDS for e in cats.get(c, [])])
+    events = load(path)
+    top, name = events.top, Path(path).name
+    activities = in_order(events.activities)
     meta = trace_meta(top)
     warnings: list[str] = []
     extra: dict[str, Any] = {}
     ops = None
-    if not activities and cats.get(RANGE_CAT):
+    if not activities and events.ranges:
         frame = _profiler_ranges(load_ranges(path), top, name)
         warnings.append(f"{len(frame)} CUPTI range-profiler rows and no kernel events: counters only, no kernel "
                         "durations (a range's dur is the profiling window)")
     else:
-        tree, annotations = op_tree(cats, meta)
+        launches = launch_map(events.launches, activities)
+        linked = {x for e in launches.values() if (x := external_id(e.args)) is not None} | {
+            x for a in activities if (x := external_id(a.args)) is not None}
+        tree, annotations = op_tree(events, meta, linked)
+        del events  # the tree, the launches and the activities hold what is read from here on
         caps: list[trace_graphs.Capture] = []
         if activities:
-            frame, starts = _gpu_rows(activities, cats, tree, top, name, warnings)
+            frame, starts = _gpu_rows(activities, launches, tree, top, name, warnings)
             caps = [load_capture(k, c) for k, c in enumerate(captures)]
-            frame = trace_graphs.apply(frame, activities, launch_map(cats), tree, caps, warnings, extra)
+            frame = trace_graphs.apply(frame, activities, launches, tree, caps, warnings, extra)
             extra["tf32"] = tf32_facts(meta)
         else:
             frame, starts = _cpu_rows(tree, name, meta)
@@ -196,39 +195,31 @@ def _world_size(top: Trace) -> int:
     return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else 0
 
 
-def by_category(events: list[Event]) -> dict[str, list[Event]]:
-    cats: dict[str, list[Event]] = {}
-    for e in events:
-        if e.ph == "X":
-            cats.setdefault(e.cat, []).append(e)
-    return cats
-
-
-def in_order(activities: list[Event]) -> list[Event]:
+def in_order(activities: list[Activity]) -> list[Activity]:
     """GPU activities in the kernel table's row order: by start, then correlation."""
     return sorted(activities, key=lambda e: (_num(e.ts), _num(e.args.correlation)))
 
 
-def launch_map(cats: dict[str, list[Event]]) -> dict[int, Event]:
-    """correlation -> the runtime/driver event that launched it (trace_ops rule 1)."""
-    launches: dict[int, Event] = {}
-    for c in LAUNCH_CATS:
-        for e in cats.get(c, []):
-            corr = e.args.correlation
-            if corr is not None:
-                launches.setdefault(corr, e)
-    return launches
+def launch_map(launches: list[Launch], activities: list[Activity]) -> dict[int, Launch]:
+    """correlation -> the runtime/driver event that launched one of the activities (trace_ops rule 1); the
+    other launches (most of a trace's runtime calls launch nothing) are not kept."""
+    wanted = {c for e in activities if (c := e.args.correlation) is not None}
+    out: dict[int, Launch] = {}
+    for e in launches:
+        corr = e.args.correlation
+        if corr in wanted:
+            out.setdefault(corr, e)  # type: ignore[arg-type]
+    return out
 
 
-def op_tree(cats: dict[str, list[Event]], meta: dict[str, Any]) -> tuple[OpTree, list[Event]]:
+def op_tree(events: TraceEvents, meta: dict[str, Any],
+            linked_ids: set[int] | None = None) -> tuple[OpTree, list[Op]]:
     module_ranges = [str(n) for n in meta.get("module_ranges", []) if isinstance(n, str)]
-    ops, annotations = split_module_ranges([e for c in CPU_OP_CATS for e in cats.get(c, [])],
-                                           [e for c in ANNOTATION_CATS for e in cats.get(c, [])], module_ranges)
-    return OpTree(ops, annotations, module_ranges), annotations
+    ops, annotations = split_module_ranges(events.ops, events.annotations, module_ranges)
+    return OpTree(ops, annotations, module_ranges, linked_ids), annotations
 
 
-def split_module_ranges(ops: list[Event], annotations: list[Event],
-                        module_ranges: Sequence[str]) -> tuple[list[Event], list[Event]]:
+def split_module_ranges(ops: list[Op], annotations: list[Op], module_ranges: Sequence[str]) -> tuple[list[Op], list[Op]]:
     """nsroof.profile records module ranges with torch's fast C++ record function, which kineto writes as
     ``cpu_op`` events named by the module: those named in the trace's ``module_ranges`` fact are ranges
     (annotations), not ops."""
@@ -241,17 +232,15 @@ def split_module_ranges(ops: list[Event], annotations: list[Event],
 
 def load_capture(index: int, path: str | os.PathLike[str]) -> trace_graphs.Capture:
     """A capture trace (--capture): its op tree, the graphs it captured, the node ids of its own replays."""
-    top, events = load_events(path)
-    cats = by_category(events)
-    tree, _ = op_tree(cats, trace_meta(top))
-    runtime = [e for c in LAUNCH_CATS for e in cats.get(c, [])]
-    capture = trace_graphs.Capture(Path(path).name, tree, trace_graphs.capture_graphs(index, runtime, tree))
-    activities = in_order([e for c in KINDS for e in cats.get(c, [])])
-    trace_graphs.learn_node_ids(capture, activities, [KINDS[e.cat] for e in activities], launch_map(cats))
+    events = load(path)
+    tree, _ = op_tree(events, trace_meta(events.top))
+    capture = trace_graphs.Capture(Path(path).name, tree, trace_graphs.capture_graphs(index, events.launches, tree))
+    activities = in_order(events.activities)
+    trace_graphs.learn_node_ids(capture, activities, [KINDS[e.cat] for e in activities], launch_map(events.launches, activities))
     return capture
 
 
-def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any], annotations: list[Event],
+def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any], annotations: list[Op],
                   warnings: list[str], extra: dict[str, Any]) -> pd.DataFrame:
     source, bounds, warmup, steps = step_window(meta, annotations)
     extra["steps"] = {"source": source, "marked": len(bounds), "warmup": warmup, "steps": steps}
@@ -281,12 +270,11 @@ def _devices(top: Trace) -> dict[int, tuple[str, str]]:
     return out
 
 
-def _gpu_rows(activities: list[Event], cats: dict[str, list[Event]], tree: OpTree,
+def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpTree,
               top: Trace, name: str, warnings: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
     from nsroof.importers.ncu.kernel_names import short_name
 
     n = len(activities)  # in_order already
-    launches = launch_map(cats)
     devices = _devices(top)
 
     cols = empty_identity(n)
@@ -301,6 +289,7 @@ def _gpu_rows(activities: list[Event], cats: dict[str, list[Event]], tree: OpTre
     bad_dur = 0
     linked = [tree.launcher(k.args, launches) for k in activities]  # every launch adopted before paths are located
     facts = tree.all_path_facts()
+    texts: dict[int, str] = {}  # id of a list the loader shares (one per distinct text) -> its text here
     for i, k in enumerate(activities):
         args = k.args
         kinds[i] = KINDS[k.cat]
@@ -314,8 +303,9 @@ def _gpu_rows(activities: list[Event], cats: dict[str, list[Event]], tree: OpTre
         kname = k.name
         cols["kernel_name"][i] = kname
         cols["function"][i] = short_name(kname) if kinds[i] == "kernel" else kname
-        cols["grid"][i] = _dim3(args.grid)
-        cols["block"][i] = _dim3(args.block)
+        grid, block = args.grid, args.block
+        cols["grid"][i] = texts[id(grid)] if id(grid) in texts else texts.setdefault(id(grid), _dim3(grid))
+        cols["block"][i] = texts[id(block)] if id(block) in texts else texts.setdefault(id(block), _dim3(block))
         dev = args.device if args.device is not None else k.pid
         device_ids[i] = dev if isinstance(dev, int) else None
         j, links[i] = linked[i]
@@ -326,7 +316,7 @@ def _gpu_rows(activities: list[Event], cats: dict[str, list[Event]], tree: OpTre
             op = tree.ops[j]
             op_name[i] = op.name
             dims = tree.args[j].input_dims
-            shapes[i] = str(dims) if dims and any(dims) else ""
+            shapes[i] = texts[id(dims)] if id(dims) in texts else texts.setdefault(id(dims), shape_text(dims))
             cols["nvtx_ranges"][i], cols["nvtx_path"][i], modules[i] = facts[j]
     if bad_dur:
         warnings.append(f"{bad_dur} GPU event(s) with a negative or non-finite 'dur': duration NaN")
@@ -344,7 +334,7 @@ def _gpu_rows(activities: list[Event], cats: dict[str, list[Event]], tree: OpTre
     cols["device"] = [devices.get(d, only)[0] if d is not None else "" for d in device_ids]
     cols["cc"] = [devices.get(d, only)[1] if d is not None else "" for d in device_ids]
     cols["process_id"] = pd.array([None] * n, dtype="Int64")
-    frame = pd.DataFrame(cols)
+    frame = pd.DataFrame(cols, copy=False)
     frame["kind"] = pd.Series(kinds, dtype=object)
     frame["op_id"] = pd.array([j if j >= 0 else None for j in launcher.tolist()], dtype="Int64")
     frame["op_link"] = pd.Series(links, dtype=object)
@@ -405,13 +395,13 @@ def _cpu_rows(tree: OpTree, name: str, meta: dict[str, Any]) -> tuple[pd.DataFra
         cols["nvtx_ranges"][r] = paths[r]
         cols["nvtx_path"][r] = "/".join(paths[r])
         cols["device"][r] = device
-    frame = pd.DataFrame(cols)
+    frame = pd.DataFrame(cols, copy=False)
     frame["kind"] = pd.Series(["cpu_op"] * n, dtype=object)
     frame["op_id"] = pd.array(order, dtype="Int64")
     frame["op_link"] = pd.Series(["self"] * n, dtype=object)
     frame["op"] = pd.Series([tree.ops[i].name for i in order], dtype=object)
     frame["input_shapes"] = pd.Series(
-        [str(d) if (d := tree.args[i].input_dims) and any(d) else "" for i in order], dtype=object)
+        [shape_text(tree.args[i].input_dims) for i in order], dtype=object)
     frame["module"] = pd.Series([tree.module(p) for p in paths], dtype=object)
     frame["duration_source"] = pd.Series(["cpu_op dur"] * n, dtype=object)
     frame["gpu__time_duration.sum"] = np.array([(tree.spans[i][1] - tree.spans[i][0]) * 1e-6 for i in order],
@@ -436,7 +426,7 @@ def _profiler_ranges(ranges: list[RangeEvent], top: Trace, name: str) -> pd.Data
         dev = r.pid
         if isinstance(dev, int) and dev in devices:
             cols["device"][i], cols["cc"][i] = devices[dev]
-    frame = pd.DataFrame(cols)
+    frame = pd.DataFrame(cols, copy=False)
     metrics = sorted({k for r in ranges for k in r.args if "__" in k})
     for metric in metrics:
         frame[metric] = np.array([_num(r.args.get(metric)) for r in ranges], dtype="float64")

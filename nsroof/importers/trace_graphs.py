@@ -26,8 +26,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from nsroof.importers.trace_load import Args, Event
-from nsroof.importers.trace_ops import OpTree, is_graph_launch, number, thread_key
+from nsroof.importers.trace_ops import OpTree, is_graph_launch, number, shape_text, thread_key
+from nsroof.importers.trace_schema import Activity, ActivityArgs, Launch
 
 BEGIN_CAPTURE = re.compile(r"(?:cuda|cu|hip)StreamBeginCapture")
 END_CAPTURE = re.compile(r"(?:cuda|cu|hip)StreamEndCapture")
@@ -59,7 +59,7 @@ def node_kind(name: str) -> str:
     return ("memcpy" if copy.group(1) == "cpy" else "memset") if copy else ""
 
 
-def capture_graphs(capture: int, launches: list[Event], tree: OpTree) -> list[Graph]:
+def capture_graphs(capture: int, launches: list[Launch], tree: OpTree) -> list[Graph]:
     """The graphs captured in one trace: per thread, the launches between a begin and an end of capture."""
     open_: dict[tuple[str, str], Graph] = {}
     out: list[Graph] = []
@@ -72,7 +72,7 @@ def capture_graphs(capture: int, launches: list[Event], tree: OpTree) -> list[Gr
                 out.append(open_.pop(key))
         elif key in open_ and (kind := node_kind(name)):
             corr = e.args.correlation
-            op = tree.launcher(Args(correlation=corr), {corr: e})[0] if corr is not None else tree.enclosing(e)
+            op = tree.launcher(ActivityArgs(correlation=corr), {corr: e})[0] if corr is not None else tree.enclosing(e)
             kernel = e.args.kernel
             open_[key].nodes.append(Node(kind, kernel if isinstance(kernel, str) and kind == "kernel" else "", op))
     return out
@@ -122,14 +122,14 @@ class Capture:
     offset: int = 0  # its ops' op_id = offset + index in its tree (ops_table)
 
 
-def graph_ids(args: Args) -> tuple[int, int] | None:
+def graph_ids(args: ActivityArgs) -> tuple[int, int] | None:
     gid, nid = args.graph_id, args.graph_node_id
     if gid is not None and nid is not None and nid > 0:
         return gid, nid
     return None
 
 
-def replays(activities: list[Event], launches: dict[int, Event]) -> dict[int, list[int]]:
+def replays(activities: list[Activity], launches: dict[int, Launch]) -> dict[int, list[int]]:
     """Graph launch correlation -> indices of its activities, in capture order (node id where every one has
     it, else as given: by start)."""
     out: dict[int, list[int]] = {}
@@ -144,7 +144,7 @@ def replays(activities: list[Event], launches: dict[int, Event]) -> dict[int, li
     return out
 
 
-def learn_node_ids(cap: Capture, activities: list[Event], kinds: list[str], launches: dict[int, Event]) -> None:
+def learn_node_ids(cap: Capture, activities: list[Activity], kinds: list[str], launches: dict[int, Launch]) -> None:
     """Rule 1's table from a capture trace's own replays of its graphs (kernels with graph/node ids)."""
     for idx in replays(activities, launches).values():
         graph, nodes, _ = match_launch([(kinds[i], activities[i].name) for i in idx], cap.graphs)
@@ -154,7 +154,7 @@ def learn_node_ids(cap: Capture, activities: list[Event], kinds: list[str], laun
                 cap.by_node[ids] = node
 
 
-def map_replays(activities: list[Event], kinds: list[str], launches: dict[int, Event],
+def map_replays(activities: list[Activity], kinds: list[str], launches: dict[int, Launch],
                 captures: list[Capture]) -> tuple[dict[int, tuple[int, int, str]], dict[str, int]]:
     """Activity index -> (capture index, op index in its tree, link) for every replayed kernel a capture
     explains; and the counts the summary states."""
@@ -182,7 +182,7 @@ def map_replays(activities: list[Event], kinds: list[str], launches: dict[int, E
     return out, facts
 
 
-def apply(frame: Any, activities: list[Event], launches: dict[int, Event], tree: OpTree,
+def apply(frame: Any, activities: list[Activity], launches: dict[int, Launch], tree: OpTree,
           captures: list[Capture], warnings: list[str], extra: dict[str, Any]) -> Any:
     """The kernel table with every replayed kernel a capture explains pointing at the capture's op (op_id
     past the replay's own ops: ops_table appends the captures' ops there), its shapes, module and path
@@ -208,7 +208,7 @@ def apply(frame: Any, activities: list[Event], launches: dict[int, Event], tree:
         columns["op_id"][i] = cap.offset + op
         columns["op_link"][i] = link
         columns["op"][i] = cap.tree.ops[op].name
-        columns["input_shapes"][i] = str(dims) if dims and any(dims) else ""
+        columns["input_shapes"][i] = shape_text(dims)
         captured = cap.tree.path(op)
         columns["module"][i] = cap.tree.module(captured)
         columns["nvtx_ranges"][i] = replay_path + [n for n in captured if n not in replay_path]

@@ -1,12 +1,18 @@
-"""Loading a kineto chrome trace (.json, .json.gz): decoded in one pass by msgspec into the typed structs
-below, which are the declared schema of every field nsroof reads. Fields not declared here are skipped by the
-decoder (never turned into Python objects); a declared field of the wrong type is one line naming the file,
-the event and the field rather than a TypeError deep in the correlation. Integers are 64-bit as kineto
-writes them: a larger one (or a literal longer than any number) is such a one-line error too.
+"""Loading a kineto chrome trace (.json, .json.gz) into the declared schema (nsroof.importers.trace_schema),
+keeping only the events nsroof reads, in memory bounded by what it keeps rather than by the file.
+
+msgspec first splits the text into its events without decoding them (``traceEvents: list[Raw]``: views of
+the text), then each event is decoded alone and kept when it is a complete event of a category read: GPU
+activities, runtime launches, CPU ops and annotations, by the category's own struct; flow events, Python
+frames and the rest are dropped as they are met. The text is memory-mapped (a gzip stream is decompressed
+into anonymous memory) and the pages the decoder has passed are handed back to the kernel as it goes, so
+the whole text and the whole event list never stay resident together. The strings and argument texts a
+trace repeats (names, threads, an op's input shapes and types) are decoded once and shared.
 
 Text the strict decoder refuses (a JSON error, the NaN / Infinity tokens Python's json module writes, bytes
-that are not UTF-8) goes through the standard library's parser, which names the line of a real error, and
-its objects are converted to the same structs (msgspec.convert: the same declaration, the same checks).
+that are not UTF-8) goes through the standard library's parser, which names the line of a real error; what
+it reads is written again as strict JSON (a non-finite number becomes null: an absent value) and loaded the
+same way.
 """
 
 from __future__ import annotations
@@ -14,192 +20,56 @@ from __future__ import annotations
 import gc
 import gzip
 import json
-import math
+import mmap
 import os
-import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
-from msgspec import Meta, Struct, field
+import numpy as np
+from msgspec import Raw
 
 from nsroof.errors import InputError
+from nsroof.importers.trace_schema import (
+    ACTIVITY_CATS,
+    ANNOTATION_CATS,
+    HINT,
+    LAUNCH_CATS,
+    NO_OP_ARGS,
+    OP_CATS,
+    RANGE_CAT,
+    ActivityArgs,
+    Dim3,
+    Event,
+    LaunchArgs,
+    OpArgs,
+    OpExtras,
+    RangeEvent,
+    RangeTrace,
+    Shapes,
+    Trace,
+    TraceEvents,
+    Values,
+    WireActivityArgs,
+    WireEvent,
+    WireOpArgs,
+    WireTrace,
+    mixed_shapes,
+    validation_error,
+)
 
-META_KEY = "nsroof"  # the top-level key nsroof.profile writes (prof.add_metadata_json)
-INT64 = 1 << 63  # kineto writes 64-bit integers; a larger one cannot be an id, a count or a time
+CHUNK = 1 << 16  # events decoded between two hand-backs of the text's pages
+BOM = b"\xef\xbb\xbf"
 
-# --------------------------------------------------------------------------- the declared event schema
-
-Int = Annotated[int, Meta(ge=-INT64, le=INT64 - 1)]
-Number = Int | float
-Id = Int | str  # pid / tid: integers, or names ("Spans", "stream 7") in some traces
-Stream = Int | str  # CUDA writes an integer, ROCm a string ("0x0")
-Dim3 = Annotated[list[Number], Meta(min_length=3, max_length=3)] | str  # Triton launch ops: "grid(100,)"
-# one tensor's shape, or a tensor list's shapes (checked whole by mixed_shapes: msgspec takes one list type)
-Shapes = list[list[Int | list[Int]]]
-Scalar = None | str | Int | float
-Values = list[Scalar | list[Scalar | list[Scalar]]]  # 3 levels of lists at most
-
-
-class Args(Struct, frozen=True, gc=False):
-    """The args of an event nsroof reads (None: absent); the attributes nsroof passes on as given are Any."""
-
-    external_id: Int | None = field(default=None, name="External id")
-    external_id_2021: Int | None = field(default=None, name="external id")  # 2021 traces' spelling
-    correlation: Int | None = None
-    sequence_number: Int | None = field(default=None, name="Sequence number")
-    fwd_thread_id: Int | None = field(default=None, name="Fwd thread id")
-    stream: Stream | None = None
-    device: Int | None = None
-    context: Int | None = None
-    grid: Dim3 | None = None
-    block: Dim3 | None = None
-    registers_per_thread: Number | None = field(default=None, name="registers per thread")
-    shared_memory: Number | None = field(default=None, name="shared memory")
-    input_dims: Shapes | None = field(default=None, name="Input Dims")
-    input_dims_2020: Shapes | None = field(default=None, name="Input dims")  # the 2020 schema's spelling
-    input_type: Values | None = field(default=None, name="Input type")
-    concrete_inputs: Values | None = field(default=None, name="Concrete Inputs")
-    graph_id: Int | None = field(default=None, name="graph id")
-    graph_node_id: Int | None = field(default=None, name="graph node id")
-    kernel: Any = None  # ROCm graph capture: the kernel a launch adds
-    # Inductor's launch records (torch_trace.inductor_estimates)
-    kernel_backend: Any = None
-    kernel_flop: Any = None
-    kernel_num_gb: Any = None
-    # record_param_comms (nsroof.models.ledger.collectives reads them as given)
-    collective_name: Any = field(default=None, name="Collective name")
-    in_msg_nelems: Any = field(default=None, name="In msg nelems")
-    out_msg_nelems: Any = field(default=None, name="Out msg nelems")
-    dtype: Any = None
-    group_size: Any = field(default=None, name="Group size")
+_NO_LAUNCH_ARGS, _NO_ACTIVITY_ARGS = LaunchArgs(), ActivityArgs()
 
 
-NO_ARGS = Args()
-COMMS_ATTRIBUTES = {"Collective name": "collective_name", "In msg nelems": "in_msg_nelems",
-                    "Out msg nelems": "out_msg_nelems", "dtype": "dtype", "Group size": "group_size"}
-
-
-class Event(Struct, gc=False):
-    name: str = ""
-    cat: str = ""
-    ph: str = "X"
-    ts: Number = math.nan
-    dur: Number = math.nan
-    pid: Id | None = None
-    tid: Id | None = None
-    args: Args = NO_ARGS
-
-
-class Device(Struct, gc=False):
-    id: Int | None = None
-    name: str = ""
-    computeMajor: Int | None = None
-    computeMinor: Int | None = None
-
-
-class Trace(Struct, gc=False):
-    traceEvents: list[Event]
-    deviceProperties: list[Device] | None = None
-    nsroof: dict[str, Any] | None = None
-    distributedInfo: Any = None
-
-
-class RangeEvent(Struct, gc=False):
-    """A CUPTI range-profiler event: its counters are args of any name (read for those traces only)."""
-
-    name: str = ""
-    cat: str = ""
-    ts: Number = math.nan
-    pid: Id | None = None
-    args: dict[str, Any] = {}
-
-
-class RangeTrace(Struct, gc=False):
-    traceEvents: list[RangeEvent]
-
-
-def comms_attributes(args: Args) -> dict[str, Any]:
-    """A record_param_comms op's attributes under the trace's names (those it has)."""
-    return {key: value for key, attr in COMMS_ATTRIBUTES.items() if (value := getattr(args, attr)) is not None}
-
-
-def mixed_shapes(dims: list[Any]) -> bool:
-    """An Input Dims entry mixing a shape's integers with a tensor list's shapes ([[], 16]): no tensor."""
-    for x in dims:  # the entries' types as a set, built in C: 0.11 -> 0.08 s over a 140 MB trace's 183k Input Dims
-        if x and (kinds := set(map(type, x))) != _INTS and kinds != _LISTS:
-            return True
-    return False
-
-
-_INTS, _LISTS = {int}, {list}  # a shape's entries; a tensor list's
-
-
-# --------------------------------------------------------------------------- the one-line errors
-
-_EXPECTED = {"ts": "a number", "dur": "a number", "pid": "an integer or a string", "tid": "an integer or a string",
-             "name": "a string", "cat": "a string", "ph": "a string", "args": "an object",
-             "stream": "an integer or a string", "grid": "a list of 3 numbers", "block": "a list of 3 numbers",
-             "registers per thread": "a number", "shared memory": "a number",
-             "Input Dims": "a list of shapes (lists of integers) or of shape lists",
-             "Input dims": "a list of shapes (lists of integers) or of shape lists",
-             "Input type": "a list of values", "Concrete Inputs": "a list of values"}
-_PATH = re.compile(r"^(?P<where>(?:traceEvents|deviceProperties)\[\d+\])(?P<args>\.args)?(?:\.(?P<key>[^.\[]+))?")
-_HINT = "the file is not a torch.profiler trace as written by export_chrome_trace()"
-
-
-def _type_name(v: Any) -> str:
-    if isinstance(v, int) and not isinstance(v, bool) and not -INT64 <= v < INT64:
-        return f"an integer of {len(str(abs(v)))} digits (beyond 64 bits)"
-    if isinstance(v, list | dict):
-        return f"a {type(v).__name__} nested too deeply or holding other types" if v else f"an empty {type(v).__name__}"
-    return f"{type(v).__name__} {json.dumps(v)[:40]}"
-
-
-def _lookup(doc: Any, path: str) -> Any:
-    """The value at a msgspec error path ('traceEvents[3].args.External id'), or a reason it is not there."""
-    value = doc
-    for name, index in re.findall(r"\.?([^.\[\]]+)|\[(\d+)\]", path):
-        value = value[int(index)] if index else value[name]
-    return value
-
-
-def _validation_error(p: Path, exc: msgspec.ValidationError, document: Any) -> InputError:
-    """msgspec's 'Expected `int`, got `str` - at `$.traceEvents[3].ts`' as nsroof's one line."""
-    message, _, at = str(exc).rpartition(" - at `$")
-    path = at.rstrip("`").lstrip(".")
-    m = _PATH.match(path)
-    if not path or path == "traceEvents" or message.startswith("Object missing required field"):
-        return InputError(p, "JSON without a 'traceEvents' list: not a chrome trace",
-                          hint="pass a torch.profiler trace written by export_chrome_trace()")
-    try:
-        value: Any = _lookup(document, m.group(0) if m else path)
-        got = _type_name(value)
-    except (KeyError, IndexError, TypeError):
-        got = message
-    if m is None:  # a top-level key of the wrong type
-        expected = "an object" if path == META_KEY else "a list of objects"
-        return InputError(p, f"{'top-level ' if path == META_KEY else ''}{path!r} is {got}, expected {expected}")
-    where, key = m.group("where") + (m.group("args") or ""), m.group("key")
-    if key is None and m.group("args"):  # the args themselves
-        where, key = m.group("where"), "args"
-    if key is None:
-        thing = "an event object" if where.startswith("traceEvents") else "an object"
-        return InputError(p, f"{where} is {got}, expected {thing}", hint=_HINT)
-    expected = _EXPECTED.get(key, "an integer")
-    return InputError(p, f"{where}: field {key!r} is {got}, expected {expected}", hint=_HINT)
-
-
-# --------------------------------------------------------------------------- loading
-
-
-@cache
-def _decoder() -> msgspec.json.Decoder[Trace | list[Event]]:
-    return msgspec.json.Decoder(Trace | list[Event])  # type: ignore[arg-type]
+class _MixedShapes(Exception):
+    """An 'Input Dims' mixing a shape's integers with a tensor list's shapes (the loop's signal)."""
 
 
 @contextmanager
@@ -213,6 +83,14 @@ def paused_gc() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+# --------------------------------------------------------------------------- the text
+
+
+def _cannot_read(p: Path, exc: BaseException) -> InputError:
+    return InputError(p, f"cannot read the trace ({exc or type(exc).__name__})",
+                      hint="pass a torch.profiler chrome trace (.json or .json.gz); re-compress a damaged .gz")
 
 
 def read_bytes(p: Path) -> bytes | bytearray:
@@ -229,11 +107,52 @@ def read_bytes(p: Path) -> bytes | bytearray:
                     out += chunk
             return out
     except (OSError, EOFError, zlib.error) as exc:
-        raise InputError(p, f"cannot read the trace ({exc or type(exc).__name__})",
-                         hint="pass a torch.profiler chrome trace (.json or .json.gz); re-compress a damaged .gz") from None
+        raise _cannot_read(p, exc) from None
 
 
-def _standard_parse(p: Path, raw: bytes | bytearray) -> Any:
+def read_mapped(p: Path) -> mmap.mmap | bytes:
+    """The file's text as memory the loader can hand back page by page: the file mapped read-only, or a gzip
+    stream decompressed into anonymous memory (sized by the stream's trailer, grown if it is larger)."""
+    try:
+        with open(p, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if fh.read(2) != b"\x1f\x8b":
+                return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            fh.seek(-4, os.SEEK_END)
+            buffer = mmap.mmap(-1, max(int.from_bytes(fh.read(4), "little"), 1 << 16))  # ISIZE: size mod 2**32
+            fh.seek(0)
+            n = 0
+            with gzip.GzipFile(fileobj=fh) as gz:
+                while chunk := gz.read(1 << 24):
+                    if n + len(chunk) > len(buffer):
+                        buffer.resize(max(2 * len(buffer), n + len(chunk)))
+                    buffer[n:n + len(chunk)] = chunk
+                    n += len(chunk)
+            if not n:
+                return b""
+            buffer.resize(n)
+            return buffer
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _cannot_read(p, exc) from None
+
+
+def _releaser(buffer: mmap.mmap | bytes) -> Callable[[Raw], None]:
+    """A function handing back the pages of `buffer` before an event's text (the events before it are
+    decoded: the page cache, or nothing for decompressed memory, keeps what is handed back)."""
+    if not isinstance(buffer, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return lambda raw: None
+    base = np.frombuffer(buffer, dtype=np.uint8).ctypes.data
+    page = mmap.PAGESIZE
+
+    def release(raw: Raw) -> None:
+        end = np.frombuffer(raw, dtype=np.uint8).ctypes.data - base
+        if end >= page:
+            buffer.madvise(mmap.MADV_DONTNEED, 0, end // page * page)
+
+    return release
+
+
+def _standard_parse(p: Path, raw: bytes | bytearray | mmap.mmap) -> Any:
     """The standard library's reading of text msgspec refused: its error names the line."""
     try:
         text = bytes(raw).decode("utf-8-sig")
@@ -248,7 +167,21 @@ def _standard_parse(p: Path, raw: bytes | bytearray) -> Any:
     except RecursionError:
         raise _too_deep(p) from None
     except ValueError as exc:  # an integer literal of more digits than Python converts (sys.int_info)
-        raise InputError(p, f"a number no chrome trace holds ({str(exc).split(';')[0]})", hint=_HINT) from None
+        raise InputError(p, f"a number no chrome trace holds ({str(exc).split(';')[0]})", hint=HINT) from None
+
+
+def _restated(p: Path, raw: bytes | bytearray | mmap.mmap) -> bytes:
+    """Text msgspec refused, read by the standard parser (which raises what is wrong, naming the line) and
+    written again as strict JSON: what it refused was the NaN / Infinity tokens, now null (absent)."""
+    doc = _standard_parse(p, raw)
+    try:
+        return msgspec.json.encode(doc)
+    except OverflowError as exc:
+        raise InputError(p, f"a number no chrome trace holds ({exc})", hint=HINT) from None
+
+
+def _invalid(p: Path) -> InputError:
+    return InputError(p, "not valid JSON", hint="the trace may be damaged: re-export it with prof.export_chrome_trace()")
 
 
 def _too_deep(p: Path) -> InputError:
@@ -256,48 +189,215 @@ def _too_deep(p: Path) -> InputError:
                       hint="pass a torch.profiler chrome trace")
 
 
-def _typed(p: Path, raw: bytes | bytearray) -> Trace | list[Event]:
-    body = memoryview(raw)[3:] if raw[:3] == b"\xef\xbb\xbf" else raw
+def _out_of_range(p: Path, exc: msgspec.ValidationError) -> InputError | None:
+    text = str(exc)
+    return InputError(p, f"a number no chrome trace holds ({text.split(' - ')[0]})", hint=HINT) \
+        if "out of range" in text else None
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+@cache
+def _decoders() -> dict[str, Any]:
+    return {"trace": msgspec.json.Decoder(WireTrace | list[Raw]),  # type: ignore[arg-type]
+            "event": msgspec.json.Decoder(WireEvent), "launch": msgspec.json.Decoder(LaunchArgs),
+            "activity": msgspec.json.Decoder(WireActivityArgs), "op": msgspec.json.Decoder(WireOpArgs),
+            "shapes": msgspec.json.Decoder(Shapes), "values": msgspec.json.Decoder(Values),
+            "dim3": msgspec.json.Decoder(Dim3)}
+
+
+def _group(cat: str) -> str:
+    return ("activity" if cat in ACTIVITY_CATS else "launch" if cat in LAUNCH_CATS
+            else "op" if cat in OP_CATS + ANNOTATION_CATS else "range" if cat == RANGE_CAT else "")
+
+
+class _Texts:
+    """Argument texts decoded once per distinct text and shared (per decoder: the checks differ)."""
+
+    def __init__(self, decoders: dict[str, Any]) -> None:
+        self.shapes_of: dict[bytes, Any] = {}
+        self.values_of: dict[bytes, Any] = {}
+        self.dim3_of: dict[bytes, Any] = {}
+        self._shapes, self._values, self._dim3 = decoders["shapes"], decoders["values"], decoders["dim3"]
+
+    def shapes(self, raw: Raw) -> Any:
+        if not len(raw):
+            return None
+        key = bytes(raw)
+        found = self.shapes_of.get(key)
+        if found is None:
+            found = self._shapes.decode(key)
+            if mixed_shapes(found):
+                raise _MixedShapes
+            self.shapes_of[key] = found
+        return found
+
+    def values(self, raw: Raw) -> Any:
+        if not len(raw):
+            return None
+        key = bytes(raw)
+        found = self.values_of.get(key)
+        if found is None:
+            found = self.values_of[key] = self._values.decode(key)
+        return found
+
+    def dim3(self, raw: Raw) -> Any:
+        if not len(raw):
+            return None
+        key = bytes(raw)
+        found = self.dim3_of.get(key)
+        if found is None:
+            found = self.dim3_of[key] = self._dim3.decode(key)
+        return found
+
+
+def _op_args(w: WireOpArgs, texts: _Texts) -> OpArgs:
+    dims = w.input_dims if len(w.input_dims) else w.input_dims_2020
+    extras = None if (w.kernel_backend is None and w.collective_name is None and w.kernel_flop is None
+                      and w.kernel_num_gb is None and w.in_msg_nelems is None and w.out_msg_nelems is None
+                      and w.dtype is None and w.group_size is None) else \
+        OpExtras(w.kernel_backend, w.kernel_flop, w.kernel_num_gb, w.collective_name, w.in_msg_nelems,
+                 w.out_msg_nelems, w.dtype, w.group_size)
+    return OpArgs(w.external_id if w.external_id is not None else w.external_id_2021, w.sequence_number,
+                  w.fwd_thread_id, texts.shapes(dims), texts.values(w.input_type), texts.values(w.concrete_inputs),
+                  extras)
+
+
+def _activity_args(w: WireActivityArgs, texts: _Texts) -> ActivityArgs:
+    return ActivityArgs(w.external_id, w.external_id_2021, w.correlation, w.graph_id, w.graph_node_id, w.stream,
+                        w.device, w.context, texts.dim3(w.grid), texts.dim3(w.block), w.registers_per_thread,
+                        w.shared_memory)
+
+
+def _decode_events(p: Path, raws: list[Raw], release: Callable[[Raw], None]) -> tuple[dict[str, list[Any]], int]:
+    """The kept events by category, and how many range-profiler events there were; `raws` is emptied."""
+    dec = _decoders()
+    wire_event, launch_args, activity_args, op_args = dec["event"], dec["launch"], dec["activity"], dec["op"]
+    texts = _Texts(dec)
+    by_cat: dict[str, list[Any]] = {c: [] for c in (*ACTIVITY_CATS, *LAUNCH_CATS, *OP_CATS, *ANNOTATION_CATS)}
+    routes = {c: (_group(c), by_cat.get(c, []), c) for c in (*by_cat, RANGE_CAT)}  # c: one string for all
+    shared: dict[Any, Any] = {}  # names and thread ids: a trace repeats a few thousand of them
+    base = ranges = 0
+    while raws:
+        chunk = raws[:CHUNK]
+        del raws[:CHUNK]
+        j = 0
+        try:
+            for j, raw in enumerate(chunk):  # noqa: B007 (j names the event of an error)
+                e = wire_event.decode(raw)
+                if e.ph != "X" or (route := routes.get(e.cat)) is None:
+                    continue
+                group, kept, cat = route
+                a = e.args
+                if group == "launch":
+                    args: Any = launch_args.decode(a) if len(a) else _NO_LAUNCH_ARGS
+                elif group == "op":
+                    args = _op_args(op_args.decode(a), texts) if len(a) else NO_OP_ARGS
+                elif group == "activity":
+                    args = _activity_args(activity_args.decode(a), texts) if len(a) else _NO_ACTIVITY_ARGS
+                else:
+                    ranges += 1
+                    continue
+                kept.append(Event(shared.setdefault(e.name, e.name), cat, e.ts, e.dur,
+                                  shared.setdefault(e.pid, e.pid), shared.setdefault(e.tid, e.tid), args))
+        except (msgspec.ValidationError, _MixedShapes) as exc:
+            raise _event_error(p, base + j, chunk[j], exc) from None
+        release(chunk[-1])
+        base += len(chunk)
+    return by_cat, ranges
+
+
+def _event_error(p: Path, k: int, raw: Raw, exc: Exception) -> InputError:
+    """The one-line error of event k, which the loop could not read: its stages again, to name the field."""
+    if isinstance(exc, msgspec.ValidationError) and (error := _out_of_range(p, exc)) is not None:
+        return error
+    document = msgspec.json.decode(raw)  # the text is valid JSON: the split checked it
+    where = f"traceEvents[{k}]"
+    if isinstance(exc, _MixedShapes):
+        key = "Input Dims" if "Input Dims" in document.get("args", {}) else "Input dims"
+        return InputError(p, f"{where}.args: field {key!r} is a list mixing shapes and integers, expected a list "
+                             "of shapes (lists of integers) or of shape lists", hint=HINT)
+    dec = _decoders()
     try:
-        return _decoder().decode(body)  # type: ignore[no-any-return]
+        e = dec["event"].decode(raw)
+    except msgspec.ValidationError as first:
+        return validation_error(p, first, document, event=k)
+    group = _group(e.cat)
+    try:
+        wire = dec[group].decode(e.args)
+    except msgspec.ValidationError as in_args:
+        return validation_error(p, in_args, document, event=k, stage=".args")
+    for attr, kind, name in (("input_dims", "shapes", "Input Dims"), ("input_dims_2020", "shapes", "Input dims"),
+                             ("input_type", "values", "Input type"), ("concrete_inputs", "values", "Concrete Inputs"),
+                             ("grid", "dim3", "grid"), ("block", "dim3", "block")):
+        text = getattr(wire, attr, Raw())
+        try:
+            if len(text):
+                dec[kind].decode(text)
+        except msgspec.ValidationError as in_field:
+            return validation_error(p, in_field, document, event=k, stage=f".args.{name}")
+    return validation_error(p, exc, document, event=k)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load(path: str | os.PathLike[str]) -> TraceEvents:
+    """The events of a chrome trace nsroof reads (plain or gzip), decoded into the declared schema;
+    InputError on anything else."""
+    p = Path(path)
+    buffer = read_mapped(p)
+    try:
+        return _load(p, buffer)
+    finally:
+        if isinstance(buffer, mmap.mmap):
+            try:
+                buffer.close()
+            except BufferError:  # an error's traceback still holds views of the text: unmapped when freed
+                pass
+
+
+def _load(p: Path, buffer: mmap.mmap | bytes, restated: bool = False) -> TraceEvents:
+    """`restated`: the text is the standard parser's reading written again (once: it is strict JSON)."""
+    body = memoryview(buffer)[3:] if buffer[:3] == BOM else buffer
+    try:
+        wire = _decoders()["trace"].decode(body)
     except msgspec.ValidationError as exc:
-        if "out of range" in str(exc):
-            raise InputError(p, f"a number no chrome trace holds ({str(exc).split(' - ')[0]})", hint=_HINT) from None
-        raise _validation_error(p, exc, _standard_parse(p, raw)) from None
+        error = _out_of_range(p, exc) or validation_error(p, exc, _standard_parse(p, buffer))
+        raise error from None
     except RecursionError:
         raise _too_deep(p) from None
     except msgspec.DecodeError:
-        doc = _standard_parse(p, raw)  # raises what is wrong; returns what the strict decoder refused (NaN)
+        del body
+        if restated:
+            raise _invalid(p) from None
+        return _load(p, _restated(p, buffer), restated=True)
+    if isinstance(wire, WireTrace):
+        top = Trace(wire.deviceProperties, wire.nsroof, wire.distributedInfo)
+        raws, wire.traceEvents = wire.traceEvents, []
+    else:
+        top, raws = Trace(), wire
+    del wire, body
     try:
-        return msgspec.convert(doc, Trace | list[Event])  # type: ignore[arg-type]
-    except msgspec.ValidationError as exc:
-        raise _validation_error(p, exc, doc) from None
-
-
-def load_events(path: str | os.PathLike[str]) -> tuple[Trace, list[Event]]:
-    """(top-level object, traceEvents) of a chrome trace, plain or gzip, decoded into the declared schema;
-    InputError on anything else."""
-    p = Path(path)
-    decoded = _typed(p, read_bytes(p))
-    top = decoded if isinstance(decoded, Trace) else Trace(traceEvents=decoded)
-    for k, e in enumerate(top.traceEvents):
-        dims = e.args.input_dims if e.args.input_dims is not None else e.args.input_dims_2020
-        if dims is not None and mixed_shapes(dims):
-            key = "Input Dims" if e.args.input_dims is not None else "Input dims"
-            raise InputError(p, f"traceEvents[{k}].args: field {key!r} is a list mixing shapes and integers, "
-                                "expected a list of shapes (lists of integers) or of shape lists", hint=_HINT)
-    return top, top.traceEvents
+        by_cat, ranges = _decode_events(p, raws, _releaser(buffer))
+    except msgspec.DecodeError:  # inside an event the split passed over (bytes that are not UTF-8): the
+        if restated:               # text again (its pages may be handed back already)
+            raise _invalid(p) from None
+        return _load(p, _restated(p, read_bytes(p)), restated=True)
+    return TraceEvents(top, [e for c in ACTIVITY_CATS for e in by_cat[c]], [e for c in LAUNCH_CATS for e in by_cat[c]],
+                       [e for c in OP_CATS for e in by_cat[c]], [e for c in ANNOTATION_CATS for e in by_cat[c]], ranges)
 
 
 def load_ranges(path: str | os.PathLike[str]) -> list[RangeEvent]:
     """The CUPTI range-profiler events of a trace with every arg (their counters): read again, for the
-    traces that have them (load_events checked the file)."""
+    traces that have them (load checked the file)."""
     p = Path(path)
     raw = read_bytes(p)
-    body = memoryview(raw)[3:] if raw[:3] == b"\xef\xbb\xbf" else raw
+    body = memoryview(raw)[3:] if raw[:3] == BOM else raw
     try:
         decoded = msgspec.json.decode(body, type=RangeTrace | list[RangeEvent])
     except msgspec.DecodeError:
         decoded = msgspec.convert(_standard_parse(p, raw), RangeTrace | list[RangeEvent])  # type: ignore[arg-type]
     events = decoded.traceEvents if isinstance(decoded, RangeTrace) else decoded
-    return [e for e in events if e.cat == "cuda_profiler_range"]
+    return [e for e in events if e.cat == RANGE_CAT]

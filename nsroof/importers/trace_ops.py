@@ -34,10 +34,20 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-import msgspec
 import numpy as np
 
-from nsroof.importers.trace_load import INT64, NO_ARGS, Args, Event
+from nsroof.importers.trace_schema import (
+    INT64,
+    NO_OP_ARGS,
+    ActivityArgs,
+    Event,
+    Launch,
+    LaunchArgs,
+    Op,
+    OpArgs,
+)
+
+AnyArgs = ActivityArgs | LaunchArgs | OpArgs
 
 EVALUATE = "autograd::engine::evaluate_function: "
 STEP_MARKER = "nsroof::step"
@@ -74,11 +84,13 @@ def number(value: Any) -> float:
     return f if math.isfinite(f) else math.nan
 
 
-def external_id(args: Args) -> int | None:
+def external_id(args: AnyArgs) -> int | None:
+    if isinstance(args, OpArgs):  # one spelling already
+        return args.external_id
     return args.external_id if args.external_id is not None else args.external_id_2021
 
 
-def thread_key(e: Event) -> tuple[str, str]:
+def thread_key(e: Event[Any]) -> tuple[str, str]:
     return _thread_key(e.pid, e.tid)
 
 
@@ -88,7 +100,7 @@ def _thread_key(pid: int | str | None, tid: int | str | None) -> tuple[str, str]
     return str(pid), str(tid)
 
 
-def span(e: Event) -> tuple[float, float]:
+def span(e: Event[Any]) -> tuple[float, float]:
     """(start, end) in µs; an event without a usable duration is a point at its start."""
     start = number(e.ts)
     dur = number(e.dur)
@@ -114,13 +126,13 @@ def concrete_value(text: Any) -> Any:
         return text
 
 
+def shape_text(dims: list[Any] | None) -> str:
+    """An op's Input Dims as the kernel table's input_shapes text ('' for none or all scalars)."""
+    return str(dims) if dims and any(dims) else ""
+
+
 def concrete_values(values: Any) -> list[Any] | None:
     return [concrete_value(v) for v in values] if isinstance(values, list) else None
-
-
-def _spelled_2024(args: Args) -> Args:
-    """The 2020 schema's 'Input dims' as 'Input Dims' (when the event has no 'Input Dims')."""
-    return args if args.input_dims is not None else msgspec.structs.replace(args, input_dims=args.input_dims_2020)
 
 
 def by_start(spans: Sequence[tuple[float, float]]) -> list[int]:
@@ -174,16 +186,19 @@ class Timeline:
 class OpTree:
     """CPU ops of a trace with their nesting per thread, annotation paths and forward ops."""
 
-    def __init__(self, ops: list[Event], annotations: list[Event], module_ranges: Sequence[str] = ()) -> None:
-        self.ops = list(ops)
+    def __init__(self, ops: list[Op], annotations: list[Op], module_ranges: Sequence[str] = (),
+                 linked_ids: set[int] | None = None) -> None:
+        """`linked_ids`: the External ids the launches and GPU activities name, the only ones rules 1-2 look
+        up (None: every op's; a trace has millions of ops and far fewer launches)."""
+        self.ops: list[Op | Launch] = list(ops)
         self.spans = [span(op) for op in ops]
         self.keys = [thread_key(op) for op in ops]
-        self.args = [op.args if op.args.input_dims_2020 is None else _spelled_2024(op.args) for op in ops]
+        self.args: list[OpArgs] = [op.args for op in ops]
         self.module_ranges = set(module_ranges)
         self.by_external: dict[int, int] = {}
         for i, a in enumerate(self.args):
-            ext = external_id(a)
-            if ext is not None:
+            ext = a.external_id
+            if ext is not None and (linked_ids is None or ext in linked_ids):
                 self.by_external.setdefault(ext, i)
         self._by_start = by_start(self.spans)
         self.parent = self._nest()
@@ -207,6 +222,7 @@ class OpTree:
         self._forward = self._forward_ops()
         self._paths: dict[tuple[Any, ...], tuple[list[str], str, str]] = {}
         self._where: list[tuple[Any, ...]] = []  # per op, the key of its own path (_locate)
+        self._locations: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self._forward_of_node: dict[int, int] = {}
         self._all_facts: list[tuple[list[str], str, str]] = []  # all_path_facts, while no op is adopted
 
@@ -229,13 +245,13 @@ class OpTree:
             stack.append(i)
         return parent
 
-    def encloses(self, i: int, event: Event) -> bool:
+    def encloses(self, i: int, event: Event[Any]) -> bool:
         if self.keys[i] != thread_key(event):
             return False
         s, e = span(event)
         return self.spans[i][0] <= s and e <= self.spans[i][1]
 
-    def enclosing(self, event: Event) -> int:
+    def enclosing(self, event: Event[Any]) -> int:
         """The innermost op on the event's thread whose span contains it (-1 when none)."""
         starts, idx = self._by_thread.get(thread_key(event), ([], []))
         s, e = span(event)
@@ -252,7 +268,7 @@ class OpTree:
         return -1
 
     # -- rule 1 + 2
-    def launcher(self, activity_args: Args, launches: dict[int, Event]) -> tuple[int, str]:
+    def launcher(self, activity_args: ActivityArgs, launches: dict[int, Launch]) -> tuple[int, str]:
         """(index of the op that launched a GPU activity or -1, how it was linked)."""
         corr = activity_args.correlation
         launch = launches.get(corr) if corr is not None else None
@@ -272,7 +288,7 @@ class OpTree:
         return (j, LINK_ENCLOSING) if j >= 0 else (self.adopt(launch, -1), LINK_LAUNCH)
 
     # -- rule 5
-    def adopt(self, launch: Event, parent: int) -> int:
+    def adopt(self, launch: Launch, parent: int) -> int:
         """The op index of a runtime launch made an op of its own (a child of `parent`), once per launch.
         It encloses no other op, so the per-thread search structures stay as they are."""
         key = id(launch)
@@ -281,7 +297,7 @@ class OpTree:
             self.ops.append(launch)
             self.spans.append(span(launch))
             self.keys.append(thread_key(launch))
-            self.args.append(NO_ARGS)  # a launch's args (correlation, External id) are no op inputs
+            self.args.append(NO_OP_ARGS)  # a launch's args (correlation, External id) are no op inputs
             self.parent.append(parent)
             self._backward.append(self._backward[parent] if parent >= 0 else -1)
         return self._adopted[key]
@@ -355,8 +371,10 @@ class OpTree:
                 # a span without a start (NaN) leaves the times unsorted: each op then looks for itself
                 whole &= ((col < 0) | (min_end >= np.where(own, ends, starts))) & ~np.isnan(times).any()
                 cols.append(col.tolist())
+            shared = self._locations  # one tuple per distinct location (a trace has thousands, and millions of ops)
             for r, key, ok, *at in zip(rows.tolist(), keys, whole.tolist(), *cols, strict=True):
-                where[r] = (key, *at) if ok else ("op", lo + r)
+                loc = (key, *at) if ok else ("op", lo + r)
+                where[r] = shared.setdefault(loc, loc)
         self._where += where
 
     def _own_path(self, i: int) -> list[str]:
@@ -442,6 +460,9 @@ class OpTree:
             return pd.arrays.IntegerArray(v, v < 0)
 
         seq = [a.sequence_number for a in self.args]
+        # the loader shares one list per distinct text: one converted list, one thread name per distinct one
+        concrete: dict[int, list[Any] | None] = {}
+        threads = {key: f"{key[0]}/{key[1]}" for key in set(self.keys)}
         sequence = np.fromiter((0 if v is None else v for v in seq), dtype="int64", count=n)
 
         return pd.DataFrame({
@@ -451,14 +472,16 @@ class OpTree:
             "name": pd.Series([op.name for op in self.ops], dtype=object),
             "input_shapes": pd.Series([a.input_dims for a in self.args], dtype=object),
             "input_dtypes": pd.Series([a.input_type for a in self.args], dtype=object),
-            "concrete_inputs": pd.Series([concrete_values(a.concrete_inputs) for a in self.args], dtype=object),
+            "concrete_inputs": pd.Series([concrete[k] if (k := id(a.concrete_inputs)) in concrete
+                                          else concrete.setdefault(k, concrete_values(a.concrete_inputs))
+                                          for a in self.args], dtype=object),
             "sequence_number": pd.arrays.IntegerArray(sequence, np.array([v is None for v in seq], dtype=bool)),
             "forward_op_id": ids(forward),
-            "thread": pd.Series([f"{p}/{t}" for p, t in self.keys], dtype=object),
+            "thread": pd.Series([threads[key] for key in self.keys], dtype=object),
             "start_us": [s for s, _ in self.spans],
             "duration_us": [e - s for s, e in self.spans],
             "nvtx_path": pd.Series([f[1] for f in facts], dtype=object),
             "module": pd.Series([f[2] for f in facts], dtype=object),
             "recorded_in": pd.Series([recorded_in or source] * n, dtype=object),
-        })
+        }, copy=False)  # no consolidating copy of the columns: millions of rows
 

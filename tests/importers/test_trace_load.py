@@ -89,3 +89,60 @@ def test_a_float_beyond_any_double_is_a_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="a number no chrome trace holds") as err:
         importers.read(path)
     assert "\n" not in str(err.value)
+
+
+# --------------------------------------------------------------------------- bounded memory
+
+
+def _frames_equal(a: tuple[pd.DataFrame, object], b: tuple[pd.DataFrame, object]) -> None:
+    """The kernel and ops tables equal (but for the file's name)."""
+    for x, y in ((a[0], b[0]), (a[1].ops, b[1].ops)):  # type: ignore[attr-defined]
+        pd.testing.assert_frame_equal(x.drop(columns=["source", "recorded_in"], errors="ignore"),
+                                      y.drop(columns=["source", "recorded_in"], errors="ignore"))
+
+
+@pytest.mark.parametrize("name", ["cross_thread.json", "graph_capture.json", "rocm_capture.json"])
+def test_pages_handed_back_every_few_events_change_nothing(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    from nsroof.importers import trace_load
+
+    whole = importers.read(DATA / name)
+    monkeypatch.setattr(trace_load, "CHUNK", 2)  # a hand-back of the text's pages after every second event
+    _frames_equal(importers.read(DATA / name), whole)
+
+
+def test_a_gzip_stream_larger_than_its_trailer_says_is_read_whole(tmp_path: Path) -> None:
+    import gzip
+
+    # two gzip members: the trailer read to size the buffer is the last member's (17 bytes), not the stream's
+    text = (DATA / "cross_thread.json").read_bytes()
+    path = tmp_path / "two_members.json.gz"
+    path.write_bytes(gzip.compress(text[:-17]) + gzip.compress(text[-17:]))
+    _frames_equal(importers.read(path), importers.read(DATA / "cross_thread.json"))
+
+
+def test_only_read_categories_are_kept_and_repeated_texts_are_shared(tmp_path: Path) -> None:
+    import json
+
+    from nsroof.importers.trace_load import load
+
+    op = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "dur": 1,
+          "args": {"Input Dims": [[8, 32], [32, 16]], "Input type": ["float", "float"]}}
+    events = [op | {"ts": t} for t in (1, 5)]
+    events += [{"ph": "s", "cat": "ac2g", "name": "flow", "id": 1, "pid": 1, "tid": 1, "ts": 2},
+               {"ph": "X", "cat": "python_function", "name": "f", "pid": 1, "tid": 1, "ts": 0, "dur": 9}]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    loaded = load(path)
+    assert [e.name for e in loaded.ops] == ["aten::mm", "aten::mm"] and not loaded.annotations
+    assert not loaded.activities and not loaded.launches  # the flow event and the Python frame are dropped
+    first, second = (e.args for e in loaded.ops)
+    assert first.input_dims == [[8, 32], [32, 16]] and first.input_dims is second.input_dims
+    assert first.input_type is second.input_type and loaded.ops[0].name is loaded.ops[1].name
+
+
+def test_invalid_utf8_inside_an_event_is_a_one_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_bytes(b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k\xff", "ts": 1}]}')
+    with pytest.raises(InputError, match="not UTF-8 text") as err:
+        importers.read(path)
+    assert "\n" not in str(err.value)

@@ -59,11 +59,11 @@ def test_timeline_gives_the_spans_open_at_a_time_also_when_they_overlap_without_
 
 def test_every_ops_path_facts_in_one_pass_are_each_ops_own(data_dir: Path) -> None:
     from nsroof.importers import torch_trace
-    from nsroof.importers.trace_load import load_events
+    from nsroof.importers.trace_load import load
 
     for name in ("cross_thread.json", "graph_capture.json", "rocm_capture.json"):
-        top, events = load_events(data_dir / "traces" / name)
-        tree, _ = torch_trace.op_tree(torch_trace.by_category(events), torch_trace.trace_meta(top))
+        events = load(data_dir / "traces" / name)
+        tree, _ = torch_trace.op_tree(events, torch_trace.trace_meta(events.top))
         assert len(tree.ops) > 1
         # one op at a time (computed, then cached by location) against all at once (gathered by np.unique)
         assert tree.all_path_facts() == [tree.path_facts(i) for i in range(len(tree.ops))], name
