@@ -123,12 +123,12 @@ class OpTable:
 
     def _call_costs(self, rows: np.ndarray) -> np.ndarray:
         """Ops priced by their name and arguments alone: once per distinct call."""
-        texts = [objects(list(map(repr, a[rows]))) for a in self.args]
-        codes, first = row_codes(self._name_code[rows], *texts)
+        args = [_repr_codes(a[rows]) for a in self.args]
+        codes, first = row_codes(self._name_code[rows], *(c for c, _ in args))
         priced, shapes = [], []
         for i in first.tolist():
             r = int(rows[i])
-            call = (str(self.names[r]), texts[0][i], texts[1][i], texts[2][i])
+            call = (str(self.names[r]), *(texts[c[i]] for c, texts in args))
             found = self._by_call.get(call) or op_cost(call[0], *(a[r] for a in self.args), context=None)
             self._by_call[call] = found
             priced.append(found)
@@ -253,3 +253,11 @@ def _pricing(name: str) -> int:
 def shape_text(dims: Any) -> str:
     """The kernel table's input_shapes text of a recorded Input Dims list."""
     return str(dims) if isinstance(dims, list) and dims and any(dims) else ""
+
+
+def _repr_codes(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """An integer code per value, equal where their reprs are, and each code's repr: repr'd once per distinct
+    object (a trace's decoder shares the argument lists of equal calls)."""
+    by_object, first = row_codes(np.fromiter(map(id, values), dtype=np.uint64, count=len(values)))
+    by_text, texts = pd.factorize(objects([repr(v) for v in values[first].tolist()]))
+    return np.asarray(by_text, dtype="int64")[by_object], [str(t) for t in texts]

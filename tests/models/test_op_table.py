@@ -3,6 +3,7 @@ time for all ops, are those of pricing each op by itself (op_cost) and walking u
 
 from __future__ import annotations
 
+import copy
 import math
 import random
 from typing import Any
@@ -11,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.models.ledger.aten import OpCost, op_cost
-from nsroof.models.op_table import _LEVELS, OpTable
+from nsroof.models.op_table import _LEVELS, OpTable, _repr_codes
 from nsroof.schema import OP_COLUMNS
 
 # (name, Input Dims, Input type): known costs (add, mm), none (a view; no shapes; no formula; an engine op)
@@ -96,7 +97,11 @@ def test_a_cycle_or_a_chain_deeper_than_the_levels_walked_together_finishes_one_
 
 def test_every_op_is_priced_as_op_cost_prices_it_alone() -> None:
     rows = forest(7)
-    table = OpTable(ops_frame(rows))
+    frame = ops_frame(rows)
+    # half the calls with arguments of their own (equal lists, other objects), half sharing them as a decoder does
+    for column in ("input_shapes", "input_dtypes"):
+        frame[column] = [copy.deepcopy(v) if i % 2 else v for i, v in enumerate(frame[column])]
+    table = OpTable(frame)
     costs = table.costs_at(np.arange(len(rows)))
     for r, cost in zip(rows, costs.tolist(), strict=True):
         assert same_cost(cost, op_cost(*CALLS[r[2]])), r
@@ -119,3 +124,12 @@ def test_children_are_the_direct_children_in_start_order() -> None:
     table = OpTable(ops_frame(rows, starts))
     assert table.children(1) == [3, 6, 2, 4]
     assert table.children(2) == [5] and table.children(5) == [] and table.children(42) == []
+
+
+def test_arguments_code_alike_where_their_reprs_are_whatever_the_objects() -> None:
+    shared = [[4, 8], [8]]
+    values = np.empty(6, dtype=object)
+    values[:] = [shared, [[4, 8], [8]], shared, ((4, 8), (8,)), None, [[4, 8], [8.0]]]
+    codes, texts = _repr_codes(values)
+    assert codes.tolist() == [0, 0, 0, 1, 2, 3]  # a tuple, None and a float are other calls
+    assert texts == [repr(shared), "((4, 8), (8,))", "None", "[[4, 8], [8.0]]"]
