@@ -127,10 +127,11 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
     it says nothing, a TF32 kernel name puts an fp32 matmul under the TF32 roof."""
     table = OpTable(ops if ops is not None else _no_ops())
     kernels = kernels.reset_index(drop=True)
-    if len(kernels) and (kernels.get("kind", pd.Series(dtype=object)).astype(str) == "cpu_op").all():
+    kinds = texts(kernels, "kind")
+    if len(kernels) and ("kind" not in kernels or (kinds == "cpu_op").all()):  # (a table without kinds: CPU rows)
         return _attribute_cpu(kernels, table)
     op_ids = ints(kernels, "op_id")
-    kinds = texts(kernels, "kind", "kernel")
+    kinds = np.where(kinds == "", "kernel", kinds)
     # helpers are told by the short name (no template arguments, which name the GEMM a reduce serves); the
     # work, its gradient and TF32 by the full name (a CUTLASS `Kernel`'s template says tensorop_s1688gemm)
     full = texts(kernels, "kernel_name")
@@ -492,7 +493,7 @@ def _units_table(kernels: pd.DataFrame, table: OpTable, units: _Units) -> tuple[
     nsroof.schema.OP_LEVEL_KERNEL_COLUMNS) and its analytic table: the op-level view goes through the same
     quantities and classification as the kernel rows."""
     ids = units.ids.tolist()
-    source = str(texts(kernels, "source")[0]) if len(kernels) else ""
+    source = str(texts(kernels.iloc[:1], "source")[0]) if len(kernels) else ""
 
     def of_kernel(name: str) -> np.ndarray:
         values = texts(kernels, name)
