@@ -175,6 +175,7 @@ def _read(path: str | os.PathLike[str], captures: Sequence[str | os.PathLike[str
                 warnings.append("no GPU kernels in the trace (a CPU run): --capture maps nothing")
             if not len(frame):
                 warnings.append("no kernel events (cat 'kernel') and no CPU ops: nothing to classify")
+        del activities, launches, linked  # in the kernel rows now: freed before the ops table is built
         frame = _select_steps(frame, starts, meta, annotations, warnings, extra)
         frame["kernel_id"] = pd.array(range(len(frame)), dtype="Int64")
         ops = trace_graphs.ops_table(tree, name, caps)
