@@ -9,7 +9,7 @@ ProfilerStep#N renumbered, metadata events written once. Five copies make the is
 MB of JSON, 43k kernels), twenty its "40×" trace (540 MB, 171k kernels).
 
 - nsroof: nsroof.pipeline.analyze + Report.write (what `nsroof analyze TRACE -o X.parquet` does after
-  its imports), in a fresh interpreter;
+  its imports), in a fresh interpreter set up as the command sets up its own (nsroof.cli.prepare_table_process);
 - HTA (HolisticTraceAnalysis, the `bench` extra): TraceAnalysis(trace_files={rank: path}) + the
   kernel breakdown (get_gpu_kernel_breakdown(visualize=False)), in a fresh interpreter, after imports.
 
@@ -42,6 +42,8 @@ _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 
 _NSROOF = r"""
 import json, sys, time
+from nsroof.cli import prepare_table_process
+prepare_table_process()  # as `nsroof analyze` runs: one BLAS thread, Arrow's freed memory back to the system
 import nsroof.pipeline
 import_rss = peak_rss_bytes()
 t0 = time.perf_counter()

@@ -175,6 +175,7 @@ def _read(path: str | os.PathLike[str], captures: Sequence[str | os.PathLike[str
                 warnings.append("no GPU kernels in the trace (a CPU run): --capture maps nothing")
             if not len(frame):
                 warnings.append("no kernel events (cat 'kernel') and no CPU ops: nothing to classify")
+        del activities, launches, linked  # in the kernel rows now: freed before the ops table is built
         frame = _select_steps(frame, starts, meta, annotations, warnings, extra)
         frame["kernel_id"] = pd.array(range(len(frame)), dtype="Int64")
         ops = trace_graphs.ops_table(tree, name, caps)
@@ -276,48 +277,41 @@ def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpT
 
     n = len(activities)  # in_order already
     devices = _devices(top)
-
     cols = empty_identity(n)
     cols["source"] = [name] * n
-    dur_s = np.full(n, np.nan)
-    registers = np.full(n, np.nan)
-    shared = np.full(n, np.nan)
-    launcher = np.full(n, -1, dtype=np.int64)
-    kinds, links, op_name, shapes, modules = [""] * n, [""] * n, [""] * n, [""] * n, [""] * n
-    starts = np.full(n, np.nan)
-    device_ids: list[int | None] = [None] * n
-    bad_dur = 0
     linked = [tree.launcher(k.args, launches) for k in activities]  # every launch adopted before paths are located
     facts = tree.all_path_facts()
     texts: dict[int, str] = {}  # id of a list the loader shares (one per distinct text) -> its text here
-    for i, k in enumerate(activities):
-        args = k.args
-        kinds[i] = KINDS[k.cat]
-        dur = _num(k.dur)
-        if dur == dur and dur >= 0:
-            dur_s[i] = dur * 1e-6  # chrome-trace dur is in µs whatever displayTimeUnit says
-        else:
-            bad_dur += 1
-        registers[i] = _num(args.registers_per_thread)
-        shared[i] = _num(args.shared_memory)
-        kname = k.name
-        cols["kernel_name"][i] = kname
-        cols["function"][i] = short_name(kname) if kinds[i] == "kernel" else kname
-        grid, block = args.grid, args.block
-        cols["grid"][i] = texts[id(grid)] if id(grid) in texts else texts.setdefault(id(grid), _dim3(grid))
-        cols["block"][i] = texts[id(block)] if id(block) in texts else texts.setdefault(id(block), _dim3(block))
-        dev = args.device if args.device is not None else k.pid
-        device_ids[i] = dev if isinstance(dev, int) else None
-        j, links[i] = linked[i]
-        launch = launches.get(args.correlation) if args.correlation is not None else None
-        starts[i] = _num((launch or k).ts)
-        launcher[i] = j
-        if j >= 0:
-            op = tree.ops[j]
-            op_name[i] = op.name
-            dims = tree.args[j].input_dims
-            shapes[i] = texts[id(dims)] if id(dims) in texts else texts.setdefault(id(dims), shape_text(dims))
-            cols["nvtx_ranges"][i], cols["nvtx_path"][i], modules[i] = facts[j]
+
+    def text(value: Any, render: Any) -> str:
+        key = id(value)
+        return texts[key] if key in texts else texts.setdefault(key, render(value))
+
+    # column by column: each a comprehension over the activities (a per-row loop writing numpy cells is slower)
+    kinds = [KINDS[k.cat] for k in activities]
+    durations = np.array([_num(k.dur) for k in activities], dtype="float64").reshape(-1)
+    valid = durations >= 0  # NaN compares False
+    bad_dur = int(n - valid.sum())
+    dur_s = np.where(valid, durations * 1e-6, np.nan)  # chrome-trace dur is in µs whatever displayTimeUnit says
+    registers = np.array([_num(k.args.registers_per_thread) for k in activities], dtype="float64").reshape(-1)
+    shared = np.array([_num(k.args.shared_memory) for k in activities], dtype="float64").reshape(-1)
+    cols["kernel_name"] = [k.name for k in activities]
+    cols["function"] = [short_name(k.name) if kind == "kernel" else k.name for k, kind in zip(activities, kinds, strict=True)]
+    cols["grid"] = [text(k.args.grid, _dim3) for k in activities]
+    cols["block"] = [text(k.args.block, _dim3) for k in activities]
+    device_ids: list[int | None] = [d if isinstance(d := (k.args.device if k.args.device is not None else k.pid), int)
+                                    else None for k in activities]
+    js = [j for j, _ in linked]
+    links = [link for _, link in linked]
+    launcher = np.array(js, dtype=np.int64).reshape(-1)
+    launch_of = [launches.get(c) if (c := k.args.correlation) is not None else None for k in activities]
+    starts = np.array([_num((launch or k).ts) for k, launch in zip(activities, launch_of, strict=True)],
+                      dtype="float64").reshape(-1)  # a row starts when it was launched
+    op_name = [tree.ops[j].name if j >= 0 else "" for j in js]
+    shapes = [text(tree.args[j].input_dims, shape_text) if j >= 0 else "" for j in js]
+    cols["nvtx_ranges"] = [facts[j][0] if j >= 0 else [] for j in js]
+    cols["nvtx_path"] = [facts[j][1] if j >= 0 else "" for j in js]
+    modules = [facts[j][2] if j >= 0 else "" for j in js]
     if bad_dur:
         warnings.append(f"{bad_dur} GPU event(s) with a negative or non-finite 'dur': duration NaN")
     flagged = sum(1 for link in links if link == trace_ops.LINK_ENCLOSING)
