@@ -381,22 +381,21 @@ def _cpu_rows(tree: OpTree, name: str, meta: dict[str, Any]) -> tuple[pd.DataFra
     cols = empty_identity(n)
     cols["source"] = [name] * n
     device = str(meta.get("cpu", "")) if isinstance(meta.get("cpu", ""), str) else ""
-    paths = [tree.path(i) for i in order]
-    for r, i in enumerate(order):
-        op = tree.ops[i].name
-        cols["kernel_name"][r] = op
-        cols["function"][r] = op
-        cols["nvtx_ranges"][r] = paths[r]
-        cols["nvtx_path"][r] = "/".join(paths[r])
-        cols["device"][r] = device
+    facts = tree.all_path_facts()
+    names = [tree.ops[i].name for i in order]
+    cols["kernel_name"] = cols["function"] = names
+    cols["nvtx_ranges"] = [facts[i][0] for i in order]
+    cols["nvtx_path"] = [facts[i][1] for i in order]
+    cols["device"] = [device] * n
     frame = pd.DataFrame(cols, copy=False)
     frame["kind"] = pd.Series(["cpu_op"] * n, dtype=object)
     frame["op_id"] = pd.array(order, dtype="Int64")
     frame["op_link"] = pd.Series(["self"] * n, dtype=object)
-    frame["op"] = pd.Series([tree.ops[i].name for i in order], dtype=object)
-    frame["input_shapes"] = pd.Series(
-        [shape_text(tree.args[i].input_dims) for i in order], dtype=object)
-    frame["module"] = pd.Series([tree.module(p) for p in paths], dtype=object)
+    frame["op"] = pd.Series(names, dtype=object)
+    texts: dict[int, str] = {}  # id of a shapes list the loader shares -> its text
+    frame["input_shapes"] = pd.Series([texts[k] if (k := id(d := tree.args[i].input_dims)) in texts
+                                       else texts.setdefault(k, shape_text(d)) for i in order], dtype=object)
+    frame["module"] = pd.Series([facts[i][2] for i in order], dtype=object)
     frame["duration_source"] = pd.Series(["cpu_op dur"] * n, dtype=object)
     frame["gpu__time_duration.sum"] = np.array([(tree.spans[i][1] - tree.spans[i][0]) * 1e-6 for i in order],
                                                dtype="float64")
