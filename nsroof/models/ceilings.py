@@ -182,6 +182,11 @@ def texts(q: pd.DataFrame, name: str) -> np.ndarray:
         # the missing-value pass of to_numpy(na_value=...); callers copy before they write
         if pd.api.types.infer_dtype(arr, skipna=False) == "string":
             return arr
+    elif isinstance(column.dtype, pd.StringDtype):
+        # each distinct text converted once (Arrow's dictionary encoding), the rows sharing its str: a new
+        # str per cell cost the conversion, and left the Parquet writer nothing to share (parquet.arrow_column)
+        codes, distinct = pd.factorize(column)
+        return np.append(distinct.to_numpy(dtype=object, na_value=""), "")[codes]
     arr = column.to_numpy(dtype=object, na_value="")
     if len(arr) and not isinstance(arr[0], str):
         arr = np.array([v if isinstance(v, str) else str(v) for v in arr], dtype=object)

@@ -90,7 +90,7 @@ def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: Roofs, levels: S
         "block": per_kernel(text("block")),
         "stream": ints("stream"),
         "nvtx_path": per_kernel(text("nvtx_path")),
-        "step": _steps(kernels).take(np.repeat(np.arange(n), L)),
+        "step": _steps(kernels, L),
         "start_us": per_kernel(_col(kernels, "start_us").astype("float64").to_numpy()),
         "duration_s": per_kernel(_col(q, "duration_s").astype("float64").to_numpy()),
         "duration_source": per_kernel(_text(q, "duration_source")),
@@ -234,12 +234,17 @@ def _classified(columns: dict[str, object], index: pd.Index) -> pd.DataFrame:
     return pd.DataFrame({name: column(name) for name in COLUMNS}, index=index)
 
 
-def _steps(kernels: pd.DataFrame) -> pd.arrays.IntegerArray:
-    """Per kernel, the step it ran in (nsroof.importers.ncu.nvtx_columns.steps)."""
+def _steps(kernels: pd.DataFrame, repeats: int) -> pd.arrays.IntegerArray:
+    """Per kernel, the step it ran in (nsroof.importers.ncu.nvtx_columns.steps), each row `repeats` times:
+    worked out once per distinct (NVTX path, marked step) — thousands of launches share a few paths."""
     from nsroof.importers.ncu.nvtx_columns import steps
 
-    return steps(kernels["step"] if "step" in kernels else None,
-                 kernels["nvtx_path"] if "nvtx_path" in kernels else [""] * len(kernels))
+    n = len(kernels)
+    paths = kernels["nvtx_path"].to_numpy(dtype=object) if "nvtx_path" in kernels else np.full(n, "", dtype=object)
+    marked = kernels["step"].to_numpy(dtype=object) if "step" in kernels else None
+    codes, first = row_codes(paths) if marked is None else row_codes(paths, marked)
+    distinct = steps(None if marked is None else marked[first], paths[first])
+    return distinct.take(np.repeat(codes, repeats))
 
 
 def _above_roof_causes(above: object, ach_f: np.ndarray, p: np.ndarray, columns: dict[str, object],
