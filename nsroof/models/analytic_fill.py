@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from nsroof._distinct import row_codes
+from nsroof._distinct import map_rows, row_codes
 from nsroof.models.analytic_rows import as_str, texts
 from nsroof.schema import ANALYTIC_QUANTITY_FIELDS, KERNEL_KEY, LINK_LEVEL, PRECISIONS, kernel_key
 
@@ -31,13 +31,13 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
         values[take_f] = np.where(prec[take_f] == p, af[take_f], 0.0)
         q[f"flops_{p}"] = values
     q.loc[take_f, "flops"] = af[take_f]
-    q.loc[take_f, "flops_source"] = [f"{o}:{s}" for o, s in zip(origin[take_f], label[take_f], strict=True)]
+    q.loc[take_f, "flops_source"] = map_rows(_sourced, origin[take_f], label[take_f])
     q.loc[take_f, "missing_flops"] = ""
     link = as_str(a["analytic_roof"]) == LINK_LEVEL
     take_b = q["bytes_dram"].isna().to_numpy() & ~np.isnan(ab)
     take_link, take_b = take_b & link, take_b & ~link  # a collective's bus bytes cross the links, not DRAM
     q.loc[take_b, "bytes_dram"] = ab[take_b]
-    q.loc[take_b, "bytes_source_dram"] = [f"{o}:{s}" for o, s in zip(origin[take_b], formula[take_b], strict=True)]
+    q.loc[take_b, "bytes_source_dram"] = map_rows(_sourced, origin[take_b], formula[take_b])
     q.loc[take_b, "missing_dram"] = ""
     for quantity, column in (("flops", "missing_flops"), ("bytes_dram", "missing_dram")):
         still = q[quantity].isna().to_numpy() & (why != "")
@@ -48,11 +48,16 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
     stated = as_str(a["analytic_tensor_dtype"])
     added = {"tensor_dtype": np.where(take_f, stated, ""), "ledger_label": np.where(take_f, label, ""),
              "bytes_link": np.where(take_link, ab, np.nan),
-             "bytes_source_link": np.array([f"{o}:{s}" if t else "" for o, s, t in zip(origin, formula, take_link,
-                                                                                        strict=True)], dtype=object)}
+             "bytes_source_link": map_rows(lambda o, s, t: _sourced(o, s) if t else "", origin, formula, take_link)}
     for f in ANALYTIC_QUANTITY_FIELDS:
         q[f.name] = added[f.name] if f.type == pa.float64() else pd.Series(added[f.name], dtype=object)
     return q
+
+
+def _sourced(origin: str, what: str) -> str:
+    """'<origin>:<label or formula>': made once per distinct pair (thousands of launches share a few), the rows
+    sharing its str."""
+    return f"{origin}:{what}"
 
 
 def _rows_of(kernels: pd.DataFrame, analytic: pd.DataFrame) -> np.ndarray | None:

@@ -232,7 +232,7 @@ def resolve_roofs(kernels: pd.DataFrame, quantities: pd.DataFrame, machine: Mach
     `quantities` describe the same rows (index reset); `machine` is the --machine what-if."""
     resolve = resolver or machines.for_devices(machine)
     n = len(kernels)
-    devices = kernels["device"].fillna("").astype(str) if "device" in kernels else pd.Series([""] * n)
+    devices = _device_names(kernels)
     # resolve each distinct device once; per-kernel arrays come from integer codes
     dev_codes, dev_uniques = pd.factorize(devices, sort=False)
     dev_machines = [resolve(str(d)) for d in dev_uniques]
@@ -240,7 +240,7 @@ def resolve_roofs(kernels: pd.DataFrame, quantities: pd.DataFrame, machine: Mach
     mach_codes, kernel_machines = _machines_at_clocks(quantities, dev_codes, dev_machines)
     q = _tensor_estimates(quantities, texts(kernels, "cc"), mach_codes, kernel_machines)
     precision = dominant_precision(q)
-    r = Roofs(q, devices.to_numpy(dtype=object), mach_codes, kernel_machines, machine is not None, precision,
+    r = Roofs(q, devices, mach_codes, kernel_machines, machine is not None, precision,
               _tensor_dtypes(q),
               # A kernel without FLOPs is placed under the fp32 roof: its intensity is 0 whatever the roof.
               precision.where(precision != "", "fp32").to_numpy(dtype=object))
@@ -252,6 +252,16 @@ def resolve_roofs(kernels: pd.DataFrame, quantities: pd.DataFrame, machine: Mach
                                  for m in kernel_machines], dtype=float)[mach_codes] if n else np.zeros(0)
     r.link_bandwidth, r.link_src, r.link_reason = _link_roofs(r)
     return r
+
+
+def _device_names(kernels: pd.DataFrame) -> np.ndarray:
+    """The kernels' device names as an object array of str ('' for none); a text column's distinct names
+    converted once (texts), the rows sharing them."""
+    if "device" not in kernels:
+        return np.full(len(kernels), "", dtype=object)
+    if isinstance(kernels["device"].dtype, pd.StringDtype):
+        return texts(kernels, "device")
+    return kernels["device"].fillna("").astype(str).to_numpy(dtype=object)
 
 
 def _link_roofs(r: Roofs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -266,7 +276,8 @@ def _link_roofs(r: Roofs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _first_devices(r: Roofs) -> list[str]:
     """The device name of each machine code's first kernel (for the reason when it has no machine)."""
-    first = {int(c): i for i, c in reversed(list(enumerate(r.mach_codes.tolist())))}
+    codes, rows = np.unique(r.mach_codes, return_index=True)  # each code's first kernel
+    first = dict(zip(codes.tolist(), rows.tolist(), strict=True))
     return [str(r.devices[first[c]]) if c in first else "" for c in range(len(r.kernel_machines))]
 
 
@@ -338,7 +349,7 @@ def _peaks(q: pd.DataFrame, r: Roofs) -> tuple[np.ndarray, np.ndarray]:
         if not rows.any():
             continue
         ncu_value = column(q, f"peak_flop_per_s_{p}").astype("float64").to_numpy()
-        ncu_src = column(q, f"ceiling_source_{p}", "").fillna("").astype(str).to_numpy(dtype=object)
+        ncu_src = texts(q, f"ceiling_source_{p}")
         keys = np.full(n, p, dtype=object)
         if p == "tensor":
             keys = np.array([f"tensor:{d}" if d else "tensor:?" for d in r.tensor_dtypes], dtype=object)

@@ -173,6 +173,14 @@ def _missing_names(k: _Kernels, f: CounterFormula, rows: np.ndarray) -> np.ndarr
     return out
 
 
+def _reads_absent(k: _Kernels, f: CounterFormula) -> bool:
+    """Whether `f` reads a counter the export lacks altogether: its value is then NaN on every row (an absent
+    counter is NaN, and NaN propagates through every kind of formula), so it need not be evaluated. A trace
+    holds one duration counter: most formulas read none it has."""
+    return any(not k.has(m) for m in (*(m for _, m in f.terms), *f.times, *f.divide_by)
+               if m not in (DURATION, TENSOR_FLOP_PER_INST))
+
+
 def _resolve(k: _Kernels, quantity: str, *, match_definition: np.ndarray | None = None,
              tensor: dict[str, _TensorOps] | None = None) -> _Resolved:
     """Try the formulas of `quantity` in order, per row."""
@@ -185,6 +193,8 @@ def _resolve(k: _Kernels, quantity: str, *, match_definition: np.ndarray | None 
         open_rows = np.isnan(value)
         if not open_rows.any():
             break
+        if _reads_absent(k, f):  # NaN on every row: nothing to take
+            continue
         if f.kind == "tensor_ops":
             ops = _evaluate_tensor_ops(k, f)
             v = ops.total
