@@ -7,6 +7,7 @@ combination of its inputs and the results are spread back with integer codes.
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,14 +31,45 @@ def row_codes(*columns: Sequence[Any] | np.ndarray) -> tuple[np.ndarray, np.ndar
                 values = values.astype(object, copy=False)
             # missing values (None, NaN, pd.NA) get code -1, then one code of their own after the others
             # (factorize with use_na_sentinel=False would make an extra missing-value pass over the column)
-            codes, uniques = pd.factorize(values)
-            codes, size = np.where(codes < 0, len(uniques), codes).astype(np.int64), len(uniques) + 1
+            codes, size = _codes(values)
         if bound * size >= 2**62:  # renumber the keys so far before the product could leave int64
             key, seen = pd.factorize(key)
             key, bound = np.asarray(key, dtype=np.int64), len(seen)
         key, bound = key * size + codes, bound * size
     key = np.asarray(pd.factorize(key)[0], dtype=np.int64)  # numbered in order of first appearance
     return key, first_appearances(key)
+
+
+def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """(code per value, number of codes): equal values share a code, missing values (None, NaN, pd.NA) one
+    code after the others. An object column is coded by object identity first (a text repeated over
+    thousands of rows is most often one shared str) and its distinct objects then by value: hashing every
+    cell's text cost 2 ms a column of 47,000 provenance texts."""
+    if values.dtype == object and len(values) >= _IDENTITY_MIN_ROWS:
+        values = np.ascontiguousarray(values)
+        by_id, ids = pd.factorize(object_ids(values))
+        if 2 * len(ids) <= len(values):
+            distinct, uniques = pd.factorize(values[first_appearances(by_id)])
+            distinct = np.where(distinct < 0, len(uniques), distinct).astype(np.int64)
+            return distinct[by_id], len(uniques) + 1
+    codes, uniques = pd.factorize(values)
+    return np.where(codes < 0, len(uniques), codes).astype(np.int64), len(uniques) + 1
+
+
+# below this many rows an object column is hashed as it is: the identity pass's fixed cost is more
+_IDENTITY_MIN_ROWS = 256
+
+
+def object_ids(values: np.ndarray) -> np.ndarray:
+    """id() of every object of a contiguous object array, read from the array's own buffer of object
+    pointers (CPython's id is the object's address) instead of one id() call per cell: 2.1 -> 0.15 ms for
+    47,000 cells. A copy: valid while `values` holds the objects."""
+    if values.dtype != object or not values.flags.c_contiguous:
+        raise ValueError("object_ids reads a contiguous object array")
+    if not len(values):
+        return np.zeros(0, dtype=np.uintp)
+    pointers = (ctypes.c_void_p * len(values)).from_address(values.ctypes.data)
+    return np.frombuffer(pointers, dtype=np.uintp).copy()
 
 
 def first_appearances(codes: np.ndarray) -> np.ndarray:

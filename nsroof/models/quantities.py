@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nsroof._distinct import map_rows, row_codes
+from nsroof._distinct import map_rows, row_codes, spread
 from nsroof.models import dimensions
 from nsroof.models import metric_formulas as mf
 from nsroof.models import tensor_paths as tp
@@ -161,7 +161,10 @@ def _missing_names(k: _Kernels, f: CounterFormula, rows: np.ndarray) -> np.ndarr
     if f.cc_max is not None:
         labels.append(f"cc<= {f.cc_max:g}")
         lacks.append(~(k.cc_num[idx] <= f.cc_max))
-    codes, first = row_codes(*lacks)
+    if all(lack.all() or not lack.any() for lack in lacks):  # one pattern for every row (the usual export)
+        codes, first = np.zeros(len(idx), dtype=np.int64), np.zeros(1, dtype=np.int64)
+    else:
+        codes, first = row_codes(*lacks)
     texts = np.array([", ".join(label for label, lack in zip(labels, lacks, strict=True) if lack[j]) for j in first]
                      + [""], dtype=object)  # the extra "" keeps a one-pattern array one-dimensional
     out[idx] = texts[codes]
@@ -386,9 +389,16 @@ class _Flops:
     known: np.ndarray  # bool (kernels, PRECISIONS): the precision has a count
     sparse: np.ndarray
     dominant: np.ndarray
+    _source_codes: tuple[np.ndarray, np.ndarray] | None = None
 
     def sources(self) -> list[np.ndarray]:
         return [self.by_precision[p].source for p in PRECISIONS]
+
+    def source_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        """row_codes of the precisions' sources, keyed once for every per-row text made from them."""
+        if self._source_codes is None:
+            self._source_codes = row_codes(*self.sources())
+        return self._source_codes
 
 
 def _resolve_flops(k: _Kernels) -> _Flops:
@@ -422,12 +432,13 @@ def _flop_columns(k: _Kernels, flops: _Flops) -> dict[str, object]:
     no_core = ~known[:, :3].any(axis=1) if k.n else np.zeros(0, dtype=bool)
     total[no_core & ~(total > 0)] = np.nan
     cols["flops"] = total
-    no_core_note = np.where(no_core & (total > 0), "lower bound: no CUDA-core FP counters collected", "")
+    noted = no_core & (total > 0)
+    no_core_note = np.where(noted, "lower bound: no CUDA-core FP counters collected", "")
     # "fp32: <formula>; tensor: <formula>", built once per distinct combination of formulas
-    cols["flops_source"] = map_rows(
+    cols["flops_source"] = spread(
         lambda note, *sources: _join_one([f"{p}: {s}" if s else "" for p, s in zip(PRECISIONS, sources, strict=True)]
                                          + [note], "; "),
-        no_core_note, *flops.sources())
+        *row_codes(flops.source_codes()[0], noted), no_core_note, *flops.sources())
     cols["flops_estimated"] = np.logical_or.reduce([flops.by_precision[p].estimated for p in PRECISIONS])
     return cols
 
@@ -469,7 +480,7 @@ def _tensor_counter_columns(k: _Kernels, flops: _Flops) -> dict[str, object]:
     """The raw tensor counters beside the FLOPs: instructions where the count is an estimate from them,
     and active cycles."""
     tensor = flops.by_precision["tensor"]
-    estimate = map_rows(lambda source: "pipe_tensor" in str(source), tensor.source).astype(bool)
+    estimate = spread(lambda source: "pipe_tensor" in str(source), *flops.source_codes(), tensor.source).astype(bool)
     inst = _first_present(k, ("sm__inst_executed_pipe_tensor.sum", "smsp__inst_executed_pipe_tensor.sum"))
     return {"tensor_inst": np.where(estimate, inst, np.nan),
             "tensor_cycles_active": _first_present(k, tp.TENSOR_ACTIVE_CYCLES)}
@@ -498,8 +509,8 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     for p in PRECISIONS:
         cols[f"flops_source_{p}"] = flops.by_precision[p].source
     known = flops.known
-    cols["flops_partial"] = (known.any(axis=1) & ~known.all(axis=1)) | map_rows(
-        lambda *sources: any("lower bound" in str(s) for s in sources), *flops.sources()
+    cols["flops_partial"] = (known.any(axis=1) & ~known.all(axis=1)) | spread(
+        lambda *sources: any("lower bound" in str(s) for s in sources), *flops.source_codes(), *flops.sources()
     ).astype(bool)
     cols |= _tensor_counter_columns(k, flops)
     for unit in ("sm", "dram", "l2", "l1"):

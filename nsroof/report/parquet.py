@@ -16,7 +16,6 @@ and polars turn date-like names into dates). A file column has one declared type
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import urllib.parse
@@ -30,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from nsroof._distinct import first_appearances
+from nsroof._distinct import first_appearances, object_ids
 from nsroof._version import __version__
 from nsroof.atomic import atomic_path
 from nsroof.digest import sha256_of
@@ -100,17 +99,6 @@ def arrow_column(column: pd.Series, arrow_type: pa.DataType) -> pa.Array:
             return distinct.take(pa.array(codes.astype(np.int64, copy=False)))
     return pa.array(column, type=arrow_type, from_pandas=True)
 
-
-def object_ids(values: np.ndarray) -> np.ndarray:
-    """id() of every object of a contiguous object array, read from the array's own buffer of object
-    pointers (CPython's id is the object's address) instead of one id() call per cell: 2.1 -> 0.15 ms for
-    47,000 cells. A copy: valid while `values` holds the objects."""
-    if values.dtype != object or not values.flags.c_contiguous:
-        raise ValueError("object_ids reads a contiguous object array")
-    if not len(values):
-        return np.zeros(0, dtype=np.uintp)
-    pointers = (ctypes.c_void_p * len(values)).from_address(values.ctypes.data)
-    return np.frombuffer(pointers, dtype=np.uintp).copy()
 
 
 def _pandas_metadata(empty: pd.DataFrame, schema: pa.Schema) -> dict[bytes, bytes]:
