@@ -68,3 +68,23 @@ def test_row_codes_of_many_columns_renumber_before_the_key_overflows() -> None:
     codes, first = row_codes(*columns)
     assert codes.tolist() == expected and len(set(expected)) > 50
     assert first.tolist() == [expected.index(c) for c in range(len(seen))]
+
+
+@given(st.lists(st.sampled_from(["", "a", "b", "long " * 50, None, float("nan")]), min_size=256, max_size=600),
+       st.booleans())
+def test_row_codes_of_long_object_columns_code_by_value(values: list[object], copies: bool) -> None:
+    # >= 256 rows: coded by object identity first; equal texts that are distinct str objects (copies)
+    # must still share a code, and None and NaN are one missing value
+    cells = np.array([("".join(v) if copies and isinstance(v, str) else v) for v in values], dtype=object)
+    codes, first = row_codes(cells)
+    keys = [_key(v) for v in values]
+    distinct = list(dict.fromkeys(keys))
+    assert codes.tolist() == [distinct.index(k) for k in keys]
+    assert first.tolist() == [keys.index(k) for k in distinct]
+
+
+def test_object_ids_are_the_cells_ids() -> None:
+    from nsroof._distinct import object_ids
+
+    cells = np.array(["x", None, 3.5, "x" * 9], dtype=object)
+    assert object_ids(cells).tolist() == [id(c) for c in cells]
