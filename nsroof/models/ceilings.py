@@ -350,17 +350,11 @@ def _peaks(q: pd.DataFrame, r: Roofs) -> tuple[np.ndarray, np.ndarray]:
             continue
         ncu_value = column(q, f"peak_flop_per_s_{p}").astype("float64").to_numpy()
         ncu_src = texts(q, f"ceiling_source_{p}")
-        keys = np.full(n, p, dtype=object)
-        if p == "tensor":
-            keys = np.array([f"tensor:{d}" if d else "tensor:?" for d in r.tensor_dtypes], dtype=object)
         spec_value = np.full(n, np.nan)
         spec_src = np.full(n, "", dtype=object)
         wanted = np.flatnonzero(rows & (np.isnan(ncu_value) | r.what_if))
         if wanted.size:
-            found = map_rows(lambda c, key: _spec_peak(r.kernel_machines[c], key, cache), r.mach_codes[wanted],
-                             keys[wanted])
-            spec_value[wanted] = [value for value, _ in found]
-            spec_src[wanted] = [source for _, source in found]
+            spec_value[wanted], spec_src[wanted] = _spec_peaks(r, p, wanted, cache)
         from_ncu = rows & ~np.isnan(ncu_value) & ~(r.what_if & ~np.isnan(spec_value))
         peak[from_ncu] = ncu_value[from_ncu]
         peak_src[from_ncu] = np.where(ncu_src[from_ncu] == "", "ncu", ncu_src[from_ncu])
@@ -368,6 +362,24 @@ def _peaks(q: pd.DataFrame, r: Roofs) -> tuple[np.ndarray, np.ndarray]:
         peak[from_spec] = spec_value[from_spec]
         peak_src[from_spec] = spec_src[from_spec]
     return peak, peak_src
+
+def _spec_peaks(r: Roofs, precision: str, rows: np.ndarray, cache: dict[tuple[int, str], tuple[float, str]]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The machine's compute roof and its source for the kernels `rows` of `precision`: looked up once per
+    distinct (machine, key); for tensor FLOPs the key is the dominant path's dtype."""
+    machine_codes = r.mach_codes[rows]
+    if precision == "tensor":
+        dtypes = r.tensor_dtypes[rows]
+        codes, first = row_codes(machine_codes, dtypes)
+        keys = [f"tensor:{d}" if d else "tensor:?" for d in dtypes[first]]
+    else:
+        codes, first = row_codes(machine_codes)
+        keys = [precision] * len(first)
+    found = [_spec_peak(r.kernel_machines[c], key, cache) for c, key in zip(machine_codes[first].tolist(), keys,
+                                                                           strict=True)]
+    return (np.array([value for value, _ in found], dtype=float)[codes],
+            np.array([source for _, source in found], dtype=object)[codes])
+
 
 def _tensor_dtypes(q: pd.DataFrame) -> np.ndarray:
     """Per kernel, the dtype of its tensor roof (None: no single one): stated by an analytic source

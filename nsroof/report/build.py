@@ -228,8 +228,9 @@ def _classified(columns: dict[str, object], index: pd.Index) -> pd.DataFrame:
     def column(name: str) -> object:
         value = derived[name] if name in derived else columns[name] if name in columns else _empty(name, n)
         # object arrays stay object (no per-column string-dtype inference); Parquet stores them as strings
-        return pd.Series(value, index=index, dtype=object) if isinstance(value, np.ndarray) and value.dtype == object \
-            else value
+        # (the arrays are this function's own: wrapped without a copy; the frame below makes its own)
+        return pd.Series(value, index=index, dtype=object, copy=False) \
+            if isinstance(value, np.ndarray) and value.dtype == object else value
 
     return pd.DataFrame({name: column(name) for name in COLUMNS}, index=index)
 
