@@ -117,7 +117,11 @@ def read_mapped(p: Path) -> mmap.mmap | bytes:
         with open(p, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             if fh.read(2) != b"\x1f\x8b":
-                return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+                try:
+                    return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+                except (OSError, ValueError):  # a file that cannot be mapped (a pipe, some network filesystems)
+                    fh.seek(0)
+                    return fh.read()
             fh.seek(-4, os.SEEK_END)
             buffer = mmap.mmap(-1, max(int.from_bytes(fh.read(4), "little"), 1 << 16))  # ISIZE: size mod 2**32
             fh.seek(0)
