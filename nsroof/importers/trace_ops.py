@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from nsroof._distinct import row_codes
 from nsroof.importers.trace_schema import (
     INT64,
     NO_OP_ARGS,
@@ -352,29 +353,36 @@ class OpTree:
         start on another); an op for which some span closes early gets a key of its own."""
         lo, hi = len(self._where), len(self.ops)
         where: list[tuple[Any, ...]] = [()] * (hi - lo)  # () : a process without annotations, no path
-        pids = np.array([k[0] for k in self.keys[lo:hi]], dtype=object)
+        thread_codes: dict[tuple[str, str], int] = {}
+        key_code = np.fromiter((thread_codes.setdefault(k, len(thread_codes)) for k in self.keys[lo:hi]),
+                               dtype="int64", count=hi - lo)
+        threads_of = list(thread_codes)
+        spans = np.array(self.spans[lo:hi], dtype="float64").reshape(-1, 2)
         for pid, threads in self._annotated_threads.items():
-            rows = np.flatnonzero(pids == pid)
+            rows = np.flatnonzero(np.isin(key_code, [c for k, c in thread_codes.items() if k[0] == pid]))
             if not len(rows):
                 continue
-            starts = np.array([self.spans[lo + r][0] for r in rows], dtype="float64")
-            ends = np.array([self.spans[lo + r][1] for r in rows], dtype="float64")
-            keys = [self.keys[lo + r] for r in rows]
+            starts, ends, codes = spans[rows, 0], spans[rows, 1], key_code[rows]
             whole = np.ones(len(rows), dtype=bool)
-            cols = []
+            cols = [codes]
             for t in threads:
                 timeline = self.annotations[t]
                 times = np.asarray(timeline.times, dtype="float64")
                 col = np.searchsorted(times, starts, side="right") - 1
                 min_end = np.append(np.asarray(timeline.min_end, dtype="float64"), math.inf)[col]  # col -1: inf
-                own = np.fromiter((k == t for k in keys), dtype=bool, count=len(keys))
+                own = codes == thread_codes.get(t, -1)
                 # a span without a start (NaN) leaves the times unsorted: each op then looks for itself
                 whole &= ((col < 0) | (min_end >= np.where(own, ends, starts))) & ~np.isnan(times).any()
-                cols.append(col.tolist())
-            shared = self._locations  # one tuple per distinct location (a trace has thousands, and millions of ops)
-            for r, key, ok, *at in zip(rows.tolist(), keys, whole.tolist(), *cols, strict=True):
-                loc = (key, *at) if ok else ("op", lo + r)
-                where[r] = shared.setdefault(loc, loc)
+                cols.append(col)
+            # one tuple per distinct location (a trace has thousands, and millions of ops)
+            inverse, first = row_codes(*(c[whole] for c in cols))
+            shared = self._locations
+            located = [shared.setdefault(loc, loc) for loc in
+                       ((threads_of[row[0]], *row[1:]) for row in np.stack(cols, axis=1)[whole][first].tolist())]
+            for r, code in zip(rows[whole].tolist(), inverse.tolist(), strict=True):
+                where[r] = located[code]
+            for r in rows[~whole].tolist():
+                where[r] = shared.setdefault(("op", lo + r), ("op", lo + r))
         self._where += where
 
     def _own_path(self, i: int) -> list[str]:
