@@ -225,25 +225,31 @@ class OpTree:
         self._where: list[tuple[Any, ...]] = []  # per op, the key of its own path (_locate)
         self._locations: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self._forward_of_node: dict[int, int] = {}
+        self._forward_ids: list[int] = []
         self._all_facts: list[tuple[list[str], str, str]] = []  # all_path_facts, while no op is adopted
 
     # -- nesting
     def _nest(self) -> list[int]:
         """Each op's parent (-1: none); and, parents first, the backward node each op is in (rule 3)."""
-        parent = [-1] * len(self.ops)
-        self._backward = [-1] * len(self.ops)
-        order = sorted(self._by_start, key=self.keys.__getitem__)  # stable: by (thread, start, -end), then index
-        stack: list[int] = []
+        n = len(self.ops)
+        parent, backward = [-1] * n, [-1] * n
+        is_node = [op.name.startswith(EVALUATE) or (a.fwd_thread_id is not None and a.fwd_thread_id > 0)
+                   for op, a in zip(self.ops, self.args, strict=True)]  # rule 3's backward nodes
+        keys, spans = self.keys, self.spans
+        order = sorted(self._by_start, key=keys.__getitem__)  # stable: by (thread, start, -end), then index
+        stack: list[tuple[int, float, float]] = []  # (op, start, end) of the open ops, outermost first
         current: tuple[str, str] | None = None
         for i in order:
-            if self.keys[i] != current:
-                stack, current = [], self.keys[i]
-            start, end = self.spans[i]
-            while stack and not (start >= self.spans[stack[-1]][0] and end <= self.spans[stack[-1]][1]):
+            if keys[i] != current:
+                stack, current = [], keys[i]
+            start, end = spans[i]
+            while stack and not (start >= stack[-1][1] and end <= stack[-1][2]):
                 stack.pop()
-            parent[i] = stack[-1] if stack else -1
-            self._backward[i] = i if self._is_backward_node(i) else self._backward[parent[i]] if stack else -1
-            stack.append(i)
+            up = stack[-1][0] if stack else -1
+            parent[i] = up
+            backward[i] = i if is_node[i] else backward[up] if up >= 0 else -1
+            stack.append((i, start, end))
+        self._backward = backward
         return parent
 
     def encloses(self, i: int, event: Event[Any]) -> bool:
@@ -304,10 +310,6 @@ class OpTree:
         return self._adopted[key]
 
     # -- rule 3
-    def _is_backward_node(self, i: int) -> bool:
-        fwd = self.args[i].fwd_thread_id
-        return self.ops[i].name.startswith(EVALUATE) or (fwd is not None and fwd > 0)
-
     def backward_node(self, i: int) -> int:
         """The backward node op i is in (itself or an enclosing op; -1: a forward op)."""
         return self._backward[i]
@@ -425,8 +427,11 @@ class OpTree:
         return cached
 
     def forward_ids(self) -> list[int]:
-        """forward_of of every op, in op order (only the backward ops look theirs up)."""
-        return [self.forward_of(i) if node >= 0 else -1 for i, node in enumerate(self._backward)]
+        """forward_of of every op, in op order (only the backward ops look theirs up); kept until an op is
+        adopted."""
+        if len(self._forward_ids) != len(self.ops):
+            self._forward_ids = [self.forward_of(i) if node >= 0 else -1 for i, node in enumerate(self._backward)]
+        return self._forward_ids
 
     def all_path_facts(self) -> list[tuple[list[str], str, str]]:
         """path_facts of every op, in op order: each op's location hashed once, each distinct (own location,
