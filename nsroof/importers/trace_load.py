@@ -217,43 +217,30 @@ def _group(cat: str) -> str:
 
 
 class _Texts:
-    """Argument texts decoded once per distinct text and shared (per decoder: the checks differ)."""
+    """Argument texts decoded once per distinct text and shared, per kind (the checks differ)."""
 
     def __init__(self, decoders: dict[str, Any]) -> None:
-        self.shapes_of: dict[bytes, Any] = {}
-        self.values_of: dict[bytes, Any] = {}
-        self.dim3_of: dict[bytes, Any] = {}
-        self._shapes, self._values, self._dim3 = decoders["shapes"], decoders["values"], decoders["dim3"]
+        self.shapes = self._reader(decoders["shapes"], refuse=mixed_shapes)
+        self.values = self._reader(decoders["values"])
+        self.dim3 = self._reader(decoders["dim3"])
 
-    def shapes(self, raw: Raw) -> Any:
-        if not len(raw):
-            return None
-        key = bytes(raw)
-        found = self.shapes_of.get(key)
-        if found is None:
-            found = self._shapes.decode(key)
-            if mixed_shapes(found):
-                raise _MixedShapes
-            self.shapes_of[key] = found
-        return found
+    @staticmethod
+    def _reader(decoder: Any, refuse: Callable[[Any], bool] | None = None) -> Callable[[Raw], Any]:
+        seen: dict[bytes, Any] = {}
 
-    def values(self, raw: Raw) -> Any:
-        if not len(raw):
-            return None
-        key = bytes(raw)
-        found = self.values_of.get(key)
-        if found is None:
-            found = self.values_of[key] = self._values.decode(key)
-        return found
+        def read(raw: Raw) -> Any:
+            if not len(raw):
+                return None
+            key = bytes(raw)
+            found = seen.get(key)
+            if found is None:
+                found = decoder.decode(key)
+                if refuse is not None and refuse(found):
+                    raise _MixedShapes
+                seen[key] = found
+            return found
 
-    def dim3(self, raw: Raw) -> Any:
-        if not len(raw):
-            return None
-        key = bytes(raw)
-        found = self.dim3_of.get(key)
-        if found is None:
-            found = self.dim3_of[key] = self._dim3.decode(key)
-        return found
+        return read
 
 
 def _op_args(w: WireOpArgs, texts: _Texts) -> OpArgs:
@@ -270,8 +257,8 @@ def _op_args(w: WireOpArgs, texts: _Texts) -> OpArgs:
 
 def _activity_args(w: WireActivityArgs, texts: _Texts) -> ActivityArgs:
     return ActivityArgs(w.external_id, w.external_id_2021, w.correlation, w.graph_id, w.graph_node_id, w.stream,
-                        w.device, w.context, texts.dim3(w.grid), texts.dim3(w.block), w.registers_per_thread,
-                        w.shared_memory)
+                        w.device, w.context, w.registers_per_thread, w.shared_memory, texts.dim3(w.grid),
+                        texts.dim3(w.block))
 
 
 def _decode_events(p: Path, raws: list[Raw], release: Callable[[Raw], None]) -> tuple[dict[str, list[Any]], int]:
