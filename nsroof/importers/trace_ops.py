@@ -27,6 +27,7 @@ path and module of each op, as the ops table (nsroof.schema.OP_COLUMNS). The cor
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import math
 import re
@@ -138,10 +139,14 @@ def concrete_values(values: Any) -> list[Any] | None:
 
 def by_start(spans: Sequence[tuple[float, float]]) -> list[int]:
     """Indices of the spans by start, the longer first at one start, ties in index order: sorted()'s order,
-    by numpy's stable lexsort unless a time is NaN (which sorted() leaves where comparisons put it)."""
-    times = np.array(spans, dtype="float64").reshape(-1, 2)
+    by numpy's stable sort unless a time is NaN (which sorted() leaves where comparisons put it). The two
+    keys sort as one complex number (numpy orders complex numbers by real part, then imaginary): faster
+    than a lexsort of two."""
+    times = np.fromiter(itertools.chain.from_iterable(spans), dtype="float64", count=2 * len(spans)).reshape(-1, 2)
     if not np.isnan(times).any():
-        return np.lexsort((-times[:, 1], times[:, 0])).tolist()
+        keys = np.empty(len(times), dtype=np.complex128)
+        keys.real, keys.imag = times[:, 0], -times[:, 1]  # set, not multiplied: 1j * inf would be nan + inf j
+        return np.argsort(keys, kind="stable").tolist()
     return sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1]))
 
 
