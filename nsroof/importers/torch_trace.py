@@ -128,10 +128,10 @@ def step_window(meta: dict[str, Any], annotations: list[Op]) -> tuple[str, list[
             steps if _is_int(steps) else None)
 
 
-def in_window(start_us: float, bounds: list[float], warmup: int, steps: int | None) -> bool:
-    """Whether a row started in steps [warmup, warmup + steps); step i ends at the i-th boundary."""
-    index = int(np.searchsorted(np.asarray(bounds, dtype=float), start_us, side="right"))
-    return warmup <= index < (math.inf if steps is None else warmup + steps)
+def in_window(starts_us: np.ndarray, bounds: list[float], warmup: int, steps: int | None) -> np.ndarray:
+    """Which rows started in steps [warmup, warmup + steps); step i ends at the i-th boundary."""
+    index = np.searchsorted(np.asarray(bounds, dtype=float), np.asarray(starts_us, dtype=float), side="right")
+    return (index >= warmup) & (index < (math.inf if steps is None else warmup + steps))
 
 
 # --------------------------------------------------------------------------- read
@@ -255,7 +255,7 @@ def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any],
                         "nsroof.step()), so every op is kept")
         extra["steps"] |= {"warmup": 0, "warmup_ignored": warmup}
         return frame
-    keep = np.array([in_window(s, bounds, warmup, steps) for s in starts], dtype=bool)
+    keep = in_window(starts, bounds, warmup, steps)
     # the window the profile asked for is a fact of the file, not a warning: the summary states it
     extra["steps"] |= {"window": f"{warmup}..{warmup + (steps or 0) - 1 if steps else 'end'}",
                        "kept": int(keep.sum()), "rows": len(frame)}

@@ -110,14 +110,20 @@ def read_bytes(p: Path) -> bytes | bytearray:
         raise _cannot_read(p, exc) from None
 
 
-def read_mapped(p: Path) -> mmap.mmap | bytes:
-    """The file's text as memory the loader can hand back page by page: the file mapped read-only, or a gzip
-    stream decompressed into anonymous memory (sized by the stream's trailer, grown if it is larger)."""
+def read_mapped(p: Path) -> tuple[mmap.mmap | bytes, int]:
+    """(memory holding the file's text, the text's length): the file mapped read-only, or a gzip stream
+    decompressed into anonymous memory (sized by the stream's trailer, grown if it is larger), which the
+    loader can hand back page by page."""
     try:
         with open(p, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             if fh.read(2) != b"\x1f\x8b":
-                return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+                try:
+                    return (mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""), size
+                except (OSError, ValueError):  # a file that cannot be mapped (a pipe, some network filesystems)
+                    fh.seek(0)
+                    text = fh.read()
+                    return text, len(text)
             fh.seek(-4, os.SEEK_END)
             buffer = mmap.mmap(-1, max(int.from_bytes(fh.read(4), "little"), 1 << 16))  # ISIZE: size mod 2**32
             fh.seek(0)
@@ -125,15 +131,25 @@ def read_mapped(p: Path) -> mmap.mmap | bytes:
             with gzip.GzipFile(fileobj=fh) as gz:
                 while chunk := gz.read(1 << 24):
                     if n + len(chunk) > len(buffer):
-                        buffer.resize(max(2 * len(buffer), n + len(chunk)))
+                        buffer = _grown(buffer, n, max(2 * len(buffer), n + len(chunk)))
                     buffer[n:n + len(chunk)] = chunk
                     n += len(chunk)
-            if not n:
-                return b""
-            buffer.resize(n)
-            return buffer
+            return buffer, n
     except (OSError, EOFError, zlib.error) as exc:
         raise _cannot_read(p, exc) from None
+
+
+def _grown(buffer: mmap.mmap, used: int, size: int) -> mmap.mmap:
+    """Anonymous memory of `size` bytes holding buffer's first `used`: resized in place where the system
+    can (Linux's mremap), else copied to a new mapping."""
+    try:
+        buffer.resize(size)
+        return buffer
+    except (OSError, SystemError, ValueError):
+        bigger = mmap.mmap(-1, size)
+        bigger[:used] = buffer[:used]
+        buffer.close()
+        return bigger
 
 
 def _releaser(buffer: mmap.mmap | bytes) -> Callable[[Raw], None]:
@@ -152,7 +168,7 @@ def _releaser(buffer: mmap.mmap | bytes) -> Callable[[Raw], None]:
     return release
 
 
-def _standard_parse(p: Path, raw: bytes | bytearray | mmap.mmap) -> Any:
+def _standard_parse(p: Path, raw: bytes | bytearray | memoryview) -> Any:
     """The standard library's reading of text msgspec refused: its error names the line."""
     try:
         text = bytes(raw).decode("utf-8-sig")
@@ -170,7 +186,7 @@ def _standard_parse(p: Path, raw: bytes | bytearray | mmap.mmap) -> Any:
         raise InputError(p, f"a number no chrome trace holds ({str(exc).split(';')[0]})", hint=HINT) from None
 
 
-def _restated(p: Path, raw: bytes | bytearray | mmap.mmap) -> bytes:
+def _restated(p: Path, raw: bytes | bytearray | memoryview) -> bytes:
     """Text msgspec refused, read by the standard parser (which raises what is wrong, naming the line) and
     written again as strict JSON: what it refused was the NaN / Infinity tokens, now null (absent)."""
     doc = _standard_parse(p, raw)
@@ -213,43 +229,30 @@ def _group(cat: str) -> str:
 
 
 class _Texts:
-    """Argument texts decoded once per distinct text and shared (per decoder: the checks differ)."""
+    """Argument texts decoded once per distinct text and shared, per kind (the checks differ)."""
 
     def __init__(self, decoders: dict[str, Any]) -> None:
-        self.shapes_of: dict[bytes, Any] = {}
-        self.values_of: dict[bytes, Any] = {}
-        self.dim3_of: dict[bytes, Any] = {}
-        self._shapes, self._values, self._dim3 = decoders["shapes"], decoders["values"], decoders["dim3"]
+        self.shapes = self._reader(decoders["shapes"], refuse=mixed_shapes)
+        self.values = self._reader(decoders["values"])
+        self.dim3 = self._reader(decoders["dim3"])
 
-    def shapes(self, raw: Raw) -> Any:
-        if not len(raw):
-            return None
-        key = bytes(raw)
-        found = self.shapes_of.get(key)
-        if found is None:
-            found = self._shapes.decode(key)
-            if mixed_shapes(found):
-                raise _MixedShapes
-            self.shapes_of[key] = found
-        return found
+    @staticmethod
+    def _reader(decoder: Any, refuse: Callable[[Any], bool] | None = None) -> Callable[[Raw], Any]:
+        seen: dict[bytes, Any] = {}
 
-    def values(self, raw: Raw) -> Any:
-        if not len(raw):
-            return None
-        key = bytes(raw)
-        found = self.values_of.get(key)
-        if found is None:
-            found = self.values_of[key] = self._values.decode(key)
-        return found
+        def read(raw: Raw) -> Any:
+            if not len(raw):
+                return None
+            key = bytes(raw)
+            found = seen.get(key)
+            if found is None:
+                found = decoder.decode(key)
+                if refuse is not None and refuse(found):
+                    raise _MixedShapes
+                seen[key] = found
+            return found
 
-    def dim3(self, raw: Raw) -> Any:
-        if not len(raw):
-            return None
-        key = bytes(raw)
-        found = self.dim3_of.get(key)
-        if found is None:
-            found = self.dim3_of[key] = self._dim3.decode(key)
-        return found
+        return read
 
 
 def _op_args(w: WireOpArgs, texts: _Texts) -> OpArgs:
@@ -266,8 +269,8 @@ def _op_args(w: WireOpArgs, texts: _Texts) -> OpArgs:
 
 def _activity_args(w: WireActivityArgs, texts: _Texts) -> ActivityArgs:
     return ActivityArgs(w.external_id, w.external_id_2021, w.correlation, w.graph_id, w.graph_node_id, w.stream,
-                        w.device, w.context, texts.dim3(w.grid), texts.dim3(w.block), w.registers_per_thread,
-                        w.shared_memory)
+                        w.device, w.context, w.registers_per_thread, w.shared_memory, texts.dim3(w.grid),
+                        texts.dim3(w.block))
 
 
 def _decode_events(p: Path, raws: list[Raw], release: Callable[[Raw], None]) -> tuple[dict[str, list[Any]], int]:
@@ -347,9 +350,9 @@ def load(path: str | os.PathLike[str]) -> TraceEvents:
     """The events of a chrome trace nsroof reads (plain or gzip), decoded into the declared schema;
     InputError on anything else."""
     p = Path(path)
-    buffer = read_mapped(p)
+    buffer, size = read_mapped(p)
     try:
-        return _load(p, buffer)
+        return _load(p, buffer, size)
     finally:
         if isinstance(buffer, mmap.mmap):
             try:
@@ -358,33 +361,37 @@ def load(path: str | os.PathLike[str]) -> TraceEvents:
                 pass
 
 
-def _load(p: Path, buffer: mmap.mmap | bytes, restated: bool = False) -> TraceEvents:
-    """`restated`: the text is the standard parser's reading written again (once: it is strict JSON)."""
-    body = memoryview(buffer)[3:] if buffer[:3] == BOM else buffer
+def _load(p: Path, buffer: mmap.mmap | bytes, size: int, restated: bool = False) -> TraceEvents:
+    """The events of the text in buffer[:size]. `restated`: the text is the standard parser's reading
+    written again (once: it is strict JSON)."""
+    text = memoryview(buffer)[:size]
+    body = text[3:] if text[:3] == BOM else text
     try:
         wire = _decoders()["trace"].decode(body)
     except msgspec.ValidationError as exc:
-        error = _out_of_range(p, exc) or validation_error(p, exc, _standard_parse(p, buffer))
+        error = _out_of_range(p, exc) or validation_error(p, exc, _standard_parse(p, text))
         raise error from None
     except RecursionError:
         raise _too_deep(p) from None
     except msgspec.DecodeError:
-        del body
         if restated:
             raise _invalid(p) from None
-        return _load(p, _restated(p, buffer), restated=True)
+        strict = _restated(p, text)
+        del body, text
+        return _load(p, strict, len(strict), restated=True)
     if isinstance(wire, WireTrace):
         top = Trace(wire.deviceProperties, wire.nsroof, wire.distributedInfo)
         raws, wire.traceEvents = wire.traceEvents, []
     else:
         top, raws = Trace(), wire
-    del wire, body
+    del wire, body, text
     try:
         by_cat, ranges = _decode_events(p, raws, _releaser(buffer))
     except msgspec.DecodeError:  # inside an event the split passed over (bytes that are not UTF-8): the
         if restated:               # text again (its pages may be handed back already)
             raise _invalid(p) from None
-        return _load(p, _restated(p, read_bytes(p)), restated=True)
+        strict = _restated(p, read_bytes(p))
+        return _load(p, strict, len(strict), restated=True)
     return TraceEvents(top, [e for c in ACTIVITY_CATS for e in by_cat[c]], [e for c in LAUNCH_CATS for e in by_cat[c]],
                        [e for c in OP_CATS for e in by_cat[c]], [e for c in ANNOTATION_CATS for e in by_cat[c]], ranges)
 

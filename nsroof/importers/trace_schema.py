@@ -53,9 +53,7 @@ class LaunchArgs(Struct, frozen=True, gc=False):
     kernel: Any = None  # ROCm graph capture: the kernel a launch adds
 
 
-class ActivityArgs(Struct, frozen=True, gc=False):
-    """The args nsroof reads of a GPU activity (kernel, memcpy, memset)."""
-
+class _ActivityFacts(Struct, frozen=True, gc=False):
     external_id: Int | None = field(default=None, name="External id")
     external_id_2021: Int | None = field(default=None, name="external id")
     correlation: Int | None = None
@@ -64,10 +62,15 @@ class ActivityArgs(Struct, frozen=True, gc=False):
     stream: Stream | None = None
     device: Int | None = None
     context: Int | None = None
-    grid: Dim3 | None = None
-    block: Dim3 | None = None
     registers_per_thread: Number | None = field(default=None, name="registers per thread")
     shared_memory: Number | None = field(default=None, name="shared memory")
+
+
+class ActivityArgs(_ActivityFacts, frozen=True, gc=False):
+    """The args nsroof reads of a GPU activity (kernel, memcpy, memset)."""
+
+    grid: Dim3 | None = None
+    block: Dim3 | None = None
 
 
 class OpExtras(Struct, frozen=True, gc=False):
@@ -109,21 +112,11 @@ class OpArgs(Struct, frozen=True, gc=False):
         return self.extras.kernel_num_gb if self.extras is not None else None
 
 
-class WireActivityArgs(Struct, gc=False):
+class WireActivityArgs(_ActivityFacts, frozen=True, gc=False):
     """ActivityArgs as decoded: grid and block as their JSON text, decoded once per distinct text."""
 
-    external_id: Int | None = field(default=None, name="External id")
-    external_id_2021: Int | None = field(default=None, name="external id")
-    correlation: Int | None = None
-    graph_id: Int | None = field(default=None, name="graph id")
-    graph_node_id: Int | None = field(default=None, name="graph node id")
-    stream: Stream | None = None
-    device: Int | None = None
-    context: Int | None = None
     grid: Raw = Raw()
     block: Raw = Raw()
-    registers_per_thread: Number | None = field(default=None, name="registers per thread")
-    shared_memory: Number | None = field(default=None, name="shared memory")
 
 
 class WireOpArgs(Struct, gc=False):

@@ -146,3 +146,26 @@ def test_invalid_utf8_inside_an_event_is_a_one_line_error(tmp_path: Path) -> Non
     with pytest.raises(InputError, match="not UTF-8 text") as err:
         importers.read(path)
     assert "\n" not in str(err.value)
+
+
+def test_decompressed_memory_grows_by_copy_where_it_cannot_be_resized() -> None:
+    import mmap
+
+    from nsroof.importers.trace_load import _grown
+
+    class Unresizable:  # macOS: anonymous maps have no mremap, resize raises SystemError
+        def __init__(self, data: bytes) -> None:
+            self.data, self.closed = data, False
+
+        def resize(self, size: int) -> None:
+            raise SystemError("mmap: resizing not available--no mremap()")
+
+        def __getitem__(self, index: slice) -> bytes:
+            return self.data[index]
+
+        def close(self) -> None:
+            self.closed = True
+
+    small = Unresizable(b"[1, 2, 3]xxxx")
+    bigger = _grown(small, 9, 1 << 16)  # type: ignore[arg-type]
+    assert isinstance(bigger, mmap.mmap) and len(bigger) == 1 << 16 and bigger[:9] == b"[1, 2, 3]" and small.closed

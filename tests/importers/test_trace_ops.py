@@ -68,3 +68,18 @@ def test_every_ops_path_facts_in_one_pass_are_each_ops_own(data_dir: Path) -> No
         # one op at a time (computed, then cached by location) against all at once (gathered by np.unique)
         assert tree.all_path_facts() == [tree.path_facts(i) for i in range(len(tree.ops))], name
         assert tree.forward_ids() == [tree.forward_of(i) for i in range(len(tree.ops))], name
+
+
+def test_ops_by_start_is_sorteds_order_with_ties_and_infinities() -> None:
+    import random
+
+    from nsroof.importers.trace_ops import by_start
+
+    rng = random.Random(5)
+    values = [0.0, -0.0, 1.0, 2.5, float("inf"), -float("inf")]
+    for _ in range(200):
+        spans = [(rng.choice(values), rng.choice(values)) for _ in range(rng.randint(0, 12))]
+        assert by_start(spans) == sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1])), spans
+    # a NaN time: sorted()'s own order, whatever comparisons make of it
+    spans = [(1.0, 2.0), (float("nan"), 1.0), (0.0, 3.0)]
+    assert by_start(spans) == sorted(range(3), key=lambda i: (spans[i][0], -spans[i][1]))
