@@ -72,7 +72,9 @@ def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: Roofs, levels: S
     def ints(name: str) -> pd.arrays.IntegerArray:
         if name not in kernels:
             return pd.array(np.full(n * L, pd.NA), dtype="Int64")
-        return pd.array(kernels[name], dtype="Int64").take(np.repeat(np.arange(n), L))
+        values = kernels[name].array  # an Int64 column as it is (pd.array would copy it first)
+        return (values if isinstance(values.dtype, pd.Int64Dtype) else pd.array(values, dtype="Int64")).take(
+            np.repeat(np.arange(n), L))
 
     return {
         "source": per_kernel(text("source")),
