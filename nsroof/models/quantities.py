@@ -151,9 +151,10 @@ def _missing_names(k: _Kernels, f: CounterFormula, rows: np.ndarray) -> np.ndarr
     if f.kind in ("tensor_ops", "tensor_peak"):
         out[rows] = ", ".join(f.metrics)
         return out
-    idx = np.flatnonzero(rows)
+    every = bool(rows.all())
+    idx = np.arange(k.n) if every else np.flatnonzero(rows)
     labels = list(f.metrics)
-    lacks = [np.isnan(k.col(metric))[idx] for metric in f.metrics]
+    lacks = [np.isnan(k.col(metric)) if every else np.isnan(k.col(metric))[idx] for metric in f.metrics]
     refused = np.zeros(len(idx), dtype=bool)
     for metric, lack in zip(f.metrics, lacks, strict=True):
         if metric in k.bad:
@@ -162,12 +163,12 @@ def _missing_names(k: _Kernels, f: CounterFormula, rows: np.ndarray) -> np.ndarr
         labels.append(f"cc<= {f.cc_max:g}")
         lacks.append(~(k.cc_num[idx] <= f.cc_max))
     if all(lack.all() or not lack.any() for lack in lacks):  # one pattern for every row (the usual export)
-        codes, first = np.zeros(len(idx), dtype=np.int64), np.zeros(1, dtype=np.int64)
+        out[idx] = ", ".join(label for label, lack in zip(labels, lacks, strict=True) if lack[0])
     else:
         codes, first = row_codes(*lacks)
-    texts = np.array([", ".join(label for label, lack in zip(labels, lacks, strict=True) if lack[j]) for j in first]
-                     + [""], dtype=object)  # the extra "" keeps a one-pattern array one-dimensional
-    out[idx] = texts[codes]
+        texts = np.array([", ".join(label for label, lack in zip(labels, lacks, strict=True) if lack[j])
+                          for j in first] + [""], dtype=object)  # the extra "" keeps one pattern one-dimensional
+        out[idx] = texts[codes]
     for j in np.flatnonzero(refused):
         i = idx[j]
         named = [f"{label}={k.bad[label][i]:g}" if label in k.bad and not np.isnan(k.bad[label][i]) else label
@@ -241,7 +242,9 @@ def _partial_flops(k: _Kernels, res: _Resolved, quantity: str) -> None:
         open_rows = np.isnan(res.value)
         if not open_rows.any():
             return
-        present = [(c, m) for c, m in f.terms if not np.isnan(k.col(m)[open_rows]).all()]
+        # an absent counter is NaN on every row: no need to look
+        present = [(c, m) for c, m in f.terms
+                   if (k.has(m) or m in (DURATION, TENSOR_FLOP_PER_INST)) and not np.isnan(k.col(m)[open_rows]).all()]
         if f.kind != "linear" or not present:
             continue
         present_masks = [~np.isnan(k.col(m)) for _, m in f.terms]
