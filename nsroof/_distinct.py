@@ -69,7 +69,7 @@ def object_ids(values: np.ndarray) -> np.ndarray:
     if not len(values):
         return np.zeros(0, dtype=np.uintp)
     pointers = (ctypes.c_void_p * len(values)).from_address(values.ctypes.data)
-    return np.frombuffer(pointers, dtype=np.uintp).copy()
+    return np.frombuffer(memoryview(pointers), dtype=np.uintp).copy()
 
 
 def first_appearances(codes: np.ndarray) -> np.ndarray:

@@ -222,9 +222,11 @@ def _classified(columns: dict[str, object], index: pd.Index) -> pd.DataFrame:
     derived["above_roof_cause"] = _above_roof_causes(derived["above_roof"], ach_f, p, columns, qb, index)
     with np.errstate(divide="ignore", invalid="ignore"):
         memory_s, compute_s = qb / b, w / p
-    derived["limiting"] = pd.Series(limiting(np.asarray(columns["source"], dtype=object),
-                                              np.asarray(columns["kernel_id"], dtype=object), memory_s, compute_s,
-                                              np.asarray(columns["level"], dtype=object)), index=index, dtype=object)
+    # kernels told apart by their kernel_id's codes (an Int64 array as objects cost a hash of every boxed int)
+    kernel_ids = pd.factorize(pd.array(columns["kernel_id"], dtype="Int64"))[0]
+    derived["limiting"] = pd.Series(limiting(np.asarray(columns["source"], dtype=object), kernel_ids, memory_s,
+                                              compute_s, np.asarray(columns["level"], dtype=object)),
+                                    index=index, dtype=object)
     n = len(index)
 
     def column(name: str) -> object:
