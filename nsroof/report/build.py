@@ -64,7 +64,8 @@ def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: Roofs, levels: S
     n, L = len(kernels), len(levels)
 
     def per_kernel(values: object) -> np.ndarray:
-        return np.repeat(np.asarray(values), L)
+        # one level: the kernel's own array (the report frame is built from copies: pandas copies a dict's data)
+        return np.asarray(values) if L == 1 else np.repeat(np.asarray(values), L)
 
     def text(name: str) -> np.ndarray:
         return _text(kernels, name)
