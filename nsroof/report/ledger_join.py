@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from nsroof._distinct import row_codes
 from nsroof.errors import NsroofError
 from nsroof.report.ledger_rules import AUTO, Mapping, Rule, load_mapping
 from nsroof.report.ledger_shapes import op_and_sizes, parse_input_shapes, parse_markers, size_value
@@ -282,20 +283,31 @@ def gain_table(report_df: pd.DataFrame) -> pd.DataFrame:
     kernels["gain_s"] = (kernels["duration_s"] - kernels["ideal_time_s"]).where(matched)
 
     rows: list[dict[str, Any]] = []
-    good = kernels[matched]
-    for (name, op), g in good.groupby(["name", "ledger_op"], sort=False):
-        rows.append(_gain_row("kernel", str(name), str(op), g, 0))
-    # Every NVTX range at every depth, with the matched kernels under it.
-    ranges: dict[str, list[int]] = {}
-    for i, path in enumerate(kernels["nvtx_path"]):
+    # sums per group over numpy slices in row order (what a pandas group's .sum() adds, in the same order)
+    columns = {c: kernels[c].to_numpy() for c in ("launches", "duration_s", "ideal_time_s", "gain_s")}
+    is_matched = matched.to_numpy()
+    good = np.flatnonzero(is_matched)
+    names, ops = kernels["name"].to_numpy(dtype=object), kernels["ledger_op"].to_numpy(dtype=object)
+    code, first = row_codes(names[good], ops[good])  # groups in order of first appearance, as groupby(sort=False)
+    by_group = np.argsort(code, kind="stable")
+    bounds = np.searchsorted(code[by_group], np.arange(len(first) + 1))
+    for k, f in enumerate(first.tolist()):
+        rows.append(_gain_row("kernel", str(names[good[f]]), str(ops[good[f]]), columns,
+                              good[by_group[bounds[k]:bounds[k + 1]]], 0))
+    # Every NVTX range at every depth, with the matched kernels under it: the ranges of each distinct path once.
+    paths = kernels["nvtx_path"].to_numpy(dtype=object)
+    path_code, path_first = row_codes(paths)
+    ranges: dict[str, list[int]] = {}  # range -> codes of the paths under it, ranges in order of first appearance
+    for c, f in enumerate(path_first.tolist()):
+        path = paths[f]
         parts = [s for s in str(path).split("/") if s] if path else []
         for depth in range(1, len(parts) + 1):
-            ranges.setdefault("/".join(parts[:depth]), []).append(i)
-    for path, idx in ranges.items():
-        g = kernels.iloc[idx]
-        gm = g[matched.iloc[idx].to_numpy()]
-        if len(gm):
-            rows.append(_gain_row("nvtx", path, "", gm, int(len(g) - len(gm))))
+            ranges.setdefault("/".join(parts[:depth]), []).append(c)
+    for path, codes in ranges.items():
+        idx = np.flatnonzero(np.isin(path_code, codes))
+        under = idx[is_matched[idx]]
+        if len(under):
+            rows.append(_gain_row("nvtx", path, "", columns, under, int(len(idx) - len(under))))
     table = pd.DataFrame(rows, columns=GAIN_COLUMNS)
     if len(table) == 0:
         return table
@@ -305,11 +317,13 @@ def gain_table(report_df: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values("gain_s", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def _gain_row(kind: str, name: str, op: str, g: pd.DataFrame, unmatched: int) -> dict[str, Any]:
-    duration = float(g["duration_s"].sum())
-    ideal = float(g["ideal_time_s"].sum())
+def _gain_row(kind: str, name: str, op: str, columns: dict[str, np.ndarray], rows: np.ndarray,
+              unmatched: int) -> dict[str, Any]:
+    duration = float(columns["duration_s"][rows].sum())
+    ideal = float(columns["ideal_time_s"][rows].sum())
     return {
-        "kind": kind, "name": name, "ledger_op": op, "kernels": int(len(g)), "launches": int(g["launches"].sum()),
-        "duration_s": duration, "ideal_time_s": ideal, "gain_s": float(g["gain_s"].sum()),
-        "headroom": duration / ideal if ideal > 0 else math.nan, "unmatched_kernels": unmatched,
+        "kind": kind, "name": name, "ledger_op": op, "kernels": int(len(rows)),
+        "launches": int(columns["launches"][rows].sum()), "duration_s": duration, "ideal_time_s": ideal,
+        "gain_s": float(columns["gain_s"][rows].sum()), "headroom": duration / ideal if ideal > 0 else math.nan,
+        "unmatched_kernels": unmatched,
     }
