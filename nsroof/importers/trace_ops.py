@@ -446,11 +446,11 @@ class OpTree:
             return self._all_facts
         if len(self._where) < n:
             self._locate()
-        codes: dict[tuple[Any, ...], int] = {}
-        own = np.fromiter((codes.setdefault(w, len(codes)) for w in self._where), dtype="int64", count=n)
+        # equal locations are one object (_locate shares them): coded by identity, not by hashing tuples
+        own, distinct = row_codes(np.fromiter(map(id, self._where), dtype="int64", count=n))
         fwd = np.asarray(self.forward_ids(), dtype="int64")
         inherited = np.where(fwd >= 0, own[np.maximum(fwd, 0)], -1) if n else fwd
-        _, first, inverse = np.unique(own * (len(codes) + 1) + inherited + 1, return_index=True, return_inverse=True)
+        _, first, inverse = np.unique(own * (len(distinct) + 1) + inherited + 1, return_index=True, return_inverse=True)
         shared = np.empty(len(first), dtype=object)
         shared[:] = [self.path_facts(int(i)) for i in first]
         self._all_facts = shared[inverse.reshape(-1)].tolist()
