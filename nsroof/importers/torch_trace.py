@@ -40,7 +40,7 @@ import pandas as pd
 from nsroof.importers import trace_graphs, trace_ops
 from nsroof.importers.kernel_table import empty_identity
 from nsroof.importers.trace_load import load, load_ranges, paused_gc
-from nsroof.importers.trace_ops import OpTree, external_id, number, shape_text
+from nsroof.importers.trace_ops import OpTree, external_id, number, per_object, shape_text
 from nsroof.importers.trace_schema import (
     Activity,
     Launch,
@@ -209,7 +209,7 @@ def launch_map(launches: list[Launch], activities: list[Activity]) -> dict[int, 
     for e in launches:
         corr = e.args.correlation
         if corr in wanted:
-            out.setdefault(corr, e)  # type: ignore[arg-type]
+            out.setdefault(corr, e)
     return out
 
 
@@ -281,12 +281,6 @@ def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpT
     cols["source"] = [name] * n
     linked = [tree.launcher(k.args, launches) for k in activities]  # every launch adopted before paths are located
     facts = tree.all_path_facts()
-    texts: dict[int, str] = {}  # id of a list the loader shares (one per distinct text) -> its text here
-
-    def text(value: Any, render: Any) -> str:
-        key = id(value)
-        return texts[key] if key in texts else texts.setdefault(key, render(value))
-
     # column by column: each a comprehension over the activities (a per-row loop writing numpy cells is slower)
     kinds = [KINDS[k.cat] for k in activities]
     durations = np.array([_num(k.dur) for k in activities], dtype="float64").reshape(-1)
@@ -297,8 +291,8 @@ def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpT
     shared = np.array([_num(k.args.shared_memory) for k in activities], dtype="float64").reshape(-1)
     cols["kernel_name"] = [k.name for k in activities]
     cols["function"] = [short_name(k.name) if kind == "kernel" else k.name for k, kind in zip(activities, kinds, strict=True)]
-    cols["grid"] = [text(k.args.grid, _dim3) for k in activities]
-    cols["block"] = [text(k.args.block, _dim3) for k in activities]
+    cols["grid"] = per_object(_dim3, (k.args.grid for k in activities))
+    cols["block"] = per_object(_dim3, (k.args.block for k in activities))
     device_ids: list[int | None] = [d if isinstance(d := (k.args.device if k.args.device is not None else k.pid), int)
                                     else None for k in activities]
     js = [j for j, _ in linked]
@@ -308,7 +302,7 @@ def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpT
     starts = np.array([_num((launch or k).ts) for k, launch in zip(activities, launch_of, strict=True)],
                       dtype="float64").reshape(-1)  # a row starts when it was launched
     op_name = [tree.ops[j].name if j >= 0 else "" for j in js]
-    shapes = [text(tree.args[j].input_dims, shape_text) if j >= 0 else "" for j in js]
+    shapes = per_object(shape_text, (tree.args[j].input_dims if j >= 0 else None for j in js))
     cols["nvtx_ranges"] = [facts[j][0] if j >= 0 else [] for j in js]
     cols["nvtx_path"] = [facts[j][1] if j >= 0 else "" for j in js]
     modules = [facts[j][2] if j >= 0 else "" for j in js]
@@ -392,9 +386,7 @@ def _cpu_rows(tree: OpTree, name: str, meta: dict[str, Any]) -> tuple[pd.DataFra
     frame["op_id"] = pd.array(order, dtype="Int64")
     frame["op_link"] = pd.Series(["self"] * n, dtype=object)
     frame["op"] = pd.Series(names, dtype=object)
-    texts: dict[int, str] = {}  # id of a shapes list the loader shares -> its text
-    frame["input_shapes"] = pd.Series([texts[k] if (k := id(d := tree.args[i].input_dims)) in texts
-                                       else texts.setdefault(k, shape_text(d)) for i in order], dtype=object)
+    frame["input_shapes"] = pd.Series(per_object(shape_text, (tree.args[i].input_dims for i in order)), dtype=object)
     frame["module"] = pd.Series([facts[i][2] for i in order], dtype=object)
     frame["duration_source"] = pd.Series(["cpu_op dur"] * n, dtype=object)
     frame["gpu__time_duration.sum"] = np.array([(tree.spans[i][1] - tree.spans[i][0]) * 1e-6 for i in order],

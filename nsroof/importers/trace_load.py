@@ -39,6 +39,8 @@ from nsroof.importers.trace_schema import (
     ANNOTATION_CATS,
     HINT,
     LAUNCH_CATS,
+    NO_ACTIVITY_ARGS,
+    NO_LAUNCH_ARGS,
     NO_OP_ARGS,
     OP_CATS,
     RANGE_CAT,
@@ -64,8 +66,6 @@ from nsroof.importers.trace_schema import (
 
 CHUNK = 1 << 16  # events decoded between two hand-backs of the text's pages
 BOM = b"\xef\xbb\xbf"
-
-_NO_LAUNCH_ARGS, _NO_ACTIVITY_ARGS = LaunchArgs(), ActivityArgs()
 
 
 class _MixedShapes(Exception):
@@ -93,21 +93,14 @@ def _cannot_read(p: Path, exc: BaseException) -> InputError:
                       hint="pass a torch.profiler chrome trace (.json or .json.gz); re-compress a damaged .gz")
 
 
-def read_bytes(p: Path) -> bytes | bytearray:
-    """The file's bytes, a gzip stream decompressed in pieces (no second copy of the compressed file)."""
+def read_bytes(p: Path) -> bytes:
+    """The file's text as bytes (a gzip stream decompressed), for the rare paths that read it whole."""
+    buffer, size = read_mapped(p)
     try:
-        with open(p, "rb") as fh:
-            magic = fh.read(2)
-            fh.seek(0)
-            if magic != b"\x1f\x8b":
-                return fh.read()
-            out = bytearray()
-            with gzip.GzipFile(fileobj=fh) as gz:
-                while chunk := gz.read(1 << 24):
-                    out += chunk
-            return out
-    except (OSError, EOFError, zlib.error) as exc:
-        raise _cannot_read(p, exc) from None
+        return bytes(memoryview(buffer)[:size])
+    finally:
+        if isinstance(buffer, mmap.mmap):
+            buffer.close()
 
 
 def read_mapped(p: Path) -> tuple[mmap.mmap | bytes, int]:
@@ -294,11 +287,11 @@ def _decode_events(p: Path, raws: list[Raw], release: Callable[[Raw], None]) -> 
                 group, kept, cat = route
                 a = e.args
                 if group == "launch":
-                    args: Any = launch_args.decode(a) if len(a) else _NO_LAUNCH_ARGS
+                    args: Any = launch_args.decode(a) if len(a) else NO_LAUNCH_ARGS
                 elif group == "op":
                     args = _op_args(op_args.decode(a), texts) if len(a) else NO_OP_ARGS
                 elif group == "activity":
-                    args = _activity_args(activity_args.decode(a), texts) if len(a) else _NO_ACTIVITY_ARGS
+                    args = _activity_args(activity_args.decode(a), texts) if len(a) else NO_ACTIVITY_ARGS
                 else:
                     ranges += 1
                     continue

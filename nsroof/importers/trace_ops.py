@@ -31,9 +31,9 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -61,6 +61,8 @@ LINK_KERNEL_EXTERNAL = "kernel external id"
 LINK_NONE = "none"
 LINK_GRAPH = "graph launch"
 LINK_LAUNCH = "runtime launch"
+
+T = TypeVar("T")
 
 GRAPH_LAUNCH = re.compile(r"(?:cuda|cu|hip)GraphLaunch")
 
@@ -131,6 +133,13 @@ def concrete_value(text: Any) -> Any:
 def shape_text(dims: list[Any] | None) -> str:
     """An op's Input Dims as the kernel table's input_shapes text ('' for none or all scalars)."""
     return str(dims) if dims and any(dims) else ""
+
+
+def per_object(render: Callable[[Any], T], values: Iterable[Any]) -> list[T]:
+    """[render(v) for v in values], render called once per distinct object: the loader shares one list per
+    distinct argument text, so a trace's millions of cells hold a few thousand objects."""
+    seen: dict[int, T] = {}  # id -> result; every object stays alive in `values` while this runs
+    return [seen[k] if (k := id(v)) in seen else seen.setdefault(k, render(v)) for v in values]
 
 
 def concrete_values(values: Any) -> list[Any] | None:
@@ -478,9 +487,7 @@ class OpTree:
             return pd.arrays.IntegerArray(v, v < 0)
 
         seq = [a.sequence_number for a in self.args]
-        # the loader shares one list per distinct text: one converted list, one thread name per distinct one
-        concrete: dict[int, list[Any] | None] = {}
-        threads = {key: f"{key[0]}/{key[1]}" for key in set(self.keys)}
+        threads = {key: f"{key[0]}/{key[1]}" for key in set(self.keys)}  # one thread name per distinct one
         sequence = np.fromiter((0 if v is None else v for v in seq), dtype="int64", count=n)
 
         return pd.DataFrame({
@@ -490,9 +497,8 @@ class OpTree:
             "name": pd.Series([op.name for op in self.ops], dtype=object),
             "input_shapes": pd.Series([a.input_dims for a in self.args], dtype=object),
             "input_dtypes": pd.Series([a.input_type for a in self.args], dtype=object),
-            "concrete_inputs": pd.Series([concrete[k] if (k := id(a.concrete_inputs)) in concrete
-                                          else concrete.setdefault(k, concrete_values(a.concrete_inputs))
-                                          for a in self.args], dtype=object),
+            "concrete_inputs": pd.Series(per_object(concrete_values, (a.concrete_inputs for a in self.args)),
+                                         dtype=object),
             "sequence_number": pd.arrays.IntegerArray(sequence, np.array([v is None for v in seq], dtype=bool)),
             "forward_op_id": ids(forward),
             "thread": pd.Series([threads[key] for key in self.keys], dtype=object),

@@ -159,7 +159,7 @@ class Event(Struct, Generic[A], gc=False):
 Activity = Event[ActivityArgs]
 Launch = Event[LaunchArgs]
 Op = Event[OpArgs]
-NO_OP_ARGS = OpArgs()
+NO_OP_ARGS, NO_LAUNCH_ARGS, NO_ACTIVITY_ARGS = OpArgs(), LaunchArgs(), ActivityArgs()  # events without args
 COMMS_ATTRIBUTES = {"Collective name": "collective_name", "In msg nelems": "in_msg_nelems",
                     "Out msg nelems": "out_msg_nelems", "dtype": "dtype", "Group size": "group_size"}
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nsroof.importers import ncu_csv
+from tests._locale_text import localized
 
 HEADER = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
           "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value",
@@ -26,12 +27,7 @@ METRICS = {
 
 
 def fmt(cents: int, style: str) -> str:
-    text = f"{cents / 100:,.2f}"
-    if style == "C":
-        return text.replace(",", "")
-    if style == "de_DE":
-        return text.replace(",", "_").replace(".", ",").replace("_", ".")
-    return text
+    return localized(cents / 100, style, 2)
 
 
 def q(value: str) -> str:

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nsroof.importers.ncu import locale_numbers as numbers
+from tests._locale_text import localized
 
 
 def decide(cells: list[str]) -> numbers.StyleDecision:
@@ -78,15 +79,6 @@ def test_missing_and_string_cells() -> None:
     assert parsed.strings[5].as_py() == "CachePreferNone"
 
 
-def _format(value: float, style: str, decimals: int) -> str:
-    text = f"{value:,.{decimals}f}"
-    if style == "C":
-        return text.replace(",", "")
-    if style == "de_DE":
-        return text.replace(",", "_").replace(".", ",").replace("_", ".")
-    return text
-
-
 # Evidence every real file carries: a grouped integer and a 2-decimal float (ncu prints doubles with 2).
 _ANCHORS = {"C": ["1443405676.69"], "en_US": ["1,443,405,676.69"], "de_DE": ["1.443.405.676,69"]}
 
@@ -100,7 +92,7 @@ _ANCHORS = {"C": ["1443405676.69"], "en_US": ["1,443,405,676.69"], "de_DE": ["1.
 def test_round_trip_in_each_locale(style: str, values: list[int], cents: list[int]) -> None:
     # an exact decimal with 2 places, printed the way ncu prints it in that locale, parses back to itself
     exact = [v + c / 100 for v, c in zip(values, cents[: len(values)], strict=True)]
-    cells = [_format(x, style, 2) for x in exact] + _ANCHORS[style]
+    cells = [localized(x, style, 2) for x in exact] + _ANCHORS[style]
     parsed, chosen = numbers.parse_text(cells)
     assert chosen == style
     for got, want in zip(parsed, exact, strict=False):
@@ -110,7 +102,7 @@ def test_round_trip_in_each_locale(style: str, values: list[int], cents: list[in
 @settings(max_examples=60, deadline=None)
 @given(style=st.sampled_from(["C", "en_US", "de_DE"]), values=st.lists(st.integers(0, 10**12), min_size=1, max_size=10))
 def test_integers_round_trip(style: str, values: list[int]) -> None:
-    cells = [_format(v, style, 0) for v in values] + _ANCHORS[style]
+    cells = [localized(v, style, 0) for v in values] + _ANCHORS[style]
     parsed, chosen = numbers.parse_text(cells)
     assert chosen == style
     assert parsed[: len(values)].tolist() == [float(v) for v in values]
