@@ -137,9 +137,16 @@ def shape_text(dims: list[Any] | None) -> str:
 
 def per_object(render: Callable[[Any], T], values: Iterable[Any]) -> list[T]:
     """[render(v) for v in values], render called once per distinct object: the loader shares one list per
-    distinct argument text, so a trace's millions of cells hold a few thousand objects."""
-    seen: dict[int, T] = {}  # id -> result; every object stays alive in `values` while this runs
-    return [seen[k] if (k := id(v)) in seen else seen.setdefault(k, render(v)) for v in values]
+    distinct argument text, so a trace's millions of cells hold a few thousand objects (lists: unhashable, so
+    not _distinct.map_rows, which codes values)."""
+    seen: dict[int, tuple[Any, T]] = {}  # id -> (the object, kept alive so its id is not reused; its result)
+    out: list[T] = []
+    for v in values:
+        hit = seen.get(id(v))
+        if hit is None:
+            hit = seen[id(v)] = (v, render(v))
+        out.append(hit[1])
+    return out
 
 
 def concrete_values(values: Any) -> list[Any] | None:

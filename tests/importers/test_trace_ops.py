@@ -83,3 +83,19 @@ def test_ops_by_start_is_sorteds_order_with_ties_and_infinities() -> None:
     # a NaN time: sorted()'s own order, whatever comparisons make of it
     spans = [(1.0, 2.0), (float("nan"), 1.0), (0.0, 3.0)]
     assert by_start(spans) == sorted(range(3), key=lambda i: (spans[i][0], -spans[i][1]))
+
+
+def test_per_object_renders_each_distinct_object_once_even_of_temporaries() -> None:
+    from nsroof.importers.trace_ops import per_object
+
+    calls: list[object] = []
+
+    def render(v: object) -> str:
+        calls.append(v)
+        return str(v)
+
+    shared = [1, 2]
+    assert per_object(render, [shared, None, shared, None]) == ["[1, 2]", "None", "[1, 2]", "None"]
+    assert len(calls) == 2
+    # fresh lists made one by one (freed at once by their maker): ids could repeat, results must not mix up
+    assert per_object(str, ([i] for i in range(1000))) == [f"[{i}]" for i in range(1000)]
