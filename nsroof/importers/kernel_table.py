@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nsroof.schema import IDENTITY_COLUMNS
@@ -31,16 +32,14 @@ def empty_identity(n: int) -> dict[str, Any]:
     for name, (dtype, _) in IDENTITY_COLUMNS.items():
         if dtype == "object":
             out[name] = [[] for _ in range(n)] if name == "nvtx_ranges" else [""] * n
-        else:
-            out[name] = pd.array([pd.NA] * n, dtype=dtype if dtype != "int64" else "Int64")
+        else:  # "int64" / "Int64": a nullable integer column, all <NA>
+            out[name] = pd.arrays.IntegerArray(np.zeros(n, dtype="int64"), np.ones(n, dtype=bool))
     return out
 
 
 def fill_launch_identity(frame: pd.DataFrame) -> None:
     """device/grid/block/cc from device__/launch__ metric columns where the input lacks the identity
     (text output and --metrics exports print `Device 0` but not its name). In place."""
-    import numpy as np
-
     if "device__attribute_display_name" in frame.columns and frame["device"].eq("").all():
         frame["device"] = pd.Series(
             [v if isinstance(v, str) else "" for v in frame["device__attribute_display_name"]], index=frame.index,

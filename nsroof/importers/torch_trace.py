@@ -40,7 +40,7 @@ import pandas as pd
 from nsroof.importers import trace_graphs, trace_ops
 from nsroof.importers.kernel_table import empty_identity
 from nsroof.importers.trace_load import load, load_ranges, paused_gc
-from nsroof.importers.trace_ops import OpTree, external_id, number, per_object, shape_text
+from nsroof.importers.trace_ops import OpTree, external_id, number, numbers, per_object, shape_text
 from nsroof.importers.trace_schema import (
     Activity,
     Launch,
@@ -197,8 +197,12 @@ def _world_size(top: Trace) -> int:
 
 
 def in_order(activities: list[Activity]) -> list[Activity]:
-    """GPU activities in the kernel table's row order: by start, then correlation."""
-    return sorted(activities, key=lambda e: (_num(e.ts), _num(e.args.correlation)))
+    """GPU activities in the kernel table's row order: by start, then correlation (a stable sort: ties in
+    file order; sorted()'s own order where a key is NaN, which numpy would order differently)."""
+    starts, correlations = numbers([e.ts for e in activities]), numbers([e.args.correlation for e in activities])
+    if np.isnan(starts).any() or np.isnan(correlations).any():
+        return sorted(activities, key=lambda e: (_num(e.ts), _num(e.args.correlation)))
+    return [activities[i] for i in np.lexsort((correlations, starts)).tolist()]
 
 
 def launch_map(launches: list[Launch], activities: list[Activity]) -> dict[int, Launch]:
@@ -283,12 +287,12 @@ def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpT
     facts = tree.all_path_facts()
     # column by column: each a comprehension over the activities (a per-row loop writing numpy cells is slower)
     kinds = [KINDS[k.cat] for k in activities]
-    durations = np.array([_num(k.dur) for k in activities], dtype="float64").reshape(-1)
+    durations = numbers([k.dur for k in activities])
     valid = durations >= 0  # NaN compares False
     bad_dur = int(n - valid.sum())
     dur_s = np.where(valid, durations * 1e-6, np.nan)  # chrome-trace dur is in µs whatever displayTimeUnit says
-    registers = np.array([_num(k.args.registers_per_thread) for k in activities], dtype="float64").reshape(-1)
-    shared = np.array([_num(k.args.shared_memory) for k in activities], dtype="float64").reshape(-1)
+    registers = numbers([k.args.registers_per_thread for k in activities])
+    shared = numbers([k.args.shared_memory for k in activities])
     cols["kernel_name"] = [k.name for k in activities]
     cols["function"] = [short_name(k.name) if kind == "kernel" else k.name for k, kind in zip(activities, kinds, strict=True)]
     cols["grid"] = per_object(_dim3, (k.args.grid for k in activities))
@@ -299,8 +303,7 @@ def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpT
     links = [link for _, link in linked]
     launcher = np.array(js, dtype=np.int64).reshape(-1)
     launch_of = [launches.get(c) if (c := k.args.correlation) is not None else None for k in activities]
-    starts = np.array([_num((launch or k).ts) for k, launch in zip(activities, launch_of, strict=True)],
-                      dtype="float64").reshape(-1)  # a row starts when it was launched
+    starts = numbers([(launch or k).ts for k, launch in zip(activities, launch_of, strict=True)])  # when launched
     op_name = [tree.ops[j].name if j >= 0 else "" for j in js]
     shapes = per_object(shape_text, (tree.args[j].input_dims if j >= 0 else None for j in js))
     cols["nvtx_ranges"] = [facts[j][0] if j >= 0 else [] for j in js]
@@ -330,7 +333,7 @@ def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpT
     frame["input_shapes"] = pd.Series(shapes, dtype=object)
     frame["module"] = pd.Series(modules, dtype=object)
     frame["gpu__time_duration.sum"] = dur_s
-    frame["start_us"] = np.array([_num(k.ts) for k in activities], dtype="float64")  # the activity's own
+    frame["start_us"] = numbers([k.ts for k in activities])  # the activity's own
     frame["launch__registers_per_thread"] = registers
     frame["launch__shared_mem_per_block"] = shared
     return inductor_estimates(frame, tree, launcher), starts

@@ -88,6 +88,14 @@ def number(value: Any) -> float:
     return f if math.isfinite(f) else math.nan
 
 
+def numbers(values: list[float | int | None]) -> np.ndarray:
+    """number() of each of the loader's decoded times and counts (floats, 64-bit integers or None) as one
+    float64 array: None and non-finite values NaN."""
+    out = np.array(values, dtype="float64").reshape(-1)
+    out[~np.isfinite(out)] = math.nan
+    return out
+
+
 def external_id(args: AnyArgs) -> int | None:
     if isinstance(args, OpArgs):  # one spelling already
         return args.external_id

@@ -99,3 +99,35 @@ def test_per_object_renders_each_distinct_object_once_even_of_temporaries() -> N
     assert len(calls) == 2
     # fresh lists made one by one (freed at once by their maker): ids could repeat, results must not mix up
     assert per_object(str, ([i] for i in range(1000))) == [f"[{i}]" for i in range(1000)]
+
+
+def test_numbers_is_number_of_each_value() -> None:
+    import math
+
+    from nsroof.importers.trace_ops import number, numbers
+
+    values: list[Any] = [1.5, None, float("inf"), -float("inf"), float("nan"), 0, -7, (1 << 62) + 1, -0.0]
+    got = numbers(values)
+    assert got.dtype == "float64" and len(got) == len(values)
+    for g, v in zip(got.tolist(), values, strict=True):
+        assert (math.isnan(g) and math.isnan(number(v))) or g == number(v), v
+    assert numbers([]).shape == (0,)
+
+
+def test_activities_in_order_is_sorteds_order_by_start_then_correlation() -> None:
+    import random
+
+    from nsroof.importers.torch_trace import in_order
+    from nsroof.importers.trace_ops import number
+    from nsroof.importers.trace_schema import ActivityArgs, Event
+
+    def key(e: Any) -> tuple[float, float]:
+        return number(e.ts), number(e.args.correlation)
+
+    rng = random.Random(11)
+    for _ in range(200):
+        times: list[Any] = [0.0, 1.0, 1.0, 2.5, -3.0] + ([None, float("nan")] if rng.random() < 0.3 else [])
+        events = [Event(f"k{i}", "kernel", rng.choice(times), 1.0, 0, 7,
+                        ActivityArgs(correlation=rng.choice([1, 2, 2, None] if rng.random() < 0.3 else [1, 2, 2, 3])))
+                  for i in range(rng.randint(0, 12))]
+        assert [e.name for e in in_order(events)] == [e.name for e in sorted(events, key=key)]
