@@ -27,7 +27,6 @@ path and module of each op, as the ops table (nsroof.schema.OP_COLUMNS). The cor
 from __future__ import annotations
 
 import bisect
-import itertools
 import json
 import math
 import re
@@ -37,7 +36,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from nsroof._distinct import row_codes
+from nsroof._distinct import first_appearances, object_ids, row_codes
 from nsroof.importers.trace_schema import (
     INT64,
     NO_OP_ARGS,
@@ -144,34 +143,37 @@ def shape_text(dims: list[Any] | None) -> str:
 
 
 def per_object(render: Callable[[Any], T], values: Iterable[Any]) -> list[T]:
-    """[render(v) for v in values], render called once per distinct object: the loader shares one list per
-    distinct argument text, so a trace's millions of cells hold a few thousand objects (lists: unhashable, so
-    not _distinct.map_rows, which codes values)."""
-    seen: dict[int, tuple[Any, T]] = {}  # id -> (the object, kept alive so its id is not reused; its result)
-    out: list[T] = []
-    for v in values:
-        hit = seen.get(id(v))
-        if hit is None:
-            hit = seen[id(v)] = (v, render(v))
-        out.append(hit[1])
-    return out
+    """[render(v) for v in values], render called once per distinct object (in order of first appearance):
+    the loader shares one list per distinct argument text, so a trace's millions of cells hold a few
+    thousand objects (lists: unhashable, so not _distinct.map_rows, which codes values)."""
+    import pandas as pd
+
+    held = np.fromiter(values, dtype=object)  # every object alive until the end: no id is reused meanwhile
+    if not len(held):
+        return []
+    codes, _ = pd.factorize(object_ids(held))
+    results = np.empty(int(codes.max()) + 1, dtype=object)
+    for code, i in enumerate(first_appearances(codes).tolist()):
+        results[code] = render(held[i])
+    return results[codes].tolist()
 
 
 def concrete_values(values: Any) -> list[Any] | None:
     return [concrete_value(v) for v in values] if isinstance(values, list) else None
 
 
-def by_start(spans: Sequence[tuple[float, float]]) -> list[int]:
+def by_start(spans: Sequence[tuple[float, float]] | np.ndarray) -> list[int]:
     """Indices of the spans by start, the longer first at one start, ties in index order: sorted()'s order,
     by numpy's stable sort unless a time is NaN (which sorted() leaves where comparisons put it). The two
     keys sort as one complex number (numpy orders complex numbers by real part, then imaginary): faster
     than a lexsort of two."""
-    times = np.fromiter(itertools.chain.from_iterable(spans), dtype="float64", count=2 * len(spans)).reshape(-1, 2)
+    times = np.asarray(spans, dtype="float64").reshape(-1, 2)
     if not np.isnan(times).any():
         keys = np.empty(len(times), dtype=np.complex128)
         keys.real, keys.imag = times[:, 0], -times[:, 1]  # set, not multiplied: 1j * inf would be nan + inf j
         return np.argsort(keys, kind="stable").tolist()
-    return sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1]))
+    rows = times.tolist()
+    return sorted(range(len(rows)), key=lambda i: (rows[i][0], -rows[i][1]))
 
 
 class Timeline:
@@ -230,7 +232,8 @@ class OpTree:
             ext = a.external_id
             if ext is not None and (linked_ids is None or ext in linked_ids):
                 self.by_external.setdefault(ext, i)
-        self._by_start = by_start(self.spans)
+        self._times = np.asarray(self.spans, dtype="float64").reshape(-1, 2)  # (start, end) rows of the ops above
+        self._by_start = by_start(self._times)
         self.parent = self._nest()
         self._by_thread: dict[tuple[str, str], tuple[list[float], list[int]]] = {}
         for i in self._by_start:
@@ -338,6 +341,13 @@ class OpTree:
             self._backward.append(self._backward[parent] if parent >= 0 else -1)
         return self._adopted[key]
 
+    def _span_array(self) -> np.ndarray:
+        """self.spans as (start, end) rows of one float64 array, the adopted launches' appended as they come."""
+        if len(self._times) < len(self.spans):
+            adopted = np.asarray(self.spans[len(self._times):], dtype="float64").reshape(-1, 2)
+            self._times = np.concatenate([self._times, adopted])
+        return self._times
+
     # -- rule 3
     def backward_node(self, i: int) -> int:
         """The backward node op i is in (itself or an enclosing op; -1: a forward op)."""
@@ -383,12 +393,13 @@ class OpTree:
         change point are open throughout the op: each one ends after its end on its own thread, after its
         start on another); an op for which some span closes early gets a key of its own."""
         lo, hi = len(self._where), len(self.ops)
-        where: list[tuple[Any, ...]] = [()] * (hi - lo)  # () : a process without annotations, no path
-        thread_codes: dict[tuple[str, str], int] = {}
-        key_code = np.fromiter((thread_codes.setdefault(k, len(thread_codes)) for k in self.keys[lo:hi]),
-                               dtype="int64", count=hi - lo)
-        threads_of = list(thread_codes)
-        spans = np.array(self.spans[lo:hi], dtype="float64").reshape(-1, 2)
+        where = np.empty(hi - lo, dtype=object)
+        where.fill(())  # a process without annotations: no path
+        keys = self.keys[lo:hi]
+        key_code, first = row_codes(np.fromiter(keys, dtype=object, count=hi - lo))  # thread keys are shared tuples
+        threads_of = [keys[i] for i in first.tolist()]
+        thread_codes = {key: code for code, key in enumerate(threads_of)}
+        spans = self._span_array()[lo:hi]
         for pid, threads in self._annotated_threads.items():
             rows = np.flatnonzero(np.isin(key_code, [c for k, c in thread_codes.items() if k[0] == pid]))
             if not len(rows):
@@ -408,13 +419,14 @@ class OpTree:
             # one tuple per distinct location (a trace has thousands, and millions of ops)
             inverse, first = row_codes(*(c[whole] for c in cols))
             shared = self._locations
-            located = [shared.setdefault(loc, loc) for loc in
-                       ((threads_of[row[0]], *row[1:]) for row in np.stack(cols, axis=1)[whole][first].tolist())]
-            for r, code in zip(rows[whole].tolist(), inverse.tolist(), strict=True):
-                where[r] = located[code]
+            located = np.empty(len(first), dtype=object)
+            for code, row in enumerate(np.stack(cols, axis=1)[whole][first].tolist()):
+                loc = (threads_of[row[0]], *row[1:])
+                located[code] = shared.setdefault(loc, loc)
+            where[rows[whole]] = located[inverse]
             for r in rows[~whole].tolist():
                 where[r] = shared.setdefault(("op", lo + r), ("op", lo + r))
-        self._where += where
+        self._where += where.tolist()
 
     def _own_path(self, i: int) -> list[str]:
         """Annotations open at op i's start on every thread of its process; on its own thread, those that
@@ -459,7 +471,12 @@ class OpTree:
         """forward_of of every op, in op order (only the backward ops look theirs up); kept until an op is
         adopted."""
         if len(self._forward_ids) != len(self.ops):
-            self._forward_ids = [self.forward_of(i) if node >= 0 else -1 for i, node in enumerate(self._backward)]
+            nodes = np.asarray(self._backward, dtype="int64")
+            inside = nodes >= 0
+            distinct, inverse = np.unique(nodes[inside], return_inverse=True)  # a node's ops share its forward op
+            ids = np.full(len(nodes), -1, dtype="int64")
+            ids[inside] = np.asarray([self.forward_of(node) for node in distinct.tolist()], dtype="int64")[inverse]
+            self._forward_ids = ids.tolist()
         return self._forward_ids
 
     def all_path_facts(self) -> list[tuple[list[str], str, str]]:
@@ -501,6 +518,7 @@ class OpTree:
             v = np.fromiter(values, dtype="int64", count=len(values))
             return pd.arrays.IntegerArray(v, v < 0)
 
+        times = self._span_array()
         seq = [a.sequence_number for a in self.args]
         threads = {key: f"{key[0]}/{key[1]}" for key in set(self.keys)}  # one thread name per distinct one
         sequence = np.fromiter((0 if v is None else v for v in seq), dtype="int64", count=n)
@@ -517,8 +535,8 @@ class OpTree:
             "sequence_number": pd.arrays.IntegerArray(sequence, np.array([v is None for v in seq], dtype=bool)),
             "forward_op_id": ids(forward),
             "thread": pd.Series([threads[key] for key in self.keys], dtype=object),
-            "start_us": [s for s, _ in self.spans],
-            "duration_us": [e - s for s, e in self.spans],
+            "start_us": times[:, 0].copy(),
+            "duration_us": times[:, 1] - times[:, 0],
             "nvtx_path": pd.Series([f[1] for f in facts], dtype=object),
             "module": pd.Series([f[2] for f in facts], dtype=object),
             "recorded_in": pd.Series([recorded_in or source] * n, dtype=object),
