@@ -19,6 +19,11 @@ def _default_mode() -> int:
     return 0o666 & ~mask
 
 
+def cannot_write(target: Path, exc: OSError) -> InputError:
+    """The one-line error of an output that cannot be written (no such folder, no permission, disk full)."""
+    return InputError(target, f"cannot write the output ({exc.strerror or exc})", hint="choose another -o path")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path in the target's folder; on success rename it onto `path`.
@@ -33,16 +38,14 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         os.close(fd)
     except OSError as exc:
-        raise InputError(target, f"cannot write the output ({exc.strerror or exc})",
-                         hint="choose another -o path") from None
+        raise cannot_write(target, exc) from None
     tmp_path = Path(tmp)
     try:
         yield tmp_path
         os.chmod(tmp_path, _default_mode())
         os.replace(tmp_path, target)
     except OSError as exc:
-        raise InputError(target, f"cannot write the output ({exc.strerror or exc})",
-                         hint="choose another -o path") from None
+        raise cannot_write(target, exc) from None
     finally:
         if tmp_path.exists():
             tmp_path.unlink()

@@ -35,12 +35,12 @@ class Report:
     ops: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COLUMNS))
 
     def write(self, path: str | os.PathLike[str]) -> Path:
-        """The report file, and the op-level rows (when the inputs have ops) at ops_path(path)."""
+        """The report file, and the op-level rows (when the inputs have ops) at ops_path(path): both written
+        before either replaces what was there."""
         from nsroof.report import parquet
 
-        out = parquet.write(self.frame, path, metadata=self.metadata)
-        if len(self.ops):
-            parquet.write(self.ops, ops_path(out), metadata=self.metadata)
+        out = Path(path)
+        parquet.write_files([(self.frame, out), *([(self.ops, ops_path(out))] if len(self.ops) else [])], self.metadata)
         return out
 
     def __repr__(self) -> str:

@@ -43,3 +43,31 @@ def test_the_summary_shows_ops_with_their_whole_flops_over_their_kernels_time(tm
     assert line.split()[1:6] == ["40", "us", "2", "4", "4.1e+08"]
     out = report.write(tmp_path / "r.parquet")
     assert ops_path(out).name == "r.ops.parquet" and ops_path(out).is_file()
+
+
+def test_the_report_and_its_op_rows_replace_the_old_pair_only_when_both_are_written(tmp_path: Path,
+                                                                                     monkeypatch: Any) -> None:
+    import pandas as pd
+    import pytest
+
+    from nsroof.errors import InputError
+    from nsroof.report import parquet
+
+    report = analyze(_trace(tmp_path), machine=GPU)
+    out = report.write(tmp_path / "r.parquet")
+    assert len(pd.read_parquet(out)) == len(report.frame) and len(pd.read_parquet(ops_path(out))) == len(report.ops)
+    before = {p.name: p.read_bytes() for p in (out, ops_path(out))}
+    write_table = parquet.pq.write_table
+
+    def failing_ops(table: Any, where: Any, **options: Any) -> None:
+        if "ops.parquet" in str(where):  # the op rows' temporary file
+            raise OSError(28, "No space left on device")
+        write_table(table, where, **options)
+
+    monkeypatch.setattr(parquet.pq, "write_table", failing_ops)
+    report.metadata = {**report.metadata, "note": "a second run"}  # files that differ from the first
+    with pytest.raises(InputError) as error:
+        report.write(out)
+    assert Path(error.value.path).name == "r.ops.parquet" and "No space left" in str(error.value)  # the failing file named
+    assert {p.name: p.read_bytes() for p in (out, ops_path(out))} == before  # neither replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mm.json", "r.ops.parquet", "r.parquet"]  # no temporaries
