@@ -144,7 +144,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
         self._use_cuda = use_cuda
         self._prof = torch_profile(activities=activities, record_shapes=True)
-        self._cleanup.append(inductor_estimates_on())
+        self._cleanup.append(inductor_records_on())
         self._cleanup.append(nvtx_ranges.add_step_listener(lambda n: self._boundary("nsroof")))
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
@@ -264,31 +264,49 @@ def save_trace(prof: Any, trace: Path) -> None:
             plain.unlink(missing_ok=True)
 
 
-INDUCTOR_ESTIMATES_ENV = "TORCHINDUCTOR_BENCHMARK_KERNEL"
+# Inductor settings nsroof.profile turns on for the run (config attribute, its environment form for compile workers
+# and for an Inductor imported later). They change only kernels compiled while they are on.
+INDUCTOR_SETTINGS = (
+    # each Triton kernel's launch record carries Inductor's kernel_flop and kernel_num_gb (torch/_inductor/codegen/
+    # triton.py, inductor_meta), which nsroof costs the kernel by; it adds a benchmark harness to the kernel files
+    ("benchmark_kernel", "TORCHINDUCTOR_BENCHMARK_KERNEL"),
+    # each fused C++ kernel of the CPU backend runs inside a record function of its name (graph_0_cpp_fused_*), so
+    # its time is its own row instead of part of the compiled region's (torch/_inductor/codegen/cpp.py)
+    ("cpp.enable_kernel_profile", "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"),
+)
 
 
-def inductor_estimates_on() -> Any:
-    """Turn on ``torch._inductor.config.benchmark_kernel`` (its environment form for compile workers and for
-    an Inductor imported later): Inductor then records ``kernel_flop`` and ``kernel_num_gb`` in each Triton
-    kernel's launch record (torch/_inductor/codegen/triton.py, ``inductor_meta``), which nsroof costs the
-    kernel by. It only adds a benchmark harness to the generated kernel files; kernels compiled before
-    stay as they are. Returns the undo."""
-    saved_env = os.environ.get(INDUCTOR_ESTIMATES_ENV)
-    os.environ[INDUCTOR_ESTIMATES_ENV] = "1"
+def inductor_records_on() -> Any:
+    """Turn on INDUCTOR_SETTINGS in torch._inductor.config (when imported) and in the environment. Returns the
+    undo, which puts back what was there."""
+    saved_env = {env: os.environ.get(env) for _, env in INDUCTOR_SETTINGS}
     config = sys.modules.get("torch._inductor.config")
-    saved = getattr(config, "benchmark_kernel", None) if config is not None else None
-    if config is not None:
-        setattr(config, "benchmark_kernel", True)  # noqa: B010 - torch's config module, typed as a plain module
+    saved = {name: _config_value(config, name) for name, _ in INDUCTOR_SETTINGS} if config is not None else {}
+    for name, env in INDUCTOR_SETTINGS:
+        os.environ[env] = "1"
+        if config is not None:
+            _set_config(config, name, True)
 
     def undo() -> None:
-        if saved_env is None:
-            os.environ.pop(INDUCTOR_ESTIMATES_ENV, None)
-        else:
-            os.environ[INDUCTOR_ESTIMATES_ENV] = saved_env
-        now = sys.modules.get("torch._inductor.config")
-        if now is not None:
-            setattr(now, "benchmark_kernel", bool(saved) if config is not None else saved_env == "1")  # noqa: B010
+        for name, env in INDUCTOR_SETTINGS:
+            if saved_env[env] is None:
+                os.environ.pop(env, None)
+            else:
+                os.environ[env] = saved_env[env]  # type: ignore[assignment]
+            now = sys.modules.get("torch._inductor.config")
+            if now is not None:  # imported during the run: the value its environment gave it before
+                _set_config(now, name, bool(saved[name]) if config is not None else saved_env[env] == "1")
     return undo
+
+
+def _config_value(config: Any, name: str) -> Any:
+    owner, _, attr = name.rpartition(".")
+    return getattr(getattr(config, owner) if owner else config, attr, None)
+
+
+def _set_config(config: Any, name: str, value: bool) -> None:
+    owner, _, attr = name.rpartition(".")
+    setattr(getattr(config, owner) if owner else config, attr, value)
 
 
 def _file_extra(built: Any) -> dict[str, Any]:

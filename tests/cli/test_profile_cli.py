@@ -153,6 +153,13 @@ def test_a_compiled_training_step_gives_the_original_module_names_and_costs(tmp_
     backward_mm = report[(report["op"].astype(str) == "aten::mm") & (report["module"] == "Net")]
     assert len(backward_mm) > 0 and backward_mm["flops"].notna().all()
     assert report["nvtx_path"].astype(str).str.contains("Net (backward)", regex=False).any()
+    from nsroof.models.ledger.aten import INDUCTOR_CPU_REASON
+
+    # Inductor's fused C++ kernels are rows of their own (nsroof profile turns on cpp.enable_kernel_profile), in
+    # the compiled module, uncosted with the cause said: fc1's relu forward, its threshold_backward backward
+    fused = report[report["op"].astype(str).str.contains("cpp_fused_", regex=False)]
+    assert {"graph_0_cpp_fused_relu_0", "graph_0_cpp_fused_sum_threshold_backward_1"} <= set(fused["op"].astype(str))
+    assert (fused["module"] == "Net").all() and (fused["missing"].astype(str) == INDUCTOR_CPU_REASON).all()
 
 
 def test_a_script_setting_tf32_through_the_new_api_profiles(tmp_path: Path) -> None:

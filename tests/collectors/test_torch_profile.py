@@ -340,18 +340,24 @@ def test_a_compiled_module_is_attributed_to_the_module_it_wraps() -> None:
     assert len(linear) == 1 and linear["flops"].iloc[0] == 2 * 4 * 8 * 8 + 4 * 8
 
 
-def test_inductor_records_its_kernel_estimates_while_profiling(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_inductor_records_its_kernel_estimates_and_cpu_kernels_while_profiling(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
     import torch._inductor.config as inductor_config
 
-    from nsroof.collectors.torch_profile import INDUCTOR_ESTIMATES_ENV
+    from nsroof.collectors.torch_profile import INDUCTOR_SETTINGS
 
-    monkeypatch.delenv(INDUCTOR_ESTIMATES_ENV, raising=False)
+    envs = [env for _, env in INDUCTOR_SETTINGS]
+    assert envs == ["TORCHINDUCTOR_BENCHMARK_KERNEL", "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"]
+    for env in envs:
+        monkeypatch.delenv(env, raising=False)
     monkeypatch.setattr(inductor_config, "benchmark_kernel", False)
+    monkeypatch.setattr(inductor_config.cpp, "enable_kernel_profile", False)
     seen = {}
     with profile(machine=MACHINE):
-        seen = {"config": inductor_config.benchmark_kernel, "env": os.environ.get(INDUCTOR_ESTIMATES_ENV)}
+        seen = {"estimates": inductor_config.benchmark_kernel, "cpu kernels": inductor_config.cpp.enable_kernel_profile,
+                "env": [os.environ.get(env) for env in envs]}
         torch.ones(2) + 1
-    assert seen == {"config": True, "env": "1"}
-    assert inductor_config.benchmark_kernel is False and INDUCTOR_ESTIMATES_ENV not in os.environ
+    assert seen == {"estimates": True, "cpu kernels": True, "env": ["1", "1"]}
+    assert inductor_config.benchmark_kernel is False and inductor_config.cpp.enable_kernel_profile is False
+    assert not any(env in os.environ for env in envs)

@@ -257,6 +257,13 @@ def test_uncosted_rows_name_their_real_cause() -> None:
     wrapper = "autograd::engine::evaluate_function: AddmmBackward0"
     assert op_cost(wrapper, [], []).missing == op_cost("MmBackward0", [], []).missing == BOOKKEEPING_REASON
     assert "@nsroof.formula(\"mylib::op\")" in op_cost("mylib::op.default", [[4]], ["float"]).missing
+    from nsroof.models.ledger.aten import INDUCTOR_CPU_REASON
+
+    # the names torch 2.13's Inductor gives its C++ kernels under cpp.enable_kernel_profile
+    for name in ("graph_0_cpp_fused_gelu_0", "graph_3_cpp_fused_native_layer_norm_native_layer_norm_backward_0",
+                 "cpp_fused_relu_1"):
+        assert op_cost(name, [], []).missing == INDUCTOR_CPU_REASON, name
+    assert op_cost("graph_0_cpp_fused", [], []).missing != INDUCTOR_CPU_REASON  # no kernel name after the prefix
 
 
 def test_the_b200_index_is_costed_from_its_child_ops() -> None:

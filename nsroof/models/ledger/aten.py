@@ -123,6 +123,12 @@ BOOKKEEPING_REASON = "autograd engine bookkeeping around a backward node (its op
 # The host time a composite op (aten::cross_entropy_loss calling log_softmax and nll_loss) spends outside the ops
 # it calls: dispatch, not arithmetic; its work is on those ops' rows.
 COMPOSITE_REASON = "a composite op's own time: its work is costed on the ops it calls"
+# A fused kernel of Inductor's C++ (CPU) backend, recorded under its name when torch._inductor.config.cpp.
+# enable_kernel_profile was on at compile time (nsroof profile turns it on): Inductor states no FLOP or byte count
+# for it (its Triton kernels' estimates, kernel_flop / kernel_num_gb, have no CPU counterpart).
+INDUCTOR_CPU_KERNEL = re.compile(r"(?:graph_\d+_)?cpp_fused_\w+")
+INDUCTOR_CPU_REASON = ("an Inductor C++ kernel (a fused region of the compiled graph): Inductor states no FLOP or "
+                       "byte count for its CPU kernels")
 
 
 def no_formula_reason(op: str) -> str:
@@ -133,6 +139,8 @@ def no_formula_reason(op: str) -> str:
     if (op.startswith("autograd::engine::evaluate_function: ") or op == "torch::autograd::AccumulateGrad"
             or re.fullmatch(r"\w+Backward\d+", op)):
         return BOOKKEEPING_REASON
+    if INDUCTOR_CPU_KERNEL.fullmatch(op):
+        return INDUCTOR_CPU_REASON
     if "::" in op and not op.startswith("aten::"):
         return f"no formula for {op} (add one with @nsroof.formula(\"{op.split('.', 1)[0]}\"), --formulas FILE.py)"
     return f"no formula for {op}"
