@@ -47,8 +47,8 @@ def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
     cell's text cost 2 ms a column of 47,000 provenance texts."""
     if values.dtype == object and len(values) >= _IDENTITY_MIN_ROWS:
         values = np.ascontiguousarray(values)
-        by_id, ids = pd.factorize(object_ids(values))
-        if 2 * len(ids) <= len(values):
+        by_id = identity_codes(values)
+        if 2 * (int(by_id.max()) + 1) <= len(values):
             distinct, uniques = pd.factorize(values[first_appearances(by_id)])
             distinct = np.where(distinct < 0, len(uniques), distinct).astype(np.int64)
             return distinct[by_id], len(uniques) + 1
@@ -70,6 +70,12 @@ def object_ids(values: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.uintp)
     pointers = (ctypes.c_void_p * len(values)).from_address(values.ctypes.data)
     return np.frombuffer(memoryview(pointers), dtype=np.uintp).copy()
+
+
+def identity_codes(values: np.ndarray) -> np.ndarray:
+    """A code per cell of a contiguous object array, equal where cells hold the same object, numbered in order
+    of first appearance (no cell hashed by value: unhashable lists code too)."""
+    return np.asarray(pd.factorize(object_ids(values))[0], dtype=np.int64)
 
 
 def first_appearances(codes: np.ndarray) -> np.ndarray:

@@ -88,3 +88,15 @@ def test_object_ids_are_the_cells_ids() -> None:
 
     cells = np.array(["x", None, 3.5, "x" * 9], dtype=object)
     assert object_ids(cells).tolist() == [id(c) for c in cells]
+
+
+def test_identity_codes_share_a_code_per_object_in_order_of_first_appearance() -> None:
+    import numpy as np
+
+    from nsroof._distinct import identity_codes
+
+    a, b = [1], [1]  # equal lists, two objects
+    cells = np.empty(5, dtype=object)
+    cells[:] = [b, a, b, None, a]
+    assert identity_codes(cells).tolist() == [0, 1, 0, 2, 1]
+    assert identity_codes(np.empty(0, dtype=object)).tolist() == []

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from nsroof._distinct import first_appearances, object_ids, row_codes
+from nsroof._distinct import first_appearances, identity_codes, row_codes, spread
 from nsroof.importers.trace_schema import (
     INT64,
     NO_OP_ARGS,
@@ -146,16 +146,11 @@ def per_object(render: Callable[[Any], T], values: Iterable[Any]) -> list[T]:
     """[render(v) for v in values], render called once per distinct object (in order of first appearance):
     the loader shares one list per distinct argument text, so a trace's millions of cells hold a few
     thousand objects (lists: unhashable, so not _distinct.map_rows, which codes values)."""
-    import pandas as pd
-
     held = np.fromiter(values, dtype=object)  # every object alive until the end: no id is reused meanwhile
     if not len(held):
         return []
-    codes, _ = pd.factorize(object_ids(held))
-    results = np.empty(int(codes.max()) + 1, dtype=object)
-    for code, i in enumerate(first_appearances(codes).tolist()):
-        results[code] = render(held[i])
-    return results[codes].tolist()
+    codes = identity_codes(held)
+    return spread(render, codes, first_appearances(codes), held).tolist()
 
 
 def concrete_values(values: Any) -> list[Any] | None:

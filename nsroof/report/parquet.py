@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from nsroof._distinct import first_appearances, object_ids
+from nsroof._distinct import first_appearances, identity_codes
 from nsroof._version import __version__
 from nsroof.atomic import atomic_path, cannot_write
 from nsroof.digest import sha256_of
@@ -95,10 +95,10 @@ def arrow_column(column: pd.Series, arrow_type: pa.DataType) -> pa.Array:
     if column.dtype == object and len(column) >= IDENTITY_MIN_ROWS:
         values = np.ascontiguousarray(column.to_numpy())
         # by object identity: no hashing of the texts (a pandas factorize hashed every cell's bytes)
-        codes, distinct_ids = pd.factorize(object_ids(values))
-        if 2 * len(distinct_ids) <= len(values):
+        codes = identity_codes(values)
+        if 2 * (int(codes.max()) + 1) <= len(values):
             distinct = pa.array(values[first_appearances(codes)], type=arrow_type, from_pandas=True)
-            return distinct.take(pa.array(codes.astype(np.int64, copy=False)))
+            return distinct.take(pa.array(codes))
     return pa.array(column, type=arrow_type, from_pandas=True)
 
 
@@ -143,7 +143,7 @@ def write_files(reports: Sequence[tuple[pd.DataFrame, Path]], metadata: dict[str
                 fields: tuple[Field, ...] = REPORT_FIELDS) -> None:
     """Report files (frame, path) of one metadata, each written to a temporary file beside its path, side
     by side (Arrow's encoding and compression release the GIL: a trace's report and its op-level rows in
-    0.11 s instead of 0.16 s), and renamed into place only once every one is written: a failure leaves
+    0.11 s instead of 0.16 s), and renamed into place only once every one is written: a failed write leaves
     each path as it was."""
     with contextlib.ExitStack() as stack:
         temporary = [stack.enter_context(atomic_path(path)) for _, path in reports]
