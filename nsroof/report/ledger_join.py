@@ -297,6 +297,8 @@ def gain_table(report_df: pd.DataFrame) -> pd.DataFrame:
     # Every NVTX range at every depth, with the matched kernels under it: the ranges of each distinct path once.
     paths = kernels["nvtx_path"].to_numpy(dtype=object)
     path_code, path_first = row_codes(paths)
+    by_path = np.argsort(path_code, kind="stable")  # each path's rows, in row order, as one slice
+    path_bounds = np.searchsorted(path_code[by_path], np.arange(len(path_first) + 1)).tolist()
     ranges: dict[str, list[int]] = {}  # range -> codes of the paths under it, ranges in order of first appearance
     for c, f in enumerate(path_first.tolist()):
         path = paths[f]
@@ -304,7 +306,10 @@ def gain_table(report_df: pd.DataFrame) -> pd.DataFrame:
         for depth in range(1, len(parts) + 1):
             ranges.setdefault("/".join(parts[:depth]), []).append(c)
     for path, codes in ranges.items():
-        idx = np.flatnonzero(np.isin(path_code, codes))
+        # the rows of its paths in row order (the sums add in that order): a range costs its own rows, not
+        # a pass over every kernel (a trace of many steps has thousands of ranges)
+        slices = [by_path[path_bounds[c]:path_bounds[c + 1]] for c in codes]
+        idx = slices[0] if len(slices) == 1 else np.sort(np.concatenate(slices))
         under = idx[is_matched[idx]]
         if len(under):
             rows.append(_gain_row("nvtx", path, "", columns, under, int(len(idx) - len(under))))
