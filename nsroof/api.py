@@ -84,12 +84,14 @@ def plot(report: ReportLike, output: PathLike | None = None, *, level: str = "al
 
 def html(report: ReportLike, output: PathLike, *, title: str = "nsroof report", top: int = 10,
          kernel: str | None = None, nvtx: str | None = None, step: str | int | None = None,
-         device: str | None = None, source: str | None = None) -> Path:
-    """The self-contained HTML page of a Report or a report file (as `nsroof report`), written to `output`."""
+         device: str | None = None, source: str | None = None, rows: int | None = None) -> Path:
+    """The self-contained HTML page of a Report or a report file (as `nsroof report`), written to `output`;
+    `rows`: kernels its table lists, longest first (None: nsroof.report.html.MAX_TABLE_ROWS; 0: every kernel)."""
     from nsroof.report import html as page
 
     chosen = _selected(_report(report), _selection(kernel, nvtx, step, device, source), _name(report))
-    return page.write(chosen.frame, output, metadata=chosen.metadata, title=title, top=top)
+    return page.write(chosen.frame, output, metadata=chosen.metadata, title=title, top=top,
+                      max_rows=page.MAX_TABLE_ROWS if rows is None else rows)
 
 
 def _report(report: ReportLike) -> Report:

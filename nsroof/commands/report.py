@@ -15,9 +15,12 @@ from nsroof.commands.options import check_suffix, output_option, quiet_option, s
 @output_option("the HTML page (.html)", required=True)
 @top_option("kernels labelled on the charts")
 @click.option("--title", default="nsroof report", show_default=True, help="Page title.")
+@click.option("--rows", type=click.IntRange(min=0), default=None,
+              help="Kernels listed in the page's table, longest first (default 5000; 0: every kernel); the charts "
+                   "show them all.")
 @selection_options()
 @quiet_option()
-def report(report: Path, output: Path, top: int, title: str, selection: Any, quiet: bool) -> None:
+def report(report: Path, output: Path, top: int, title: str, rows: int | None, selection: Any, quiet: bool) -> None:
     """Write REPORT as one HTML file: run summary (devices, ceilings and their sources, share of time per
     bound per level), roofline charts as inline SVG, and a sortable, filterable table of kernels grouped
     by NVTX path; hover a point for its kernel, and the table's filter filters the charts too. Nothing on
@@ -31,7 +34,9 @@ def report(report: Path, output: Path, top: int, title: str, selection: Any, qui
     df = selection.apply(df, what=str(report))
     if selection:
         metadata = {**metadata, "selection": selection.describe()}
-    html.write(df, output, metadata=metadata, title=title, top=top)
+    rows = html.MAX_TABLE_ROWS if rows is None else rows
+    html.write(df, output, metadata=metadata, title=title, top=top, max_rows=rows)
     n = int(kernel_key(df).nunique())
     if not quiet:
-        click.echo(f"wrote {output}: {n} kernel{'s' if n != 1 else ''}, {output.stat().st_size / 1e3:.0f} kB")
+        listed = f" (the {rows:,} longest in its table)" if 0 < rows < n else ""
+        click.echo(f"wrote {output}: {n} kernel{'s' if n != 1 else ''}{listed}, {output.stat().st_size / 1e3:.0f} kB")

@@ -143,7 +143,9 @@ def chart_data(df: pd.DataFrame, *, level: str = "all", top: int = 10, nvtx: str
     per_kernel = kernels(df)
     rows = select(df, level=level, nvtx=nvtx, precision=precision)
     key = kernel_key(rows)
-    shown = per_kernel[per_kernel["key"].isin(set(key))].reset_index(drop=True)
+    # as Python objects: an Arrow string column's isin takes a second over a real run's keys
+    shown = per_kernel[pd.Index(per_kernel["key"].to_numpy(dtype=object), dtype=object)
+                       .isin(pd.unique(key.to_numpy(dtype=object)))].reset_index(drop=True)
     shown["rank"] = np.arange(1, len(shown) + 1, dtype=np.int64)  # rank among the kernels shown
 
     level_rank = {lv: i for i, lv in enumerate(LEVELS)}
@@ -166,22 +168,28 @@ def chart_data(df: pd.DataFrame, *, level: str = "all", top: int = 10, nvtx: str
                            "nvtx_path", "duration_s", "time_share"]], on="key", how="left")
     pts = pts.sort_values(["rank", "level_order"], kind="stable").reset_index(drop=True)
 
-    pts["why_not"] = [
-        _why_not(x, y, fk, m, lv)
-        for x, y, fk, m, lv in zip(pts["x_intensity"], pts["y_flop_per_s"], pts["flops_known"], pts["missing"],
-                                   pts["level"], strict=True)
-    ]
+    x, y = pts["x_intensity"].to_numpy(dtype="float64"), pts["y_flop_per_s"].to_numpy(dtype="float64")
+    with np.errstate(invalid="ignore"):
+        placed = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)  # _why_not's '' (the common case)
+    why_not = np.full(len(pts), "", dtype=object)
+    lost = ~placed
+    why_not[lost] = [_why_not(*point) for point in zip(
+        x[lost].tolist(), y[lost].tolist(), pts["flops_known"].to_numpy()[lost].tolist(),
+        pts["missing"].to_numpy(dtype=object)[lost].tolist(), pts["level"].to_numpy(dtype=object)[lost].tolist(),
+        strict=True)]
+    pts["why_not"] = why_not.tolist()
     pts["plotted"] = pts["why_not"] == ""
     share = pts["time_share"].astype("float64").fillna(0.0).to_numpy()
     pts["marker_area_pt2"] = np.maximum(MIN_AREA_PT2, AREA_PT2_PER_SHARE * share)
 
-    names = [
-        short_name(f if isinstance(f, str) and f else n)
-        for f, n in zip(pts["function"], pts["kernel_name"], strict=True)
-    ]
     first_plotted = pts["plotted"] & ~pts.duplicated(subset=["key", "plotted"])
     is_top = pts["rank"] <= max(int(top), 0)
-    pts["label"] = np.where(first_plotted & is_top, names, "")
+    labelled = (first_plotted & is_top).to_numpy(dtype=bool)
+    names = np.full(len(pts), "", dtype=object)  # the labels' names only: a report has millions of points
+    names[labelled] = [short_name(f if isinstance(f, str) and f else n) for f, n in
+                       zip(pts["function"].to_numpy(dtype=object)[labelled],
+                           pts["kernel_name"].to_numpy(dtype=object)[labelled], strict=True)]
+    pts["label"] = np.where(labelled, names, "")
     columns = ["source", "kernel_id", "function", "kernel_name", "device", "nvtx_path", "level", "rank",
                "duration_s", "time_share", "x_intensity", "y_flop_per_s", "marker_area_pt2", "label", "bound",
                "above_roof", "peak_flop_per_s", "bandwidth_bytes_per_s", "ceiling_source", "plotted", "why_not",
@@ -192,22 +200,31 @@ def chart_data(df: pd.DataFrame, *, level: str = "all", top: int = 10, nvtx: str
 def unplotted(data: pd.DataFrame) -> pd.DataFrame:
     """Kernels of `chart_data` missing a point at one or more levels shown, longest first: those with
     no point at all (partial=False) before those missing some levels (partial=True), with the reasons."""
+    keys = data["key"].to_numpy(dtype=object)
+    plotted = data["plotted"].to_numpy(dtype=bool)
+    with_point = set(keys[plotted].tolist())
+    lost: dict[str, list[int]] = {}  # key -> its rows without a point, keys in order of first appearance
+    for i, key in zip(np.flatnonzero(~plotted).tolist(), keys[~plotted].tolist(), strict=True):
+        lost.setdefault(key, []).append(i)
+    level, why_not = data["level"].tolist(), data["why_not"].tolist()
+    facts = {c: data[c].to_numpy(dtype=object) for c in ("source", "kernel_id", "function", "kernel_name", "rank",
+                                                          "duration_s", "time_share")}
     out = []
-    any_plotted = data.groupby("key", sort=False)["plotted"].any()
-    for key, lost in data[~data["plotted"]].groupby("key", sort=False):
+    for key, rows in lost.items():
         reasons: dict[str, list[str]] = {}
-        for lv, why in zip(lost["level"], lost["why_not"], strict=True):
-            reasons.setdefault(why, []).append(LEVEL_NAMES.get(lv, lv))
-        partial = bool(any_plotted[key])
+        for i in rows:
+            reasons.setdefault(why_not[i], []).append(LEVEL_NAMES.get(level[i], level[i]))
+        partial = key in with_point
         why_text = "; ".join(
             why if (len(reasons) == 1 and not partial) else f"{'/'.join(lvs)}: {why}"
             for why, lvs in reasons.items()
         )
-        first = lost.iloc[0]
+        first = rows[0]
         out.append({
-            "key": key, "source": first["source"], "kernel_id": first["kernel_id"], "function": first["function"],
-            "kernel_name": first["kernel_name"], "rank": int(first["rank"]), "duration_s": first["duration_s"],
-            "time_share": first["time_share"], "partial": partial, "reason": why_text,
+            "key": key, "source": facts["source"][first], "kernel_id": facts["kernel_id"][first],
+            "function": facts["function"][first], "kernel_name": facts["kernel_name"][first],
+            "rank": int(facts["rank"][first]), "duration_s": facts["duration_s"][first],
+            "time_share": facts["time_share"][first], "partial": partial, "reason": why_text,
         })
     cols = ["key", "source", "kernel_id", "function", "kernel_name", "rank", "duration_s", "time_share", "partial",
             "reason"]

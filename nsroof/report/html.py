@@ -111,9 +111,10 @@ function apply(){var q=text.value.toLowerCase(),b=bound.value,shown=0;
    r.hidden=!ok;if(ok)n++;});
   tb.hidden=n===0;var c=tb.querySelector('.count');if(c)c.textContent=n;shown+=n;});
  document.getElementById('shown').textContent=shown;
- // the charts follow the table: a point is shown when its kernel's row is
+ // the charts follow the table: a point is shown when its kernel's row is (a kernel the table does not
+ // list: when no filter is set)
  points.forEach(function(p){var r=byRank[p.getAttribute('data-k')];
-  p.style.display=r&&!r.hidden?'':'none';});}
+  p.style.display=(r?!r.hidden:!q&&!b)?'':'none';});}
 var points=Array.prototype.slice.call(document.querySelectorAll('.pt')),byRank={};
 table.querySelectorAll('tr.kernel').forEach(function(r){byRank[r.getAttribute('data-k')]=r;});
 points.forEach(function(p){p.addEventListener('click',function(){var r=byRank[p.getAttribute('data-k')];if(!r)return;
@@ -147,7 +148,7 @@ def charts(df: pd.DataFrame, *, top: int = 10, k: pd.DataFrame | None = None) ->
     element with a tooltip (kernel, id, level, intensity, FLOP/s, roof %) and `data-k` = its kernel's
     rank, which the table's filter uses to hide it. Each chart has its own SVG id salt."""
     k = kernel_rows(df) if k is None else k
-    tips = _point_tips(k)
+    ranks = {str(key).encode().hex(): int(rank) for key, rank in zip(k["key"], k["rank"], strict=True)}
     devices = sorted({str(d) for d in df["device"].astype(str).unique()}) or [""]
     out = []
     for n, device in enumerate(devices):
@@ -158,37 +159,51 @@ def charts(df: pd.DataFrame, *, top: int = 10, k: pd.DataFrame | None = None) ->
             fig = plots.plot(rows, level=level, top=top, point_links=True)
             caption = ("All levels: each kernel's points at " + ", ".join(LEVEL_NAMES[lv] for lv in present)
                        + " share one FLOP/s and are joined" if level == "all" else f"{LEVEL_NAMES[level]} only") + on
-            svg = _link_points(plots.to_svg(fig, salt=f"nsroof-{n}-{level}"), tips)
+            svg = plots.to_svg(fig, salt=f"nsroof-{n}-{level}")
+            # tooltips for the points the chart links (none when its points are rasterized)
+            svg = _link_points(svg, _point_tips(k, {(m.group(1), m.group(2)) for m in _POINT_HREF.finditer(svg)}), ranks)
             out.append((caption, _svg_inline(svg, f"chart-{n}-{level}")))
     return out
+
+
+#: kernels listed in the page's table by default, longest first: a real run's tens of thousands of launches
+#: would make a page of hundreds of MB that no browser opens (the Parquet report keeps every kernel)
+MAX_TABLE_ROWS = 5000
 
 
 _POINT_HREF = re.compile(r'<a xlink:href="' + re.escape(plots.POINT_LINK) + r'([0-9a-f]*)-(\w+)"[^>]*>')
 
 
-def _point_tips(k: pd.DataFrame) -> dict[tuple[str, str], tuple[int, str]]:
-    """(kernel key in hex, level) -> (rank, tooltip) for every kernel and level of `kernel_rows`."""
-    tips = {}
-    for r in k.itertuples():
+def _point_tips(k: pd.DataFrame, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], tuple[int, str]]:
+    """(kernel key in hex, level) -> (rank, tooltip) for the pairs in `wanted` of the kernels of `kernel_rows`."""
+    tips: dict[tuple[str, str], tuple[int, str]] = {}
+    if not wanted:
+        return tips
+    shown = {hex_key for hex_key, _ in wanted}
+    for hex_key, r in zip((str(key).encode().hex() for key in k["key"]), k.itertuples(), strict=True):
+        if hex_key not in shown:
+            continue
         name = r.function if isinstance(r.function, str) and r.function else r.kernel_name
         for lv in LEVELS:
+            if (hex_key, lv) not in wanted:
+                continue
             bound = getattr(r, f"bound_{lv}") or "unknown"
             text = (f"{r.rank}. {name} (id {r.kernel_id}) at {LEVEL_NAMES[lv]}: {bound}-bound, "
                     f"intensity {_per_byte(_num(getattr(r, f'intensity_{lv}')))}, "
                     f"{human_si(_num(getattr(r, f'achieved_flop_per_s_{lv}')), 'FLOP/s')}, "
                     f"{_pct(_num(getattr(r, f'roof_fraction_{lv}')))} of the roof; "
                     f"{human_time(_num(r.duration_s))} ({_pct(_num(r.time_share))} of the time)")
-            tips[(str(r.key).encode().hex(), lv)] = (int(r.rank), text)
+            tips[(hex_key, lv)] = (int(r.rank), text)
     return tips
 
 
 _LABEL_ID = re.compile(r'<g id="' + re.escape(plots.LABEL_GID) + r'([0-9a-f]*)"')
 
 
-def _link_points(svg: str, tips: dict[tuple[str, str], tuple[int, str]]) -> str:
+def _link_points(svg: str, tips: dict[tuple[str, str], tuple[int, str]], ranks: dict[str, int]) -> str:
     """The chart's point links (plots.POINT_LINK) replaced by the kernel's rank and an SVG tooltip, and
-    its label groups (plots.LABEL_GID) marked with the rank, so the filter hides them with the points."""
-    ranks = {hex_key: rank for (hex_key, _), (rank, _) in tips.items()}
+    its label groups (plots.LABEL_GID) marked with the rank (`ranks`: kernel key in hex -> rank), so the
+    filter hides them with the points."""
 
     def point(m: re.Match[str]) -> str:
         if m.group(2) == "join":  # the segment joining a kernel's levels: hidden with its points
@@ -201,8 +216,8 @@ def _link_points(svg: str, tips: dict[tuple[str, str], tuple[int, str]]) -> str:
 
 
 def render(df: pd.DataFrame, *, metadata: dict[str, Any] | None = None, title: str = "nsroof report",
-           top: int = 10, with_charts: bool = True) -> str:
-    """The whole page as one string."""
+           top: int = 10, with_charts: bool = True, max_rows: int = MAX_TABLE_ROWS) -> str:
+    """The whole page as one string; its table lists the `max_rows` longest kernels (0: every kernel)."""
     metadata = metadata or {}
     missing_cols = chart_data.check_columns(df)
     if missing_cols:
@@ -225,7 +240,7 @@ def render(df: pd.DataFrame, *, metadata: dict[str, Any] | None = None, title: s
                      "filters the charts; click a point to find its row.</p>")
         parts += [f'<figure class="chart">{svg}<figcaption>{_e(caption)}</figcaption></figure>'
                   for caption, svg in charts(df, top=top, k=k)]
-    parts.append(_table_section(df, k))
+    parts.append(_table_section(df, k, max_rows))
     parts.append(f"<script>{_JS}</script></body></html>")
     return "\n".join(parts) + "\n"
 
@@ -328,7 +343,7 @@ def _bounds_section(df: pd.DataFrame) -> str:
             "over the run's total kernel time.</p>" + _table(["level", *BOUNDS], rows))
 
 
-def _table_section(df: pd.DataFrame, k: pd.DataFrame) -> str:
+def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int = MAX_TABLE_ROWS) -> str:
     ledger = ledger_ran(df)
     cols: list[tuple[str, str]] = [
         ("#", "rank by duration, longest first"),
@@ -354,7 +369,8 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame) -> str:
     groups: dict[str, list[str]] = {}
     group_time: dict[str, float] = {}
     total_s = float(np.nansum(k["duration_s"].to_numpy(float)))
-    for r in k.itertuples():
+    listed = k.head(max_rows) if 0 < max_rows < len(k) else k  # kernel_rows: longest first
+    for r in listed.itertuples():
         path = group_path(str(r.nvtx_path) if isinstance(r.nvtx_path, str) else "")
         groups.setdefault(path, []).append(_kernel_row(r, ledger))
         group_time[path] = group_time.get(path, 0.0) + (0.0 if not np.isfinite(r.duration_s) else r.duration_s)
@@ -372,10 +388,17 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame) -> str:
         '<div class="controls"><label>Filter <input id="filter" type="search" placeholder="name, source, NVTX…">'
         '</label><label>Bound at the limiting level <select id="bound"><option value="">any</option>'
         + "".join(f'<option value="{b}">{b}</option>' for b in BOUNDS)
-        + f'</select></label><span><span id="shown">{len(k)}</span> of {len(k)} kernels shown</span></div>')
+        + f'</select></label><span><span id="shown">{len(listed)}</span> of {len(k)} kernels shown</span></div>')
+    cut = ""
+    if len(listed) < len(k):
+        listed_s = float(np.nansum(listed["duration_s"].to_numpy(float)))
+        cut = (f"<p>The {len(listed):,} longest of the report's {len(k):,} kernels are listed "
+               f"({_e(_pct(listed_s / total_s if total_s > 0 else np.nan))} of the kernel time), and the filter "
+               "searches them; the charts show every kernel and the Parquet report holds every row "
+               "(<code>nsroof report --rows 0</code> lists them all).</p>")
     return ("<h2>Kernels</h2><p>Grouped by NVTX path (longest group first; PyTorch's <code>seq</code> / "
             "<code>op_id</code> counters left out, hover a row for its full path); click a column to sort within "
-            "the groups.</p>" + controls + f'<div class="scroll"><table id="kernels"><thead><tr>{head}</tr></thead>' + "".join(bodies)
+            "the groups.</p>" + cut + controls + f'<div class="scroll"><table id="kernels"><thead><tr>{head}</tr></thead>' + "".join(bodies)
             + "</table></div>")
 
 

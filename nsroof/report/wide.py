@@ -45,50 +45,91 @@ def kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
     rows = df.assign(_key=key.to_numpy())
     first = rows.drop_duplicates("_key").set_index("_key")
     out = k.set_index("key")
-    for col in ("launches", "limiting", "above_roof", "op", "module", "missing", "cc", "flops", "step"):
-        if col in first.columns:
-            out[col] = first[col].reindex(out.index)
-    out["above_roof"] = rows.groupby("_key")["above_roof"].agg(lambda s: bool(s.fillna(False).astype(bool).any())) \
+    # each frame reindexed once, all its columns together (a report has hundreds of thousands of keys to look up)
+    firsts = [c for c in ("launches", "limiting", "above_roof", "op", "module", "missing", "cc", "flops", "step")
+              if c in first.columns]
+    aligned = first[firsts].reindex(out.index)
+    for col in firsts:
+        out[col] = aligned[col]
+    out["above_roof"] = rows["above_roof"].fillna(False).astype(bool).groupby(rows["_key"]).any() \
         .reindex(out.index).fillna(False).astype(bool)
-    out["missing"] = rows.groupby("_key")["missing"].agg(
-        lambda s: ", ".join(dict.fromkeys(t.strip() for v in s.astype(str) for t in v.split(",")
-                                          if t.strip() and t.strip() not in ("nan", "<NA>")))).reindex(out.index)
+    out["missing"] = _missing_names(rows["_key"], rows["missing"].astype(str)).reindex(out.index)
     for level in ROW_LEVELS:
         at = rows[rows["level"].astype(str) == level].drop_duplicates("_key").set_index("_key")
+        aligned = at[[c for c in PER_LEVEL if c in at.columns]].reindex(out.index)
         for col in PER_LEVEL:
-            out[f"{col}_{level}"] = at[col].reindex(out.index) if col in at.columns else np.nan
+            out[f"{col}_{level}"] = aligned[col] if col in aligned.columns else np.nan
         out[f"bound_{level}"] = out[f"bound_{level}"].astype(object).where(out[f"bound_{level}"].notna(), "")
     floors = out[[f"time_floor_s_{lv}" for lv in ROW_LEVELS]].astype("float64")
     out["time_floor_s"] = floors.max(axis=1, skipna=True)
     limiting = out["limiting"].astype(str) if "limiting" in out else pd.Series("", index=out.index)
-    at_limiting = [_at_limiting(out.loc[i], lv) for i, lv in zip(out.index, limiting, strict=True)]
-    out["bound"] = [b for b, _ in at_limiting]
-    out["roof_fraction"] = np.array([f for _, f in at_limiting], dtype="float64")
+    out["bound"], out["roof_fraction"] = _at_limiting(out, limiting.to_numpy(dtype=object))
     with np.errstate(divide="ignore", invalid="ignore"):
         out["floor_ratio"] = out["duration_s"].astype("float64") / out["time_floor_s"]
+    ledger = {c: rows[c] for c in LEDGER_COLUMNS if c in rows.columns}
+    if "ledger_op" in ledger:
+        op = ledger["ledger_op"]
+        ledger["ledger_op"] = op.astype(object).where(op.astype(str).str.len() > 0)
+    firsts_over_rows = pd.DataFrame(ledger).groupby(rows["_key"]).first().reindex(out.index) if ledger else None
     for col in LEDGER_COLUMNS:
-        if col in rows.columns:
-            series = rows[col]
-            if col == "ledger_op":
-                series = series.astype(object).where(series.astype(str).str.len() > 0)
-            out[col] = series.groupby(rows["_key"]).first().reindex(out.index)
-        else:
-            out[col] = np.nan
+        out[col] = firsts_over_rows[col] if firsts_over_rows is not None and col in ledger else np.nan
     return out.reset_index()
 
 
-def _at_limiting(row: pd.Series, limiting: str) -> tuple[str, float]:
-    """(bound, roof fraction) where the kernel's time floor is set: at the limiting level, or 'compute' when
-    the compute floor is the largest (then every level is compute-bound against the same peak, so the
-    fraction of the first level known is the kernel's)."""
-    if limiting in ROW_LEVELS:
-        return str(row[f"bound_{limiting}"] or "unknown"), as_float(row[f"roof_fraction_{limiting}"])
-    if limiting == "compute":
-        fractions = [as_float(row[f"roof_fraction_{lv}"]) for lv in ROW_LEVELS]
-        return "compute", next((f for f in fractions if np.isfinite(f)), float("nan"))
-    return "unknown", float("nan")
+def _missing_names(keys: pd.Series, texts: pd.Series) -> pd.Series:
+    """Per kernel key (sorted, as a groupby's), the metric names its rows' `missing` texts list, each once in
+    the order first met ('nan'/'<NA>' are no names)."""
+    key_code, key_names = pd.factorize(keys.to_numpy(dtype=object))
+    text_code, distinct = pd.factorize(texts.to_numpy(dtype=object))
+    parsed = [[t.strip() for t in str(text).split(",") if t.strip() and t.strip() not in ("nan", "<NA>")]
+              for text in distinct]
+    # a kernel whose rows all say the same (most: one text per report) takes that text's names as they are
+    order = np.argsort(key_code, kind="stable")  # each key's rows together, in row order
+    by_key, by_text = key_code[order], text_code[order]
+    starts = np.flatnonzero(np.r_[True, by_key[1:] != by_key[:-1]]) if len(order) else np.empty(0, dtype=np.int64)
+    first_text = by_text[starts]
+    mixed = np.zeros(len(key_names), dtype=bool)
+    changes = np.flatnonzero((by_key[1:] == by_key[:-1]) & (by_text[1:] != by_text[:-1]))
+    mixed[by_key[changes + 1]] = True
+    joined = [", ".join(dict.fromkeys(names)) for names in parsed]
+    values = [joined[t] for t in first_text.tolist()]
+    ends = np.r_[starts[1:], len(order)].tolist()
+    for k in np.flatnonzero(mixed).tolist():
+        seen: dict[str, None] = {}
+        for t in by_text[starts[k]:ends[k]].tolist():
+            seen.update(dict.fromkeys(parsed[t]))
+        values[k] = ", ".join(seen)
+    by_name = np.argsort(key_names, kind="stable")  # groupby's sorted keys
+    return pd.Series([values[k] for k in by_name.tolist()], index=pd.Index(key_names[by_name], dtype=object))
 
 
+def _floats(values: pd.Series) -> np.ndarray:
+    """as_float of each value (NaN where there is no number)."""
+    try:
+        return values.to_numpy(dtype="float64", na_value=np.nan)
+    except (TypeError, ValueError):
+        return np.array([as_float(v) for v in values.tolist()], dtype="float64")
+
+
+def _at_limiting(out: pd.DataFrame, limiting: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """(bound, roof fraction) of each kernel where its time floor is set: at the limiting level, or 'compute'
+    when the compute floor is the largest (then every level is compute-bound against the same peak, so the
+    fraction of the first level known is the kernel's); 'unknown' and NaN otherwise."""
+    n = len(out)
+    bound = np.full(n, "unknown", dtype=object)
+    fraction = np.full(n, np.nan)
+    fractions = np.column_stack([_floats(out[f"roof_fraction_{lv}"]) for lv in ROW_LEVELS]) if n else \
+        np.empty((0, len(ROW_LEVELS)))
+    for j, lv in enumerate(ROW_LEVELS):
+        at = limiting == lv
+        bound[at] = [str(b or "unknown") for b in out[f"bound_{lv}"].to_numpy(dtype=object)[at]]
+        fraction[at] = fractions[at, j]
+    compute = limiting == "compute"
+    finite = np.isfinite(fractions)
+    first = np.where(finite.any(axis=1), fractions[np.arange(n), finite.argmax(axis=1)], np.nan) if n else fraction
+    bound[compute] = "compute"
+    fraction[compute] = first[compute]
+    return bound.tolist(), fraction
 
 
 def script_table(df: pd.DataFrame) -> pd.DataFrame:

@@ -147,6 +147,20 @@ def test_same_report_same_bytes(report: pd.DataFrame, page_text: str) -> None:
     assert again == page_text
 
 
+def test_a_long_run_lists_its_longest_kernels_and_says_so(report: pd.DataFrame) -> None:
+    text = html.render(report, with_charts=False, max_rows=3)
+    p = Page(text)
+    assert p.column("kernel") == ["gemm", "copy", "mystery"]  # 1 ms, 0.5 ms, 0.2 ms (id 2 before id 3)
+    # 1.0 + 0.5 + 0.2 = 1.7 of 2.0 ms
+    assert "The 3 longest of the report's 5 kernels are listed (85.0% of the kernel time)" in text
+    assert '<span id="shown">3</span> of 5 kernels shown' in text
+    # the groups count the rows listed; their share stays of the whole run's time
+    assert p.groups == ["model/layer1 — 2 kernel(s), 75.0% of time", "model/layer2 — 1 kernel(s), 10.0% of time"]
+    every = html.render(report, with_charts=False, max_rows=0)
+    assert len(Page(every).rows) == 5 and "longest of the report" not in every
+    assert html.render(report, with_charts=False) == html.render(report, with_charts=False, max_rows=5)
+
+
 # -------------------------------------------------------------------------------------------- CLI
 
 
@@ -161,6 +175,10 @@ def test_cli_writes_the_page_and_refuses_bad_input(report: pd.DataFrame, tmp_pat
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"wrote {tmp_path / 'r.html'}: 5 kernels, ")
     assert len(Page((tmp_path / "r.html").read_text()).rows) == 5
+    r = _nsroof("report", str(path), "-o", str(tmp_path / "top2.html"), "--rows", "2")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"wrote {tmp_path / 'top2.html'}: 5 kernels (the 2 longest in its table), ")
+    assert len(Page((tmp_path / "top2.html").read_text()).rows) == 2
     for args, message in (
         ((str(path), "-o", str(tmp_path / "r.txt")), "cannot write an HTML report as '.txt'"),
         ((str(tmp_path / "none.parquet"), "-o", str(tmp_path / "x.html")), "no such file or directory"),

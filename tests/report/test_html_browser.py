@@ -107,6 +107,17 @@ def test_the_filter_drives_the_charts_and_points_carry_tooltips(example_page: Pa
     assert hidden_c and set(shown_c) == compute_ranks
 
 
+def test_points_of_kernels_the_table_does_not_list(tmp_path: Path) -> None:
+    # the table lists the 2 longest kernels: the other kernels' points stay on the charts, and go when a
+    # filter is set (their rows, not listed, cannot be matched)
+    path = tmp_path / "top2.html"
+    html.write(five_kernels(), path, max_rows=2)
+    shown, hidden = _points(_raw_dom(path.as_uri()))
+    assert not hidden and {"4", "5"} <= set(shown)  # softmax and bogus: ranks 4 and 5, not listed
+    shown_f, hidden_f = _points(_raw_dom(path.as_uri() + "#q=gemm"))
+    assert set(shown_f) == {"1"} and {"4", "5"} <= set(hidden_f)
+
+
 def test_filters_run_in_the_browser(page_path: Path) -> None:
     # the script reads the filter from the URL fragment and hides the rest (rows and empty groups)
     assert _shown(_dom(page_path.as_uri() + "#q=layer2")) == ["mystery", "softmax<float>"]
