@@ -89,6 +89,15 @@ def first_appearances(codes: np.ndarray) -> np.ndarray:
     return np.flatnonzero(codes > seen_before)
 
 
+def group_rows(codes: np.ndarray, count: int) -> list[np.ndarray]:
+    """The rows of each code 0..count-1, each in row order (one stable sort for all of them, not a pass over
+    every row per code)."""
+    codes = np.asarray(codes, dtype=np.int64)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(count + 1)).tolist()
+    return [order[bounds[c]:bounds[c + 1]] for c in range(count)]
+
+
 def map_rows(func: Callable[..., Any], *columns: Sequence[Any] | np.ndarray) -> np.ndarray:
     """[func(*row) for row in zip(*columns)] as an object array, with func called once per distinct row."""
     n = len(columns[0]) if columns else 0

@@ -8,7 +8,7 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nsroof._distinct import first_appearances, map_rows, row_codes
+from nsroof._distinct import first_appearances, group_rows, map_rows, row_codes
 
 # a column holds one type, as report columns do; None and NaN are its missing value
 _COLUMN_OF = {
@@ -100,3 +100,10 @@ def test_identity_codes_share_a_code_per_object_in_order_of_first_appearance() -
     cells[:] = [b, a, b, None, a]
     assert identity_codes(cells).tolist() == [0, 1, 0, 2, 1]
     assert identity_codes(np.empty(0, dtype=object)).tolist() == []
+
+
+@given(st.lists(st.integers(0, 4), max_size=60), st.integers(0, 2))
+def test_group_rows_are_each_codes_rows_in_order(values: list[int], extra: int) -> None:
+    count = max(values, default=-1) + 1 + extra  # codes that no row has: empty groups
+    groups = group_rows(np.array(values, dtype=np.int64), count)
+    assert [g.tolist() for g in groups] == [[i for i, v in enumerate(values) if v == c] for c in range(count)]

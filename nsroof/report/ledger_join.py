@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from nsroof._distinct import row_codes
+from nsroof._distinct import group_rows, row_codes
 from nsroof.errors import NsroofError
 from nsroof.report.ledger_rules import AUTO, Mapping, Rule, load_mapping
 from nsroof.report.ledger_shapes import op_and_sizes, parse_input_shapes, parse_markers, size_value
@@ -289,16 +289,12 @@ def gain_table(report_df: pd.DataFrame) -> pd.DataFrame:
     good = np.flatnonzero(is_matched)
     names, ops = kernels["name"].to_numpy(dtype=object), kernels["ledger_op"].to_numpy(dtype=object)
     code, first = row_codes(names[good], ops[good])  # groups in order of first appearance, as groupby(sort=False)
-    by_group = np.argsort(code, kind="stable")
-    bounds = np.searchsorted(code[by_group], np.arange(len(first) + 1))
-    for k, f in enumerate(first.tolist()):
-        rows.append(_gain_row("kernel", str(names[good[f]]), str(ops[good[f]]), columns,
-                              good[by_group[bounds[k]:bounds[k + 1]]], 0))
+    for f, members in zip(first.tolist(), group_rows(code, len(first)), strict=True):
+        rows.append(_gain_row("kernel", str(names[good[f]]), str(ops[good[f]]), columns, good[members], 0))
     # Every NVTX range at every depth, with the matched kernels under it: the ranges of each distinct path once.
     paths = kernels["nvtx_path"].to_numpy(dtype=object)
     path_code, path_first = row_codes(paths)
-    by_path = np.argsort(path_code, kind="stable")  # each path's rows, in row order, as one slice
-    path_bounds = np.searchsorted(path_code[by_path], np.arange(len(path_first) + 1)).tolist()
+    path_rows = group_rows(path_code, len(path_first))
     ranges: dict[str, list[int]] = {}  # range -> codes of the paths under it, ranges in order of first appearance
     for c, f in enumerate(path_first.tolist()):
         path = paths[f]
@@ -308,7 +304,7 @@ def gain_table(report_df: pd.DataFrame) -> pd.DataFrame:
     for path, codes in ranges.items():
         # the rows of its paths in row order (the sums add in that order): a range costs its own rows, not
         # a pass over every kernel (a trace of many steps has thousands of ranges)
-        slices = [by_path[path_bounds[c]:path_bounds[c + 1]] for c in codes]
+        slices = [path_rows[c] for c in codes]
         idx = slices[0] if len(slices) == 1 else np.sort(np.concatenate(slices))
         under = idx[is_matched[idx]]
         if len(under):

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsroof._distinct import group_rows
 from nsroof.models.quantities import READ_ONLY_LOWER_BOUND
 from nsroof.schema import LEVELS, LINK_LEVEL
 from nsroof.units import human_time
@@ -397,10 +398,12 @@ def analytic_coverage(frame: pd.DataFrame, sources: list[str]) -> pd.DataFrame:
     kernels = frame.drop_duplicates(["source", "kernel_id"])
     if "kind" in kernels.columns:  # copies and sets have no formula to cover them
         kernels = kernels[kernels["kind"].astype(str).isin(["kernel", "cpu_op"])]
+    source_code, names = pd.factorize(kernels["source"].astype(str).to_numpy(dtype=object))
+    rows_of = dict(zip(names.tolist(), group_rows(source_code, len(names)), strict=True))  # one pass for all sources
     for source in sources:
-        k = kernels[kernels["source"].astype(str) == source]
-        if k.empty:
+        if source not in rows_of:
             continue
+        k = kernels.iloc[rows_of[source]]
         d = k["duration_s"].astype("float64").fillna(0.0)
         costed = k["flops_source"].astype(str).str.startswith("analytic:").to_numpy()
         total = float(d.sum())
