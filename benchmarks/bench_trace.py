@@ -14,7 +14,9 @@ MB of JSON, 43k kernels), twenty its "40×" trace (540 MB, 171k kernels).
   kernel breakdown (get_gpu_kernel_breakdown(visualize=False)), in a fresh interpreter, after imports.
 
 Targets: nsroof >= 5x faster than HTA on the small trace; on the large one, nsroof's peak RSS <= 2x
-the file and its time <= 4.5x the small trace's (four times the bytes: linear, with some slack).
+the file and its time <= 4.5x the small trace's (four times the bytes: linear, with some slack); the HTML
+page of the large trace's report (load_report + html.write, what `nsroof report` does after its imports)
+no slower than the analysis that wrote the report.
 
     python benchmarks/bench_trace.py        # NSROOF_BENCH_TRACE_COPIES=5, NSROOF_BENCH_TRACE_BIG_COPIES=20,
                                             # NSROOF_BENCH_TRACE_ROUNDS=3 (fresh runs per side, alternated;
@@ -37,6 +39,7 @@ SOURCE = ("traces", "hta__trace_diff_control.json.gz")
 TARGET_SPEEDUP = 5.0
 TARGET_RSS_OVER_FILE = 2.0
 TARGET_LINEARITY = 4.5
+TARGET_PAGE_OVER_ANALYZE = 1.0  # drawing a report takes no longer than computing it
 
 _ID_ARGS = ("External id", "correlation")
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
@@ -53,6 +56,17 @@ report.write(sys.argv[2])
 dt = time.perf_counter() - t0
 print(json.dumps({"seconds": dt, "peak_rss": peak_rss_bytes(), "import_rss": import_rss,
                   "rows": int(len(report.frame))}))
+"""
+
+_PAGE = r"""
+import json, os, sys, time
+from nsroof.report import html
+from nsroof.report.load import load_report
+t0 = time.perf_counter()
+frame, metadata = load_report(sys.argv[1])
+html.write(frame, sys.argv[2], metadata=metadata)
+dt = time.perf_counter() - t0
+print(json.dumps({"seconds": dt, "peak_rss": peak_rss_bytes(), "bytes": os.path.getsize(sys.argv[2])}))
 """
 
 _HTA = r"""
@@ -134,6 +148,8 @@ def main() -> bool:
         target(work_small, None, TARGET_SPEEDUP, at_least=True, what="HTA time / nsroof time", detail=why)
         target(work_big, None, TARGET_RSS_OVER_FILE, at_least=False, what="nsroof peak RSS / file", detail=why)
         target(work_big, None, TARGET_LINEARITY, at_least=False, what="time big / time small", detail=why)
+        target(work_big, None, TARGET_PAGE_OVER_ANALYZE, at_least=False, what="HTML page time / analyze time",
+               detail=why)
         return True
     copies, big_copies = env_int("NSROOF_BENCH_TRACE_COPIES", 5), env_int("NSROOF_BENCH_TRACE_BIG_COPIES", 20)
     rounds = env_int("NSROOF_BENCH_TRACE_ROUNDS", 3)  # one run of each was ±15% on a 2-core VM
@@ -174,6 +190,10 @@ def main() -> bool:
         mb_big = facts_big["bytes"] / 1e6
         print(f"  {big_copies} copies: {mb_big:.0f} MB, {facts_big['kernels']:,} kernels: nsroof {b['seconds']:.2f} s "
               f"({mb_big / b['seconds']:.0f} MB/s), peak RSS {b['peak_rss'] / 1e6:.0f} MB; {load_average()}", flush=True)
+        pages = [child(_PAGE, str(folder / f"{size}.parquet"), str(folder / f"{size}.html")) for size in ("small", "big")]
+        for size, page in zip(("small", "big"), pages, strict=True):
+            print(f"  nsroof report of the {size} trace's report: {page['seconds']:.2f} s, page {page['bytes'] / 1e6:.1f} MB, "
+                  f"peak RSS {page['peak_rss'] / 1e6:.0f} MB", flush=True)
     ok &= target(work_big, b["peak_rss"] / facts_big["bytes"], TARGET_RSS_OVER_FILE, at_least=False,
                  what="nsroof peak RSS / file", detail=f"{b['peak_rss'] / 1e6:.0f} MB for {mb_big:.0f} MB "
                                                        f"(the imports alone {b['import_rss'] / 1e6:.0f} MB)")
@@ -181,6 +201,11 @@ def main() -> bool:
     ok &= target(work_big, growth, TARGET_LINEARITY * big_copies / (4 * copies), at_least=False,
                  what=f"time {big_copies}/{copies} copies",
                  detail=f"{b['seconds']:.2f} s / {o['seconds']:.2f} s for {facts_big['bytes'] / facts['bytes']:.2f}x the bytes")
+    ok &= target(work_big, pages[1]["seconds"] / b["seconds"], TARGET_PAGE_OVER_ANALYZE, at_least=False,
+                 what="HTML page time / analyze time",
+                 detail=f"page {pages[1]['seconds']:.2f} s ({pages[1]['bytes'] / 1e6:.1f} MB) for the analysis's "
+                        f"{b['seconds']:.2f} s; {pages[1]['seconds'] / pages[0]['seconds']:.2f}x the small report's "
+                        f"{pages[0]['seconds']:.2f} s")
     return ok
 
 
