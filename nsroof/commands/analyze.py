@@ -112,9 +112,12 @@ def script_output(frame: Any, *, as_json: bool, by: str = "kernel") -> str:
     if as_json:
         import json
 
-        # through pandas' encoder (NaN -> null, numpy scalars), full precision, '/' unescaped
-        records = json.loads(table.to_json(orient="records", double_precision=15))
-        return json.dumps(records, indent=1, ensure_ascii=False) + "\n"
+        import msgspec
+
+        # through pandas' encoder (NaN -> null, numpy scalars), full precision; then Python's floats and '/'
+        # unescaped, and indented by msgspec (json.dumps' own indent is its pure-Python encoder: 3x slower)
+        records = msgspec.json.decode(table.to_json(orient="records", double_precision=15))
+        return msgspec.json.format(json.dumps(records, ensure_ascii=False), indent=1) + "\n"
     return str(table.to_csv(index=False))
 
 

@@ -71,3 +71,18 @@ def test_no_line_is_wider_than_the_terminal(example_csv: Path, tmp_path: Path, c
     gemms = [line for line in lines if "ampere_bf16" in line]
     assert len(gemms) == 5 and {line.split()[1][-2:] for line in gemms} == {"nt", "nn", "tn"}
     assert [line.split()[0] for line in gemms] == ["10", "9", "7", "5", "2"]
+
+
+def test_json_is_indented_by_one_space_with_python_floats_nan_as_null_and_slashes_kept() -> None:
+    from nsroof.commands.analyze import script_output
+    from nsroof.report.wide import script_table
+    from tests.report.report_frames import five_kernels
+
+    frame = five_kernels()
+    frame["nvtx_path"] = frame["nvtx_path"].astype(object).where(frame["kernel_id"] != 0, "model/layer1/µ-op")
+    text = script_output(frame, as_json=True)
+    records = json.loads(script_table(frame).to_json(orient="records", double_precision=15))
+    assert text == json.dumps(records, indent=1, ensure_ascii=False) + "\n"
+    assert '"nvtx_path": "model/layer1/µ-op"' in text and '\\/' not in text
+    assert '"flops": null' in text  # mystery: FLOPs unknown
+    assert '"duration_s": 0.0001,' in text  # bogus, as Python writes 1e-4
