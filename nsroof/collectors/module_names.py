@@ -30,6 +30,7 @@ class GlobalNames:
     def __init__(self, on_new_name: Callable[[str], None]) -> None:
         self.names: dict[int, str] = {}
         self.on_new_name = on_new_name  # told each name given out (the module range names)
+        self._finalizers: list[Any] = []
 
     def of(self, module: Any) -> str:
         name = self.names.get(id(module))
@@ -50,8 +51,16 @@ class GlobalNames:
 
         key = id(module)
         self.names[key] = name
-        weakref.finalize(module, self.names.pop, key, None)
+        self._finalizers.append(weakref.finalize(module, self.names.pop, key, None))
         self.on_new_name(name)
+
+    def remove(self) -> None:
+        """Forget every name: the entries' finalizers detached from their modules, which would otherwise
+        keep this table alive as long as the model (one more table per profile session of a long run)."""
+        for finalizer in self._finalizers:
+            finalizer.detach()
+        self._finalizers.clear()
+        self.names.clear()
 
 
 class quiet_compile_warning:  # noqa: N801 - a handle like the hooks': .remove() undoes it

@@ -435,7 +435,7 @@ def annotate_all_modules(*, backward: bool = True) -> ModuleRanges:
     else:
         pre, post = _module_hooks(names, backward)
     handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True),
-               quiet_compile_warning()]
+               quiet_compile_warning(), names]  # the names last: the hooks that read them go first
     return ModuleRanges(handles, {})
 
 

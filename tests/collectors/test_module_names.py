@@ -23,3 +23,16 @@ def test_global_names_name_a_tree_once_and_report_each_name() -> None:
     assert names.of(model) == "Sequential" and names.of(model[0]) == "Sequential.0"
     assert names.of(model[1]) == "ReLU"  # a name once given stays
     assert given == ["ReLU", "Sequential", "Sequential.0"]
+
+
+def test_global_names_removed_forget_their_modules() -> None:
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    names = GlobalNames(lambda name: None)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    names.of(model)
+    table = names.names
+    names.remove()
+    assert table == {} and names.names == {}
+    assert names.of(model[0]) == "Linear"  # named afresh: nothing of the first naming is left

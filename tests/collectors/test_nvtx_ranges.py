@@ -287,3 +287,26 @@ def test_the_ncu_bootstrap_runs_a_compiled_script(repo: Path, tmp_path: Path) ->
     names = json.loads(modules.read_text())["module_ranges"]
     assert "Net" in names and "Net.block.fc1" in names
     assert not any("OptimizedModule" in n or "_orig_mod" in n for n in names)
+
+
+def test_profile_sessions_leave_no_name_table_behind() -> None:
+    # each session of the global hooks names the modules it sees; its names go with it, instead of one more
+    # table (and a finalizer per module) kept alive by the model for every session of a long run
+    import gc
+    import weakref
+
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(*[torch.nn.Linear(2, 2) for _ in range(20)])
+
+    def live_finalizers() -> int:
+        gc.collect()
+        return sum(1 for f in gc.get_objects() if isinstance(f, weakref.finalize) and f.alive)
+
+    counts = []
+    for _ in range(3):
+        with nr.annotate_all_modules(backward=False):
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+                model(torch.randn(1, 2))
+        assert "Sequential.19" in {e.name for e in prof.events()}  # the session did name the modules
+        counts.append(live_finalizers())
+    assert counts[0] == counts[1] == counts[2]
