@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from nsroof._distinct import map_rows
 from nsroof.errors import NsroofError
 from nsroof.importers.ncu.kernel_names import fit_name
 from nsroof.schema import LEVELS, PRECISIONS, kernel_key
@@ -264,8 +265,9 @@ def roof_lines(df: pd.DataFrame, *, level: str = "all", nvtx: str | None = None,
     belongs to — one roof set per distinct ceiling."""
     rows = select(df, level=level, nvtx=nvtx, precision=precision)
     key = kernel_key(rows)
-    comp_src, mem_src = zip(*(split_ceiling_source(s) for s in rows["ceiling_source"].astype(str)), strict=True) \
-        if len(rows) else ((), ())
+    # per distinct source text (a report has a few, over hundreds of thousands of rows)
+    split = map_rows(split_ceiling_source, rows["ceiling_source"].astype(str).to_numpy(dtype=object))
+    comp_src, mem_src = zip(*split.tolist(), strict=True) if len(rows) else ((), ())
     base = pd.DataFrame({
         "key": key.to_numpy(),
         "device": rows["device"].astype(str).to_numpy(),
@@ -325,7 +327,10 @@ def ridge_points(df: pd.DataFrame, *, level: str = "all", nvtx: str | None = Non
 
 
 def _sig(values: pd.Series, digits: int = 6) -> pd.Series:
-    return values.map(lambda v: float(f"{v:.{digits}g}"))
+    """Each value kept to `digits` significant digits, worked out once per distinct value."""
+    distinct, inverse = np.unique(values.to_numpy(dtype="float64"), return_inverse=True)
+    rounded = np.array([float(f"{v:.{digits}g}") for v in distinct.tolist()], dtype="float64")
+    return pd.Series(rounded[inverse.reshape(-1)], index=values.index)
 
 
 
