@@ -378,59 +378,62 @@ def _trace_costs(kernels: pd.DataFrame, rows: Rows) -> None:
 def _attribute_cpu(kernels: pd.DataFrame, table: OpTable) -> Attribution:
     """One row per op call in, the rows that count the op time once out: an op with a cost whole, an op
     without one (not under a costed op) with its self time."""
-    op_ids = ints(kernels, "op_id").tolist()
-    table.costs_at(np.fromiter(table.row.values(), dtype="int64", count=len(table.row)))  # every op, at once
-    keep, self_us = [], []
-    children: dict[int, float] = {}
-    durations = table.frame["duration_us"].to_numpy(dtype="float64") if len(table.frame) else np.zeros(0)
-    for j, p in table.parent.items():
-        if p >= 0:
-            children[p] = children.get(p, 0.0) + float(durations[table.row[j]])
-    for r, j in enumerate(op_ids):
-        unit = table.outermost_costed(j) if j in table else -1
-        if unit >= 0 and unit != j:
-            continue
-        keep.append(r)
-        self_us.append(np.nan if unit == j else max(float(durations[table.row[j]]) - children.get(j, 0.0), 0.0))
+    op_ids = ints(kernels, "op_id")
+    n = len(table.ids)
+    every = np.arange(n, dtype="int64")
+    known = table.known_at(every)  # every op priced, at once
+    durations = table.frame["duration_us"].to_numpy(dtype="float64") if n else np.zeros(0)
+    parent_row = table._parent_row
+    has_parent = parent_row >= 0
+    children_us = np.bincount(parent_row[has_parent], weights=durations[has_parent], minlength=n) if n \
+        else np.zeros(0)
+    rows = table.rows_of(op_ids) if len(op_ids) else np.zeros(0, dtype="int64")
+    in_table = rows >= 0
+    unit = np.full(len(op_ids), -1, dtype="int64")
+    unit[in_table] = table.outermost_costed_at(rows[in_table])
+    keep = np.flatnonzero((unit < 0) | (unit == op_ids))  # an op under a costed op is counted by that op
+    kept_rows = rows[keep]
+    self_us = np.where(kept_rows >= 0, np.maximum(durations[kept_rows] - children_us[kept_rows], 0.0), np.nan) \
+        if n else np.full(len(keep), np.nan)
+    own = np.where(unit[keep] == op_ids[keep], np.nan, self_us)
     out = kernels.iloc[keep].reset_index(drop=True)
-    own = np.array(self_us, dtype="float64")
     if len(out):
         seconds = out["gpu__time_duration.sum"].astype("float64").to_numpy()
         out["gpu__time_duration.sum"] = np.where(np.isnan(own), seconds, own * 1e-6)
         out["duration_source"] = pd.Series(np.where(np.isnan(own), "cpu_op dur", "cpu_op dur - op children dur"),
                                            dtype=object)
     out["kernel_id"] = pd.array(range(len(out)), dtype="Int64")
-    calls_costed = {a for k in table.row if table.cost(k).known for a in table.ancestors(k)[1:]}
-    rows = [Row(j, "own", table.cost(j)) if table.cost(j).known
-            else Row(cost=unknown(COMPOSITE_REASON) if j in calls_costed else table.cost(j))
-            for j in ints(out, "op_id").tolist()]
-    analytic = analytic_table(out, Rows.of(rows))
-    seen = set(ints(kernels, "op_id").tolist())  # the ops of the selected steps
-    units = np.array(sorted({j for j in _cpu_units(table) if j in seen}), dtype="int64")
-    own_us = table.frame.set_index("op_id")["duration_us"] if len(table.frame) else pd.Series(dtype="float64")
+    rows_out = Rows(len(out))
+    present = np.flatnonzero(kept_rows >= 0)  # (every kept row: its op is in the table it came from)
+    at = kept_rows[present]
+    costed = present[known[at]]
+    rows_out.cost[present] = table.costs_at(at)
+    rows_out.op_id[costed], rows_out.role[costed] = op_ids[keep][costed], "own"
+    composite = present[~known[at] & table.costed_inside(every[known])[at]]  # a costed op inside: none of its own
+    rows_out.cost[composite] = objects([unknown(COMPOSITE_REASON)] * len(composite))
+    analytic = analytic_table(out, rows_out)
+    seen = np.isin(table.ids, op_ids)  # the ops of the selected steps
+    units = np.unique(table.ids[_cpu_units(table) & seen])
+    unit_rows = table.rows_of(units)
     none = np.full(len(units), -1, dtype="int64")
     op_kernels, op_analytic = _units_table(out, table, _Units(
-        units, objects([table.cost(j) for j in units.tolist()]),
-        np.array([float(own_us[j]) * 1e-6 for j in units.tolist()], dtype="float64"),
+        units, table.costs_at(unit_rows), durations[unit_rows] * 1e-6,
         np.full(len(units), "cpu_op dur", dtype=object), none, np.ones(len(units), dtype="int64")))
     return Attribution(out, analytic, op_kernels, op_analytic)
 
 
-def _cpu_units(table: OpTable) -> list[int]:
-    """The ops of a CPU trace that carry their own cost (rule 1 without kernels): an op with a formula, unless
-    an op inside it has a formula for the same kind of work (tensor work under a matmul/conv/attention op,
-    any formula under another op): then it is a composite and adds nothing (aten::linear under which
-    aten::addmm runs; aten::addmm's own copy of the bias is no such cover)."""
-    any_below: set[int] = set()
-    tensor_below: set[int] = set()
-    for k in table.row:
-        if table.cost(k).known:
-            above = table.ancestors(k)[1:]
-            any_below.update(above)
-            if table.cost(k).roof_kind == "matmul":
-                tensor_below.update(above)
-    return [j for j in table.row if table.cost(j).known
-            and j not in (tensor_below if table.cost(j).roof_kind == "matmul" else any_below)]
+def _cpu_units(table: OpTable) -> np.ndarray:
+    """The ops of a CPU trace that carry their own cost (rule 1 without kernels), a mask by row: an op with a
+    formula, unless an op inside it has a formula for the same kind of work (tensor work under a
+    matmul/conv/attention op, any formula under another op): then it is a composite and adds nothing
+    (aten::linear under which aten::addmm runs; aten::addmm's own copy of the bias is no such cover)."""
+    every = np.arange(len(table.ids), dtype="int64")
+    known = table.known_at(every)
+    matmul = np.zeros(len(every), dtype=bool)
+    matmul[known] = per_cost(table.costs_at(every[known]), lambda c: c.roof_kind == "matmul", bool)
+    any_below = table.costed_inside(every[known])
+    tensor_below = table.costed_inside(every[known & matmul])
+    return known & ~np.where(matmul, tensor_below, any_below)
 
 
 @dataclass

@@ -242,6 +242,44 @@ class OpTable:
     def outermost_costed(self, op_id: int) -> int:
         return next((j for j in reversed(self.ancestors(op_id)) if self.cost(j).known), -1)
 
+    def outermost_costed_at(self, rows: np.ndarray) -> np.ndarray:
+        """outermost_costed() of the op at each row (an op_id, -1 when none): the chains walked up together,
+        a level at a time, each found cost overwritten by one further out."""
+        rows = np.asarray(rows, dtype="int64")
+        if self._index is None:  # op_ids repeat: walk by op_id, as outermost_costed() does
+            return np.array([self.outermost_costed(int(self.ids[r])) for r in rows.tolist()], dtype="int64")
+        distinct, back = np.unique(rows, return_inverse=True)
+        out = np.full(len(distinct), -1, dtype="int64")
+        at, active = distinct.copy(), np.arange(len(distinct))
+        for _ in range(min(_LEVELS, len(self.row) + 1)):
+            known = self.known_at(at[active])
+            out[active[known]] = self.ids[at[active[known]]]
+            above = self._parent_row[at[active]]
+            active = active[above >= 0]
+            at[active] = above[above >= 0]
+            if not len(active):
+                break
+        for k in active.tolist():  # chains deeper than _LEVELS
+            out[k] = self.outermost_costed(int(self.ids[distinct[k]]))
+        return out[back.reshape(-1)]
+
+    def costed_inside(self, rows: np.ndarray) -> np.ndarray:
+        """Whether an op at one of `rows` lies strictly inside each op of the table (a mask by row): the ops
+        enclosing them marked a level at a time, each op walked up from once."""
+        inside = np.zeros(len(self.ids), dtype=bool)
+        if self._index is None:  # op_ids repeat: the enclosing ops by op_id, as ancestors() walks them
+            for j in {a for r in np.asarray(rows).tolist() for a in self.ancestors(int(self.ids[r]))[1:]}:
+                inside[self.row[j]] = True
+            return inside
+        at = np.unique(self._parent_row[np.asarray(rows, dtype="int64")])
+        at = at[at >= 0]
+        while len(at):  # an op already marked was walked up from already (so a cycle ends too)
+            at = at[~inside[at]]
+            inside[at] = True
+            at = np.unique(self._parent_row[at])
+            at = at[at >= 0]
+        return inside
+
 
 def _pricing(name: str) -> int:
     if name.startswith("aten::"):

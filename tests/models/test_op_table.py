@@ -95,6 +95,45 @@ def test_a_cycle_or_a_chain_deeper_than_the_levels_walked_together_finishes_one_
     assert units[-1] == 600 and units[ids.index(500)] == -1
 
 
+def reference_enclosing(rows: list[tuple[int, int, int]], op_id: int) -> list[int]:
+    """The ops enclosing op_id, innermost first, walking parents one by one (each op once)."""
+    parent = {r[0]: r[1] for r in rows}
+    out: list[int] = []
+    j = parent.get(op_id, -1)
+    while j in parent and j >= 0 and j not in out and j != op_id:
+        out.append(j)
+        j = parent[j]
+    return out
+
+
+def test_outermost_costed_walked_together_is_each_ops_own_walk() -> None:
+    for seed, hostile in ((0, False), (1, False), (3, True)):  # hostile: a cycle, a chain deeper than the levels
+        rows = forest(seed, hostile=hostile)
+        table = OpTable(ops_frame(rows))
+        ids = [r[0] for r in rows]
+        known = {r[0] for r in rows if op_cost(*CALLS[r[2]]).known}
+        expected = [next((j for j in reversed([i, *reference_enclosing(rows, i)]) if j in known), -1) for i in ids]
+        assert table.outermost_costed_at(table.rows_of(np.array(ids))).tolist() == expected
+    assert expected[-1] == 600  # the deep chain: its costed root
+
+
+def test_ops_with_a_costed_op_inside_are_marked_once_each() -> None:
+    for seed, hostile in ((0, False), (3, True)):
+        rows = forest(seed, hostile=hostile)
+        table = OpTable(ops_frame(rows))
+        known = [i for i, r in enumerate(rows) if op_cost(*CALLS[r[2]]).known]
+        inside = {j for i in known for j in reference_enclosing(rows, rows[i][0])}
+        marked = table.costed_inside(np.array(known, dtype="int64"))
+        assert {rows[i][0] for i in np.flatnonzero(marked).tolist()} == inside
+    assert not marked[[r[0] for r in rows].index(600)]  # the deep chain's costed root has nothing costed inside
+    # a costed op at the bottom of a chain deeper than the levels walked at once marks the whole chain
+    chain = [(700, -1, 3)] + [(701 + d, 700 + d, 3) for d in range(_LEVELS + 10)]
+    chain.append((900, chain[-1][0], 2))
+    table = OpTable(ops_frame(chain))
+    assert table.costed_inside(np.array([len(chain) - 1])).tolist() == [True] * (len(chain) - 1) + [False]
+    assert not table.costed_inside(np.zeros(0, dtype="int64")).any()
+
+
 def test_every_op_is_priced_as_op_cost_prices_it_alone() -> None:
     rows = forest(7)
     frame = ops_frame(rows)
@@ -116,6 +155,8 @@ def test_a_table_whose_op_ids_repeat_walks_by_op_id_as_before() -> None:
     table = OpTable(ops_frame(rows))
     assert table.units_at(table.rows_of(np.array([1, 2, 3]))).tolist() == [1, -1, -1]
     assert [table.unit(j) for j in (1, 2, 3)] == [1, -1, -1]
+    assert table.outermost_costed_at(table.rows_of(np.array([1, 2, 3]))).tolist() == [1, -1, -1]
+    assert table.costed_inside(np.array([0])).tolist() == [False] * 4  # op 1 (aten::mm) has nothing around it
 
 
 def test_children_are_the_direct_children_in_start_order() -> None:
