@@ -219,48 +219,37 @@ class OpTable:
         return found
 
     def units_at(self, rows: np.ndarray) -> np.ndarray:
-        """unit() of the op at each row (an op_id, -1 when none): the chains walked up together, a level at a
-        time, each op priced once."""
-        rows = np.asarray(rows, dtype="int64")
-        if self._index is None:  # op_ids repeat: walk by op_id, as unit() does
-            return np.array([self.unit(int(self.ids[r])) for r in rows.tolist()], dtype="int64")
-        distinct, back = np.unique(rows, return_inverse=True)
-        out = np.full(len(distinct), -1, dtype="int64")
-        at, active = distinct.copy(), np.arange(len(distinct))
-        for _ in range(min(_LEVELS, len(self.row) + 1)):
-            known = self.known_at(at[active])
-            out[active[known]] = self.ids[at[active[known]]]
-            above = self._parent_row[at[active[~known]]]
-            active = active[~known][above >= 0]
-            at[active] = above[above >= 0]
-            if not len(active):
-                break
-        for k in active.tolist():  # chains deeper than _LEVELS
-            out[k] = self.unit(int(self.ids[distinct[k]]))
-        return out[back.reshape(-1)]
+        """unit() of the op at each row (an op_id, -1 when none), each op priced once."""
+        return self._costed_at(rows, outermost=False)
 
     def outermost_costed(self, op_id: int) -> int:
         return next((j for j in reversed(self.ancestors(op_id)) if self.cost(j).known), -1)
 
     def outermost_costed_at(self, rows: np.ndarray) -> np.ndarray:
-        """outermost_costed() of the op at each row (an op_id, -1 when none): the chains walked up together,
-        a level at a time, each found cost overwritten by one further out."""
+        """outermost_costed() of the op at each row (an op_id, -1 when none), each op priced once."""
+        return self._costed_at(rows, outermost=True)
+
+    def _costed_at(self, rows: np.ndarray, *, outermost: bool) -> np.ndarray:
+        """The innermost (`outermost`: the outermost) op at or above each row's op with a known cost: the chains
+        walked up together, a level at a time; the outermost walk goes on past a cost, a later one overwriting it."""
+        one_by_one = self.outermost_costed if outermost else self.unit
         rows = np.asarray(rows, dtype="int64")
-        if self._index is None:  # op_ids repeat: walk by op_id, as outermost_costed() does
-            return np.array([self.outermost_costed(int(self.ids[r])) for r in rows.tolist()], dtype="int64")
+        if self._index is None:  # op_ids repeat: walk by op_id, one by one
+            return np.array([one_by_one(int(self.ids[r])) for r in rows.tolist()], dtype="int64")
         distinct, back = np.unique(rows, return_inverse=True)
         out = np.full(len(distinct), -1, dtype="int64")
         at, active = distinct.copy(), np.arange(len(distinct))
         for _ in range(min(_LEVELS, len(self.row) + 1)):
             known = self.known_at(at[active])
             out[active[known]] = self.ids[at[active[known]]]
-            above = self._parent_row[at[active]]
-            active = active[above >= 0]
+            going = active if outermost else active[~known]
+            above = self._parent_row[at[going]]
+            active = going[above >= 0]
             at[active] = above[above >= 0]
             if not len(active):
                 break
         for k in active.tolist():  # chains deeper than _LEVELS
-            out[k] = self.outermost_costed(int(self.ids[distinct[k]]))
+            out[k] = one_by_one(int(self.ids[distinct[k]]))
         return out[back.reshape(-1)]
 
     def costed_inside(self, rows: np.ndarray) -> np.ndarray:
