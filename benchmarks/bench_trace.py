@@ -126,13 +126,18 @@ def scale_trace(src: Path, dst: Path, copies: int) -> dict[str, int]:
     with open(dst, "w", encoding="utf-8") as out:
         head = json.dumps(trace, separators=(",", ":"))
         out.write(head[:-1] + ',"traceEvents":[')
-        out.write(json.dumps(once, separators=(",", ":"))[1:-1])
-        for _ in range(copies):
-            out.write(",")
-            out.write(json.dumps(timed, separators=(",", ":"))[1:-1])
+        parts = [once] if once else []
+        sep = ""
+        for part in parts:
+            out.write(json.dumps(part, separators=(",", ":"))[1:-1])
+            sep = ","
+        for _ in range(copies if timed else 0):  # a trace without metadata events starts with its first copy
+            out.write(sep + json.dumps(timed, separators=(",", ":"))[1:-1])
+            sep = ","
             _shift(timed, span)
         out.write("]}")
-    return {"bytes": dst.stat().st_size, "kernels": kernels * copies, "rank": int(trace["distributedInfo"]["rank"])}
+    rank = (trace.get("distributedInfo") or {}).get("rank", 0)
+    return {"bytes": dst.stat().st_size, "kernels": kernels * copies, "rank": int(rank)}
 
 
 def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:

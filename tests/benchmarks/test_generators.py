@@ -65,6 +65,19 @@ def test_scaled_trace_is_shifted_copies(tmp_path: Path) -> None:
     assert runtime == {e["args"]["correlation"] for e in kernels}
 
 
+def test_a_trace_without_metadata_events_scales_to_valid_json(tmp_path: Path) -> None:
+    trace = _tiny_trace()
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e["ph"] != "M"]
+    del trace["distributedInfo"]  # a single-process run: rank 0
+    src = tmp_path / "bare.json.gz"
+    with gzip.open(src, "wt", encoding="utf-8") as fh:
+        json.dump(trace, fh)
+    facts = bench_trace.scale_trace(src, tmp_path / "scaled.json", 2)
+    events = json.loads((tmp_path / "scaled.json").read_text())["traceEvents"]  # no leading comma
+    assert facts["rank"] == 0 and facts["kernels"] == 4
+    assert sum(e.get("cat") == "kernel" for e in events) == 4
+
+
 def test_scaled_export_reads_as_copies_of_its_kernels(data_dir: Path, tmp_path: Path) -> None:
     import nsroof.importers
 
