@@ -483,10 +483,11 @@ class OpTree:
         if len(self._where) < n:
             self._locate()
         # equal locations are one object (_locate shares them): coded by identity, not by hashing tuples
-        own, distinct = row_codes(np.fromiter(map(id, self._where), dtype="int64", count=n))
+        own = identity_codes(np.fromiter(self._where, dtype=object, count=n)) if n else np.zeros(0, dtype="int64")
+        distinct = int(own.max()) + 1 if n else 0
         fwd = np.asarray(self.forward_ids(), dtype="int64")
         inherited = np.where(fwd >= 0, own[np.maximum(fwd, 0)], -1) if n else fwd
-        _, first, inverse = np.unique(own * (len(distinct) + 1) + inherited + 1, return_index=True, return_inverse=True)
+        _, first, inverse = np.unique(own * (distinct + 1) + inherited + 1, return_index=True, return_inverse=True)
         shared = np.empty(len(first), dtype=object)
         shared[:] = [self.path_facts(int(i)) for i in first]
         self._all_facts = shared[inverse.reshape(-1)].tolist()

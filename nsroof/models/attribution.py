@@ -409,11 +409,12 @@ def _attribute_cpu(kernels: pd.DataFrame, table: OpTable) -> Attribution:
     costed = present[known[at]]
     rows_out.cost[present] = table.costs_at(at)
     rows_out.op_id[costed], rows_out.role[costed] = op_ids[keep][costed], "own"
-    composite = present[~known[at] & table.costed_inside(every[known])[at]]  # a costed op inside: none of its own
+    costed_below = table.costed_inside(every[known])
+    composite = present[~known[at] & costed_below[at]]  # a costed op inside: none of its own
     rows_out.cost[composite] = objects([unknown(COMPOSITE_REASON)] * len(composite))
     analytic = analytic_table(out, rows_out)
     seen = np.isin(table.ids, op_ids)  # the ops of the selected steps
-    units = np.unique(table.ids[_cpu_units(table) & seen])
+    units = np.unique(table.ids[_cpu_units(table, known, costed_below) & seen])
     unit_rows = table.rows_of(units)
     none = np.full(len(units), -1, dtype="int64")
     op_kernels, op_analytic = _units_table(out, table, _Units(
@@ -422,16 +423,15 @@ def _attribute_cpu(kernels: pd.DataFrame, table: OpTable) -> Attribution:
     return Attribution(out, analytic, op_kernels, op_analytic)
 
 
-def _cpu_units(table: OpTable) -> np.ndarray:
+def _cpu_units(table: OpTable, known: np.ndarray, any_below: np.ndarray) -> np.ndarray:
     """The ops of a CPU trace that carry their own cost (rule 1 without kernels), a mask by row: an op with a
     formula, unless an op inside it has a formula for the same kind of work (tensor work under a
     matmul/conv/attention op, any formula under another op): then it is a composite and adds nothing
-    (aten::linear under which aten::addmm runs; aten::addmm's own copy of the bias is no such cover)."""
+    (aten::linear under which aten::addmm runs; aten::addmm's own copy of the bias is no such cover).
+    `known`: the rows with a known cost; `any_below`: the rows with one of them inside (OpTable.costed_inside)."""
     every = np.arange(len(table.ids), dtype="int64")
-    known = table.known_at(every)
     matmul = np.zeros(len(every), dtype=bool)
     matmul[known] = per_cost(table.costs_at(every[known]), lambda c: c.roof_kind == "matmul", bool)
-    any_below = table.costed_inside(every[known])
     tensor_below = table.costed_inside(every[known & matmul])
     return known & ~np.where(matmul, tensor_below, any_below)
 
