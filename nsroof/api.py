@@ -90,8 +90,7 @@ def html(report: ReportLike, output: PathLike, *, title: str = "nsroof report", 
     from nsroof.report import html as page
 
     chosen = _selected(_report(report), _selection(kernel, nvtx, step, device, source), _name(report))
-    return page.write(chosen.frame, output, metadata=chosen.metadata, title=title, top=top,
-                      max_rows=page.MAX_TABLE_ROWS if rows is None else rows)
+    return page.write(chosen.frame, output, metadata=chosen.metadata, title=title, top=top, max_rows=rows)
 
 
 def _report(report: ReportLike) -> Report:

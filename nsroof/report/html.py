@@ -216,8 +216,9 @@ def _link_points(svg: str, tips: dict[tuple[str, str], tuple[int, str]], ranks: 
 
 
 def render(df: pd.DataFrame, *, metadata: dict[str, Any] | None = None, title: str = "nsroof report",
-           top: int = 10, with_charts: bool = True, max_rows: int = MAX_TABLE_ROWS) -> str:
-    """The whole page as one string; its table lists the `max_rows` longest kernels (0: every kernel)."""
+           top: int = 10, with_charts: bool = True, max_rows: int | None = None) -> str:
+    """The whole page as one string; its table lists the `max_rows` longest kernels (None: MAX_TABLE_ROWS;
+    0: every kernel)."""
     metadata = metadata or {}
     missing_cols = chart_data.check_columns(df)
     if missing_cols:
@@ -240,7 +241,7 @@ def render(df: pd.DataFrame, *, metadata: dict[str, Any] | None = None, title: s
                      "filters the charts; click a point to find its row.</p>")
         parts += [f'<figure class="chart">{svg}<figcaption>{_e(caption)}</figcaption></figure>'
                   for caption, svg in charts(df, top=top, k=k)]
-    parts.append(_table_section(df, k, max_rows))
+    parts.append(_table_section(df, k, MAX_TABLE_ROWS if max_rows is None else max_rows))
     parts.append(f"<script>{_JS}</script></body></html>")
     return "\n".join(parts) + "\n"
 
@@ -343,7 +344,7 @@ def _bounds_section(df: pd.DataFrame) -> str:
             "over the run's total kernel time.</p>" + _table(["level", *BOUNDS], rows))
 
 
-def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int = MAX_TABLE_ROWS) -> str:
+def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int) -> str:
     ledger = ledger_ran(df)
     cols: list[tuple[str, str]] = [
         ("#", "rank by duration, longest first"),
