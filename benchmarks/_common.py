@@ -9,11 +9,13 @@ its own targets as it goes and nothing is collected.
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import statistics
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +53,19 @@ def shared(*parts: str) -> Path | None:
     return path if path.is_file() else None
 
 
+@cache
+def package_bytecode() -> None:
+    """Write the bytecode of nsroof's modules, as `pip install` does: the children import nsroof from this
+    checkout, whose bytecode an editable install never writes and which an environment with
+    PYTHONDONTWRITEBYTECODE=1 never caches, so each child would compile every module it imports inside
+    its timed region (0.13 s of a 2.3 s trace analysis, 0.1 s of a 0.48 s small export, measured) while
+    the peers run from compiled site-packages. Up-to-date files are left as they are."""
+    compileall.compile_dir(REPO / "nsroof", quiet=1)
+
+
 def child(code: str, *args: str, cwd: Path = REPO) -> dict[str, Any]:
     """Run `code` in a fresh interpreter (PEAK_RSS defined in it); its last stdout line is a JSON object."""
+    package_bytecode()
     out = subprocess.run([sys.executable, "-c", PEAK_RSS + code, *args], capture_output=True, text=True,
                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
     if out.returncode != 0:

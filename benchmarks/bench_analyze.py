@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, child, env_int, load_average, median, shared, target
+from _common import REPO, child, env_int, load_average, median, package_bytecode, shared, target
 
 # (fixture, what it is): the target is checked on each
 # (fixture, what it is, the --machine its GPU is in nsroof's table)
@@ -133,6 +133,7 @@ CPU_S: list[float] = []  # user + system CPU of each command run by _command_s, 
 def _command_s(args: list[str]) -> float:
     """Wall seconds of one command; its CPU seconds go to CPU_S (less blurred by a loaded machine)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    package_bytecode()
     t0 = time.perf_counter()
     subprocess.run([sys.executable, *args], cwd=REPO, check=True, capture_output=True,
                    env={**os.environ, "PYTHONPATH": str(REPO)})

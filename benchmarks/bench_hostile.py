@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _common import target
+from _common import package_bytecode, target
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET = 2.0
@@ -54,6 +54,7 @@ def generate(folder: Path) -> tuple[Path, Path]:
 
 
 def _run(path: Path) -> dict[str, float]:
+    package_bytecode()
     out = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, cwd=REPO,
                          check=True)
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])

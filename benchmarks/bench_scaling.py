@@ -16,6 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _common import package_bytecode
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 SHARED = Path(os.environ.get("NSROOF_SHARED_FIXTURES", REPO.parent / "shared" / "fixtures"))
@@ -50,6 +52,7 @@ def pick_export() -> Path | None:
 
 
 def run(files: list[Path], out: Path, jobs: int) -> dict[str, float]:
+    package_bytecode()
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, json.dumps([str(f) for f in files]), str(out), str(jobs)],
         capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False,
