@@ -132,8 +132,8 @@ CPU_S: list[float] = []  # user + system CPU of each command run by _command_s, 
 
 def _command_s(args: list[str]) -> float:
     """Wall seconds of one command; its CPU seconds go to CPU_S (less blurred by a loaded machine)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     package_bytecode()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, *args], cwd=REPO, check=True, capture_output=True,
                    env={**os.environ, "PYTHONPATH": str(REPO)})
