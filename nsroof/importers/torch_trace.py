@@ -37,6 +37,7 @@ from typing import Any, TypeGuard
 import numpy as np
 import pandas as pd
 
+from nsroof._arrays import nonnegative_or_missing, row_numbers
 from nsroof.importers import trace_graphs, trace_ops
 from nsroof.importers.kernel_table import empty_identity
 from nsroof.importers.trace_load import load, load_ranges, paused_gc
@@ -177,7 +178,7 @@ def _read(path: str | os.PathLike[str], captures: Sequence[str | os.PathLike[str
                 warnings.append("no kernel events (cat 'kernel') and no CPU ops: nothing to classify")
         del activities, launches, linked  # in the kernel rows now: freed before the ops table is built
         frame = _select_steps(frame, starts, meta, annotations, warnings, extra)
-        frame["kernel_id"] = pd.array(range(len(frame)), dtype="Int64")
+        frame["kernel_id"] = row_numbers(len(frame))
         ops = trace_graphs.ops_table(tree, name, caps)
         # facts the ledger's collective formulas read beside the ops' arguments (nsroof.models.attribution)
         ops.attrs["world_size"] = _world_size(top)
@@ -327,7 +328,7 @@ def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpT
     cols["process_id"] = pd.array([None] * n, dtype="Int64")
     frame = pd.DataFrame(cols, copy=False)
     frame["kind"] = pd.Series(kinds, dtype=object)
-    frame["op_id"] = pd.array([j if j >= 0 else None for j in launcher.tolist()], dtype="Int64")
+    frame["op_id"] = nonnegative_or_missing(launcher)
     frame["op_link"] = pd.Series(links, dtype=object)
     frame["op"] = pd.Series(op_name, dtype=object)
     frame["input_shapes"] = pd.Series(shapes, dtype=object)
@@ -405,7 +406,7 @@ def _profiler_ranges(ranges: list[RangeEvent], top: Trace, name: str) -> pd.Data
     n = len(ranges)
     cols = empty_identity(n)
     cols["source"] = [name] * n
-    cols["kernel_id"] = pd.array(range(n), dtype="Int64")
+    cols["kernel_id"] = row_numbers(n)
     devices = _devices(top)
     for i, r in enumerate(ranges):
         kname = r.name

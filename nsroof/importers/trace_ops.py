@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from nsroof._arrays import row_numbers
 from nsroof._distinct import first_appearances, identity_codes, row_codes, spread
 from nsroof.importers.trace_schema import (
     INT64,
@@ -521,7 +522,7 @@ class OpTree:
 
         return pd.DataFrame({
             "source": pd.Series([source] * n, dtype=object),
-            "op_id": pd.array(range(n), dtype="Int64"),
+            "op_id": row_numbers(n),
             "parent_op_id": ids(self.parent),
             "name": pd.Series([op.name for op in self.ops], dtype=object),
             "input_shapes": pd.Series([a.input_dims for a in self.args], dtype=object),

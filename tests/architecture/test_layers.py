@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "nsroof"
 # module prefix -> layer rank; the longest matching prefix wins
 LAYERS: dict[str, int] = {
     "nsroof._version": 0, "nsroof.schema": 0, "nsroof.units": 0, "nsroof.errors": 0, "nsroof.atomic": 0, "nsroof.digest": 0,
-    "nsroof._distinct": 0, "nsroof.markdown": 0,
+    "nsroof._distinct": 0, "nsroof._arrays": 0, "nsroof.markdown": 0,
     "nsroof.models": 1,
     "nsroof.importers": 2,
     "nsroof.report": 3,
