@@ -7,6 +7,8 @@ mask is a copy of two numpy arrays (under 2 ms).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -16,8 +18,13 @@ def row_numbers(n: int) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.bool_))
 
 
-def nonnegative_or_missing(values: np.ndarray) -> pd.arrays.IntegerArray:
+def nonnegative_or_missing(values: np.ndarray | Sequence[int]) -> pd.arrays.IntegerArray:
     """An Int64 column of the values, missing where a value is negative (the -1 of 'no match')."""
     values = np.asarray(values, dtype=np.int64)
     missing = values < 0
     return pd.arrays.IntegerArray(np.where(missing, 0, values), missing)
+
+
+def all_missing(n: int) -> pd.arrays.IntegerArray:
+    """An Int64 column of n missing entries (a column the input lacks)."""
+    return pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.bool_))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsroof._arrays import all_missing
 from nsroof.schema import IDENTITY_COLUMNS
 
 
@@ -33,7 +34,7 @@ def empty_identity(n: int) -> dict[str, Any]:
         if dtype == "object":
             out[name] = [[] for _ in range(n)] if name == "nvtx_ranges" else [""] * n
         else:  # "int64" / "Int64": a nullable integer column, all <NA>
-            out[name] = pd.arrays.IntegerArray(np.zeros(n, dtype="int64"), np.ones(n, dtype=bool))
+            out[name] = all_missing(n)
     return out
 
 

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from nsroof._arrays import row_numbers
+from nsroof._arrays import nonnegative_or_missing, row_numbers
 from nsroof._distinct import first_appearances, identity_codes, row_codes, spread
 from nsroof.importers.trace_schema import (
     INT64,
@@ -511,10 +511,6 @@ class OpTree:
         facts = self.all_path_facts()
         forward = self.forward_ids()
 
-        def ids(values: Sequence[int]) -> Any:  # -1: none
-            v = np.fromiter(values, dtype="int64", count=len(values))
-            return pd.arrays.IntegerArray(v, v < 0)
-
         times = self._span_array()
         seq = [a.sequence_number for a in self.args]
         threads = {key: f"{key[0]}/{key[1]}" for key in set(self.keys)}  # one thread name per distinct one
@@ -523,14 +519,14 @@ class OpTree:
         return pd.DataFrame({
             "source": pd.Series([source] * n, dtype=object),
             "op_id": row_numbers(n),
-            "parent_op_id": ids(self.parent),
+            "parent_op_id": nonnegative_or_missing(self.parent),
             "name": pd.Series([op.name for op in self.ops], dtype=object),
             "input_shapes": pd.Series([a.input_dims for a in self.args], dtype=object),
             "input_dtypes": pd.Series([a.input_type for a in self.args], dtype=object),
             "concrete_inputs": pd.Series(per_object(concrete_values, (a.concrete_inputs for a in self.args)),
                                          dtype=object),
             "sequence_number": pd.arrays.IntegerArray(sequence, np.array([v is None for v in seq], dtype=bool)),
-            "forward_op_id": ids(forward),
+            "forward_op_id": nonnegative_or_missing(forward),
             "thread": pd.Series([threads[key] for key in self.keys], dtype=object),
             "start_us": times[:, 0].copy(),
             "duration_us": times[:, 1] - times[:, 0],

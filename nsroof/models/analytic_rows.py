@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsroof._arrays import nonnegative_or_missing, row_numbers
 from nsroof._distinct import row_codes
 from nsroof.models.ledger.aten import OpCost, unknown
 from nsroof.schema import ANALYTIC_COLUMNS, LINK_LEVEL
@@ -88,8 +89,8 @@ def analytic_table(kernels: pd.DataFrame, rows: Rows) -> pd.DataFrame:
     columns: dict[str, Any] = {
         "source": texts(kernels, "source"),
         "kernel_id": pd.array(kernels["kernel_id"], dtype="Int64") if "kernel_id" in kernels
-        else pd.array(range(len(kernels)), dtype="Int64"),
-        "analytic_op_id": pd.arrays.IntegerArray(rows.op_id.copy(), rows.op_id < 0),
+        else row_numbers(len(kernels)),
+        "analytic_op_id": nonnegative_or_missing(rows.op_id),
         "analytic_role": rows.role,
         "analytic_flops": distinct.of(lambda c: c.flops, "float64") * rows.share,
         "analytic_bytes": distinct.of(lambda c: c.bytes, "float64") * rows.share,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from nsroof._arrays import all_missing
 from nsroof._distinct import map_rows, row_codes, spread
 from nsroof.models import roofline
 from nsroof.models.ceilings import MachineResolver, Roofs, resolve_roofs
@@ -72,7 +73,7 @@ def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: Roofs, levels: S
 
     def ints(name: str) -> pd.arrays.IntegerArray:
         if name not in kernels:
-            return pd.array(np.full(n * L, pd.NA), dtype="Int64")
+            return all_missing(n * L)
         values = kernels[name].array  # an Int64 column as it is (pd.array would copy it first)
         return (values if isinstance(values.dtype, pd.Int64Dtype) else pd.array(values, dtype="Int64")).take(
             np.repeat(np.arange(n), L))
