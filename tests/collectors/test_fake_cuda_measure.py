@@ -304,10 +304,11 @@ def test_a_cuda_measurement_runs_every_step_on_a_fake_device(fake_cuda: HostDevi
 def test_nsroof_measure_device_cuda_quick_on_a_fake_device(fake_cuda: HostDevice, monkeypatch: pytest.MonkeyPatch,
                                                            tmp_path: Path, data_dir: Path, repo: Path) -> None:
     """The command a user types, with the quick plan as make_plan derives it for the fake device (1 s bf16
-    spin-up at 4096², squares to 8192, the Llama projections) but 4 MiB ladder calls and a 2 s GEMM budget:
-    the points that do not fit are recorded as skipped. Then the profile goes through `nsroof machines`
-    and `nsroof analyze` as a measured GPU profile."""
-    built = _small_plan(monkeypatch)
+    spin-up, squares to 8192, the Llama projections) but 4 MiB ladder calls, 256² spin-up products (a
+    4096² bf16 product takes minutes on a CPU without AVX512-BF16) and a 2 s GEMM budget: the points that
+    do not fit are recorded as skipped. Then the profile goes through `nsroof machines` and `nsroof
+    analyze` as a measured GPU profile."""
+    built = _small_plan(monkeypatch, spin_up_size=256)
     out = tmp_path / "machine.json"
     res = CliRunner().invoke(cli, ["measure", "--device", "cuda", "--quick", "--budget", "2", "--threads", "1",
                                    "-o", str(out), "--csv", str(tmp_path / "points.csv")])
@@ -320,7 +321,7 @@ def test_nsroof_measure_device_cuda_quick_on_a_fake_device(fake_cuda: HostDevice
     raw = json.loads(out.read_text())
     assert raw == json.loads(cached.read_text())
     env = raw["environment"]
-    assert env["spin_up_s"] >= 1.0  # the CUDA spin-up ran (bf16 4096² products, then a synchronize)
+    assert env["spin_up_s"] >= 1.0  # the CUDA spin-up ran (bf16 products, a synchronize after each)
     [swept] = built
     # the quick GPU plan (90 s GEMM budget), which --budget 2 replaced for this run
     assert (swept.quick, swept.reps, swept.warmup, swept.gemm_budget_s) == (True, 7, 3, 90.0)

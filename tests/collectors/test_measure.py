@@ -256,6 +256,24 @@ def test_sweep_runs_squares_first_then_projections_by_flop() -> None:
 # ------------------------------------------------------------------ plan, streams, ladder
 
 
+def test_spin_up_is_sized_for_the_device() -> None:
+    """A GPU's clocks leave idle under 4096² bf16 products (~0.1 ms each on an H100); a CPU spins up on 1024²
+    fp32, which every x86 core runs in well under a second (bf16 on a core without AVX512-BF16 is ~100x slower)."""
+    gpu = make_plan("cuda", quick=True, dtypes=("bf16",), last_cache_bytes=50 * MIB, free_memory_bytes=80 << 30)
+    cpu = make_plan("cpu", quick=True, dtypes=("fp32",), last_cache_bytes=32 * MIB, free_memory_bytes=16 << 30)
+    assert (gpu.spin_up_size, gpu.spin_up_s) == (4096, 1.0)
+    assert (cpu.spin_up_size, cpu.spin_up_s) == (1024, 0.5)
+
+
+def test_spin_up_reads_the_clock_after_every_product() -> None:
+    """0.05 s asked: the loop stops after the first product that passes it, not after a batch of them."""
+    from nsroof.collectors.measure.timing import spin_up
+
+    spent = spin_up("cpu", 0.05, 64)
+    assert 0.05 <= spent < 1.0
+    assert spin_up("cpu", 0.0, 4096) == 0.0  # no time asked: no product run, no operands made
+
+
 def test_ladder_sizes_reach_four_times_the_last_cache() -> None:
     sizes = ladder_sizes(300 * MIB)
     assert sizes[0] == 16 * KIB

@@ -55,6 +55,8 @@ class Plan:
     ladder_bytes_per_call: int
     min_sample_s: float
     spin_up_s: float
+    # Side of the square products the spin-up runs (a GPU's clocks need real work; a CPU's 1024² is enough).
+    spin_up_size: int
     sections: tuple[str, ...] = ("gemm", "stream", "ladder")
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -110,7 +112,7 @@ def make_plan(
             point_budget_s=0.25 if quick else 2.0, gemm_budget_s=90.0 if quick else 1200.0,
             rotate_target_bytes=2 * last_cache_bytes, rotate_cap_bytes=4 * GIB,
             stream_buffer_bytes=stream_bytes, ladder_sizes=fitting,
-            ladder_bytes_per_call=1 * GIB, min_sample_s=1e-3, spin_up_s=1.0 if quick else 3.0,
+            ladder_bytes_per_call=1 * GIB, min_sample_s=1e-3, spin_up_s=1.0 if quick else 3.0, spin_up_size=4096,
             sections=sections, notes=tuple(notes),
         )
     return Plan(
@@ -123,6 +125,6 @@ def make_plan(
         rotate_target_bytes=2 * last_cache_bytes, rotate_cap_bytes=(128 if quick else 1024) * MIB,
         stream_buffer_bytes=stream_bytes, ladder_sizes=fitting,
         ladder_bytes_per_call=(16 if quick else 128) * MIB, min_sample_s=20e-3 if quick else 50e-3,
-        spin_up_s=0.5 if quick else 2.0,
+        spin_up_s=0.5 if quick else 2.0, spin_up_size=1024,
         sections=sections, notes=tuple(notes),
     )

@@ -131,7 +131,7 @@ def _measure(
     timer: Timer = CudaTimer(plan.min_sample_s) if dev == "cuda" else CpuTimer(plan.min_sample_s)
     env["timer"] = timer.clock
     say(f"measuring {env['device_name']} ({dev}, {'quick' if plan.quick else 'full'} sweep)")
-    env["spin_up_s"] = spin_up(dev, plan.spin_up_s)
+    env["spin_up_s"] = spin_up(dev, plan.spin_up_s, plan.spin_up_size)
 
     points: list[dict[str, Any]] = []
     not_measured: dict[str, str] = {}

@@ -171,22 +171,21 @@ def allocation_device(device: str) -> str:
     return device
 
 
-def spin_up(device: str, seconds: float) -> float:
-    """Run matrix products for `seconds` before measuring: clocks ramp up from idle (a GPU idles at a
-    few hundred MHz) and a VM's first touches of memory and threads are slow. Returns the time spent."""
+def spin_up(device: str, seconds: float, size: int) -> float:
+    """Run size x size matrix products for `seconds` before measuring: clocks ramp up from idle (a GPU idles
+    at a few hundred MHz) and a VM's first touches of memory and threads are slow. The clock is read after
+    every product, so a slow one overruns `seconds` by one product at most. Returns the time spent."""
     import torch
 
     if seconds <= 0:
         return 0.0
-    n = 1024 if device == "cpu" else 4096
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
     where = allocation_device(device)
-    a = torch.rand((n, n), device=where, dtype=dtype)
-    b = torch.rand((n, n), device=where, dtype=dtype)
+    a = torch.rand((size, size), device=where, dtype=dtype)
+    b = torch.rand((size, size), device=where, dtype=dtype)
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds:
-        for _ in range(4):
-            torch.matmul(a, b)
+        torch.matmul(a, b)
         if device == "cuda":
             torch.cuda.synchronize()
     return time.perf_counter() - t0
