@@ -125,7 +125,7 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
                  captures: Sequence[str | os.PathLike[str]] = ()) -> _Input:
     """One input down the layers once: importer -> models (quantities, attribution) -> report (build)."""
     from nsroof import importers
-    from nsroof.models import attribution, ceilings, machines
+    from nsroof.models import ceilings, costing, machines
     from nsroof.report import build
     from nsroof.report.aggregate import aggregate as merge_launches
 
@@ -135,7 +135,7 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
         kernels["source"] = name
     with _collector_paused(facts.format):
         tf32 = facts.extra.get("tf32") or {}
-        c = attribution.costed(kernels, facts.ops, tf32=(tf32.get("matmul_allowed"), tf32.get("cudnn_allowed")))
+        c = costing.costed(kernels, facts.ops, tf32=(tf32.get("matmul_allowed"), tf32.get("cudnn_allowed")))
         # the costed tables hold what the report needs: the input's go (a trace's ops table has a row per
         # op call, millions in a long run)
         facts.ops = None

@@ -35,7 +35,6 @@ import numpy as np
 import pandas as pd
 
 from nsroof._distinct import row_codes
-from nsroof.models.analytic_fill import fill
 from nsroof.models.analytic_rows import Distinct, Row, Rows, analytic_table, ints, objects, per_cost, texts
 from nsroof.models.ledger.aten import (
     COMPOSITE_REASON,
@@ -46,12 +45,7 @@ from nsroof.models.ledger.aten import (
     unknown,
 )
 from nsroof.models.op_table import OpTable
-from nsroof.schema import (
-    ANALYTIC_QUANTITY_FIELDS,
-    LINK_LEVEL,
-    OP_LEVEL_KERNEL_COLUMNS,
-    QUANTITY_FIELDS,
-)
+from nsroof.schema import LINK_LEVEL
 
 NOT_A_KERNEL = "a memory copy or set, not a kernel: no roofline classification"
 NO_OP = "launching op not in the trace (no runtime launch or cpu_op for the kernel's correlation)"
@@ -532,33 +526,3 @@ def _no_ops() -> pd.DataFrame:
     from nsroof.schema import OP_COLUMNS
 
     return pd.DataFrame({c: pd.Series([], dtype=d) for c, (d, _, _) in OP_COLUMNS.items()})
-
-
-# --------------------------------------------------------------------------- the one way to fill analytic costs
-
-
-@dataclass
-class Costed:
-    """A file's kernel table and its quantities with the analytic costs in, and the same for its op-level
-    view (empty for formats without ops): what nsroof.report.build classifies."""
-
-    kernels: pd.DataFrame
-    quantities: pd.DataFrame
-    op_kernels: pd.DataFrame
-    op_quantities: pd.DataFrame
-    facts: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-
-
-def costed(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
-           tf32: tuple[bool | None, bool | None] = (None, None)) -> Costed:
-    """derive(kernels) with the analytic costs of `attribute` filled in (a table without ops: derive alone)."""
-    from nsroof.models.quantities import derive
-
-    if ops is None and "op_id" not in kernels.columns:
-        none = pd.DataFrame({c: [] for c in OP_LEVEL_KERNEL_COLUMNS})
-        quantities = pd.DataFrame({f.name: [] for f in (*QUANTITY_FIELDS, *ANALYTIC_QUANTITY_FIELDS)})
-        return Costed(kernels, derive(kernels), none, quantities)
-    a = attribute(kernels, ops, tf32=tf32)
-    return Costed(a.kernels, fill(a.kernels, derive(a.kernels), a.analytic), a.op_kernels,
-                  fill(a.op_kernels, derive(a.op_kernels), a.op_analytic), a.facts, a.warnings)

@@ -88,7 +88,8 @@ def test_the_trace_kernel_table_holds_only_declared_columns(tmp_path: Path) -> N
 
 
 def test_the_analytic_tables_and_the_filled_quantities_are_the_declared_ones(tmp_path: Path) -> None:
-    from nsroof.models.attribution import attribute, costed
+    from nsroof.models.attribution import attribute
+    from nsroof.models.costing import costed
     from nsroof.schema import ANALYTIC_COLUMNS, ANALYTIC_QUANTITY_FIELDS, OP_LEVEL_KERNEL_COLUMNS
 
     kernels, facts = importers.read(_trace(tmp_path))

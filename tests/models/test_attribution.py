@@ -13,7 +13,9 @@ import pandas as pd
 import pytest
 
 from nsroof import importers
-from nsroof.models.attribution import attribute, costed, fill
+from nsroof.models.analytic_fill import fill
+from nsroof.models.attribution import attribute
+from nsroof.models.costing import costed
 from nsroof.models.ledger.aten import COMPOSITE_REASON
 from nsroof.models.quantities import derive
 from nsroof.schema import ANALYTIC_COLUMNS, OP_LEVEL_KERNEL_COLUMNS
