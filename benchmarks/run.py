@@ -29,13 +29,13 @@ from _common import RESULTS_ENV, table  # noqa: E402
 _CHILD = "import sys, {name} as m; r = m.main(); sys.exit(0 if r in (None, 0, True) else 1)"
 
 
-def run_filtered(argv: list[str], env: dict[str, str], cwd: Path = HERE) -> int:
+def run_filtered(argv: list[str], env: dict[str, str]) -> int:
     """A child process whose stderr is passed on without kineto's `USDT: … profiler_start/stop` lines (two per
     profiler session, from C++: hundreds in the overhead bench), filtered here, outside the process being
     timed. Returns its exit code."""
     from nsroof.collectors.script import KINETO_NOISE
 
-    child = subprocess.Popen(argv, cwd=cwd, env=env, stderr=subprocess.PIPE)
+    child = subprocess.Popen(argv, cwd=HERE, env=env, stderr=subprocess.PIPE)
     assert child.stderr is not None
     for line in child.stderr:
         if not KINETO_NOISE.match(line):

@@ -10,9 +10,9 @@ from pathlib import Path
 from nsroof import importers
 from nsroof.models.costing import costed
 from nsroof.models.quantities import derive
+from tests._paths import DATA
 
-REPO = Path(__file__).resolve().parents[2]
-NCU_EXPORT = REPO / "tests" / "data" / "ncu" / "details_new.csv"
+NCU_EXPORT = DATA / "ncu" / "details_new.csv"
 
 
 def test_an_export_without_ops_is_derived_alone() -> None:
