@@ -79,7 +79,7 @@ import json, sys, time
 src, dst, reader, machine, warm = sys.argv[1:6]
 from nsroof.cli import prepare_table_process
 prepare_table_process()  # as `nsroof analyze` runs: one BLAS thread, freed memory back to the system
-import nsroof.importers, nsroof.importers.ncu_csv, nsroof.pipeline
+import nsroof.importers, nsroof.importers.ncu.csv_export, nsroof.pipeline
 spent = {"read": 0.0}
 used = []
 def timed_read(path, **_):
@@ -87,7 +87,7 @@ def timed_read(path, **_):
     # (the keywords nsroof.importers.read takes, captures, are for traces only)
     t = time.perf_counter()
     try:
-        kernels, facts = nsroof.importers.ncu_csv.read(path, reader=reader)
+        kernels, facts = nsroof.importers.ncu.csv_export.read(path, reader=reader)
         used.append(facts.reader)
         return kernels, facts
     finally:
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> bool:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", type=Path, default=None, help="write the generated export here and keep it")
     ap.add_argument("--reader", choices=("auto", "scan", "python", "robust"), default="auto",
-                    help="details-page reader (nsroof.importers.ncu_csv.read's reader=)")
+                    help="details-page reader (nsroof.importers.ncu.csv_export.read's reader=)")
     args = ap.parse_args(argv if argv is not None else [])
     with tempfile.TemporaryDirectory(prefix="nsroof-bench-analyze-") as tmp:
         folder = args.keep or Path(tmp)

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from click.testing import CliRunner
 from nsroof.cli import cli
-from nsroof.models.machines import load
+from nsroof.roofs.machines import load
 
 MIB = 1 << 20
 

@@ -246,7 +246,7 @@ def bench_profile() -> dict[str, float]:
     from torch.profiler import profile as torch_profile
 
     from nsroof.collectors.torch_profile import profile as nsroof_profile
-    from nsroof.models.machines import Machine
+    from nsroof.roofs.machines import Machine
 
     # An explicit machine: the comparison is about collection, not about measuring the CPU's roofs.
     machine = Machine(name="bench-cpu", source="file", peak_flop_per_s={"fp32": 1e11},
@@ -341,7 +341,7 @@ def bench_launch_bound() -> dict[str, float]:
     from torch.profiler import profile as torch_profile
 
     from nsroof.collectors.torch_profile import profile as nsroof_profile
-    from nsroof.models.machines import Machine
+    from nsroof.roofs.machines import Machine
 
     machine = Machine(name="bench-cpu", source="file", peak_flop_per_s={"fp32": 1e11},
                       bandwidth_bytes_per_s={"dram": 1e10})

@@ -32,10 +32,10 @@ _LAZY: dict[str, str] = {
     "annotate": "nsroof.collectors.nvtx_ranges:annotate",
     "annotate_modules": "nsroof.collectors.nvtx_ranges:annotate_modules",
     "step": "nsroof.collectors.nvtx_ranges:step",
-    "formula": "nsroof.models.ledger.custom:formula",
-    "Tensor": "nsroof.models.ledger.custom:Tensor",
-    "Term": "nsroof.models.ledger.core:Term",
-    "Missing": "nsroof.models.ledger.custom:Missing",
+    "formula": "nsroof.costs.ledger.custom:formula",
+    "Tensor": "nsroof.costs.ledger.custom:Tensor",
+    "Term": "nsroof.costs.ledger.core:Term",
+    "Missing": "nsroof.costs.ledger.custom:Missing",
 }
 
 __all__ = ["__version__", *_LAZY]
@@ -50,12 +50,12 @@ if TYPE_CHECKING:  # pragma: no cover  (type checkers and IDEs see the real sign
     from nsroof.collectors.nvtx_ranges import annotate as annotate
     from nsroof.collectors.nvtx_ranges import annotate_modules as annotate_modules
     from nsroof.collectors.nvtx_ranges import step as step
+    from nsroof.costs.ledger.core import Term as Term
+    from nsroof.costs.ledger.custom import Missing as Missing
+    from nsroof.costs.ledger.custom import Tensor as Tensor
+    from nsroof.costs.ledger.custom import formula as formula
     from nsroof.dataset import analyze_many as analyze_many
     from nsroof.errors import NsroofError as NsroofError
-    from nsroof.models.ledger.core import Term as Term
-    from nsroof.models.ledger.custom import Missing as Missing
-    from nsroof.models.ledger.custom import Tensor as Tensor
-    from nsroof.models.ledger.custom import formula as formula
     from nsroof.pipeline import Report as Report
 
 

@@ -1,5 +1,5 @@
 """The one renderer of Markdown tables: the README's schema table (nsroof.schema), docs/readme/formulas.md
-(nsroof.models.metric_formulas), docs/readme/machines.md (nsroof.models.machines) and the GPU-check entry of
+(nsroof.counters.metric_formulas), docs/readme/machines.md (nsroof.roofs.machines) and the GPU-check entry of
 docs/measurements.md (scripts/gpu_check_report.py).
 
 GitHub's table syntax: a header row, a `|---|` separator, one row per item, cells as given (inline

@@ -1,4 +1,4 @@
-"""The spine: each input once down the layers, importer -> models -> report.
+"""The pipeline: each input once down the stages, read -> counters -> costs -> roofs -> report.
 
     report = nsroof.analyze(["run.ncu-rep.csv"], machine="a100-40gb")
     report.frame          # one row per (kernel, level), nsroof.schema.COLUMNS
@@ -16,13 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from nsroof._distinct import map_rows
-from nsroof.models import machines
-from nsroof.models.machines import Machine
-from nsroof.schema import COLUMNS, MISSING_COUNTERS, Hint
+from nsroof.roofs import machines
+from nsroof.roofs.machines import Machine
+from nsroof.schema import COLUMNS, Hint
 
 
 @dataclass
@@ -87,10 +85,10 @@ def analyze(
     """Read each export, derive its roofline quantities and classify every kernel at every level.
     `digests`: the inputs' SHA-256 already under way (nsroof.digest.start), by os.fspath(path).
     `captures`: traces recorded around the capture of the CUDA/HIP graphs a trace replays
-    (nsroof.importers.trace_graphs)."""
+    (nsroof.importers.trace.graphs)."""
     from nsroof import digest
-    from nsroof.models import ceilings, machines
     from nsroof.report import parquet
+    from nsroof.roofs import ceilings
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -103,7 +101,7 @@ def analyze(
     frame = _concat([d.frame for d in done])
     warnings = [w for d in done for w in d.warnings]
     if ledger is not None:
-        from nsroof.report import ledger_join
+        from nsroof.roofs import ledger_join
 
         frame = ledger_join.apply(frame, ledger_join.load_mapping(ledger), machine=fixed)
         warnings += list((frame.attrs.get("ledger") or {}).get("warnings", []))
@@ -123,11 +121,11 @@ def analyze(
 
 def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate: bool,
                  captures: Sequence[str | os.PathLike[str]] = ()) -> _Input:
-    """One input down the layers once: importer -> models (quantities, attribution) -> report (build)."""
+    """One input down the stages once: read (importers) -> counters and costs (costing) -> roofs (classify, missing)."""
     from nsroof import importers
-    from nsroof.models import ceilings, costing, machines
-    from nsroof.report import build
-    from nsroof.report.aggregate import aggregate as merge_launches
+    from nsroof.costs import costing
+    from nsroof.roofs import ceilings, classify, missing
+    from nsroof.roofs.aggregate import aggregate as merge_launches
 
     kernels, facts = importers.read(path, captures=captures)
     name = Path(path).name
@@ -149,18 +147,18 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
                   | ({"facts": dict(facts.extra)} if facts.extra else {}))
         warnings = [f"{name}: {w}" for w in [*facts.warnings, *c.warnings]]
         kernels, quantities = merge_launches(c.kernels, c.quantities) if aggregate else (c.kernels, c.quantities)
-        levels = facts.levels or build.LEVELS
+        levels = facts.levels or classify.LEVELS
         if fixed is not None:
             devices = kernels["device"].astype(str).unique() if "device" in kernels else []
             # ncu exports are GPU kernels; a torch trace is when its rows name a CUDA device
             gpu = facts.format != "torch-trace" or any(machines.device_candidates(d) or "NVIDIA" in d for d in devices)
             warnings += [f"{name}: {w}" for w in machines.check_against_export(fixed, devices, gpu_export=gpu)]
-        built = build.build_report(kernels, quantities, fixed, levels=levels)
-        ops = (build.build_report(c.op_kernels, c.op_quantities, fixed, levels=("dram",))
+        built = classify.build_report(kernels, quantities, fixed, levels=levels)
+        ops = (classify.build_report(c.op_kernels, c.op_quantities, fixed, levels=("dram",))
                if len(c.op_kernels) else None)
     hints: list[str] = [Hint(h, source=name) for h in facts.hints]
     hints += [h.at(name) if isinstance(h, Hint) else Hint(h, source=name)
-              for h in (completing_metrics_hint(built), ceilings_hint(built)) if h]
+              for h in (missing.completing_metrics_hint(built), missing.ceilings_hint(built)) if h]
     return _Input(built, ops, record, warnings, hints, fixed is not None and ceilings.has_ncu_ceilings(quantities))
 
 
@@ -169,7 +167,7 @@ def _collector_paused(fmt: str) -> AbstractContextManager[None]:
     dtypes, values) that every full pass walks and none of which is garbage (1.4 s of a 140 MB trace's 9 s)."""
     if fmt != "torch-trace":
         return nullcontext()
-    from nsroof.importers.trace_load import paused_gc
+    from nsroof.importers.trace.load import paused_gc
 
     return paused_gc()
 
@@ -177,45 +175,6 @@ def _collector_paused(fmt: str) -> AbstractContextManager[None]:
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     frames = [f for f in frames if len(f)] or frames[:1]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
-
-
-def completing_metrics_hint(report: pd.DataFrame) -> Hint | str:
-    """When counters are missing, the `ncu --metrics` list that would complete the roofline
-    (from nsroof.models.metric_formulas, the single source of that list)."""
-    # Only rows the missing counters left unclassified: a partial FLOP count (e.g. no HADD/HMUL in a
-    # --set full export) still classifies, and needs no re-profiling.
-    blocked = report["flops"].isna() | report["bytes"].isna() | report["duration_s"].isna()
-    unknown = report[["source", "kernel_id", "missing"]][
-        blocked.to_numpy() & (report["bound"].to_numpy(dtype=object) == "unknown")]
-    lacking = unknown[_contains(unknown["missing"], "__")]
-    if lacking.empty:
-        return ""
-    from nsroof.models.metric_formulas import required_metrics
-
-    ccs = sorted({str(c) for c in report["cc"].astype(str).unique() if c})
-    metrics = required_metrics(ccs[0] if len(ccs) == 1 else None)
-    n = lacking.drop_duplicates(["source", "kernel_id"]).shape[0]
-    return Hint(f"{n} kernel(s) lack roofline counters; profile with `ncu --metrics {','.join(metrics)}`",
-                kind=MISSING_COUNTERS, metrics=tuple(metrics), kernels=n)
-
-
-def _contains(column: pd.Series, needle: str) -> np.ndarray:
-    """Which cells of a text column contain `needle`: tested once per distinct value (a report repeats
-    few `missing` texts over thousands of rows)."""
-    return map_rows(lambda text: needle in str(text), column.to_numpy(dtype=object)).astype(bool)
-
-
-def ceilings_hint(report: pd.DataFrame) -> str:
-    """When kernels lack roofs because their device is unknown, say how to give them one."""
-    no_roof = report[["source", "kernel_id", "device", "missing"]][
-        (report["peak_flop_per_s"].isna() | report["bandwidth_bytes_per_s"].isna()).to_numpy()]
-    rows = no_roof[_contains(no_roof["missing"], "machine table")]
-    if rows.empty:
-        return ""
-    devices = sorted({str(d) for d in rows["device"].astype(str).unique()})
-    n = rows.drop_duplicates(["source", "kernel_id"]).shape[0]
-    return (f"{n} kernel(s) have no roofs: {'; '.join(machines.unknown_device(d) for d in devices)}; "
-            + machines.UNKNOWN_DEVICE_FIX)
 
 
 def default_output(path: str | os.PathLike[str]) -> Path:

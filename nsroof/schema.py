@@ -20,7 +20,7 @@ SCHEMA_VERSION = "1"
 LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
 # The report level of a collective whose cost is analytic: its bytes are the bus bytes it moves over the GPU's
 # links (nccl-tests busbw), judged against the interconnect bandwidth per direction; its row stands where the
-# DRAM row would (nsroof.report.build).
+# DRAM row would (nsroof.roofs.classify).
 LINK_LEVEL = "link"
 BOUNDS: tuple[str, ...] = ("memory", "compute", "unknown")
 PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "fp16", "tensor")
@@ -97,7 +97,7 @@ TRACE_KERNEL_COLUMNS: dict[str, tuple[str, str, str]] = {
 
 # The ops table of a trace (FileFacts.ops): one row per op call (cat cpu_op), whether or not it launched a
 # kernel. Kernel rows name their innermost launching op by (source, op_id); parents make the tree. The costing
-# (which formula prices which kernel) is nsroof.models.attribution's, never the importer's.
+# (which formula prices which kernel) is nsroof.costs.attribution's, never the importer's.
 OP_COLUMNS: dict[str, tuple[str, str, str]] = {
     "source": ("object", "", "input file name"),
     "op_id": ("Int64", "", "op call ID, unique within a source (the kernel table's op_id)"),
@@ -120,7 +120,7 @@ OP_COLUMNS: dict[str, tuple[str, str, str]] = {
 }
 
 
-# The op-level view's kernel-like table (nsroof.models.attribution): one row per op call that costs or launched
+# The op-level view's kernel-like table (nsroof.costs.attribution): one row per op call that costs or launched
 # kernels, kind 'op', kernel_id = op_id, launches = its kernels, gpu__time_duration.sum = their summed time (a
 # CPU trace: the op's own time). It goes through the same quantities and classification as kernel rows.
 OP_LEVEL_KERNEL_COLUMNS: tuple[str, ...] = (
@@ -128,7 +128,7 @@ OP_LEVEL_KERNEL_COLUMNS: tuple[str, ...] = (
     "device", "cc", "launches", "gpu__time_duration.sum", "duration_source",
 )
 
-# The analytic table: nsroof.models.attribution.attribute(...) -> one row per kernel-table row, keyed by
+# The analytic table: nsroof.costs.attribution.attribute(...) -> one row per kernel-table row, keyed by
 # kernel_key (source, kernel_id), never by row order: which op's formula prices the row and what it says.
 ANALYTIC_COLUMNS: dict[str, tuple[str, str, str]] = {
     "source": ("object", "", "input file name (with kernel_id: the kernel_key)"),
@@ -278,7 +278,7 @@ REPORT_FIELDS: tuple[Field, ...] = (
 )
 
 # ---------------------------------------------------------------------------------------------
-# The quantities table: nsroof.models.quantities.derive(kernels) -> one row per kernel (same index),
+# The quantities table: nsroof.counters.quantities.derive(kernels) -> one row per kernel (same index),
 # the roofline inputs with their provenance, before classification. report/build.py reads it.
 # ---------------------------------------------------------------------------------------------
 
@@ -319,7 +319,7 @@ def _quantity_fields() -> tuple[Field, ...]:
 
 
 QUANTITY_FIELDS: tuple[Field, ...] = _quantity_fields()
-# What nsroof.models.attribution.fill adds to the quantities of a table with analytic costs.
+# What nsroof.costs.attribution.fill adds to the quantities of a table with analytic costs.
 ANALYTIC_QUANTITY_FIELDS: tuple[Field, ...] = (
     Field("tensor_dtype", _S, "", "dtype of the tensor roof an analytic cost states ('' when none)"),
     Field("ledger_label", _S, "", "the analytic formula with its shape that gave flops ('' when none)"),

@@ -23,4 +23,4 @@ export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktra
     || { echo "the sanitized build was not the one imported" >&2; exit 1; }
 # -s: a sanitizer report goes to stderr, which pytest would otherwise capture and lose when the process stops
 "$PY" -m pytest -q -s -p no:cacheprovider \
-    tests/importers/test_ncu_csv_scan.py tests/importers/test_ncu_csv_tails.py tests/importers/test_ncu_csv_readers.py
+    tests/importers/ncu/csv_export/test_ncu_csv_scan.py tests/importers/ncu/csv_export/test_ncu_csv_tails.py tests/importers/ncu/csv_export/test_ncu_csv_readers.py

@@ -186,7 +186,7 @@ def dry_run(command: Sequence[str], output: str | os.PathLike[str], *, selection
     `ncu` (resolved where it will run)."""
     import shlex
 
-    from nsroof.models.metric_formulas import required_metrics
+    from nsroof.counters.metric_formulas import required_metrics
 
     try:
         ncu = find_ncu()
@@ -242,7 +242,7 @@ def run(
     script that marked no step is profiled again, its first FIRST_KERNELS kernels (`say` is told)."""
     import time
 
-    from nsroof.models.metric_formulas import required_metrics
+    from nsroof.counters.metric_formulas import required_metrics
 
     ncu = find_ncu()
     out = outputs_for(output)

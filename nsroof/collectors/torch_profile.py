@@ -7,7 +7,7 @@
 
 One correlation path. On exit the profiler's chrome trace is exported (``export_chrome_trace``) and the
 report is built from that file by the same importer and pipeline as ``nsroof analyze trace.json.gz``
-(nsroof.importers.torch_trace; the rules are in nsroof.importers.trace_ops): no second kernel <-> op
+(nsroof.importers.trace.kineto; the rules are in nsroof.importers.trace.op_tree): no second kernel <-> op
 correlation over FunctionEvents. Rows: on CUDA one per GPU activity (kernels classified, memcpy/memset
 kept with their kind, never as compute); on CPU one per op call not inside a costed op.
 
@@ -16,7 +16,7 @@ What the trace lacks goes into it through torch's own means:
   * module and range paths: every nsroof range opens a ``record_function`` (a ``user_annotation`` in the
     trace) and (``modules=True``) every nn.Module forward torch's C++ ``_RecordFunctionFast`` (a ``cpu_op``
     named by the module, read as a range through the ``module_ranges`` fact); backward ops inherit their
-    forward op's path through the trace's ``Sequence number`` (nsroof.importers.trace_ops);
+    forward op's path through the trace's ``Sequence number`` (nsroof.importers.trace.op_tree);
   * Inductor's per-kernel estimates (``kernel_flop``, ``kernel_num_gb``): ``benchmark_kernel`` on for the run;
   * step boundaries: zero-length ``nsroof::step#<source>#<n>`` record_functions, at ``nsroof.step()`` or
     at every optimizer step (a global optimizer post-hook);
@@ -25,7 +25,7 @@ What the trace lacks goes into it through torch's own means:
     ``allow_tf32`` flags, cuDNN ``allow_tf32``; the ``fp32_precision`` API first), the device and torch version. The importer reads them back,
     so the saved trace re-analyzed later gives the same report.
 
-Costs are analytic (nsroof.models.ledger.aten, the ledger's formulas): flops by precision, compulsory bytes
+Costs are analytic (nsroof.costs.ledger.aten, the ledger's formulas): flops by precision, compulsory bytes
 at level dram (bytes_source ``analytic:<formula>``). An op without a formula or without recorded shapes gets
 NaN and says why in ``missing``.
 """
@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.errors import NsroofError
-from nsroof.models.machines import Machine
+from nsroof.roofs.machines import Machine
 
 STEP_MARKER = "nsroof::step"
 META_VERSION = 1
@@ -112,7 +112,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         self.modules = modules
         self.trace = Path(trace) if trace is not None else None
         self.window_optional = window_optional
-        # traces recorded around the capture of the CUDA/HIP graphs the run replays (nsroof.importers.trace_graphs)
+        # traces recorded around the capture of the CUDA/HIP graphs the run replays (nsroof.importers.trace.graphs)
         self.captures = [Path(c) for c in captures]
         self.notes: list[str] = []
         self.result: ProfileResult | None = None
@@ -394,7 +394,7 @@ def _quietly(read: Any, default: Any) -> Any:
 
 
 def resolve_machine(spec: Machine | str | os.PathLike[str] | None, *, cuda: bool, warnings: list[str]) -> Machine | None:
-    from nsroof.models import machines
+    from nsroof.roofs import machines
 
     if isinstance(spec, Machine):
         return spec

@@ -1,5 +1,5 @@
 """The `ncu --metrics` hint once per run: the pipeline says per input file which kernels lack roofline
-counters and the metric list that completes them (models.metric_formulas.required_metrics, ~80 names) as a
+counters and the metric list that completes them (counters.metric_formulas.required_metrics, ~80 names) as a
 structured nsroof.schema.Hint (kind MISSING_COUNTERS, its metrics and kernel count); a run shows that as
 one line, and writes the list to a file one can pass to ncu."""
 

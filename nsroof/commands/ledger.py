@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from nsroof.commands.options import level_option, machine_option
-from nsroof.models.ledger.tables import (
+from nsroof.roofs.ledger_tables import (
     SWEEP_DEFAULTS,
     SWEEP_OPS,
     analysis_json,
@@ -21,11 +21,12 @@ from nsroof.models.ledger.tables import (
     sweep,
     to_json,
 )
-from nsroof.models.machines import LEVELS
+from nsroof.roofs.machines import LEVELS
 from nsroof.units import human_time
 
 if TYPE_CHECKING:
-    from nsroof.models.ledger import Analysis, Formula
+    from nsroof.costs.ledger import Formula
+    from nsroof.roofs.ledger_analysis import Analysis
 
 
 # --------------------------------------------------------------------------- number formatting
@@ -71,7 +72,7 @@ def duration(seconds: float) -> str:
 def parse_shape(formula: Formula, tokens: Sequence[str]) -> dict[str, Any]:
     """`--m 4096 --dtype fp16 --causal --no-fused --block-m=64` -> {m: '4096', ...}, uncoerced
     (Formula.bind checks and converts)."""
-    from nsroof.models.ledger import LedgerError
+    from nsroof.costs.ledger import LedgerError
 
     params = {p.name: p for p in formula.params}
     accepted = ", ".join(f"--{n.replace('_', '-')}" for n in params)
@@ -191,7 +192,7 @@ def _traffic_lines(a: Analysis) -> list[str]:
     return lines
 
 
-# --------------------------------------------------------------------------- sweeps (computed in models.ledger.tables)
+# --------------------------------------------------------------------------- sweeps (computed in roofs.ledger_tables)
 
 
 def sweep_text(name: str, data: dict[str, Any]) -> str:
@@ -247,7 +248,7 @@ def seed_table_text(data: dict[str, Any]) -> str:
 
 
 def formula_list() -> str:
-    from nsroof.models import ledger
+    from nsroof.costs import ledger
 
     lines = ["Formulas (nsroof ledger OP --PARAM VALUE ...):", ""]
     for f in ledger.formulas():
@@ -282,8 +283,8 @@ def ledger(ctx: click.Context, op: str | None, machine: str, level: str, do_swee
     compute / SOL time on a machine, the bound, and the other roofs. Shape options are the formula's
     parameters, e.g. `nsroof ledger gemm --m 4096 --n 4096 --k 4096 --dtype bf16`; run `nsroof ledger`
     alone to list every formula with its options."""
-    from nsroof.models import ledger as lg
-    from nsroof.models import machines
+    from nsroof.costs import ledger as lg
+    from nsroof.roofs import machines
 
     if op is not None and op.startswith("-"):  # unknown options are let through, so an option can land here
         raise lg.LedgerError(f"options {' '.join([op, *ctx.args])} need an OP; run `nsroof ledger` to list them")
@@ -305,7 +306,9 @@ def ledger(ctx: click.Context, op: str | None, machine: str, level: str, do_swee
         data = sweep(formula.name, formula.bind(SWEEP_DEFAULTS[formula.name] | raw), m, level)
         click.echo(_json(data) if as_json else sweep_text(formula.name, data))
         return
-    analysis = lg.analyze(formula.fn(**formula.bind(raw)), m, level=level)
+    from nsroof.roofs.ledger_analysis import analyze
+
+    analysis = analyze(formula.fn(**formula.bind(raw)), m, level=level)
     click.echo(_json(analysis_json(analysis)) if as_json else _fitted(render(analysis, formula.source)))
 
 

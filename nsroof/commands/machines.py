@@ -15,7 +15,7 @@ from nsroof.commands.options import machine_option
 from nsroof.schema import LEVELS
 
 if TYPE_CHECKING:
-    from nsroof.models.machines import Machine
+    from nsroof.roofs.machines import Machine
 
 DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
@@ -53,14 +53,14 @@ def sparse_traps(m: Machine) -> list[str]:
 
 
 def machine_json(m: Machine) -> dict[str, Any]:
-    from nsroof.models import ledger
-    from nsroof.models.ledger.core import jsonable
+    from nsroof.costs.ledger.core import jsonable
+    from nsroof.roofs import ledger_analysis
 
-    table = ledger.decode_batch_table(m)
+    table = ledger_analysis.decode_batch_table(m)
     d = m.to_dict()
     d["label"] = m.label
     d["ridges"] = {roof: {lvl: jsonable(v) for lvl, v in by_level.items()}
-                   for roof, by_level in ledger.ridge_table(m).items()}
+                   for roof, by_level in ledger_analysis.ridge_table(m).items()}
     d["decode_batch_to_leave_memory_bound"] = {
         "roof": table["roof"], "ridge": jsonable(table["ridge"]),
         "batch": {k: jsonable(v) for k, v in table["batch"].items()},
@@ -71,8 +71,8 @@ def machine_json(m: Machine) -> dict[str, Any]:
 
 
 def overview(profiles: list[Machine]) -> str:
-    from nsroof.models import ledger
-    from nsroof.models.machines import family_names
+    from nsroof.roofs import ledger_analysis
+    from nsroof.roofs.machines import family_names
 
     head = (f"{'machine':<18}" + "".join(f"{d.upper():>8}" for d in DTYPES[:6]) + f"{'DRAM':>12}{'L2':>12}{'L1':>12}"
             + f"{'ridge':>8}   decode batch bf16 / fp16 / fp8 / fp32")
@@ -83,7 +83,7 @@ def overview(profiles: list[Machine]) -> str:
     traps: list[str] = []
     no_half: list[str] = []
     for m in profiles:
-        table = ledger.decode_batch_table(m)
+        table = ledger_analysis.decode_batch_table(m)
         ridge = table["ridge"]
         batches = [table["batch"][d] for d in ("bf16", "fp16", "fp8", "fp32")]
         if table["roof"] not in OVERVIEW_ROOFS:
@@ -135,9 +135,9 @@ def _per_cycle_lines(m: Machine) -> list[str]:
 
 
 def detail(m: Machine) -> str:
-    from nsroof.models import ledger
+    from nsroof.roofs import ledger_analysis
 
-    ridges = ledger.ridge_table(m)
+    ridges = ledger_analysis.ridge_table(m)
     levels = [lvl for lvl in LEVELS if lvl in m.bandwidth_bytes_per_s] + [
         lvl for lvl in m.bandwidth_bytes_per_s if lvl not in LEVELS]
     lines = [f"{m.name} ({m.label}" + (f"; aliases {', '.join(m.aliases)}" if m.aliases else "") + ")"]
@@ -162,7 +162,7 @@ def detail(m: Machine) -> str:
     traps = sparse_traps(m)
     if traps:
         lines += ["", "the 2:4-sparse trap (kept apart, never used for dense work):", *[f"  {t}" for t in traps]]
-    table = ledger.decode_batch_table(m)
+    table = ledger_analysis.decode_batch_table(m)
     lines += ["", f"decode: batch needed to leave the memory-bound regime (batch = ridge · weight bytes / 2, "
                   f"roof {table['roof']}, ridge {_fmt(table['ridge'])}):",
               "  " + "   ".join(f"{d} {_fmt(v, 0)}" for d, v in table["batch"].items())]
@@ -178,7 +178,7 @@ def machines(machine: str | None, as_json: bool) -> None:
     """The machine ceilings nsroof knows: dense peak FLOP/s per precision, bandwidth per memory level,
     the ridge points they imply, the decode batch that leaves the memory-bound regime, and each
     number's source."""
-    from nsroof.models import machines as table
+    from nsroof.roofs import machines as table
 
     found = table.resolve(machine)
     profiles = [found] if found is not None else table.all_machines()

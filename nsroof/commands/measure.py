@@ -35,7 +35,7 @@ def measure(quick: bool, dtypes: tuple[str, ...], device: str, threads: int | No
     cache (on CPU, the profile `nsroof profile` and `nsroof demo` read) and, with -o, in a file."""
     from nsroof.collectors.measure import measure as run
     from nsroof.collectors.measure import to_machine, write_points_csv
-    from nsroof.collectors.measure.summary import render
+    from nsroof.collectors.measure.render import render
 
     for path in (output, csv_path):
         if path is not None:

@@ -26,7 +26,7 @@ MACHINE_HELP = ("Machine ceilings: a name or alias from `nsroof machines`, the d
 
 
 def machine_option(*, when_omitted: str, default: str | None = None) -> Callable[[F], F]:
-    """--machine NAME|DEVICE|FILE. Its meaning is models.machines.resolve()'s; `when_omitted` says what the command
+    """--machine NAME|DEVICE|FILE. Its meaning is roofs.machines.resolve()'s; `when_omitted` says what the command
     uses without it."""
     return click.option("--machine", "machine", default=default, metavar="NAME|DEVICE|FILE", show_default=default is not None,
                         help=f"{MACHINE_HELP}. Without it: {when_omitted}.")
@@ -238,8 +238,8 @@ def cost_facts_options() -> Callable[[F], F]:
         def run(*args: Any, model_config: Path | None = None, formulas: tuple[Path, ...] = (), **kwargs: Any) -> Any:
             if model_config is None and not formulas:  # the ledger is imported where a cost is worked out
                 return fn(*args, **kwargs)
-            from nsroof.models.ledger.custom import load_file, using_model
-            from nsroof.models.ledger.engine_facts import read_model_config
+            from nsroof.costs.ledger.custom import load_file, using_model
+            from nsroof.costs.ledger.engine_context import read_model_config
 
             for path in formulas:
                 load_file(str(path))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nsroof.dataset.discover import Failure, Skipped, discover
-from nsroof.dataset.summary import DatasetResult, write_summary
+from nsroof.dataset.results import DatasetResult, write_summary
 from nsroof.dataset.task import Outcome, Task, plan, run_task
 from nsroof.errors import InputError, NsroofError
 
@@ -65,7 +65,7 @@ def analyze_many(
     if "://" not in out and Path(out).exists() and not Path(out).is_dir():
         raise InputError(out, "output exists and is not a directory", hint="-o DIR names a dataset folder")
     if machine is not None and not _is_machine(machine):
-        from nsroof.models import machines as _machines
+        from nsroof.roofs import machines as _machines
 
         machine = _machines.resolve(os.fspath(machine))  # fail fast, once, on a bad --machine
     model, formula_files = _cost_facts(model_config, formulas)
@@ -118,8 +118,8 @@ def _check_found(failures: Sequence[Failure], skipped: Sequence[Skipped]) -> Non
 def _cost_facts(model_config: Any, formulas: Sequence[str | os.PathLike[str]]) -> tuple[Any, tuple[str, ...]]:
     """The model facts and formula files every worker costs with: read (and checked) here, once, so a bad file
     fails before anything is written; the running command's own (--model-config, --formulas) by default."""
-    from nsroof.models.ledger import custom
-    from nsroof.models.ledger.engine_facts import read_model_config
+    from nsroof.costs.ledger import custom
+    from nsroof.costs.ledger.engine_context import read_model_config
 
     for path in formulas:
         custom.load_file(os.fspath(path))
@@ -129,7 +129,7 @@ def _cost_facts(model_config: Any, formulas: Sequence[str | os.PathLike[str]]) -
 
 
 def _is_machine(obj: Any) -> bool:
-    from nsroof.models.machines import Machine
+    from nsroof.roofs.machines import Machine
 
     return isinstance(obj, Machine)
 

@@ -108,7 +108,7 @@ def run_task(task: Task) -> Outcome:
 def _run(task: Task, out: Outcome) -> None:
     import pandas as pd
 
-    from nsroof.models.ledger.custom import load_file, using_model
+    from nsroof.costs.ledger.custom import load_file, using_model
     from nsroof.pipeline import analyze
     from nsroof.report import parquet
     from nsroof.report.summary import COPY_KINDS, gpu_busy_s

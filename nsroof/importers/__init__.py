@@ -33,10 +33,10 @@ _CSV_EVIDENCE = re.compile(rb'(?m)^\s*"?ID"?,|==PROF==|==ERROR==')
 NOT_OURS_HINT = "name it explicitly to analyze it anyway"
 
 FORMAT_MODULES: dict[str, str] = {
-    "ncu-csv": "nsroof.importers.ncu_csv",
-    "ncu-rep": "nsroof.importers.ncu_rep",
-    "ncu-text": "nsroof.importers.ncu_text",
-    "torch-trace": "nsroof.importers.torch_trace",
+    "ncu-csv": "nsroof.importers.ncu.csv_export",
+    "ncu-rep": "nsroof.importers.ncu.rep",
+    "ncu-text": "nsroof.importers.ncu.text",
+    "torch-trace": "nsroof.importers.trace.kineto",
 }
 
 

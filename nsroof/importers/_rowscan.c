@@ -1,4 +1,4 @@
-/* The details-page prefix scan of nsroof.importers.ncu_csv, compiled.
+/* The details-page prefix scan of nsroof.importers.ncu.csv_export, compiled.
 
 Rows of one launch in an Nsight Compute details-page export repeat the launch's identity cells (ID ...
 CC, with the kernel name and NVTX state: ~93% of a large export's bytes) byte for byte. This walks the
@@ -242,7 +242,7 @@ the pyarrow route drops them. None for anything else, and the caller takes the p
 narrower than a metric row or wider than the header, a wide row with a metric, an empty line, a quote
 inside an unquoted cell or after a closing quote, a carriage return other than before the line end,
 bytes in the metric cells that are not UTF-8. So this accepts a strict subset of what pyarrow reads,
-and reads it the same way (tests/importers/test_ncu_csv_scan.py holds the two routes equal).
+and reads it the same way (tests/importers/ncu/csv_export/test_ncu_csv_scan.py holds the two routes equal).
 --------------------------------------------------------------------------------------------- */
 
 #define MAX_WIDTH 64

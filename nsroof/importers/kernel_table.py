@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsroof._arrays import all_missing
+from nsroof.frames.arrays import all_missing
 from nsroof.schema import IDENTITY_COLUMNS
 
 

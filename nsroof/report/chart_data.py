@@ -20,9 +20,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from nsroof._distinct import map_rows
 from nsroof.errors import NsroofError
-from nsroof.importers.ncu.kernel_names import fit_name
+from nsroof.frames.distinct import map_rows
+from nsroof.names.kernel_names import fit_name
 from nsroof.schema import LEVELS, PRECISIONS, kernel_key
 
 #: report columns the chart reads

@@ -5,7 +5,7 @@ Works on reports (frames with nsroof.schema.COLUMNS and their metadata) only: `n
 report files and dataset folders, or runs the pipeline on raw exports, and hands the reports here.
 
 The NVTX path is keyed without torch emit_nvtx's `seq = …`, `op_id = …` and `input_op_ids = …`
-counters (nsroof.importers.ncu.nvtx_columns.stable_nvtx_path): they shift whenever one op is added upstream, so
+counters (nsroof.names.nvtx_paths.stable_nvtx_path): they shift whenever one op is added upstream, so
 with them nothing would match after a code change. `sizes = …` stays: a new shape is a different call.
 A step range's number (`ProfilerStep#3`, `step 3`) is keyed as `#*`: step 3 of one run is step 1 of
 the other.
@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.errors import NsroofError
-from nsroof.importers.ncu.nvtx_columns import STEP_RANGE
+from nsroof.names.nvtx_paths import STEP_RANGE
 from nsroof.report.wide import ROW_LEVELS
 from nsroof.schema import LINK_LEVEL
 from nsroof.units import human_time
@@ -89,7 +89,7 @@ def kernel_table(report: pd.DataFrame) -> pd.DataFrame:
 
 def _stable_paths(paths: pd.Series) -> pd.Series:
     """Each distinct path rewritten once (a report repeats each path on every launch and level)."""
-    from nsroof.importers.ncu.nvtx_columns import stable_nvtx_path
+    from nsroof.names.nvtx_paths import stable_nvtx_path
 
     mapping = {p: _mask_steps(stable_nvtx_path(p)) for p in paths.unique()}
     return paths.map(mapping).astype(object)

@@ -39,7 +39,7 @@ def group_path(nvtx_path: str) -> str:
     """The NVTX path a kernel is grouped under: each range name without emit_nvtx's ', seq = …,
     op_id = …, sizes = …, input_op_ids = …' fields (the full path stays on the row). The same helper
     keys `nsroof compare`, which keeps the sizes."""
-    from nsroof.importers.ncu.nvtx_columns import stable_nvtx_path
+    from nsroof.names.nvtx_paths import stable_nvtx_path
 
     return stable_nvtx_path(nvtx_path, keep_sizes=False)
 

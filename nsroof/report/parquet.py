@@ -31,11 +31,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from nsroof._distinct import first_appearances, identity_codes
 from nsroof._version import __version__
 from nsroof.atomic import atomic_path, cannot_write
 from nsroof.digest import sha256_of
-from nsroof.models.machines import Machine
+from nsroof.frames.distinct import first_appearances, identity_codes
+from nsroof.roofs.machines import Machine
 from nsroof.schema import DATASET_FIELDS, REPORT_FIELDS, SCHEMA_VERSION, Field, arrow_schema
 
 METADATA_KEY = b"nsroof"

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.errors import NsroofError
-from nsroof.importers.ncu.kernel_names import fit_name
+from nsroof.names.kernel_names import fit_name
 from nsroof.report.chart_data import (  # noqa: F401  (the names callers of plots read)
     AREA_PT2_PER_SHARE,
     LEVEL_NAMES,

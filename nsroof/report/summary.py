@@ -8,14 +8,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsroof._distinct import group_rows
-from nsroof.models.quantities import READ_ONLY_LOWER_BOUND
+from nsroof.counters.quantities import READ_ONLY_LOWER_BOUND
+from nsroof.frames.distinct import group_rows
 from nsroof.schema import LEVELS, LINK_LEVEL
 from nsroof.units import human_time
 
 
 def _short(text: str, width: int) -> str:
-    from nsroof.importers.ncu.kernel_names import fit_name
+    from nsroof.names.kernel_names import fit_name
 
     return fit_name(str(text), width)
 
@@ -138,7 +138,7 @@ def _head_lines(frame: pd.DataFrame, kernels: pd.DataFrame, metadata: dict[str, 
 def _top_table(kernels: pd.DataFrame, top: int, width: int) -> list[str]:
     """The longest kernels, one line each, sized to `width`: id, a name cut in the middle (the suffix that
     tells `…_nn` from `…_tn` kept), time, share, bound and roof fraction per level, the limiting level."""
-    from nsroof.importers.ncu.kernel_names import fit_name
+    from nsroof.names.kernel_names import fit_name
 
     if top <= 0:
         return []
@@ -346,7 +346,7 @@ def _gain_lines(frame: pd.DataFrame, top: int, ledger_used: bool = False, width:
     has_ideal = "ideal_time_s" in frame and not frame["ideal_time_s"].isna().all()
     if not (ledger_used or has_ideal):
         return []
-    from nsroof.report.ledger_join import coverage, gain_table
+    from nsroof.roofs.ledger_join import coverage, gain_table
 
     matched, total = coverage(frame)
     table = gain_table(frame) if has_ideal else None
@@ -371,10 +371,10 @@ def _overlapped(busy_s: float, summed_s: float) -> bool:
 
 def gpu_busy_s(kernels: pd.DataFrame) -> float:
     """How long the GPUs were busy with these kernels (one row each): per (source, device_id) the union of
-    their [start_us, start_us + duration_s) intervals (nsroof.models.timeline.busy_s), summed over devices;
+    their [start_us, start_us + duration_s) intervals (nsroof.counters.timeline.busy_s), summed over devices;
     NaN when a start is not recorded (an ncu export, --aggregate). Unlike the summed durations, kernels
     overlapping on streams (NCCL beside compute) count once."""
-    from nsroof.models.timeline import busy_s
+    from nsroof.counters.timeline import busy_s
 
     if "start_us" not in kernels:
         return np.nan

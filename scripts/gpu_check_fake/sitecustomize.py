@@ -2,7 +2,7 @@
 
 Python imports this at start-up when the folder is on PYTHONPATH; it acts only with GPU_CHECK_FAKE_CUDA=1
 (scripts/gpu_check.sh sets both for that one step). torch.cuda is replaced by the simulated device the
-tests already use (HostDevice and FakeEvent of tests/collectors/test_fake_cuda_measure.py: the stream runs
+tests already use (HostDevice and FakeEvent of tests/collectors/measure/test_fake_cuda_measure.py: the stream runs
 the CPU ops queued on it, `_sleep` queues device time, events take the time the stream reaches them), the
 sweep's tensors land on the CPU (timing.allocation_device), and the plan keeps its structure with
 CPU-sized knobs (tiny GEMM shapes, 4 MiB ladder calls, no spin-up), as that test's _small_plan does. The
@@ -25,7 +25,7 @@ def _install() -> None:
 
     from nsroof.collectors.measure import plan, runner, timing
 
-    path = Path(__file__).resolve().parents[2] / "tests" / "collectors" / "test_fake_cuda_measure.py"
+    path = Path(__file__).resolve().parents[2] / "tests" / "collectors" / "measure" / "test_fake_cuda_measure.py"
     spec = importlib.util.spec_from_file_location("nsroof_fake_cuda", path)
     assert spec is not None and spec.loader is not None
     fake = importlib.util.module_from_spec(spec)

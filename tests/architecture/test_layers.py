@@ -2,7 +2,8 @@
 tests/architecture/test_sizes.py).
 
 Layers, bottom to top (README, "Architecture"):
-    helpers → models → importers → report → pipeline → dataset → collectors → commands
+    base (schema, units, errors, frames, names) → counters → importers → costs → roofs → report → pipeline
+    → dataset → collectors → commands
 The package facade (`nsroof/__init__.py`) and `__main__` may import anything (the facade resolves its
 names lazily, so importing `nsroof` loads none of them).
 """
@@ -14,18 +15,22 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "nsroof"
 
-# module prefix -> layer rank; the longest matching prefix wins
+# module prefix -> layer rank; the longest matching prefix wins. The stages of an analysis, in the order the
+# pipeline calls them (read -> counters -> costs -> roofs -> report), rank above the shared base; an importer
+# reads the counters the formulas name, so the counter vocabulary ranks below the importers.
 LAYERS: dict[str, int] = {
-    "nsroof._version": 0, "nsroof.schema": 0, "nsroof.units": 0, "nsroof.errors": 0, "nsroof.atomic": 0, "nsroof.digest": 0,
-    "nsroof._distinct": 0, "nsroof._arrays": 0, "nsroof.markdown": 0,
-    "nsroof.models": 1,
+    "nsroof._version": 0, "nsroof.schema": 0, "nsroof.units": 0, "nsroof.errors": 0, "nsroof.atomic": 0,
+    "nsroof.digest": 0, "nsroof.markdown": 0, "nsroof.frames": 0, "nsroof.names": 0,
+    "nsroof.counters": 1,
     "nsroof.importers": 2,
-    "nsroof.report": 3,
-    "nsroof.pipeline": 4,
-    "nsroof.dataset": 5,
-    "nsroof.collectors": 6,
-    "nsroof.examples": 6,
-    "nsroof.commands": 7, "nsroof.cli": 7, "nsroof.api": 7,
+    "nsroof.costs": 3,
+    "nsroof.roofs": 4,
+    "nsroof.report": 5,
+    "nsroof.pipeline": 6,
+    "nsroof.dataset": 7,
+    "nsroof.collectors": 8,
+    "nsroof.examples": 8,
+    "nsroof.commands": 9, "nsroof.cli": 9, "nsroof.api": 9,
 }
 FACADE = {"nsroof", "nsroof.__main__"}
 
@@ -121,8 +126,8 @@ def test_the_import_graph_has_no_cycle() -> None:
 
 def test_the_checks_see_a_violation() -> None:
     """The walkers find an upward import and a cycle when there is one (guards the tests above)."""
-    fake = {"nsroof.models.a": {"nsroof.report.b"}, "nsroof.report.b": {"nsroof.models.a"},
+    fake = {"nsroof.costs.a": {"nsroof.report.b"}, "nsroof.report.b": {"nsroof.costs.a"},
             "nsroof.importers.c": {"nsroof"}}
-    assert upward_imports(fake) == ["nsroof.importers.c imports the facade nsroof",
-                                    "nsroof.models.a (layer 1) imports nsroof.report.b (layer 3)"]
-    assert cycles(fake) == ["nsroof.models.a -> nsroof.report.b -> nsroof.models.a"]
+    assert upward_imports(fake) == ["nsroof.costs.a (layer 3) imports nsroof.report.b (layer 5)",
+                                    "nsroof.importers.c imports the facade nsroof"]
+    assert cycles(fake) == ["nsroof.costs.a -> nsroof.report.b -> nsroof.costs.a"]

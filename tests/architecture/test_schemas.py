@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow as pa
 
 from nsroof import importers
-from nsroof.models.quantities import derive
+from nsroof.counters.quantities import derive
 from nsroof.schema import IDENTITY_COLUMNS, QUANTITY_FIELDS
 
 _PANDAS_KIND = {pa.float64(): "f", pa.string(): "O", pa.bool_(): "b", pa.int64(): "i"}
@@ -34,7 +34,7 @@ def test_derive_of_no_kernels_still_has_every_declared_column() -> None:
 
 # --------------------------------------------------------------------------- the trace importer's contract
 # The importer ends at "which op launched this kernel": the kernel table's op_id names a row of the ops table
-# (FileFacts.ops, nsroof.schema.OP_COLUMNS); costing is nsroof.models.attribution's.
+# (FileFacts.ops, nsroof.schema.OP_COLUMNS); costing is nsroof.costs.attribution's.
 
 _DTYPE_KIND = {"object": "O", "Int64": "i", "float64": "f", "int64": "i"}
 
@@ -88,8 +88,8 @@ def test_the_trace_kernel_table_holds_only_declared_columns(tmp_path: Path) -> N
 
 
 def test_the_analytic_tables_and_the_filled_quantities_are_the_declared_ones(tmp_path: Path) -> None:
-    from nsroof.models.attribution import attribute
-    from nsroof.models.costing import costed
+    from nsroof.costs.attribution import attribute
+    from nsroof.costs.costing import costed
     from nsroof.schema import ANALYTIC_COLUMNS, ANALYTIC_QUANTITY_FIELDS, OP_LEVEL_KERNEL_COLUMNS
 
     kernels, facts = importers.read(_trace(tmp_path))

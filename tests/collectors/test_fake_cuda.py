@@ -18,7 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from nsroof.models.machines import Machine  # noqa: E402
+from nsroof.roofs.machines import Machine  # noqa: E402
 
 
 @dataclass

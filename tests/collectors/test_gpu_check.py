@@ -27,14 +27,10 @@ def test_without_cuda_the_check_says_so_and_exits_2(repo: Path, tmp_path: Path) 
 
 
 def test_the_report_writer_records_device_date_steps_and_reports(repo: Path, tmp_path: Path) -> None:
-    from nsroof.models.machines import Machine
     from nsroof.pipeline import analyze
+    from nsroof.roofs.machines import Machine
+    from tests.importers.trace.test_kineto_replay import _training_trace
 
-    sys.path.insert(0, str(repo / "tests" / "importers"))
-    try:
-        from test_torch_trace_replay import _training_trace
-    finally:
-        sys.path.pop(0)
     out = tmp_path / "out"
     out.mkdir()
     trace = tmp_path / "run.trace.json"

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsroof.models.ledger.aten import op_cost
-from nsroof.models.machines import Machine
+from nsroof.costs.ledger.aten import op_cost
+from nsroof.roofs.machines import Machine
 from nsroof.schema import COLUMNS
 
 torch = pytest.importorskip("torch")

@@ -50,8 +50,8 @@ class Case:
 
 def own_seeds() -> list[Seed]:
     """The repo's own small inputs: ncu CSV (details, raw), ncu text output, a torch trace."""
-    from tests.importers.test_ncu_text import TEXT_2024
-    from tests.importers.test_torch_trace import _new_style
+    from tests.importers.ncu.test_ncu_text import TEXT_2024
+    from tests.importers.trace.test_kineto import _new_style
 
     seeds = [Seed(p.name, p.read_bytes()) for p in sorted((REPO_DATA / "ncu").glob("*.csv"))]
     seeds.append(Seed("tiny_raw.csv", (REPO_DATA / "spine" / "tiny_raw.csv").read_bytes()))
@@ -178,7 +178,7 @@ _KNOWN = re.compile(rb"gpu__time_duration|dram__bytes|lts__t_bytes|l1tex__t_byte
                     rb"^\s+(Duration|DRAM Frequency|SM Frequency|Elapsed Cycles)\s\s")
 _UNIT = rb"(usecond|nsecond|msecond|[KMG]?byte|Ghz|cycle/nsecond|inst|cycle)"
 # Strict per number, lenient per metric (issue 19): a wrong unit refuses the file only on a counter a
-# roofline number reads (nsroof.models.dimensions.is_read); any other is dropped with a warning. So a
+# roofline number reads (nsroof.counters.dimensions.is_read); any other is dropped with a warning. So a
 # swap counts (expects an error) only there. Labels: Duration = gpu__time_duration.sum and DRAM Frequency
 # = dram__cycles_elapsed.avg.per_second are read; SM Frequency (gpc__) and Elapsed Cycles are not.
 _READ_LABELS = re.compile(rb'"(Duration|DRAM Frequency)"|^\s+(Duration|DRAM Frequency)\s\s')
@@ -186,7 +186,7 @@ _METRIC_NAME = re.compile(rb"[a-z0-9]+__[a-z0-9_]+(?:\.[a-z0-9_]+)*")
 
 
 def _read_by_roofline(name: bytes) -> bool:
-    from nsroof.models.dimensions import is_read
+    from nsroof.counters.dimensions import is_read
 
     return is_read(name.decode("ascii", "replace"))
 

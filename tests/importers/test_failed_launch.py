@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from nsroof import importers, pipeline
+from nsroof.counters.quantities import NO_VALUES
 from nsroof.errors import UnitError
-from nsroof.models.quantities import NO_VALUES
 from tests._paths import DATA
-from tests.importers.test_ncu_text import TEXT_2024
+from tests.importers.ncu.test_ncu_text import TEXT_2024
 
 
 def _quoted(fields: list[str]) -> str:
@@ -88,14 +88,14 @@ def test_a_text_log_with_a_value_missing_reads(tmp_path: Path) -> None:
 def test_auto_unit_rounding_above_one_percent_is_warned_once(data_dir: Path, tmp_path: Path) -> None:
     # `ncu --print-units auto` prints 12 usecond where 12.35 was measured: half a unit of the last digit
     # over the value = 0.5 / 12 = 4.2% > 1%; "12.35" (0.005 / 12.35 = 0.04%) is no warning
-    from nsroof.importers import ncu_csv
+    from nsroof.importers.ncu import csv_export
 
     text = (data_dir / "ncu" / "details_new.csv").read_text()
     assert '"gpu__time_duration.sum","usecond","12.35"' in text
-    _, facts = ncu_csv.read(data_dir / "ncu" / "details_new.csv")
+    _, facts = csv_export.read(data_dir / "ncu" / "details_new.csv")
     assert not [w for w in facts.warnings if "rounding" in w]
     path = tmp_path / "auto.csv"
     path.write_text(text.replace('"gpu__time_duration.sum","usecond","12.35"', '"gpu__time_duration.sum","usecond","12"'))
-    _, facts = ncu_csv.read(path)
+    _, facts = csv_export.read(path)
     warned = [w for w in facts.warnings if "rounding" in w]
     assert len(warned) == 1 and "up to 4.2%: gpu__time_duration.sum" in warned[0] and "--print-units base" in warned[0]

@@ -16,10 +16,10 @@ import pytest
 
 from nsroof import importers, pipeline
 from nsroof.errors import InputError, UnitError
-from nsroof.importers import ncu_csv
 from nsroof.importers.ncu import csv_bytes
+from nsroof.importers.ncu import csv_export as ncu_csv
 from tests._paths import DATA
-from tests.importers.test_ncu_text import TEXT_2024
+from tests.importers.ncu.test_ncu_text import TEXT_2024
 
 TINY_RAW = (DATA / "spine" / "tiny_raw.csv").read_bytes()  # 2 preamble lines, header (3), units (4), launches 0, 1
 RAW_LINES = TINY_RAW.split(b"\n")
@@ -136,7 +136,7 @@ def test_damaged_gzip_stream_is_a_clean_error(tmp_path: Path) -> None:
 
 def test_flipped_bytes_inside_a_ncu_rep_are_a_clean_error(shared_fixtures: Path, tmp_path: Path) -> None:
     # fuzz case 550 (seed 7): bytes flipped past the header -> TypeError from ncu_report's metric_by_name
-    from nsroof.importers import ncu_rep
+    from nsroof.importers.ncu import rep as ncu_rep
 
     if ncu_rep._load_ncu_report_module() is None:
         pytest.skip("the ncu-report package is not installed")
@@ -286,7 +286,7 @@ def test_a_peak_that_underflows_to_zero_is_no_ceiling(shared_fixtures: Path, tmp
 def test_text_that_is_not_utf8_inside_a_ncu_rep_is_a_clean_error(shared_fixtures: Path, tmp_path: Path) -> None:
     # fuzz case 2926 (seed 2): a flipped byte inside a kernel name reached the Parquet writer as a lone
     # surrogate -> UnicodeEncodeError; refused now where the report is read, with its name
-    from nsroof.importers import ncu_rep
+    from nsroof.importers.ncu import rep as ncu_rep
     from tests.fuzz.mutations import make_case, own_seeds, shared_seeds
 
     if ncu_rep._load_ncu_report_module() is None:

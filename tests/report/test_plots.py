@@ -262,7 +262,7 @@ def test_split_ceiling_source() -> None:
 
 
 def test_short_names_keep_the_distinguishing_tail() -> None:
-    # 42 characters cut to 32: 16 of the head, '…', 15 of the tail (importers.ncu.kernel_names.fit_name)
+    # 42 characters cut to 32: 16 of the head, '…', 15 of the tail (names.kernel_names.fit_name)
     assert plots.short_name("void at::native::vectorized_elementwise_kernel<4, float>(int, float*)") \
         == "at::native::vect…mentwise_kernel"
     assert plots.short_name("softmax<float>") == "softmax"

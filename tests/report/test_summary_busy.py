@@ -8,7 +8,7 @@ from pathlib import Path
 
 from nsroof.pipeline import analyze
 from nsroof.report.summary import analytic_coverage, gpu_busy_s, per_kernel, render
-from tests.report.test_build_link import write_trace
+from tests.roofs.test_classify_link import write_trace
 
 
 def test_kernels_overlapping_on_streams_count_once_in_the_busy_time(tmp_path: Path) -> None:
@@ -26,7 +26,7 @@ def test_kernels_overlapping_on_streams_count_once_in_the_busy_time(tmp_path: Pa
 def test_merged_launches_have_no_one_start_so_no_busy_time() -> None:
     import pandas as pd
 
-    from nsroof.report.aggregate import aggregate
+    from nsroof.roofs.aggregate import aggregate
 
     kernels = pd.DataFrame({"source": ["t"] * 3, "device": [""] * 3, "kernel_name": ["k", "k", "m"],
                             "nvtx_path": [""] * 3, "kernel_id": [0, 1, 2], "start_us": [0.0, 10.0, 20.0]})

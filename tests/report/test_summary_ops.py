@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nsroof.models.machines import Machine
 from nsroof.pipeline import analyze, ops_path
 from nsroof.report.summary import render
+from nsroof.roofs.machines import Machine
 
 GPU = Machine(name="test-gpu", source="file", peak_flop_per_s={"fp32": 1e13}, simt_flop_per_s={"fp32": 1e13},
               bandwidth_bytes_per_s={"dram": 1e12})

@@ -5,7 +5,7 @@
     cpu_profile(cache_dir=None) -> Machine                        cached quick CPU profile
 
 Modules: plan (what is swept), timing, environment, gemm, stream, ladder, analysis (pure maths),
-runner (orchestration), summary (text), cache (cpu_profile).
+runner (orchestration), render (the text summary), cache (cpu_profile).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ def cpu_profile(cache_dir: str | os.PathLike[str] | None = None, *, progress: An
     quick sweep and saved there atomically. An unreadable cache file is measured again, not trusted."""
     from nsroof.collectors.measure.runner import measure, to_machine
     from nsroof.errors import NsroofError
-    from nsroof.models.machines import Machine, load_file
+    from nsroof.roofs.machines import Machine, load_file
 
     folder = resolve_cache_dir(cache_dir)
     path = folder / f"cpu-{cache_key()}.json"
@@ -69,7 +69,7 @@ def cached_gpu_profile(device_name: str, cache_dir: str | os.PathLike[str] | Non
     """The measured Machine `nsroof measure --device cuda` cached for this GPU, or None (none cached, or a
     file that is not a complete measured profile: it is not trusted)."""
     from nsroof.errors import NsroofError
-    from nsroof.models.machines import load_file
+    from nsroof.roofs.machines import load_file
 
     path = gpu_cache_path(device_name, cache_dir)
     if not path.is_file():

@@ -1,6 +1,6 @@
 """One measurement run: environment, GEMM sweep, streams, cache ladder, then the machine profile.
 
-`measure()` returns a MeasureResult; `to_machine()` turns it into a nsroof.models.machines.Machine with
+`measure()` returns a MeasureResult; `to_machine()` turns it into a nsroof.roofs.machines.Machine with
 source "measured" (every number carries its provenance in `sources`, every point is kept).
 """
 
@@ -252,7 +252,7 @@ def busy_note(env: dict[str, Any]) -> str | None:
 
 def _datasheet(env: dict[str, Any]) -> Any | None:
     try:
-        from nsroof.models.machines import lookup_device
+        from nsroof.roofs.machines import lookup_device
     except ImportError:
         return None
     return lookup_device(str(env.get("device_name", "")))
@@ -279,7 +279,7 @@ def peak_keys(dtype: str, environment: dict[str, Any]) -> tuple[str, ...]:
     FP64 tensor cores also the FP64 tensor roof `fp64_tensor`, where the machine table has that key. Both
     are true there: `fp64` is the best rate an FP64 matmul reaches (the dense table's meaning), and cuBLAS's
     DGEMM reaches it on the tensor cores."""
-    from nsroof.models.machines import RATE_KEYS
+    from nsroof.roofs.machines import RATE_KEYS
 
     tensor = (dtype == "fp64" and environment.get("device") == "cuda"
               and str(environment.get("compute_capability", "")) in FP64_TENSOR_CCS)
@@ -287,7 +287,7 @@ def peak_keys(dtype: str, environment: dict[str, Any]) -> tuple[str, ...]:
 
 
 def to_machine(result: MeasureResult) -> Any:
-    from nsroof.models.machines import Machine
+    from nsroof.roofs.machines import Machine
 
     env = dict(result.environment)
     name = str(env.get("device_name", result.plan.device))

@@ -166,7 +166,7 @@ def allocation_device(device: str) -> str:
     """The torch device the sweep allocates on to measure `device`: that device itself. Every tensor of
     the sweep is made through here (the GEMM operands, output and fp8 scale, the memory pool, the spin-up
     operands), so the one test that runs the whole CUDA control flow on a CPU-only torch
-    (tests/collectors/test_fake_cuda_measure.py) lands "cuda" tensors on the CPU by replacing this one
+    (tests/collectors/measure/test_fake_cuda_measure.py) lands "cuda" tensors on the CPU by replacing this one
     function, not torch's factories."""
     return device
 

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nsroof._distinct import first_appearances
+from nsroof.frames.distinct import first_appearances
 
 STYLES = ("C", "en_US", "de_DE")
 MISSING_TOKENS = frozenset(["", "n/a", "no data", "nan", "-nan", "na", "none", "null", "--"])

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from nsroof.models import dimensions
+from nsroof.counters import dimensions
 
 _SOL = "GPU Speed Of Light Throughput"
 _SOL_OLD = "GPU Speed Of Light"  # ncu <= 2021

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nsroof.errors import InputError
-from nsroof.importers import ncu_rep
+from nsroof.importers.ncu import rep as ncu_rep
 from nsroof.importers.ncu import rep_container
 
 # ---------------------------------------------------------------------------------------------

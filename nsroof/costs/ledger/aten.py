@@ -1,0 +1,178 @@
+"""aten op + input shapes + dtypes (+ the scalar arguments torch.profiler records) -> analytic FLOPs and
+compulsory bytes, through the ledger registry (nsroof.costs.ledger).
+
+`op_cost(name, shapes, dtypes, concrete)` returns an OpCost: either a ledger Operator with its FLOPs, bytes
+and report precision, or NaN with `missing` saying why ("no formula for aten::X", "no input shapes
+recorded (profile with record_shapes=True)", "conv stride/padding not recorded", ...). Nothing is guessed:
+an op whose shape or arguments the formula cannot read gets NaN, never a default argument.
+
+The scalar arguments (stride, padding, dim, ...) come from torch.profiler's "Concrete Inputs": recorded
+with record_shapes=True since torch 2.1 (pytorch/pytorch#100593: single scalars and scalar lists of up to 30
+elements), absent in 2.0 and earlier and when torch._C._profiler._set_record_concrete_inputs_enabled_val(False)
+turned them off. Live profiler events carry them as Python values; chrome traces as strings ('[2, 2]',
+'False', '1', '' for a tensor), which `concrete_values` turns back into values.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from nsroof.costs.ledger import aten_data as _aten_data  # noqa: F401  (data movement, norms, losses)
+from nsroof.costs.ledger import aten_nn as _aten_nn  # noqa: F401  (registers the matmul/conv/norm readers)
+from nsroof.costs.ledger import aten_pointwise as _aten_pointwise  # noqa: F401  (pointwise, reductions)
+from nsroof.costs.ledger import aten_seq as _aten_seq  # noqa: F401  (RNNs, fast path, grouped mm, attention)
+from nsroof.costs.ledger import collectives as _collectives  # noqa: F401  (c10d, symm_mem, record_param_comms)
+from nsroof.costs.ledger import custom
+from nsroof.costs.ledger import engine as _engine  # noqa: F401  (vLLM / SGLang custom ops)
+from nsroof.costs.ledger.aten_args import (
+    CONV_ARGS_UNRECORDED,
+    NO_SHAPES,
+    READERS,
+    TORCH_DTYPES,
+    NoShape,
+    Unrecorded,
+    base_name,
+    concrete_values,
+    numel,
+    register_reader,
+)
+from nsroof.costs.ledger.aten_pointwise import POINTWISE_FLOPS
+from nsroof.costs.ledger.custom import OpContext
+
+__all__ = ["CONV_ARGS_UNRECORDED", "NO_SHAPES", "POINTWISE_FLOPS", "READERS", "TORCH_DTYPES", "OpContext", "OpCost",
+           "base_name", "concrete_values", "has_formula", "numel", "on_kernel", "op_cost", "register_reader", "unknown"]
+
+
+@dataclass(frozen=True)
+class OpCost:
+    flops: float
+    bytes: float
+    formula: str  # ledger formula name ('' when none)
+    label: str  # e.g. gemm(m=512, n=256, k=1024, dtype=fp32)
+    precision: str  # report precision: fp64, fp32, fp16, tensor ('' when unknown)
+    missing: str  # why flops/bytes are NaN ('' when known)
+    tensor_dtype: str = ""  # for precision "tensor": the dtype whose dense tensor peak is the roof
+    roof_kind: str = ""  # the ledger roof: "matmul", "simt" or "link" (bytes over the interconnect: a collective)
+
+    @property
+    def known(self) -> bool:
+        return not self.missing
+
+
+def unknown(reason: str) -> OpCost:
+    return OpCost(math.nan, math.nan, "", "", "", reason)
+
+
+def has_formula(op: str) -> bool:
+    if op.startswith("aten::"):
+        return base_name(op) in READERS
+    return op.split(".", 1)[0] in READERS or custom.get(op) is not None
+
+
+def op_cost(op: str, shapes: Sequence[Any] | None, dtypes: Sequence[Any] | None,
+            concrete: Sequence[Any] | None = None, *, context: OpContext | None = None) -> OpCost:
+    """Analytic cost of one op call (aten, an engine's custom op, a collective, a user formula); NaN with the
+    reason in `missing` when it has none. `context`: facts from outside the call (step annotation, model
+    config, call order, process-group size, the event's attributes); the model defaults to --model-config.
+
+    A profile without shapes gets one reason for every aten op (NO_SHAPES), formula or not: recording the
+    shapes is the fix either way, and only then can "no formula for aten::X" be told apart."""
+    shape_list = [list(x) if isinstance(x, list | tuple) else [] for x in (shapes or [])]
+    # Without record_shapes a trace has no "Input Dims" (None) and a live event empty lists; with it, every
+    # argument has an entry (a scalar's is []), so an empty list with no types means nothing was recorded.
+    if op.startswith("aten::") and not shape_list and not dtypes:
+        return unknown(NO_SHAPES)
+    if not has_formula(op):
+        return unknown(no_formula_reason(op))
+    try:
+        operator = _operator(op, shape_list, [str(d) for d in (dtypes or [])], concrete_values(concrete), context)
+    except custom.Missing as exc:
+        return unknown(str(exc))
+    except Unrecorded as exc:
+        return unknown(str(exc))
+    except NoShape as exc:
+        return unknown(f"{op}: {exc}")
+    except Exception as exc:  # a LedgerError from a degenerate shape (e.g. a zero-sized tensor)
+        from nsroof.errors import NsroofError
+
+        if not isinstance(exc, NsroofError):
+            raise
+        return unknown(f"{op}: {exc}")
+    from nsroof.costs.ledger.ops_torch import report_precision
+
+    precision = report_precision(operator)
+    tensor_dtype = operator.roof.dtype if precision == "tensor" else ""
+    roof_kind = "link" if operator.facts.get("link_roof") else operator.roof.kind
+    return OpCost(operator.flops, operator.bytes, operator.formula, operator.label, precision, "", tensor_dtype,
+                  roof_kind)
+
+
+# Ops that move no data: a view shares its input's storage; an allocation writes nothing.
+VIEWS = frozenset({
+    "view", "reshape", "t", "transpose", "permute", "as_strided", "slice", "select", "narrow", "unsqueeze", "squeeze",
+    "expand", "expand_as", "flatten", "unflatten", "split", "split_with_sizes", "unsafe_split", "unbind", "chunk",
+    "detach", "alias", "contiguous", "_unsafe_view", "view_as", "movedim", "resolve_conj", "resolve_neg",
+    "lift_fresh", "empty", "empty_like", "empty_strided", "resize", "to", "_reshape_alias", "numpy_T", "matrix_H",
+    "item", "_local_scalar_dense", "is_nonzero", "result_type", "set"})
+VIEW_REASON = "a view or allocation: moves no data, nothing to cost"
+BOOKKEEPING_REASON = "autograd engine bookkeeping around a backward node (its ops are costed on their own rows)"
+# The host time a composite op (aten::cross_entropy_loss calling log_softmax and nll_loss) spends outside the ops
+# it calls: dispatch, not arithmetic; its work is on those ops' rows.
+COMPOSITE_REASON = "a composite op's own time: its work is costed on the ops it calls"
+# A fused kernel of Inductor's C++ (CPU) backend, recorded under its name when torch._inductor.config.cpp.
+# enable_kernel_profile was on at compile time (nsroof profile turns it on): Inductor states no FLOP or byte count
+# for it (its Triton kernels' estimates, kernel_flop / kernel_num_gb, have no CPU counterpart).
+INDUCTOR_CPU_KERNEL = re.compile(r"(?:graph_\d+_)?cpp_fused_\w+")
+INDUCTOR_CPU_REASON = ("an Inductor C++ kernel (a fused region of the compiled graph): Inductor states no FLOP or "
+                       "byte count for its CPU kernels")
+
+
+def no_formula_reason(op: str) -> str:
+    """Why an op has no cost, naming the real cause: a view moves nothing; an autograd wrapper's own time is
+    the engine's, not an operator's; otherwise the op lacks a formula (add one with @nsroof.formula)."""
+    if (op.startswith("aten::") or "::" not in op) and base_name(op) in VIEWS:  # ('detach': autograd's own)
+        return VIEW_REASON
+    if (op.startswith("autograd::engine::evaluate_function: ") or op == "torch::autograd::AccumulateGrad"
+            or re.fullmatch(r"\w+Backward\d+", op)):
+        return BOOKKEEPING_REASON
+    if INDUCTOR_CPU_KERNEL.fullmatch(op):
+        return INDUCTOR_CPU_REASON
+    if "::" in op and not op.startswith("aten::"):
+        return f"no formula for {op} (add one with @nsroof.formula(\"{op.split('.', 1)[0]}\"), --formulas FILE.py)"
+    return f"no formula for {op}"
+
+
+def _operator(op: str, shapes: list[Any], dtypes: list[str], concrete: list[Any], context: OpContext | None) -> Any:
+    if op.startswith("aten::"):
+        raw = op.split("::", 1)[1].split(".", 1)[0]  # an in-place op's own reader ('add_'), else the base one
+        return READERS[raw if raw in READERS else base_name(op)](shapes, dtypes, concrete)
+    if op.split(".", 1)[0] in READERS:  # flash_attn:: and other non-aten ops read like aten ones
+        return READERS[op.split(".", 1)[0]](shapes, dtypes, concrete)
+    found = custom.get(op)
+    assert found is not None
+    ctx = context or OpContext()
+    if ctx.model is None and custom.default_model() is not None:
+        ctx = replace(ctx, model=custom.default_model())
+    return found.cost(shapes, dtypes, concrete, ctx)
+
+
+# Kernel names of fp32 matmuls and convolutions run on TF32 tensor cores: cuBLAS / cuDNN name the math
+# ("sm80_xmma_gemm_f32f32_tf32f32_f32…", "…implicit_gemm_tf32f32…", cutlass 3 "…tf32gemm…"), CUTLASS 2 sm80
+# kernels the instruction ("tensorop_s1688gemm": fp32 data through the 16×8×8 TF32 MMA).
+_TF32_KERNEL = re.compile(r"tf32|tensorop_s1688|tensorop_s16816", re.IGNORECASE)
+
+
+def on_kernel(cost: OpCost, kernel_name: str) -> OpCost:
+    """The cost of an op as run by one of its kernels. An fp32 matmul's roof depends on torch's TF32 switch
+    (torch.backends.cuda.matmul.allow_tf32, cudnn.allow_tf32), which no trace records: the kernel's name
+    does, so a TF32 kernel puts the op under the TF32 tensor roof instead of the fp32 one."""
+    if cost.known and cost.roof_kind == "matmul" and cost.precision == "fp32" and _TF32_KERNEL.search(kernel_name):
+        return replace(cost, precision="tensor", tensor_dtype="tf32", label=f"{cost.label} on TF32 tensor cores")
+    return cost
+
+
+custom.add_builtin_test(lambda name: (base_name(name) if name.startswith("aten::") else name.split(".", 1)[0]) in READERS)

@@ -1,0 +1,290 @@
+"""A trace's ops table (nsroof.schema.OP_COLUMNS) indexed by op_id, each op's formula cost computed once: what
+nsroof.costs.attribution walks to find which op's formula prices a kernel.
+
+A profile repeats the same calls step after step, so an aten op is priced once per distinct call (its name and
+the text of its recorded shapes, dtypes and concrete inputs) and the costs spread back to the ops with integer
+codes; the walks up the op tree go one level at a time over all the ops asked about at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cached_property
+from typing import Any, cast
+
+import numpy as np
+import pandas as pd
+
+from nsroof.costs import op_evidence
+from nsroof.costs.analytic_rows import as_str, objects, per_cost
+from nsroof.costs.ledger.aten import OpCost, base_name, has_formula, no_formula_reason, op_cost, unknown
+from nsroof.costs.ledger.aten_data import INDEX_OPS
+from nsroof.frames.distinct import row_codes
+
+# what pricing an op's name needs: a call priced by its arguments alone (an aten op), one that needs more
+# than its arguments (an index op's child ops, an engine op's or collective's context), one without a formula
+_BY_CALL, _ONE_BY_ONE, _NO_FORMULA = 0, 1, 2
+# op-tree levels walked for all ops at once; deeper chains (a cycle in a hostile table) finish one by one
+_LEVELS = 64
+
+
+class OpTable:
+    """The ops table indexed by op_id, with each op's formula cost computed once."""
+
+    def __init__(self, ops: pd.DataFrame) -> None:
+        self.frame = ops
+        ops = ops.copy(deep=False)  # its columns read without the frame's attrs (each read deep-copies them)
+        ops.attrs = {}
+        self.columns = ops
+        n = len(ops)
+        ids = ops["op_id"].to_numpy(dtype="int64") if n else np.zeros(0, dtype="int64")
+        self.ids = ids
+        self.row = dict(zip(ids.tolist(), range(n), strict=True))
+        parents = ops["parent_op_id"].astype("Int64").fillna(-1).to_numpy(dtype="int64") if n else ids
+        self._index = pd.Index(ids) if len(self.row) == n else None  # None: op_ids repeat (the last row counts)
+        self._parents = parents
+        self._parent_row = np.where(parents >= 0, self.rows_of(parents), -1)
+        self.names = as_str(ops["name"]) if n else np.zeros(0, dtype=object)
+        codes, distinct = pd.factorize(self.names) if n else (np.zeros(0, dtype="int64"), [])
+        self._name_code = np.asarray(codes, dtype="int64")
+        self._distinct_names = [str(x) for x in distinct]
+        self._pricing = np.array([_pricing(x) for x in self._distinct_names], dtype="int64")
+        # the recorded arguments as plain object arrays (a DataFrame cell lookup per op is slow)
+        self.args = [ops[c].to_numpy(dtype=object) for c in ("input_shapes", "input_dtypes", "concrete_inputs")]
+        self._cost = np.full(n, None, dtype=object)  # OpCost per row, once priced
+        self._known = np.zeros(n, dtype=bool)
+        self._priced = np.zeros(n, dtype=bool)
+        self._by_call: dict[Any, OpCost] = {}
+        self._no_formula = np.full(len(self._distinct_names), None, dtype=object)  # by name code
+        self._bmm = self._distinct_names.index("aten::bmm") if "aten::bmm" in self._distinct_names else -1
+        self._shape_text = np.full(n, None, dtype=object)  # shape_text of each row's input shapes, once known
+        self._units: dict[int, int] = {}
+        self._contexts: dict[int, dict[int, Any]] = {}  # by name code
+        self._children: tuple[np.ndarray, np.ndarray] | None = None  # (parent op_id, op row) by parent, then start
+        self.forward = ops["forward_op_id"].astype("Int64").fillna(-1).to_numpy(dtype="int64") \
+            if n and "forward_op_id" in ops else np.full(n, -1, dtype="int64")
+
+    @cached_property
+    def parent(self) -> dict[int, int]:
+        """op_id -> its parent's op_id (-1: none)."""
+        return dict(zip(self.ids.tolist(), self._parents.tolist(), strict=True))
+
+    def __contains__(self, op_id: int) -> bool:
+        return op_id in self.row
+
+    def rows_of(self, op_ids: np.ndarray) -> np.ndarray:
+        """The row of each op_id (-1 where the table has none)."""
+        op_ids = np.asarray(op_ids, dtype="int64")
+        if self._index is not None:
+            return np.asarray(self._index.get_indexer(op_ids), dtype="int64")
+        return np.array([self.row.get(j, -1) for j in op_ids.tolist()], dtype="int64")
+
+    def name_codes(self, rows: np.ndarray) -> np.ndarray:
+        """Each op row's name as an integer code (equal names, equal codes)."""
+        return self._name_code[rows]
+
+    def name(self, op_id: int) -> str:
+        return str(self.names[self.row[op_id]])
+
+    def cost(self, op_id: int) -> OpCost:
+        r = self.row[op_id]
+        if not self._priced[r]:
+            self._price(np.array([r], dtype="int64"))
+        return cast(OpCost, self._cost[r])
+
+    def costs_at(self, rows: np.ndarray) -> np.ndarray:
+        """The OpCost of each op row (an object array), every op priced once."""
+        rows = np.asarray(rows, dtype="int64")
+        todo = rows[~self._priced[rows]]
+        if len(todo):
+            self._price(np.unique(todo))
+        return self._cost[rows]
+
+    def known_at(self, rows: np.ndarray) -> np.ndarray:
+        self.costs_at(rows)
+        return self._known[rows]
+
+    def _price(self, rows: np.ndarray) -> None:
+        code = self._name_code[rows]
+        pricing = self._pricing[code]
+        found = np.empty(len(rows), dtype=object)
+        if (at := pricing == _BY_CALL).any():
+            found[at] = self._call_costs(rows[at])
+        if (at := pricing == _NO_FORMULA).any():
+            for c in np.unique(code[at]).tolist():
+                if self._no_formula[c] is None:
+                    self._no_formula[c] = unknown(no_formula_reason(self._distinct_names[c]))
+            found[at] = self._no_formula[code[at]]
+        for k in np.flatnonzero(pricing == _ONE_BY_ONE).tolist():
+            found[k] = self._one_cost(int(rows[k]))
+        for k in np.flatnonzero(code == self._bmm).tolist():
+            found[k] = op_evidence.causal_math(self, int(self.ids[rows[k]]), found[k])
+        self._cost[rows], self._known[rows], self._priced[rows] = found, per_cost(found, lambda c: c.known, bool), True
+
+    def _call_costs(self, rows: np.ndarray) -> np.ndarray:
+        """Ops priced by their name and arguments alone: once per distinct call."""
+        args = [_repr_codes(a[rows]) for a in self.args]
+        codes, first = row_codes(self._name_code[rows], *(c for c, _ in args))
+        priced, shapes = [], []
+        for i in first.tolist():
+            r = int(rows[i])
+            call = (str(self.names[r]), *(texts[c[i]] for c, texts in args))
+            found = self._by_call.get(call) or op_cost(call[0], *(a[r] for a in self.args), context=None)
+            self._by_call[call] = found
+            priced.append(found)
+            shapes.append(shape_text(self.args[0][r]))
+        self._shape_text[rows] = objects(shapes)[codes]  # the same recorded shapes, the same text
+        return objects(priced)[codes]
+
+    def shape_texts(self, rows: np.ndarray) -> list[str]:
+        """shape_text of each op row's recorded input shapes."""
+        known = self._shape_text[rows]
+        return [str(t) if t is not None else shape_text(self.args[0][r]) for t, r in zip(known.tolist(), rows.tolist(),
+                                                                                         strict=True)]
+
+    def _one_cost(self, r: int) -> OpCost:
+        """An op whose cost needs more than its arguments: an index op's child ops, an engine op's context."""
+        op_id = int(self.ids[r])
+        shapes, dtypes, concrete = (a[r] for a in self.args)
+        name = str(self.names[r])
+        if name.startswith("aten::") and base_name(name) in INDEX_OPS:
+            concrete = op_evidence.with_index_evidence(self, op_id, shapes, concrete)
+        context = self.context(op_id)
+        # an op without context is priced by its name and arguments alone: each step repeats the same calls
+        call = (name, repr(shapes), repr(dtypes), repr(concrete)) if context is None else op_id
+        found = self._by_call.get(call) or op_cost(name, shapes, dtypes, concrete, context=context)
+        self._by_call[call] = found
+        return found
+
+    def children(self, op_id: int) -> list[int]:
+        """The ops directly inside op_id, by start."""
+        if self._children is None:
+            order = self.columns["start_us"].astype("float64").to_numpy().argsort(kind="stable") if len(self.ids) \
+                else np.zeros(0, dtype="int64")
+            parents = self._parents[order] if self._index is not None else \
+                np.array([self.parent.get(j, -1) for j in self.ids[order].tolist()], dtype="int64")
+            by_parent = np.argsort(parents, kind="stable")
+            self._children = parents[by_parent], order[by_parent]
+        parents, rows = self._children
+        lo, hi = np.searchsorted(parents, op_id, "left"), np.searchsorted(parents, op_id, "right")
+        return self.ids[rows[lo:hi]].tolist()
+
+    def context(self, op_id: int) -> Any:
+        """The facts an engine op or collective needs beyond its arguments (nsroof.costs.ledger.custom.OpContext):
+        the step annotation on its path, its order among the same-named ops of that step (its layer), the
+        process-group size and the event's attributes the importer kept (ops.attrs); None for aten ops."""
+        if self.name(op_id).startswith("aten::"):
+            return None
+        # an op's ordinal counts the ops of its name alone (where op_ids repeat: the whole table's, the last
+        # row of an op_id counting)
+        code = int(self._name_code[self.row[op_id]]) if self._index is not None else -1
+        if code not in self._contexts:
+            from nsroof.costs.ledger.engine_context import op_contexts
+
+            rows = np.flatnonzero(self._name_code == code) if code >= 0 else np.arange(len(self.ids))
+            # the table's attrs (world_size, op_attributes) handed over, not carried by the rows (pandas deep-copies
+            # a frame's attrs on every column read)
+            self._contexts[code] = op_contexts(self.columns.iloc[rows], self.frame.attrs)
+        return self._contexts[code].get(op_id)
+
+    def concrete(self, op_id: int) -> Any:
+        return self.args[2][self.row[op_id]]
+
+    def cost_with(self, op_id: int, concrete: list[Any]) -> OpCost:
+        r = self.row[op_id]
+        return op_cost(self.name(op_id), self.args[0][r], self.args[1][r], concrete)
+
+    def _up(self, op_id: int) -> Iterator[int]:
+        """op_id and the ops enclosing it, innermost first, as walked (a cycle stops after every op once)."""
+        if self._index is None:  # op_ids repeat: by op_id, the last row of each counting
+            j, count = op_id, 0
+            while j >= 0 and j in self.row and count <= len(self.row):
+                yield j
+                j, count = self.parent.get(j, -1), count + 1
+            return
+        r, count = self.row.get(op_id, -1) if op_id >= 0 else -1, 0
+        while r >= 0 and count <= len(self.row):
+            yield int(self.ids[r])
+            r, count = int(self._parent_row[r]), count + 1
+
+    def ancestors(self, op_id: int) -> list[int]:
+        """op_id and the ops enclosing it, innermost first."""
+        return list(self._up(op_id))
+
+    def unit(self, op_id: int) -> int:
+        """The innermost op at or above op_id with a known cost (-1 when none); once per op."""
+        found = self._units.get(op_id)
+        if found is None:
+            found = self._units[op_id] = next((j for j in self._up(op_id) if self.cost(j).known), -1)
+        return found
+
+    def units_at(self, rows: np.ndarray) -> np.ndarray:
+        """unit() of the op at each row (an op_id, -1 when none), each op priced once."""
+        return self._costed_at(rows, outermost=False)
+
+    def outermost_costed(self, op_id: int) -> int:
+        return next((j for j in reversed(self.ancestors(op_id)) if self.cost(j).known), -1)
+
+    def outermost_costed_at(self, rows: np.ndarray) -> np.ndarray:
+        """outermost_costed() of the op at each row (an op_id, -1 when none), each op priced once."""
+        return self._costed_at(rows, outermost=True)
+
+    def _costed_at(self, rows: np.ndarray, *, outermost: bool) -> np.ndarray:
+        """The innermost (`outermost`: the outermost) op at or above each row's op with a known cost: the chains
+        walked up together, a level at a time; the outermost walk goes on past a cost, a later one overwriting it."""
+        one_by_one = self.outermost_costed if outermost else self.unit
+        rows = np.asarray(rows, dtype="int64")
+        if self._index is None:  # op_ids repeat: walk by op_id, one by one
+            return np.array([one_by_one(int(self.ids[r])) for r in rows.tolist()], dtype="int64")
+        distinct, back = np.unique(rows, return_inverse=True)
+        out = np.full(len(distinct), -1, dtype="int64")
+        at, active = distinct.copy(), np.arange(len(distinct))
+        for _ in range(min(_LEVELS, len(self.row) + 1)):
+            known = self.known_at(at[active])
+            out[active[known]] = self.ids[at[active[known]]]
+            going = active if outermost else active[~known]
+            above = self._parent_row[at[going]]
+            active = going[above >= 0]
+            at[active] = above[above >= 0]
+            if not len(active):
+                break
+        for k in active.tolist():  # chains deeper than _LEVELS
+            out[k] = one_by_one(int(self.ids[distinct[k]]))
+        return out[back.reshape(-1)]
+
+    def costed_inside(self, rows: np.ndarray) -> np.ndarray:
+        """Whether an op at one of `rows` lies strictly inside each op of the table (a mask by row): the ops
+        enclosing them marked a level at a time, each op walked up from once."""
+        inside = np.zeros(len(self.ids), dtype=bool)
+        if self._index is None:  # op_ids repeat: the enclosing ops by op_id, as ancestors() walks them
+            for j in {a for r in np.asarray(rows).tolist() for a in self.ancestors(int(self.ids[r]))[1:]}:
+                inside[self.row[j]] = True
+            return inside
+        at = np.unique(self._parent_row[np.asarray(rows, dtype="int64")])
+        at = at[at >= 0]
+        while len(at):  # an op already marked was walked up from already (so a cycle ends too)
+            at = at[~inside[at]]
+            inside[at] = True
+            at = np.unique(self._parent_row[at])
+            at = at[at >= 0]
+        return inside
+
+
+def _pricing(name: str) -> int:
+    if name.startswith("aten::"):
+        return _ONE_BY_ONE if base_name(name) in INDEX_OPS else _BY_CALL
+    # op_cost answers an op without a formula by its name alone, before it reads any context
+    return _ONE_BY_ONE if has_formula(name) else _NO_FORMULA
+
+
+def shape_text(dims: Any) -> str:
+    """The kernel table's input_shapes text of a recorded Input Dims list."""
+    return str(dims) if isinstance(dims, list) and dims and any(dims) else ""
+
+
+def _repr_codes(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """An integer code per value, equal where their reprs are, and each code's repr: repr'd once per distinct
+    object (a trace's decoder shares the argument lists of equal calls)."""
+    by_object, first = row_codes(np.fromiter(map(id, values), dtype=np.uint64, count=len(values)))
+    by_text, texts = pd.factorize(objects([repr(v) for v in values[first].tolist()]))
+    return np.asarray(by_text, dtype="int64")[by_object], [str(t) for t in texts]

@@ -1,1 +1,0 @@
-"""Models: analytic ledgers, machine ceilings and the pure roofline maths. No I/O beyond packaged data."""

@@ -1,0 +1,176 @@
+"""nsroof.costs.op_table: the ops table's costs and units, computed once per distinct call and a tree level at a
+time for all ops, are those of pricing each op by itself (op_cost) and walking up its parents one by one."""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nsroof.costs.ledger.aten import OpCost, op_cost
+from nsroof.costs.op_table import _LEVELS, OpTable, _repr_codes
+from nsroof.schema import OP_COLUMNS
+
+# (name, Input Dims, Input type): known costs (add, mm), none (a view; no shapes; no formula; an engine op)
+CALLS: list[tuple[str, Any, Any]] = [
+    ("aten::add", [[4, 8], [4, 8], []], ["float", "float", "Scalar"]),
+    ("aten::add", [[2, 8], [2, 8], []], ["float", "float", "Scalar"]),
+    ("aten::mm", [[4, 8], [8, 16]], ["float", "float"]),
+    ("aten::view", [[4, 8], [2]], ["float", "ScalarList"]),
+    ("aten::add", None, None),
+    ("aten::linear", [[4, 8], [16, 8], [16]], ["float", "float", "float"]),
+    ("detach", [[4, 8]], ["float"]),
+    ("autograd::engine::evaluate_function: AddBackward0", [], []),
+]
+
+
+def ops_frame(rows: list[tuple[int, int, int]], starts: list[float] | None = None) -> pd.DataFrame:
+    """An ops table (OP_COLUMNS) of (op_id, parent_op_id or -1, index into CALLS) rows."""
+    n = len(rows)
+    data: dict[str, Any] = {c: [None] * n for c in OP_COLUMNS}
+    data["op_id"] = [r[0] for r in rows]
+    data["parent_op_id"] = [r[1] if r[1] != -1 else None for r in rows]
+    data["name"] = [CALLS[r[2]][0] for r in rows]
+    data["input_shapes"] = [CALLS[r[2]][1] for r in rows]
+    data["input_dtypes"] = [CALLS[r[2]][2] for r in rows]
+    data["start_us"] = starts if starts is not None else [float(i) for i in range(n)]
+    data["duration_us"] = [1.0] * n
+    data["nvtx_path"] = [""] * n
+    return pd.DataFrame({c: pd.Series(v, dtype=OP_COLUMNS[c][0]) for c, v in data.items()})
+
+
+def forest(seed: int, hostile: bool = True) -> list[tuple[int, int, int]]:
+    """Random nesting with parents missing from the table; `hostile`: also a two-op cycle without a cost and
+    a chain deeper than the levels walked at once over a costed root."""
+    rng = random.Random(seed)
+    rows = [(10, -1, 0)]
+    for op_id in range(11, 300):
+        parent = rng.choice([-1, 999, *(r[0] for r in rows[-20:])])
+        rows.append((op_id, parent, rng.randrange(len(CALLS))))
+    if hostile:
+        rows += [(500, 501, 3), (501, 500, 6)]
+        rows += [(600, -1, 2)] + [(601 + d, 600 + d, 3) for d in range(_LEVELS + 10)]
+    return rows
+
+
+def reference_unit(rows: list[tuple[int, int, int]], op_id: int) -> int:
+    """The innermost op at or above op_id whose op_cost is known, walking parents one by one (each op once)."""
+    parent = {r[0]: r[1] for r in rows}
+    call = {r[0]: CALLS[r[2]] for r in rows}
+    seen: set[int] = set()
+    while op_id in parent and op_id >= 0 and op_id not in seen:
+        if op_cost(*call[op_id]).known:
+            return op_id
+        seen.add(op_id)
+        op_id = parent[op_id]
+    return -1
+
+
+def same_cost(a: OpCost, b: OpCost) -> bool:
+    nan = (math.isnan(a.flops) and math.isnan(b.flops)) and (math.isnan(a.bytes) and math.isnan(b.bytes))
+    return (nan or (a.flops, a.bytes) == (b.flops, b.bytes)) and (a.label, a.missing, a.precision, a.formula) == (
+        b.label, b.missing, b.precision, b.formula)
+
+
+def test_units_walked_together_are_each_ops_own_walk(monkeypatch: Any) -> None:
+    for seed in range(3):
+        rows = forest(seed, hostile=False)
+        table = OpTable(ops_frame(rows))
+        monkeypatch.setattr(table, "unit", None)  # every chain finishes in the walk together
+        ids = [r[0] for r in rows]
+        assert table.units_at(table.rows_of(np.array(ids))).tolist() == [reference_unit(rows, j) for j in ids]
+
+
+def test_a_cycle_or_a_chain_deeper_than_the_levels_walked_together_finishes_one_by_one() -> None:
+    rows = forest(3)
+    table = OpTable(ops_frame(rows))
+    ids = [r[0] for r in rows]
+    units = table.units_at(table.rows_of(np.array(ids)))
+    assert units.tolist() == [reference_unit(rows, j) for j in ids]
+    # the deep chain ends on its costed root (aten::mm); the cycle has no cost
+    assert units[-1] == 600 and units[ids.index(500)] == -1
+
+
+def reference_enclosing(rows: list[tuple[int, int, int]], op_id: int) -> list[int]:
+    """The ops enclosing op_id, innermost first, walking parents one by one (each op once)."""
+    parent = {r[0]: r[1] for r in rows}
+    out: list[int] = []
+    j = parent.get(op_id, -1)
+    while j in parent and j >= 0 and j not in out and j != op_id:
+        out.append(j)
+        j = parent[j]
+    return out
+
+
+def test_outermost_costed_walked_together_is_each_ops_own_walk() -> None:
+    for seed, hostile in ((0, False), (1, False), (3, True)):  # hostile: a cycle, a chain deeper than the levels
+        rows = forest(seed, hostile=hostile)
+        table = OpTable(ops_frame(rows))
+        ids = [r[0] for r in rows]
+        known = {r[0] for r in rows if op_cost(*CALLS[r[2]]).known}
+        expected = [next((j for j in reversed([i, *reference_enclosing(rows, i)]) if j in known), -1) for i in ids]
+        assert table.outermost_costed_at(table.rows_of(np.array(ids))).tolist() == expected
+    assert expected[-1] == 600  # the deep chain: its costed root
+
+
+def test_ops_with_a_costed_op_inside_are_marked_once_each() -> None:
+    for seed, hostile in ((0, False), (3, True)):
+        rows = forest(seed, hostile=hostile)
+        table = OpTable(ops_frame(rows))
+        known = [i for i, r in enumerate(rows) if op_cost(*CALLS[r[2]]).known]
+        inside = {j for i in known for j in reference_enclosing(rows, rows[i][0])}
+        marked = table.costed_inside(np.array(known, dtype="int64"))
+        assert {rows[i][0] for i in np.flatnonzero(marked).tolist()} == inside
+    assert not marked[[r[0] for r in rows].index(600)]  # the deep chain's costed root has nothing costed inside
+    # a costed op at the bottom of a chain deeper than the levels walked at once marks the whole chain
+    chain = [(700, -1, 3)] + [(701 + d, 700 + d, 3) for d in range(_LEVELS + 10)]
+    chain.append((900, chain[-1][0], 2))
+    table = OpTable(ops_frame(chain))
+    assert table.costed_inside(np.array([len(chain) - 1])).tolist() == [True] * (len(chain) - 1) + [False]
+    assert not table.costed_inside(np.zeros(0, dtype="int64")).any()
+
+
+def test_every_op_is_priced_as_op_cost_prices_it_alone() -> None:
+    rows = forest(7)
+    frame = ops_frame(rows)
+    # half the calls with arguments of their own (equal lists, other objects), half sharing them as a decoder does
+    for column in ("input_shapes", "input_dtypes"):
+        frame[column] = [copy.deepcopy(v) if i % 2 else v for i, v in enumerate(frame[column])]
+    table = OpTable(frame)
+    costs = table.costs_at(np.arange(len(rows)))
+    for r, cost in zip(rows, costs.tolist(), strict=True):
+        assert same_cost(cost, op_cost(*CALLS[r[2]])), r
+    # equal calls share one priced cost, which a lookup of one op answers
+    same = [i for i, r in enumerate(rows) if r[2] == 0]
+    assert len(same) > 2 and all(costs[i] is costs[same[0]] for i in same)
+    assert table.cost(rows[same[1]][0]) is costs[same[0]]
+
+
+def test_a_table_whose_op_ids_repeat_walks_by_op_id_as_before() -> None:
+    rows = [(1, -1, 2), (2, 1, 3), (2, -1, 3), (3, 2, 3)]  # op 2 twice: its last row (no parent) counts
+    table = OpTable(ops_frame(rows))
+    assert table.units_at(table.rows_of(np.array([1, 2, 3]))).tolist() == [1, -1, -1]
+    assert [table.unit(j) for j in (1, 2, 3)] == [1, -1, -1]
+    assert table.outermost_costed_at(table.rows_of(np.array([1, 2, 3]))).tolist() == [1, -1, -1]
+    assert table.costed_inside(np.array([0])).tolist() == [False] * 4  # op 1 (aten::mm) has nothing around it
+
+
+def test_children_are_the_direct_children_in_start_order() -> None:
+    rows = [(1, -1, 3), (2, 1, 3), (3, 1, 3), (4, 1, 3), (5, 2, 3), (6, 1, 3)]
+    starts = [0.0, 5.0, 2.0, float("nan"), 6.0, 2.0]  # a tie keeps table order; NaN starts last
+    table = OpTable(ops_frame(rows, starts))
+    assert table.children(1) == [3, 6, 2, 4]
+    assert table.children(2) == [5] and table.children(5) == [] and table.children(42) == []
+
+
+def test_arguments_code_alike_where_their_reprs_are_whatever_the_objects() -> None:
+    shared = [[4, 8], [8]]
+    values = np.empty(6, dtype=object)
+    values[:] = [shared, [[4, 8], [8]], shared, ((4, 8), (8,)), None, [[4, 8], [8.0]]]
+    codes, texts = _repr_codes(values)
+    assert codes.tolist() == [0, 0, 0, 1, 2, 3]  # a tuple, None and a float are other calls
+    assert texts == [repr(shared), "((4, 8), (8,))", "None", "[[4, 8], [8.0]]"]
