@@ -21,7 +21,8 @@ def _default_mode() -> int:
 
 def cannot_write(target: Path, exc: OSError) -> InputError:
     """The one-line error of an output that cannot be written (no such folder, no permission, disk full)."""
-    return InputError(target, f"cannot write the output ({exc.strerror or exc})", hint="choose another -o path")
+    return InputError(target, f"cannot write the output ({exc.strerror or exc})",
+                      hint="choose another -o path")
 
 
 @contextlib.contextmanager

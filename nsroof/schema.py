@@ -74,25 +74,29 @@ NCU_IDENTITY_COLUMNS: dict[str, str] = {
 
 
 # The kernel table's columns beyond IDENTITY_COLUMNS that cross a layer (importer -> models -> report), with
-# their units: name -> (pandas dtype, unit, description). Importers fill what the input holds; a missing column
-# means "not known" (an ncu export has no op). `KERNEL_COLUMNS` below is the whole declared table.
+# their units: name -> (pandas dtype, unit, description). Importers fill what the input holds; a missing
+# column means "not known" (an ncu export has no op). `KERNEL_COLUMNS` below is the whole declared table.
 TRACE_KERNEL_COLUMNS: dict[str, tuple[str, str, str]] = {
-    "kind": ("object", "", "what the row times: kernel, memcpy, memset (GPU activities) or cpu_op (an op call of a "
-             "CPU profile)"),
+    "kind": ("object", "", "what the row times: kernel, memcpy, memset (GPU activities) or cpu_op (an op "
+             "call of a CPU profile)"),
     "op_id": ("Int64", "", "the innermost op that launched the activity: an op_id of the file's ops table "
               "(FileFacts.ops); <NA> when no op is linked. A cpu_op row is the op itself"),
-    "op_link": ("object", "", "how op_id was found: external id, enclosing op, kernel external id, none, self"),
+    "op_link": ("object", "",
+                "how op_id was found: external id, enclosing op, kernel external id, none, self"),
     "op": ("object", "", "name of the op op_id names (e.g. aten::mm)"),
     "input_shapes": ("object", "", "that op's recorded input shapes as text ('' when none)"),
     "module": ("object", "", "nn.Module qualified name of that op, when known"),
     "duration_source": ("object", "", "what gave the row's duration when not a kernel's own (cpu_op rows)"),
-    "start_us": ("float64", "µs", "when the GPU activity started, on the trace's clock (NaN when not recorded)"),
+    "start_us": ("float64", "µs",
+                 "when the GPU activity started, on the trace's clock (NaN when not recorded)"),
     "launches": ("Int64", "count", "launches merged into this row (--aggregate; 1 otherwise)"),
-    # The hook for costs the trace itself states (e.g. Inductor's per-kernel kernel_flop / kernel_num_gb): when
-    # not NaN they cost the kernel instead of the op's formula, with provenance trace_cost_source.
+    # The hook for costs the trace itself states (e.g. Inductor's per-kernel kernel_flop / kernel_num_gb):
+    # when not NaN they cost the kernel instead of the op's formula, with provenance trace_cost_source.
     "trace_flops": ("float64", "FLOP", "FLOPs the trace states for this kernel (NaN when it states none)"),
-    "trace_bytes": ("float64", "byte", "DRAM bytes the trace states for this kernel (NaN when it states none)"),
-    "trace_cost_source": ("object", "", "where trace_flops/trace_bytes come from, e.g. 'inductor:kernel_flop'"),
+    "trace_bytes": ("float64", "byte",
+                    "DRAM bytes the trace states for this kernel (NaN when it states none)"),
+    "trace_cost_source": ("object", "",
+                          "where trace_flops/trace_bytes come from, e.g. 'inductor:kernel_flop'"),
 }
 
 # The ops table of a trace (FileFacts.ops): one row per op call (cat cpu_op), whether or not it launched a
@@ -103,11 +107,11 @@ OP_COLUMNS: dict[str, tuple[str, str, str]] = {
     "op_id": ("Int64", "", "op call ID, unique within a source (the kernel table's op_id)"),
     "parent_op_id": ("Int64", "", "the innermost op on the same thread enclosing this one (<NA> at the top)"),
     "name": ("object", "", "op name as recorded, e.g. aten::linear"),
-    "input_shapes": ("object", "", "recorded Input Dims: a list with one shape (list of int) or shape list per "
-                     "argument; None when not recorded"),
+    "input_shapes": ("object", "", "recorded Input Dims: a list with one shape (list of int) or shape list "
+                     "per argument; None when not recorded"),
     "input_dtypes": ("object", "", "recorded Input type: a list of dtype strings; None when not recorded"),
-    "concrete_inputs": ("object", "", "recorded Concrete Inputs as Python values (None for a tensor argument); "
-                        "None when not recorded"),
+    "concrete_inputs": ("object", "", "recorded Concrete Inputs as Python values (None for a tensor "
+                        "argument); None when not recorded"),
     "sequence_number": ("Int64", "", "autograd sequence number, when recorded"),
     "forward_op_id": ("Int64", "", "for a backward op: the forward op it differentiates (<NA> otherwise)"),
     "thread": ("object", "", "'pid/tid' of the thread that ran it"),
@@ -115,8 +119,8 @@ OP_COLUMNS: dict[str, tuple[str, str, str]] = {
     "duration_us": ("float64", "µs", "wall duration, its children included"),
     "nvtx_path": ("object", "", "enclosing annotation ranges, outermost first, joined with '/'"),
     "module": ("object", "", "nn.Module qualified name, when known"),
-    "recorded_in": ("object", "", "the trace file that recorded the op: the source itself, or the capture trace "
-                    "(nsroof analyze --capture) whose graph the source's kernels replayed"),
+    "recorded_in": ("object", "", "the trace file that recorded the op: the source itself, or the capture "
+                    "trace (nsroof analyze --capture) whose graph the source's kernels replayed"),
 }
 
 
@@ -124,8 +128,8 @@ OP_COLUMNS: dict[str, tuple[str, str, str]] = {
 # kernels, kind 'op', kernel_id = op_id, launches = its kernels, gpu__time_duration.sum = their summed time (a
 # CPU trace: the op's own time). It goes through the same quantities and classification as kernel rows.
 OP_LEVEL_KERNEL_COLUMNS: tuple[str, ...] = (
-    "source", "kernel_id", "kind", "kernel_name", "function", "op", "op_id", "input_shapes", "module", "nvtx_path",
-    "device", "cc", "launches", "gpu__time_duration.sum", "duration_source",
+    "source", "kernel_id", "kind", "kernel_name", "function", "op", "op_id", "input_shapes", "module",
+    "nvtx_path", "device", "cc", "launches", "gpu__time_duration.sum", "duration_source",
 )
 
 # The analytic table: nsroof.costs.attribution.attribute(...) -> one row per kernel-table row, keyed by
@@ -133,21 +137,25 @@ OP_LEVEL_KERNEL_COLUMNS: tuple[str, ...] = (
 ANALYTIC_COLUMNS: dict[str, tuple[str, str, str]] = {
     "source": ("object", "", "input file name (with kernel_id: the kernel_key)"),
     "kernel_id": ("Int64", "", "the kernel table's kernel_id"),
-    "analytic_op_id": ("Int64", "", "the op whose cost the row belongs to (its op-level row); <NA> when none"),
-    "analytic_role": ("object", "", "own (the op's cost on its kernel), work (a share of an op's work over its "
-                      "GEMM/conv/attention kernels), aux (a copy/transpose/fill/split-K kernel of an op: none of "
-                      "its FLOPs) or '' (not costed)"),
+    "analytic_op_id": ("Int64", "",
+                       "the op whose cost the row belongs to (its op-level row); <NA> when none"),
+    "analytic_role": ("object", "", "own (the op's cost on its kernel), work (a share of an op's work over "
+                      "its GEMM/conv/attention kernels), aux (a copy/transpose/fill/split-K kernel of an op: "
+                      "none of its FLOPs) or '' (not costed)"),
     "analytic_flops": ("float64", "FLOP", "FLOPs the formula gives this row (NaN when none)"),
     "analytic_bytes": ("float64", "byte", "compulsory DRAM bytes the formula gives this row (NaN when none)"),
-    "analytic_precision": ("object", "", "report precision of those FLOPs: fp64, fp32, fp16, tensor ('' unknown)"),
-    "analytic_tensor_dtype": ("object", "", "for tensor precision: the dtype whose dense tensor peak is the roof"),
+    "analytic_precision": ("object", "",
+                           "report precision of those FLOPs: fp64, fp32, fp16, tensor ('' unknown)"),
+    "analytic_tensor_dtype": ("object", "",
+                              "for tensor precision: the dtype whose dense tensor peak is the roof"),
     "analytic_formula": ("object", "", "ledger formula name, e.g. gemm ('' when none)"),
-    "analytic_label": ("object", "", "the formula with its shape and any share, e.g. gemm(m=8, n=32, k=16, ...)"),
+    "analytic_label": ("object", "",
+                       "the formula with its shape and any share, e.g. gemm(m=8, n=32, k=16, ...)"),
     "analytic_missing": ("object", "", "why the row has no analytic cost ('' when it has one)"),
-    "analytic_origin": ("object", "", "what gave the cost: 'analytic' (a ledger formula) or the trace's own source "
-                        "prefix (e.g. 'inductor'); the report's provenance is '<origin>:<label>'"),
-    "analytic_roof": ("object", "", "where analytic_bytes are moved: 'link' (a collective's bus bytes over the GPU's "
-                      "interconnect) or '' (DRAM)"),
+    "analytic_origin": ("object", "", "what gave the cost: 'analytic' (a ledger formula) or the trace's own "
+                        "source prefix (e.g. 'inductor'); the report's provenance is '<origin>:<label>'"),
+    "analytic_roof": ("object", "", "where analytic_bytes are moved: 'link' (a collective's bus bytes over "
+                      "the GPU's interconnect) or '' (DRAM)"),
 }
 
 @dataclass
@@ -159,7 +167,8 @@ class FileFacts:
     source: str  # the input file name
     metric_units: dict[str, str] = field(default_factory=dict)  # metric column -> SI unit after conversion
     warnings: list[str] = field(default_factory=list)  # one-line warnings raised while reading
-    hints: list[str] = field(default_factory=list)  # one-line hints (e.g. the ncu command for missing counters)
+    # one-line hints (e.g. the ncu command for missing counters)
+    hints: list[str] = field(default_factory=list)
     levels: tuple[str, ...] = ("dram", "l2", "l1")  # memory levels the format can speak for
     layout: str = ""  # the CSV/text layout recognised ("new", "old", "body-item", "one-line", ...)
     number_style: str = ""  # CSV/text: the number format decided from the file ("en_US", "C", "de_DE")
@@ -208,19 +217,20 @@ class Field:
 _S, _F, _I, _B = pa.string(), pa.float64(), pa.int64(), pa.bool_()
 
 REPORT_FIELDS: tuple[Field, ...] = (
-    Field("source", _S, "", "input file name (a live profile: the chrome trace it saved, REPORT.trace.json.gz)", True),
+    Field("source", _S, "",
+          "input file name (a live profile: the chrome trace it saved, REPORT.trace.json.gz)", True),
     Field("kernel_id", _I, "", "launch ID within the source (first ID of the group when aggregated)"),
     Field("launches", _I, "count", "launches merged into this row (1 unless --aggregate)"),
-    Field("kind", _S, "", "what the row times: kernel, memcpy or memset (GPU activities; copies and sets are never "
-          "classified), or cpu_op (an op call of a CPU profile)", True),
+    Field("kind", _S, "", "what the row times: kernel, memcpy or memset (GPU activities; copies and sets are "
+          "never classified), or cpu_op (an op call of a CPU profile)", True),
     Field("kernel_name", _S, "", "kernel name as the profiler printed it", True),
     Field("function", _S, "", "short function name (no return type, templates or parameters)", True),
     Field("op", _S, "", "framework op that launched the kernel (e.g. aten::mm), when known", True),
     Field("input_shapes", _S, "", "the op's input shapes, when known"),
     Field("module", _S, "", "nn.Module qualified name, when known", True),
     Field("device", _S, "", "device name", True),
-    Field("device_id", _I, "", "device index, when known (a trace's GPU: overlapping kernels are counted once per "
-          "device in the GPU's busy time)"),
+    Field("device_id", _I, "", "device index, when known (a trace's GPU: overlapping kernels are counted "
+          "once per device in the GPU's busy time)"),
     Field("cc", _S, "", "compute capability", True),
     Field("host", _S, "", "host name, when known", True),
     Field("process_id", _I, "", "OS process ID, when known"),
@@ -229,10 +239,10 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("stream", _I, "", "CUDA stream ID, when known"),
     Field("nvtx_path", _S, "", "enclosing NVTX ranges, outermost first, joined with '/'", True),
     Field("step", _I, "", "training step the kernel ran in, counted from 1: the step marks of a torch trace "
-          "(nsroof.step() or optimizer steps), else the N of the innermost `ProfilerStep#N` / `step N` NVTX range; "
-          "null when the input marks no steps"),
-    Field("start_us", _F, "µs", "when the kernel started on the GPU, on the trace's clock (torch traces; NaN for "
-          "exports that record none, and for launches merged by --aggregate)"),
+          "(nsroof.step() or optimizer steps), else the N of the innermost `ProfilerStep#N` / `step N` NVTX "
+          "range; null when the input marks no steps"),
+    Field("start_us", _F, "µs", "when the kernel started on the GPU, on the trace's clock (torch traces; NaN "
+          "for exports that record none, and for launches merged by --aggregate)"),
     Field("duration_s", _F, "s", "kernel duration (sum over merged launches)"),
     Field("duration_source", _S, "", "metric or formula that gave duration_s", True),
     Field("flops", _F, "FLOP", "all floating-point operations: fp64 + fp32 + fp16 + tensor"),
@@ -241,14 +251,16 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("flops_fp16", _F, "FLOP", "FP16 operations on CUDA cores (HFMA2 = 4, HADD2/HMUL2 = 2)"),
     Field("flops_tensor", _F, "FLOP", "tensor-core operations (dense + sparse)"),
     Field("flops_source", _S, "", "metrics or formula that gave the FLOP counts", True),
-    Field("precision", _S, "", "precision carrying most FLOPs: fp64, fp32, fp16, tensor ('' when no FLOPs)", True),
+    Field("precision", _S, "",
+          "precision carrying most FLOPs: fp64, fp32, fp16, tensor ('' when no FLOPs)", True),
     Field("peak_flop_per_s", _F, "FLOP/s", "compute roof of that precision"),
-    Field("level", _S, "", "memory level: dram, l2 or l1; link for a collective costed by its formula (its bus bytes "
-          "over the GPU's interconnect, in place of its dram row)", True),
+    Field("level", _S, "", "memory level: dram, l2 or l1; link for a collective costed by its formula (its "
+          "bus bytes over the GPU's interconnect, in place of its dram row)", True),
     Field("bytes", _F, "byte", "bytes moved at this level"),
-    Field("bytes_source", _S, "", "metric or formula that gave bytes (e.g. dram__bytes.sum, analytic:gemm)", True),
-    Field("bandwidth_bytes_per_s", _F, "byte/s", "bandwidth roof of this level (link: the interconnect's per GPU "
-          "per direction, from the datasheet)"),
+    Field("bytes_source", _S, "",
+          "metric or formula that gave bytes (e.g. dram__bytes.sum, analytic:gemm)", True),
+    Field("bandwidth_bytes_per_s", _F, "byte/s", "bandwidth roof of this level (link: the interconnect's per "
+          "GPU per direction, from the datasheet)"),
     Field("intensity", _F, "FLOP/byte", "arithmetic intensity = flops / bytes"),
     Field("ridge", _F, "FLOP/byte", "ridge point = peak_flop_per_s / bandwidth_bytes_per_s"),
     Field("attainable_flop_per_s", _F, "FLOP/s", "min(peak_flop_per_s, intensity * bandwidth_bytes_per_s)"),
@@ -258,22 +270,25 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("time_floor_s", _F, "s", "max(flops / peak_flop_per_s, bytes / bandwidth_bytes_per_s)"),
     Field("roof_fraction", _F, "1", "achieved / attainable: achieved_flop_per_s / attainable_flop_per_s, "
           "or achieved_bytes_per_s / bandwidth when the kernel has no FLOPs"),
-    Field("limiting", _S, "", "what sets this kernel's time floor: the level with the largest bytes / bandwidth, "
-          "or 'compute' when flops / peak is at least every level's memory time ('' unless every level and the "
-          "compute floor are known)", True),
+    Field("limiting", _S, "", "what sets this kernel's time floor: the level with the largest bytes / "
+          "bandwidth, or 'compute' when flops / peak is at least every level's memory time ('' unless every "
+          "level and the compute floor are known)", True),
     Field("above_roof", _B, "", "achieved exceeds a roof by more than 5% (a counting or unit error)"),
-    Field("above_roof_cause", _S, "", "the likely cause of above_roof at this level: a cache serving a working set "
-          "that fits it (DRAM), a roof of another counter (L2, L1), FLOPs counted above what ran; '' when not above", True),
-    Field("ceiling_source", _S, "", "where the roofs came from: ncu:<metrics>, spec:<machine>, measured:<file>, file:<path>", True),
-    Field("missing", _S, "", "metric names whose absence left a quantity NaN, comma-separated ('' when none)"),
+    Field("above_roof_cause", _S, "", "the likely cause of above_roof at this level: a cache serving a "
+          "working set that fits it (DRAM), a roof of another counter (L2, L1), FLOPs counted above what "
+          "ran; '' when not above", True),
+    Field("ceiling_source", _S, "",
+          "where the roofs came from: ncu:<metrics>, spec:<machine>, measured:<file>, file:<path>", True),
+    Field("missing", _S, "",
+          "metric names whose absence left a quantity NaN, comma-separated ('' when none)"),
     # The measured-vs-compulsory join (nsroof analyze --ledger); NaN / '' when no formula matched.
     Field("ledger_op", _S, "", "ledger formula matched to this kernel, with its shape", True),
     Field("expected_flops", _F, "FLOP", "FLOPs the ledger formula says the op must do"),
     Field("min_bytes", _F, "byte", "compulsory DRAM bytes from the ledger formula (link row: its bus bytes)"),
     Field("flop_ratio", _F, "1", "flops / expected_flops"),
     Field("excess_traffic", _F, "1", "DRAM bytes / min_bytes"),
-    Field("ideal_time_s", _F, "s", "max(expected_flops / peak_flop_per_s, min_bytes / DRAM bandwidth); link row: / "
-          "the interconnect bandwidth"),
+    Field("ideal_time_s", _F, "s", "max(expected_flops / peak_flop_per_s, min_bytes / DRAM bandwidth); link "
+          "row: / the interconnect bandwidth"),
     Field("headroom", _F, "1", "duration_s / ideal_time_s"),
 )
 
@@ -290,30 +305,34 @@ def _quantity_fields() -> tuple[Field, ...]:
         *(Field(f"flops_{p}", _F, "FLOP", f"{p} operations") for p in PRECISIONS),
         Field("flops", _F, "FLOP", "sum of the precisions that could be computed"),
         Field("flops_source", _S, "", "formulas that gave the FLOP counts"),
-        Field("flops_estimated", _B, "", "a FLOP count is an estimate (tensor-pipe instructions x FLOP per instruction)"),
+        Field("flops_estimated", _B, "",
+              "a FLOP count is an estimate (tensor-pipe instructions x FLOP per instruction)"),
     ]
     for lv in LEVELS:
         out += [Field(f"bytes_{lv}", _F, "byte", f"bytes moved at {lv}"),
                 Field(f"bytes_source_{lv}", _S, "", f"metric or formula that gave bytes_{lv}")]
     for p in PRECISIONS:
-        out += [Field(f"peak_flop_per_s_{p}", _F, "FLOP/s", f"{p} compute roof from the export ('ncu' ceilings)"),
+        out += [Field(f"peak_flop_per_s_{p}", _F, "FLOP/s",
+                      f"{p} compute roof from the export ('ncu' ceilings)"),
                 Field(f"ceiling_source_{p}", _S, "", f"formula of peak_flop_per_s_{p} ('' when none)")]
     for lv in LEVELS:
         out += [Field(f"bandwidth_bytes_per_s_{lv}", _F, "byte/s", f"{lv} bandwidth roof from the export"),
-                Field(f"ceiling_source_{lv}", _S, "", f"formula of bandwidth_bytes_per_s_{lv} ('' when none)")]
+                Field(f"ceiling_source_{lv}", _S, "",
+                      f"formula of bandwidth_bytes_per_s_{lv} ('' when none)")]
     out += [Field(f"missing_{q}", _S, "", f"metric names whose absence left {q} NaN")
             for q in ("duration", "flops", *LEVELS)]
     out += [Field(f"flops_source_{p}", _S, "", f"formula behind flops_{p} ('' when NaN)") for p in PRECISIONS]
     out += [
-        Field("flops_partial", _B, "", "flops is a lower bound: some precisions or terms are missing (named in "
-              "missing_flops or the source)"),
-        Field("tensor_inst", _F, "instruction", "tensor-pipe instructions behind an estimated flops_tensor (NaN "
-              "otherwise): the report re-picks the instruction shape against the roof"),
+        Field("flops_partial", _B, "", "flops is a lower bound: some precisions or terms are missing (named "
+              "in missing_flops or the source)"),
+        Field("tensor_inst", _F, "instruction", "tensor-pipe instructions behind an estimated flops_tensor "
+              "(NaN otherwise): the report re-picks the instruction shape against the roof"),
         Field("tensor_cycles_active", _F, "cycle", "tensor-pipe busy cycles summed over SMs, when collected"),
         *(Field(f"clock_hz_{unit}", _F, "Hz", f"{unit} clock the export recorded (NaN when not): datasheet "
                 "ceilings are computed at it") for unit in ("sm", "dram", "l2", "l1")),
         Field("flops_tensor_sparse", _F, "FLOP", "tensor FLOPs run with 2:4 sparsity (NaN when not split)"),
-        Field("tensor_metric", _S, "", "sm__ops_path_tensor_* metric carrying most tensor FLOPs ('' when none)"),
+        Field("tensor_metric", _S, "",
+              "sm__ops_path_tensor_* metric carrying most tensor FLOPs ('' when none)"),
     ]
     return tuple(out)
 
@@ -323,8 +342,9 @@ QUANTITY_FIELDS: tuple[Field, ...] = _quantity_fields()
 ANALYTIC_QUANTITY_FIELDS: tuple[Field, ...] = (
     Field("tensor_dtype", _S, "", "dtype of the tensor roof an analytic cost states ('' when none)"),
     Field("ledger_label", _S, "", "the analytic formula with its shape that gave flops ('' when none)"),
-    Field("bytes_link", _F, "byte", "bytes a collective moves over the GPU's links, from its formula (nccl-tests bus "
-          "bytes; NaN for other kernels): the report judges them against the interconnect, level 'link'"),
+    Field("bytes_link", _F, "byte", "bytes a collective moves over the GPU's links, from its formula "
+          "(nccl-tests bus bytes; NaN for other kernels): the report judges them against the interconnect, "
+          "level 'link'"),
     Field("bytes_source_link", _S, "", "formula that gave bytes_link ('' when none)"),
 )
 QUANTITY_COLUMNS: list[str] = [f.name for f in QUANTITY_FIELDS]
@@ -337,14 +357,17 @@ COLUMNS: list[str] = [f.name for f in REPORT_FIELDS]
 # single report cannot know. Every identity value is a typed file column, never a folder-name key.
 DATASET_FIELDS: tuple[Field, ...] = (
     *REPORT_FIELDS,
-    Field("rank", _I, "", "rank of the input's process in its distributed job (null when no evidence names it)"),
+    Field("rank", _I, "",
+          "rank of the input's process in its distributed job (null when no evidence names it)"),
 )
 DATASET_COLUMNS: list[str] = [f.name for f in DATASET_FIELDS]
 
 
-def arrow_schema(metadata: dict[bytes, bytes] | None = None, fields: tuple[Field, ...] = REPORT_FIELDS) -> pa.Schema:
+def arrow_schema(metadata: dict[bytes, bytes] | None = None,
+                 fields: tuple[Field, ...] = REPORT_FIELDS) -> pa.Schema:
     fields_ = [
-        pa.field(f.name, f.type, nullable=True, metadata={b"unit": f.unit.encode(), b"description": f.description.encode()})
+        pa.field(f.name, f.type, nullable=True,
+                 metadata={b"unit": f.unit.encode(), b"description": f.description.encode()})
         for f in fields
     ]
     return pa.schema(fields_, metadata=metadata)
@@ -352,7 +375,8 @@ def arrow_schema(metadata: dict[bytes, bytes] | None = None, fields: tuple[Field
 
 def render_markdown() -> str:
     """The README's schema table, generated from REPORT_FIELDS (tests keep the README in step)."""
-    rows = [(f"`{f.name}`", f"{f.type}" + (" (categorical)" if f.categorical else ""), f.unit or "—", f.description)
+    rows = [(f"`{f.name}`", f"{f.type}" + (" (categorical)" if f.categorical else ""), f.unit or "—",
+             f.description)
             for f in REPORT_FIELDS]
     return "\n".join(markdown.table(["column", "type", "unit", "meaning"], rows))
 

@@ -85,7 +85,8 @@ def _word(unit: str, part: str) -> tuple[float, str]:
     part = part.strip()
     if part in _WORDS:
         return _WORDS[part]
-    if len(part) > 1 and part[0] in _PREFIXES and part[1:] in _WORDS and _WORDS[part[1:]][1] not in ("", "%", "second"):
+    if (len(part) > 1 and part[0] in _PREFIXES and part[1:] in _WORDS
+            and _WORDS[part[1:]][1] not in ("", "%", "second")):
         factor, base = _WORDS[part[1:]]
         return _PREFIXES[part[0]] * factor, base
     raise UnknownUnitError(unit, part)
@@ -136,8 +137,8 @@ def human_time(seconds: float | None, *, decimals: int | None = None) -> str:
 
 
 def human_bytes(n: float | None) -> str:
-    """The one byte-size formatter, in binary units as caches and buffers are sized: human_bytes(48 * 2**20) ==
-    '48 MiB', human_bytes(1.5 * 2**10) == '1.5 KiB', below 1 KiB whole bytes; None is '—'."""
+    """The one byte-size formatter, in binary units as caches and buffers are sized: human_bytes(48 * 2**20)
+    == '48 MiB', human_bytes(1.5 * 2**10) == '1.5 KiB', below 1 KiB whole bytes; None is '—'."""
     if n is None:
         return "—"
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
@@ -166,7 +167,8 @@ def human_si(value: float | None, unit: str = "", *, digits: int = 3) -> str:
 
 
 def human_si_range(low: float, high: float, unit: str = "") -> str:
-    """Both ends with the prefix of the higher one: human_si_range(1.9e13, 2e13, 'FLOP/s') == '19–20 TFLOP/s'."""
+    """Both ends with the prefix of the higher one:
+    human_si_range(1.9e13, 2e13, 'FLOP/s') == '19–20 TFLOP/s'."""
     finite = all(v == v and v not in (float("inf"), float("-inf")) for v in (low, high))
     if not finite or human_si(low, unit) == human_si(high, unit):
         return human_si(high, unit)  # equal at the precision shown

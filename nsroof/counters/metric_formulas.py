@@ -130,8 +130,8 @@ _FLOP_OPS: dict[str, tuple[tuple[float, str], ...]] = {
     "fp16": ((2, "hadd"), (2, "hmul"), (4, "hfma")),
 }
 # ncu's derived__smsp__…_x2/_x4 metrics = the per-cycle count already multiplied by the FLOP factor.
-_DERIVED_SUFFIX: dict[str, str] = {"dadd": "", "dmul": "", "dfma": "_x2", "fadd": "", "fmul": "", "ffma": "_x2",
-                                   "hadd": "_x2", "hmul": "_x2", "hfma": "_x4"}
+_DERIVED_SUFFIX: dict[str, str] = {"dadd": "", "dmul": "", "dfma": "_x2", "fadd": "", "fmul": "",
+                                   "ffma": "_x2", "hadd": "_x2", "hmul": "_x2", "hfma": "_x4"}
 _PEAK_OP: dict[str, tuple[str, int]] = {"fp64": ("dfma", 2), "fp32": ("ffma", 2), "fp16": ("hfma", 4)}
 
 
@@ -153,14 +153,19 @@ def _flop_formulas(p: str) -> list[CounterFormula]:
               for u in ("sm", "smsp")]
     per_cycle = tuple((c, _sass("smsp", op, ".per_cycle_elapsed")) for c, op in ops)
     # derived__smsp__…_x2 already holds the factor: coefficient 1 for those terms
-    derived = tuple((1.0, _derived_smsp(op)) if _DERIVED_SUFFIX[op] else (c, _sass("smsp", op, ".per_cycle_elapsed"))
+    derived = tuple((1.0, _derived_smsp(op)) if _DERIVED_SUFFIX[op]
+                    else (c, _sass("smsp", op, ".per_cycle_elapsed"))
                     for c, op in ops)
     sm_per_cycle = tuple((c, _sass("sm", op, ".per_cycle_elapsed")) for c, op in ops)
     rates = [
-        CounterFormula(q, per_cycle, times=("smsp__cycles_elapsed.avg",), source="[S1] achieved work × elapsed cycles"),
-        CounterFormula(q, per_cycle, times=("smsp__cycles_elapsed.avg.per_second", DURATION), source="[S1] achieved FLOP/s × duration"),
-        CounterFormula(q, derived, times=("smsp__cycles_elapsed.avg",), source="[S1] derived__smsp__… variant"),
-        CounterFormula(q, derived, times=("smsp__cycles_elapsed.avg.per_second", DURATION), source="[S1] derived__smsp__… variant"),
+        CounterFormula(q, per_cycle, times=("smsp__cycles_elapsed.avg",),
+                       source="[S1] achieved work × elapsed cycles"),
+        CounterFormula(q, per_cycle, times=("smsp__cycles_elapsed.avg.per_second", DURATION),
+                       source="[S1] achieved FLOP/s × duration"),
+        CounterFormula(q, derived, times=("smsp__cycles_elapsed.avg",),
+                       source="[S1] derived__smsp__… variant"),
+        CounterFormula(q, derived, times=("smsp__cycles_elapsed.avg.per_second", DURATION),
+                       source="[S1] derived__smsp__… variant"),
         CounterFormula(q, sm_per_cycle, times=("sm__cycles_elapsed.avg",), source="[S1] (sm__ unit)"),
     ]
     return totals + rates
@@ -173,27 +178,28 @@ def _flop_peak_formulas(p: str) -> list[CounterFormula]:
     out = [
         CounterFormula(q, ((factor, _sass("sm", op, ".peak_sustained")),), times=(clock,), source="[S1]",
                 collect=("roofline",)),
-        CounterFormula(q, ((1, f"derived__sm__sass_thread_inst_executed_op_{op}_pred_on_x{factor}"),), times=(clock,),
-                source="[S1] derived__sm__… = peak_sustained × factor"),
+        CounterFormula(q, ((1, f"derived__sm__sass_thread_inst_executed_op_{op}_pred_on_x{factor}"),),
+                times=(clock,), source="[S1] derived__sm__… = peak_sustained × factor"),
     ]
     if p == "fp16":
         # ncu ≤ 2023 exported derived__sm__…hfma_pred_on_x2 (HFMA counted 2); × 2 restores ncu's current 4.
-        out.append(CounterFormula(q, ((2, "derived__sm__sass_thread_inst_executed_op_hfma_pred_on_x2"),), times=(clock,),
+        out.append(CounterFormula(q, ((2, "derived__sm__sass_thread_inst_executed_op_hfma_pred_on_x2"),),
+                           times=(clock,),
                            source="older ncu derived metric (HFMA = 2), rescaled to HFMA2 = 4"))
     return out
 
 
-def _bytes(level: str, definition: str, terms: tuple[tuple[float, str], ...], *, times: tuple[str, ...] = (),
-           source: str, collect: tuple[str, ...] = (), cc_max: float | None = None,
-           lower_bound: str = "") -> CounterFormula:
-    return CounterFormula(f"bytes_{level}", terms, times=times, definition=definition, source=source, collect=collect,
-                          cc_max=cc_max, lower_bound=lower_bound)
+def _bytes(level: str, definition: str, terms: tuple[tuple[float, str], ...], *,
+           times: tuple[str, ...] = (), source: str, collect: tuple[str, ...] = (),
+           cc_max: float | None = None, lower_bound: str = "") -> CounterFormula:
+    return CounterFormula(f"bytes_{level}", terms, times=times, definition=definition, source=source,
+                          collect=collect, cc_max=cc_max, lower_bound=lower_bound)
 
 
 def _bw(level: str, definition: str, terms: tuple[tuple[float, str], ...], clock: str, *, source: str,
         collect: tuple[str, ...] = (), cc_max: float | None = None) -> CounterFormula:
-    return CounterFormula(f"bandwidth_bytes_per_s_{level}", terms, times=(clock,), definition=definition, source=source,
-                   collect=collect, cc_max=cc_max)
+    return CounterFormula(f"bandwidth_bytes_per_s_{level}", terms, times=(clock,), definition=definition,
+                   source=source, collect=collect, cc_max=cc_max)
 
 
 _ONE = 1.0
@@ -207,69 +213,89 @@ _RM = ("roofline", "minimal")
 FORMULAS: tuple[CounterFormula, ...] = (
     # duration -----------------------------------------------------------------------------
     CounterFormula("duration_s", ((_ONE, "gpu__time_duration.sum"),), source="ncu Duration", collect=_RM),
-    CounterFormula("duration_s", ((_ONE, "sm__cycles_elapsed.avg"),), divide_by=("sm__cycles_elapsed.avg.per_second",),
-            source="[S2] NERSC time", collect=_R),
-    CounterFormula("duration_s", ((_ONE, "smsp__cycles_elapsed.avg"),), divide_by=("smsp__cycles_elapsed.avg.per_second",),
-            source="[S2] with the smsp__ unit"),
+    CounterFormula("duration_s", ((_ONE, "sm__cycles_elapsed.avg"),),
+            divide_by=("sm__cycles_elapsed.avg.per_second",), source="[S2] NERSC time", collect=_R),
+    CounterFormula("duration_s", ((_ONE, "smsp__cycles_elapsed.avg"),),
+            divide_by=("smsp__cycles_elapsed.avg.per_second",), source="[S2] with the smsp__ unit"),
     # FLOPs on CUDA cores ---------------------------------------------------------------------
     *_flop_formulas("fp64"),
     *_flop_formulas("fp32"),
     *_flop_formulas("fp16"),
     # FLOPs on tensor cores -------------------------------------------------------------------
-    CounterFormula("flops_tensor", kind="tensor_ops", tensor_suffix=".sum", source="[S1] tensor section", collect=_R),
+    CounterFormula("flops_tensor", kind="tensor_ops", tensor_suffix=".sum", source="[S1] tensor section",
+            collect=_R),
     CounterFormula("flops_tensor", kind="tensor_ops", tensor_suffix=".sum.per_cycle_elapsed",
             times=("sm__cycles_elapsed.avg",), source="[S1] achieved ops/cycle × elapsed cycles"),
     CounterFormula("flops_tensor", kind="tensor_ops", tensor_suffix=".sum.per_cycle_elapsed",
             times=("sm__cycles_elapsed.avg.per_second", DURATION), source="[S1] achieved ops/s × duration"),
-    CounterFormula("flops_tensor", ((_ONE, "sm__inst_executed_pipe_tensor.sum"),), times=(TENSOR_FLOP_PER_INST,),
-            kind="tensor_estimate", estimated=True, source="[S2] one instruction shape per architecture (estimate)"),
-    CounterFormula("flops_tensor", ((_ONE, "smsp__inst_executed_pipe_tensor.sum"),), times=(TENSOR_FLOP_PER_INST,),
-            kind="tensor_estimate", estimated=True, source="[S2] one instruction shape per architecture (estimate)"),
+    CounterFormula("flops_tensor", ((_ONE, "sm__inst_executed_pipe_tensor.sum"),),
+            times=(TENSOR_FLOP_PER_INST,), kind="tensor_estimate", estimated=True,
+            source="[S2] one instruction shape per architecture (estimate)"),
+    CounterFormula("flops_tensor", ((_ONE, "smsp__inst_executed_pipe_tensor.sum"),),
+            times=(TENSOR_FLOP_PER_INST,), kind="tensor_estimate", estimated=True,
+            source="[S2] one instruction shape per architecture (estimate)"),
     # DRAM bytes --------------------------------------------------------------------------------
     _bytes("dram", "dram", ((_ONE, "dram__bytes.sum"),), source="[S2]", collect=_RM),
-    _bytes("dram", "dram", ((_ONE, "dram__bytes_read.sum"), (_ONE, "dram__bytes_write.sum")), source="libnvperf split"),
-    _bytes("dram", "dram", ((_ONE, "dram__bytes_op_read.sum"), (_ONE, "dram__bytes_op_write.sum")), source="[S5]"),
-    _bytes("dram", "dram", ((_ONE, "dram__bytes.sum.per_second"),), times=(DURATION,), source="[S1] achieved × duration"),
-    _bytes("dram", "dram", ((_ONE, "dram__bytes_read.sum.per_second"), (_ONE, "dram__bytes_write.sum.per_second")),
+    _bytes("dram", "dram", ((_ONE, "dram__bytes_read.sum"), (_ONE, "dram__bytes_write.sum")),
+           source="libnvperf split"),
+    _bytes("dram", "dram", ((_ONE, "dram__bytes_op_read.sum"), (_ONE, "dram__bytes_op_write.sum")),
+           source="[S5]"),
+    _bytes("dram", "dram", ((_ONE, "dram__bytes.sum.per_second"),), times=(DURATION,),
+           source="[S1] achieved × duration"),
+    _bytes("dram", "dram",
+           ((_ONE, "dram__bytes_read.sum.per_second"), (_ONE, "dram__bytes_write.sum.per_second")),
            times=(DURATION,), source="libnvperf split × duration"),
     _bytes("dram", "dram", ((32, "dram__sectors_read.sum"), (32, "dram__sectors_write.sum")), source="[S3]"),
     _bytes("dram", "dram", ((32, "dram__sectors.sum"),), source="[S3]"),
     # read counters without their write twins: what DRAM moved at least (PARTIAL_RULES)
     _bytes("dram", "dram", ((_ONE, "dram__bytes_read.sum"),), source="libnvperf split, read half",
            lower_bound=_NO_WRITES),
-    _bytes("dram", "dram", ((_ONE, "dram__bytes_op_read.sum"),), source="[S5] read half", lower_bound=_NO_WRITES),
-    _bytes("dram", "dram", ((32, "dram__sectors_read.sum"),), source="[S3] read half", lower_bound=_NO_WRITES),
+    _bytes("dram", "dram", ((_ONE, "dram__bytes_op_read.sum"),), source="[S5] read half",
+           lower_bound=_NO_WRITES),
+    _bytes("dram", "dram", ((32, "dram__sectors_read.sum"),), source="[S3] read half",
+           lower_bound=_NO_WRITES),
     # L2 bytes ------------------------------------------------------------------------------------
     _bytes("l2", "lts__t", ((_ONE, "lts__t_bytes.sum"),), source="[S2]", collect=_R),
-    _bytes("l2", "lts__t", ((_ONE, "lts__t_bytes.sum.per_second"),), times=(DURATION,), source="ncu ≤2021 roofline × duration"),
+    _bytes("l2", "lts__t", ((_ONE, "lts__t_bytes.sum.per_second"),), times=(DURATION,),
+           source="ncu ≤2021 roofline × duration"),
     _bytes("l2", "lts2xbar", ((32, "lts__lts2xbar_cycles_active.sum"),), source="[S4]"),
     _bytes("l2", "lts2xbar", ((_ONE, "derived__lts__lts2xbar_bytes.sum.per_second"),), times=(DURATION,),
            source="[S1] [S4] achieved × duration"),
-    _bytes("l2", "lts2xbar", ((32, "lts__lts2xbar_cycles_active.sum.per_second"),), times=(DURATION,), source="[S4]"),
+    _bytes("l2", "lts2xbar", ((32, "lts__lts2xbar_cycles_active.sum.per_second"),), times=(DURATION,),
+           source="[S4]"),
     _bytes("l2", "lts__t", ((32, "lts__t_sectors.sum"),), source="[S3]"),
     _bytes("l2", "lts__t", ((32, "lts__t_sectors.sum.per_second"),), times=(DURATION,), source="[S3]"),
     # L1 bytes ------------------------------------------------------------------------------------
     _bytes("l1", "l1tex__t", ((_ONE, "l1tex__t_bytes.sum"),), source="[S2]", collect=_R),
-    _bytes("l1", "l1tex__t", ((_ONE, "l1tex__t_bytes.sum.per_second"),), times=(DURATION,), source="ncu ≤2021 roofline × duration"),
-    _bytes("l1", "lsu_lgds", ((128, "l1tex__lsu_writeback_active_mem_lgds.sum"),), source="[S4] CC ≥ 9.0"),
+    _bytes("l1", "l1tex__t", ((_ONE, "l1tex__t_bytes.sum.per_second"),), times=(DURATION,),
+           source="ncu ≤2021 roofline × duration"),
+    _bytes("l1", "lsu_lgds", ((128, "l1tex__lsu_writeback_active_mem_lgds.sum"),),
+           source="[S4] CC ≥ 9.0"),
     _bytes("l1", "lsu_lgds", ((_ONE, "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second"),),
            times=(DURATION,), source="[S1] [S4] achieved × duration"),
     _bytes("l1", "lsu_lg", ((128, "l1tex__lsu_writeback_active_mem_lg.sum"),), source="[S4] CC 7.5–8.9"),
     _bytes("l1", "lsu_lg", ((_ONE, "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.per_second"),),
            times=(DURATION,), source="[S1] [S4] achieved × duration"),
     _bytes("l1", "l1tex__t", ((32, "l1tex__t_sectors.sum"),), source="[S3]"),
-    _bytes("l1", "lsu", ((128, "l1tex__lsu_writeback_active.sum"),), source="[S4] CC ≤ 7.2", cc_max=7.2),
+    _bytes("l1", "lsu", ((128, "l1tex__lsu_writeback_active.sum"),), source="[S4] CC ≤ 7.2",
+           cc_max=7.2),
     # the clocks the export recorded: datasheet ceilings are scaled to them (roofs.machines.at_clocks) -
-    CounterFormula("clock_hz_sm", ((_ONE, "sm__cycles_elapsed.avg.per_second"),), source="[S1] the SM clock of ncu's FLOP roofs"),
-    CounterFormula("clock_hz_sm", ((_ONE, "smsp__cycles_elapsed.avg.per_second"),), source="[S1] (smsp__ unit, same clock)"),
-    CounterFormula("clock_hz_dram", ((_ONE, "dram__cycles_elapsed.avg.per_second"),), source="[S1] the clock of ncu's DRAM roof"),
-    CounterFormula("clock_hz_l2", ((_ONE, "lts__cycles_elapsed.avg.per_second"),), source="[S1] the clock of ncu's L2 roof"),
-    CounterFormula("clock_hz_l1", ((_ONE, "l1tex__cycles_elapsed.avg.per_second"),), source="[S1] the clock of ncu's L1 roof"),
+    CounterFormula("clock_hz_sm", ((_ONE, "sm__cycles_elapsed.avg.per_second"),),
+                   source="[S1] the SM clock of ncu's FLOP roofs"),
+    CounterFormula("clock_hz_sm", ((_ONE, "smsp__cycles_elapsed.avg.per_second"),),
+                   source="[S1] (smsp__ unit, same clock)"),
+    CounterFormula("clock_hz_dram", ((_ONE, "dram__cycles_elapsed.avg.per_second"),),
+                   source="[S1] the clock of ncu's DRAM roof"),
+    CounterFormula("clock_hz_l2", ((_ONE, "lts__cycles_elapsed.avg.per_second"),),
+                   source="[S1] the clock of ncu's L2 roof"),
+    CounterFormula("clock_hz_l1", ((_ONE, "l1tex__cycles_elapsed.avg.per_second"),),
+                   source="[S1] the clock of ncu's L1 roof"),
     # compute ceilings from the export ---------------------------------------------------------
     *_flop_peak_formulas("fp64"),
     *_flop_peak_formulas("fp32"),
     *_flop_peak_formulas("fp16"),
-    CounterFormula("peak_flop_per_s_tensor", kind="tensor_peak", times=("sm__cycles_elapsed.avg.per_second",),
+    CounterFormula("peak_flop_per_s_tensor", kind="tensor_peak",
+            times=("sm__cycles_elapsed.avg.per_second",),
             source="[S1] tensor section, metric of the kernel's dominant tensor path", collect=_R),
     # bandwidth ceilings from the export: same definition as the bytes they divide -------------
     _bw("dram", "dram", ((_ONE, "dram__bytes.sum.peak_sustained"),), "dram__cycles_elapsed.avg.per_second",
@@ -283,9 +309,12 @@ FORMULAS: tuple[CounterFormula, ...] = (
     _bw("l2", "lts__t", ((32, "lts__t_sectors.sum.peak_sustained"),), "lts__cycles_elapsed.avg.per_second",
         source="[S3]"),
     # --set full carries the per-slice peak only: × the slice count (ncu's pct_of_peak agrees)
-    CounterFormula("bandwidth_bytes_per_s_l2", ((32, "lts__t_sectors.avg.peak_sustained"),), definition="lts__t",
-                   times=("device__attribute_l2s_count", "lts__cycles_elapsed.avg.per_second"), source="[S3] per slice"),
-    _bw("l1", "l1tex__t", ((_ONE, "l1tex__t_bytes.sum.peak_sustained"),), "l1tex__cycles_elapsed.avg.per_second",
+    CounterFormula("bandwidth_bytes_per_s_l2", ((32, "lts__t_sectors.avg.peak_sustained"),),
+                   definition="lts__t",
+                   times=("device__attribute_l2s_count", "lts__cycles_elapsed.avg.per_second"),
+                   source="[S3] per slice"),
+    _bw("l1", "l1tex__t", ((_ONE, "l1tex__t_bytes.sum.peak_sustained"),),
+        "l1tex__cycles_elapsed.avg.per_second",
         source="ncu 2020.1 hierarchical section", collect=_R),
     _bw("l1", "lsu_lgds", ((_ONE, "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained"),),
         "l1tex__cycles_elapsed.avg.per_second", source="[S1] [S4]"),
@@ -295,9 +324,11 @@ FORMULAS: tuple[CounterFormula, ...] = (
         "l1tex__cycles_elapsed.avg.per_second", source="[S1] [S4]"),
     _bw("l1", "lsu_lg", ((128, "l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained"),),
         "l1tex__cycles_elapsed.avg.per_second", source="[S1] [S4]"),
-    _bw("l1", "l1tex__t", ((32, "l1tex__t_sectors.sum.peak_sustained"),), "l1tex__cycles_elapsed.avg.per_second",
+    _bw("l1", "l1tex__t", ((32, "l1tex__t_sectors.sum.peak_sustained"),),
+        "l1tex__cycles_elapsed.avg.per_second",
         source="[S3]"),
-    CounterFormula("bandwidth_bytes_per_s_l1", ((32, "l1tex__t_sectors.avg.peak_sustained"),), definition="l1tex__t",
+    CounterFormula("bandwidth_bytes_per_s_l1", ((32, "l1tex__t_sectors.avg.peak_sustained"),),
+                   definition="l1tex__t",
                    times=("device__attribute_multiprocessor_count", "l1tex__cycles_elapsed.avg.per_second"),
                    source="[S3] per SM"),
     _bw("l1", "lsu", ((128, "l1tex__lsu_writeback_active.sum.peak_sustained"),),
@@ -367,7 +398,8 @@ _FLOPS_PATTERN = re.compile(r"^((sm|smsp)__sass_thread_inst_executed_op_|sm__ops
 def lacking_roofline_counters(columns: Iterable[object]) -> list[str]:
     """Which of 'byte' and 'FLOP' counters an export's metric columns hold none of ([]: it has both)."""
     cols = [str(c) for c in columns]
-    has = {"byte": any(_BYTES_PATTERN.match(c) for c in cols), "FLOP": any(_FLOPS_PATTERN.match(c) for c in cols)}
+    has = {"byte": any(_BYTES_PATTERN.match(c) for c in cols),
+           "FLOP": any(_FLOPS_PATTERN.match(c) for c in cols)}
     return [kind for kind, present in has.items() if not present]
 
 
@@ -406,15 +438,18 @@ _QUANTITY_TITLES: dict[str, str] = {
 PARTIAL_RULES: tuple[tuple[str, str, str], ...] = (
     ("DRAM read counter without its write twin (`dram__bytes_read.sum`, `dram__bytes_op_read.sum`, "
      "`dram__sectors_read.sum`)", "lower bound",
-     "`bytes` at DRAM = the reads; `bytes_source` ends `(lower bound: DRAM reads only, no write counter collected)`"),
+     "`bytes` at DRAM = the reads; `bytes_source` ends "
+     "`(lower bound: DRAM reads only, no write counter collected)`"),
     ("some terms of a CUDA-core precision (e.g. HFMA without HADD/HMUL)", "lower bound",
-     "`flops_<precision>` = the terms present; `flops_source` ends `(lower bound: lacks …)`; `flops_partial`"),
+     "`flops_<precision>` = the terms present; `flops_source` ends `(lower bound: lacks …)`; "
+     "`flops_partial`"),
     ("one or two CUDA-core precisions absent (e.g. only FFMA/FADD/FMUL collected)", "lower bound",
      "`flops` = the precisions present; the absent ones' counters are named in `missing`; `flops_partial`"),
     ("no CUDA-core FP counter at all (FP64, FP32, FP16), tensor counter > 0", "lower bound",
      "`flops` = the tensor FLOPs; `flops_source` ends `lower bound: no CUDA-core FP counters collected`"),
     ("no CUDA-core FP counter at all, tensor counter 0 or absent", "NaN",
-     "`flops` NaN, `bound` `unknown`, `missing` names the FP counters (never 0 FLOPs and a 'memory' verdict)"),
+     "`flops` NaN, `bound` `unknown`, `missing` names the FP counters "
+     "(never 0 FLOPs and a 'memory' verdict)"),
     ("tensor work only as `sm__inst_executed_pipe_tensor.sum`", "estimate",
      "FLOPs = instructions × the largest MMA shape of the CC that keeps them within the FP16 tensor roof at "
      "the profiled clock (and within tensor-pipe active cycles × per-cycle peak when collected); "

@@ -76,7 +76,8 @@ class _Kernels:
             return self.tensor_flop_per_inst
         if name not in self._cache:
             if name in self._present:
-                values = pd.to_numeric(self.frame[name], errors="coerce").to_numpy(dtype=_FLOAT, na_value=np.nan)
+                values = pd.to_numeric(self.frame[name], errors="coerce").to_numpy(
+                    dtype=_FLOAT, na_value=np.nan)
                 # every counter the formulas read (durations, bytes, instructions, cycles, peaks) is finite
                 # and >= 0: anything else is a damaged input, never a number to compute with
                 with np.errstate(invalid="ignore"):
@@ -167,7 +168,8 @@ def _missing_names(k: _Kernels, f: CounterFormula, rows: np.ndarray) -> np.ndarr
     else:
         codes, first = row_codes(*lacks)
         texts = np.array([", ".join(label for label, lack in zip(labels, lacks, strict=True) if lack[j])
-                          for j in first] + [""], dtype=object)  # the extra "" keeps one pattern one-dimensional
+                          # the extra "" keeps one pattern one-dimensional
+                          for j in first] + [""], dtype=object)
         out[idx] = texts[codes]
     for j in np.flatnonzero(refused):
         i = idx[j]
@@ -222,7 +224,8 @@ def _resolve(k: _Kernels, quantity: str, *, match_definition: np.ndarray | None 
             # name the factor actually used, so the number stays traceable
             for factor in np.unique(k.tensor_flop_per_inst[take]):
                 rows = take & (k.tensor_flop_per_inst == factor)
-                source[rows] = f.provenance.replace(TENSOR_FLOP_PER_INST, f"{factor:g} (FLOP/instruction at this CC)")
+                source[rows] = f.provenance.replace(TENSOR_FLOP_PER_INST,
+                                                    f"{factor:g} (FLOP/instruction at this CC)")
             zero = take & np.isnan(k.tensor_flop_per_inst)  # 0 instructions: exact whatever the factor
             source[zero] = f.provenance.replace(TENSOR_FLOP_PER_INST, "any factor (0 instructions)")
         else:
@@ -244,7 +247,8 @@ def _partial_flops(k: _Kernels, res: _Resolved, quantity: str) -> None:
             return
         # an absent counter is NaN on every row: no need to look
         present = [(c, m) for c, m in f.terms
-                   if (k.has(m) or m in (DURATION, TENSOR_FLOP_PER_INST)) and not np.isnan(k.col(m)[open_rows]).all()]
+                   if (k.has(m) or m in (DURATION, TENSOR_FLOP_PER_INST))
+                   and not np.isnan(k.col(m)[open_rows]).all()]
         if f.kind != "linear" or not present:
             continue
         present_masks = [~np.isnan(k.col(m)) for _, m in f.terms]
@@ -348,7 +352,8 @@ def _without_values(k: _Kernels) -> np.ndarray:
 # is L1 -> registers; lts__t / l1tex__t count every sector the level's tag stage served.
 READ_ONLY_DEFINITIONS: dict[str, tuple[frozenset[str], str, str]] = {
     "l2": (frozenset({"lts2xbar"}), "lts__t", "lts__t_bytes.sum or lts__t_sectors.sum"),
-    "l1": (frozenset({"lsu_lg", "lsu_lgds", "lsu"}), "l1tex__t", "l1tex__t_bytes.sum or l1tex__t_sectors.sum"),
+    "l1": (frozenset({"lsu_lg", "lsu_lgds", "lsu"}), "l1tex__t",
+           "l1tex__t_bytes.sum or l1tex__t_sectors.sum"),
 }
 
 
@@ -439,7 +444,8 @@ def _flop_columns(k: _Kernels, flops: _Flops) -> dict[str, object]:
     no_core_note = np.where(noted, "lower bound: no CUDA-core FP counters collected", "")
     # "fp32: <formula>; tensor: <formula>", built once per distinct combination of formulas
     cols["flops_source"] = spread(
-        lambda note, *sources: _join_one([f"{p}: {s}" if s else "" for p, s in zip(PRECISIONS, sources, strict=True)]
+        lambda note, *sources: _join_one([f"{p}: {s}" if s else ""
+                                          for p, s in zip(PRECISIONS, sources, strict=True)]
                                          + [note], "; "),
         *row_codes(flops.source_codes()[0], noted), no_core_note, *flops.sources())
     cols["flops_estimated"] = np.logical_or.reduce([flops.by_precision[p].estimated for p in PRECISIONS])
@@ -455,7 +461,8 @@ def _resolve_bytes(k: _Kernels) -> dict[str, _Resolved]:
     return out
 
 
-def _ceiling_columns(k: _Kernels, byte_definitions: dict[str, np.ndarray], dominant: np.ndarray) -> dict[str, object]:
+def _ceiling_columns(k: _Kernels, byte_definitions: dict[str, np.ndarray],
+                     dominant: np.ndarray) -> dict[str, object]:
     """The export's own peaks and bandwidths, each with its source; a level's bandwidth of the same byte
     definition as its bytes."""
     cols: dict[str, object] = {}
@@ -483,7 +490,8 @@ def _tensor_counter_columns(k: _Kernels, flops: _Flops) -> dict[str, object]:
     """The raw tensor counters beside the FLOPs: instructions where the count is an estimate from them,
     and active cycles."""
     tensor = flops.by_precision["tensor"]
-    estimate = spread(lambda source: "pipe_tensor" in str(source), *flops.source_codes(), tensor.source).astype(bool)
+    estimate = spread(lambda source: "pipe_tensor" in str(source), *flops.source_codes(),
+                      tensor.source).astype(bool)
     inst = _first_present(k, ("sm__inst_executed_pipe_tensor.sum", "smsp__inst_executed_pipe_tensor.sum"))
     return {"tensor_inst": np.where(estimate, inst, np.nan),
             "tensor_cycles_active": _first_present(k, tp.TENSOR_ACTIVE_CYCLES)}
@@ -513,7 +521,8 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
         cols[f"flops_source_{p}"] = flops.by_precision[p].source
     known = flops.known
     cols["flops_partial"] = (known.any(axis=1) & ~known.all(axis=1)) | spread(
-        lambda *sources: any("lower bound" in str(s) for s in sources), *flops.source_codes(), *flops.sources()
+        lambda *sources: any("lower bound" in str(s) for s in sources), *flops.source_codes(),
+        *flops.sources()
     ).astype(bool)
     cols |= _tensor_counter_columns(k, flops)
     for unit in ("sm", "dram", "l2", "l1"):

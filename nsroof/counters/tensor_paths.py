@@ -23,7 +23,8 @@ TENSOR_FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
               "aggregate": ("src_fp16_dst_fp16", "src_fp16_bf16_tf32_dst_fp32", "src_{int8,int4,int1}"),
               "per_class": ()},
     "GA100/GA10x/GA10y": {"cc": ("8.0", "8.6", "8.7"),
-                          "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,int8,int4}+sp",
+                          "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,"
+                                        "int8,int4}+sp",
                                         "src_fp64", "src_int1"),
                           "per_class": ()},
     "AD10x": {"cc": ("8.9",),
@@ -36,16 +37,18 @@ TENSOR_FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
                             "op_hmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
                             "op_{igmma,imma}_src_int8+sp", "op_{bgmma,bmma}_src_int1")},
     "GB100/GB10b": {"cc": ("10.0", "11.0"),
-                    "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,fp64,int8,fp4_dst_fp32,"
-                                  "fp4_fp6_fp8_dst_fp16,fp4_fp6_fp8_dst_fp32}",),
-                    "per_class": ("op_utchmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
-                                  "op_utcqmma_src_fp4_fp6_fp8_dst_{fp16,fp32}+sp", "op_utcomma_src_fp4_dst_fp32+sp",
+                    "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,fp64,int8,"
+                                  "fp4_dst_fp32,fp4_fp6_fp8_dst_fp16,fp4_fp6_fp8_dst_fp32}",),
+                    "per_class": ("op_utchmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,"
+                                  "tf32_dst_fp32}+sp",
+                                  "op_utcqmma_src_fp4_fp6_fp8_dst_{fp16,fp32}+sp",
+                                  "op_utcomma_src_fp4_dst_fp32+sp",
                                   "op_utcimma_src_int8+sp",
                                   "op_hmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
                                   "op_imma_src_int8+sp")},
     "GB11x": {"cc": ("10.3",),
-              "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,fp64,int8,fp4_dst_fp32,"
-                            "fp4_fp6_dst_fp16,fp4_fp6_dst_fp32}",),
+              "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,fp64,int8,"
+                            "fp4_dst_fp32,fp4_fp6_dst_fp16,fp4_fp6_dst_fp32}",),
               "per_class": ("op_utcqmma_src_fp8_dst_fp16+sp", "op_utcqmma_src_fp8_dst_fp32_sparsity_off",
                             "op_utcqmma_src_fp4_fp6_dst_{fp16,fp32}+sp", "op_utcomma_src_fp4_dst_fp32+sp",
                             "op_utchmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
@@ -53,7 +56,8 @@ TENSOR_FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
                             "op_imma_src_int8+sp")},
     "GB20x/GB20b": {"cc": ("12.0", "12.1"),
                     "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,fp64,int8}",
-                                  "src_{fp8_dst_fp16,fp8_dst_fp32,fp4_dst_fp32,fp4_fp6_dst_fp16,fp4_fp6_dst_fp32}+sp"),
+                                  "src_{fp8_dst_fp16,fp8_dst_fp32,fp4_dst_fp32,"
+                                  "fp4_fp6_dst_fp16,fp4_fp6_dst_fp32}+sp"),
                     "per_class": ("op_hmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
                                   "op_imma_src_int8+sp")},
 }
@@ -68,15 +72,18 @@ TENSOR_FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
 # wgmma/tcgen05, whose work per instruction is not fixed: no estimate.
 TENSOR_SHAPES_BY_CC: dict[str, tuple[tuple[str, float], ...]] = {
     "7.0": (("HMMA.884", 512.0),), "7.2": (("HMMA.884", 512.0),), "7.5": (("HMMA.1688", 2048.0),),
-    **{cc: (("HMMA.16816", 4096.0), ("HMMA.1688", 2048.0), ("HMMA.1684", 1024.0)) for cc in ("8.0", "8.6", "8.7", "8.9")},
+    **{cc: (("HMMA.16816", 4096.0), ("HMMA.1688", 2048.0), ("HMMA.1684", 1024.0))
+       for cc in ("8.0", "8.6", "8.7", "8.9")},
 }
 # The default (largest) shape: the factor quantities.derive applies before a roof is known.
-TENSOR_FLOP_PER_INST_BY_CC: dict[str, float] = {cc: shapes[0][1] for cc, shapes in TENSOR_SHAPES_BY_CC.items()}
+TENSOR_FLOP_PER_INST_BY_CC: dict[str, float] = {cc: shapes[0][1]
+                                                for cc, shapes in TENSOR_SHAPES_BY_CC.items()}
 # The dtype whose dense tensor roof bounds a pipe-count estimate: the HMMA (FP16) path every generation
 # with an estimate has; on A100 FP16 = BF16, on GeForce the FP16-accumulate rate (the highest).
 TENSOR_ESTIMATE_DTYPE = "fp16"
 # Tensor-pipe busy cycles, summed over SMs: FLOPs ≤ these × the per-SM, per-cycle dense peak.
-TENSOR_ACTIVE_CYCLES: tuple[str, ...] = ("sm__pipe_tensor_cycles_active.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
+TENSOR_ACTIVE_CYCLES: tuple[str, ...] = ("sm__pipe_tensor_cycles_active.sum",
+                                         "sm__pipe_tensor_op_hmma_cycles_active.sum",
                                          "sm__pipe_tensor_cycles_active_v2.sum")
 
 # Source types that have no 2:4 sparse variant: an unsplit metric of these types is dense work.
@@ -126,7 +133,8 @@ class TensorPath:
     sparsity: str  # "dense", "sparse", or "unsplit" (an aggregate over dense and sparse work)
 
 
-_TENSOR_NAME = re.compile(r"^sm__ops_path_tensor_(?:(op_[a-z0-9]+)_)?src_(.+?)(?:_dst_[a-z0-9]+)?(_sparsity_(?:on|off))?$")
+_TENSOR_NAME = re.compile(r"^sm__ops_path_tensor_(?:(op_[a-z0-9]+)_)?src_(.+?)(?:_dst_[a-z0-9]+)?"
+                          r"(_sparsity_(?:on|off))?$")
 
 
 def tensor_path(base: str) -> TensorPath | None:

@@ -60,15 +60,18 @@ def sniff(path: str | os.PathLike[str], *, strict: bool = False) -> str:
     if not p.exists():
         raise InputError(p, "no such file", hint="check the path")
     if p.is_dir():
-        raise InputError(p, "is a directory, not an export", hint="pass an ncu CSV, .ncu-rep or torch trace file")
+        raise InputError(p, "is a directory, not an export",
+                         hint="pass an ncu CSV, .ncu-rep or torch trace file")
     if not p.is_file():
         # a pipe (`<(ncu …)`) or a device: the importers read an export more than once, a pipe only once
         raise InputError(p, "not a regular file (a pipe or a device)",
-                         hint="save the export to a file first, e.g. `ncu -i REPORT --csv --page raw > export.csv`")
+                         hint="save the export to a file first, e.g. "
+                              "`ncu -i REPORT --csv --page raw > export.csv`")
     with open(p, "rb") as fh:
         head = fh.read(65536)
     if not head:
-        raise InputError(p, "file is empty", line=1, hint="re-export it with `ncu -i REPORT --csv --page raw`")
+        raise InputError(p, "file is empty", line=1,
+                         hint="re-export it with `ncu -i REPORT --csv --page raw`")
     if head[:4] == b"NVR\0" or p.name.endswith(".ncu-rep"):
         return "ncu-rep"
     if head[:2] == b"\x1f\x8b":
@@ -82,14 +85,14 @@ def sniff(path: str | os.PathLike[str], *, strict: bool = False) -> str:
     # starts with '[' ("[18548] app@host"), so an array must open on an object
     if text.startswith(b"{") or (text.startswith(b"[") and text[1:].lstrip()[:1] in (b"{", b"]")):
         if strict and not _TRACE_KEY.search(text):
-            raise InputError(p, "JSON without a traceEvents, deviceProperties, schemaVersion or ph key in its "
-                             "first 64 KiB: not a torch.profiler trace", hint=NOT_OURS_HINT)
+            raise InputError(p, "JSON without a traceEvents, deviceProperties, schemaVersion or ph key in "
+                             "its first 64 KiB: not a torch.profiler trace", hint=NOT_OURS_HINT)
         return "torch-trace"
     if _TEXT_OUTPUT.search(head) and not _CSV_HEADER.search(head):
         return "ncu-text"
     if strict and not _CSV_EVIDENCE.search(text):
-        raise InputError(p, "no ncu CSV header (ID,…), ==PROF== line or '[N] process@host' line in its first 64 KiB",
-                         hint=NOT_OURS_HINT)
+        raise InputError(p, "no ncu CSV header (ID,…), ==PROF== line or '[N] process@host' line in its "
+                         "first 64 KiB", hint=NOT_OURS_HINT)
     return "ncu-csv"
 
 
@@ -100,7 +103,8 @@ def read(path: str | os.PathLike[str], *,
     kind = sniff(path)
     module = importlib.import_module(FORMAT_MODULES[kind])
     if captures and kind != "torch-trace":
-        raise InputError(Path(path), f"--capture maps graph replays of a torch.profiler trace; this is {kind}",
+        raise InputError(Path(path),
+                         f"--capture maps graph replays of a torch.profiler trace; this is {kind}",
                          hint="drop --capture, or pass the replay's torch.profiler trace")
     try:
         kernels, facts = module.read(path, captures=captures) if captures else module.read(path)

@@ -43,8 +43,8 @@ def fill_launch_identity(frame: pd.DataFrame) -> None:
     (text output and --metrics exports print `Device 0` but not its name). In place."""
     if "device__attribute_display_name" in frame.columns and frame["device"].eq("").all():
         frame["device"] = pd.Series(
-            [v if isinstance(v, str) else "" for v in frame["device__attribute_display_name"]], index=frame.index,
-            dtype=object)
+            [v if isinstance(v, str) else "" for v in frame["device__attribute_display_name"]],
+            index=frame.index, dtype=object)
     for ident, prefix in (("grid", "launch__grid_dim_"), ("block", "launch__block_dim_")):
         dims = [f"{prefix}{a}" for a in "xyz"]
         if frame[ident].eq("").all() and all(d in frame.columns for d in dims):

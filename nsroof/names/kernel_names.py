@@ -1,7 +1,8 @@
 """Short kernel function names from demangled kernel names, the way ncu's `--print-kernel-base
 function` shows them: no return type, no namespaces, no template arguments, no parameter list.
 
-    void at::native::<unnamed>::vectorized_elementwise_kernel<4, at::native::silu_kernel(...)::{lambda(float)#1}, ...>(int, ...)
+    void at::native::<unnamed>::vectorized_elementwise_kernel<4,
+            at::native::silu_kernel(...)::{lambda(float)#1}, ...>(int, ...)
         -> vectorized_elementwise_kernel
     unnamed>::saxpy_kernel(float, const float *, float *, int)     (ncu >= 2025 strips namespaces)
         -> saxpy_kernel

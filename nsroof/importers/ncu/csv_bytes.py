@@ -75,8 +75,9 @@ class Export:
                 cut = _row_boundary(buf)
                 if cut < 0:  # one row longer than a block: read on, up to the longest cell there can be
                     if len(buf) > block_bytes + MAX_FIELD_BYTES:
-                        raise InputError(self.path, f"a quoted cell runs on for more than {MAX_FIELD_BYTES:,} bytes "
-                                         "(an unbalanced quote, or the file is damaged)", line=line, hint=EXPORT_HINT)
+                        raise InputError(self.path, "a quoted cell runs on for more than "
+                                         f"{MAX_FIELD_BYTES:,} bytes (an unbalanced quote, or the file is "
+                                         "damaged)", line=line, hint=EXPORT_HINT)
                     carry = buf
                     continue
                 view = memoryview(buf)[: cut + 1]
@@ -127,7 +128,8 @@ class Export:
 
 def truncated(path: str | os.PathLike[str], last_line: int) -> InputError:
     """The one error for a file cut off inside its last line (CSV and text output alike)."""
-    return InputError(path, "truncated: the last line ends without a newline", line=last_line, hint=TRUNCATED_HINT)
+    return InputError(path, "truncated: the last line ends without a newline", line=last_line,
+                      hint=TRUNCATED_HINT)
 
 
 def _count_newlines(path: Path) -> int:
@@ -180,7 +182,8 @@ def open_export(path: str | os.PathLike[str]) -> Export:
             try:
                 more = stream.read(1 << 20)
             except (OSError, EOFError) as exc:
-                raise InputError(p, f"damaged gzip file ({exc})", hint="re-compress it or pass the plain file") from None
+                raise InputError(p, f"damaged gzip file ({exc})",
+                                 hint="re-compress it or pass the plain file") from None
             if not more:
                 break
             buf += more
@@ -254,7 +257,8 @@ def _not_an_export(p: Path, buf: bytes) -> InputError:
         )
     first_line = next((i for i, ln in enumerate(lines, 1) if ln.strip()), 1)
     head = lines[first_line - 1] if lines else ""
-    if head.startswith('"Device","Kernel","Invocations"') or head.startswith("==") and "nvprof" in text[:2000].lower():
+    if (head.startswith('"Device","Kernel","Invocations"')
+            or head.startswith("==") and "nvprof" in text[:2000].lower()):
         return InputError(p, "an nvprof export, not Nsight Compute", line=first_line,
                           hint="profile with ncu, then " + EXPORT_HINT)
     return InputError(

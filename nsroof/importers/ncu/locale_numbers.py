@@ -44,7 +44,8 @@ _NUMBERISH = re.compile(r"^[-+]?(d[d,.]*|[.,]d+)([eE][-+]?d+)?$")
 _EN_STRONG = [
     re.compile(r"^[-+]?d{1,3}(,ddd)+\.d*$"),  # 1,234.5   grouping ',' and decimal '.'
     re.compile(r"^[-+]?d{1,3}(,ddd){2,}$"),  # 1,234,567 two or more ',' groups
-    re.compile(r"^[-+]?d*\.(d{1,2}|d{4,})([eE][-+]?d+)?$"),  # 0.5, 1443405676.69: '.' then not exactly 3 digits
+    # 0.5, 1443405676.69: '.' then not exactly 3 digits
+    re.compile(r"^[-+]?d*\.(d{1,2}|d{4,})([eE][-+]?d+)?$"),
 ]
 _DE_STRONG = [
     re.compile(r"^[-+]?d{1,3}(\.ddd)+,d*$"),  # 1.234,5
@@ -168,7 +169,8 @@ def decide_style(c: Cells) -> StyleDecision:
         return StyleDecision("de_DE", f"cell {i} ({v!r}): '.' before 3 digits")
     if en_weak is not None and de_weak is not None:
         (i, v), (j, w) = c.example(en_weak), c.example(de_weak)
-        return StyleDecision("en_US", f"ambiguous: cells {i} ({v!r}) and {j} ({w!r}) fit both en_US and de_DE; read as en_US")
+        return StyleDecision("en_US", f"ambiguous: cells {i} ({v!r}) and {j} ({w!r}) fit both en_US and "
+                                      "de_DE; read as en_US")
     return StyleDecision("C", "no separators in any number")
 
 
@@ -193,8 +195,8 @@ def parse(c: Cells, style: str) -> Parsed:
         values = np.array(floats.to_numpy(zero_copy_only=False), dtype=np.float64, copy=True)
         values[~numeric] = np.nan
     mark = "," if style == "de_DE" else "."
-    per_shape = np.array([_decimals(sh, mark) if ok else -1 for sh, ok in zip(c.shapes, is_number, strict=True)],
-                         dtype=np.int64)
+    per_shape = np.array([_decimals(sh, mark) if ok else -1
+                          for sh, ok in zip(c.shapes, is_number, strict=True)], dtype=np.int64)
     decimals = per_shape[c.codes] if len(c.codes) else np.zeros(0, np.int64)
     return Parsed(values, numeric, missing, c.strings, decimals)
 

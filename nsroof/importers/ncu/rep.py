@@ -146,7 +146,8 @@ def _read_with_module(module: Any, p: Path, container: Container) -> tuple[pd.Da
 
 
 # submetrics per cycle: the raw page prints the counter's unit over `cycle` where IMetric.unit() may not
-_PER_CYCLE = ("peak_sustained", "peak_sustained_active", "peak_sustained_elapsed", "per_cycle_active", "per_cycle_elapsed")
+_PER_CYCLE = ("peak_sustained", "peak_sustained_active", "peak_sustained_elapsed", "per_cycle_active",
+              "per_cycle_elapsed")
 
 
 def csv_unit(metric: str, unit: str) -> str:
@@ -176,8 +177,8 @@ def _check_text(p: Path, frame: pd.DataFrame) -> None:
                 try:
                     value.encode("utf-8")
                 except UnicodeEncodeError:
-                    raise InputError(p, f"damaged .ncu-rep file: {column} of profile result {i} is not UTF-8 text",
-                                     hint=DAMAGED_HINT) from None
+                    raise InputError(p, f"damaged .ncu-rep file: {column} of profile result {i} is not "
+                                     "UTF-8 text", hint=DAMAGED_HINT) from None
 
 
 def _raised_by_library(exc: BaseException) -> bool:
@@ -188,7 +189,8 @@ def _raised_by_library(exc: BaseException) -> bool:
 
     frames = traceback.extract_tb(exc.__traceback__)
     # the module is ncu_report.py, or the package ncu_report/__init__.py (the wheel)
-    return bool(frames) and any(part.startswith("ncu_report") for part in Path(frames[-1].filename).parts[-2:])
+    return bool(frames) and any(part.startswith("ncu_report")
+                                for part in Path(frames[-1].filename).parts[-2:])
 
 
 @contextlib.contextmanager
@@ -277,7 +279,8 @@ def _action_metrics(module: Any, action: Any, p: Path, kernel_id: int,
         except nsunits.UnknownUnitError:
             wrong, why = "unknown", f"kernel {kernel_id}, metric {name}: unknown unit {unit!r}"
             hint = "report it with the metric name; nsroof never guesses a scale"
-        if wrong is not None:  # no value (a failed launch): no unit to check; else strict where a number reads it
+        # no value (a failed launch): no unit to check; else strict where a number reads it
+        if wrong is not None:
             if math.isnan(number):
                 values[name] = number
             elif dimensions.is_read(name):
@@ -303,7 +306,8 @@ def _dims(values: dict[str, Any], prefix: str) -> str:
     return "(" + ", ".join(str(int(d)) for d in dims if d is not None) + ")"
 
 
-def _identity(module: Any, action: Any, kernel_id: int, process: ProcessInfo, values: dict[str, Any]) -> dict[str, Any]:
+def _identity(module: Any, action: Any, kernel_id: int, process: ProcessInfo,
+              values: dict[str, Any]) -> dict[str, Any]:
     from nsroof.names import kernel_names, nvtx_paths
 
     kernel_name = str(action.name(module.IAction.NameBase_DEMANGLED))

@@ -17,10 +17,11 @@ from nsroof.errors import InputError
 
 MAGIC = b"NVR\0"
 
-CSV_ROUTE = "export a CSV on a machine with Nsight Compute: `LC_ALL=C ncu -i REPORT.ncu-rep --csv --page raw --print-units base > REPORT.csv` and pass that"
-DAMAGED_HINT = "the report is truncated or corrupted: copy it again from where ncu wrote it, or " + CSV_ROUTE.replace(
-    "export a CSV", "re-export it as CSV"
-)
+CSV_ROUTE = ("export a CSV on a machine with Nsight Compute: "
+             "`LC_ALL=C ncu -i REPORT.ncu-rep --csv --page raw --print-units base > REPORT.csv` "
+             "and pass that")
+DAMAGED_HINT = ("the report is truncated or corrupted: copy it again from where ncu wrote it, or "
+                + CSV_ROUTE.replace("export a CSV", "re-export it as CSV"))
 
 # Field numbers of ncu's extras/FileFormat/ProfilerReport.proto messages that the check needs.
 _FILE_HEADER_VERSION = 1
@@ -144,7 +145,8 @@ def scan_container(data: bytes) -> Container:
         block_header_len = _u32(data, pos, f"block {block}'s header")
         pos += 4
         if pos + block_header_len > len(data):
-            raise _Damage(pos, f"block {block}'s header claims {block_header_len} bytes but only {len(data) - pos} remain")
+            raise _Damage(pos, f"block {block}'s header claims {block_header_len} bytes but only "
+                               f"{len(data) - pos} remain")
         n_sources = n_results = payload = 0
         process = ProcessInfo(None, "", "")
         for number, wire, a, b in _fields(data, pos, pos + block_header_len):
@@ -159,7 +161,8 @@ def scan_container(data: bytes) -> Container:
         pos += block_header_len
         end = pos + payload
         if end > len(data):
-            raise _Damage(pos, f"block {block}'s payload claims {payload} bytes but only {len(data) - pos} remain")
+            raise _Damage(pos,
+                          f"block {block}'s payload claims {payload} bytes but only {len(data) - pos} remain")
         for entry in range(n_sources + n_results):
             length = _u32(data, pos, f"entry {entry} of block {block}")
             pos += 4
@@ -169,7 +172,8 @@ def scan_container(data: bytes) -> Container:
                 pass
             pos += length
         if pos != end:
-            raise _Damage(pos, f"block {block} has {end - pos} bytes after its {n_sources + n_results} entries")
+            raise _Damage(pos,
+                          f"block {block} has {end - pos} bytes after its {n_sources + n_results} entries")
         num_blocks += 1
         num_results += n_results
         processes.extend([process] * n_results)

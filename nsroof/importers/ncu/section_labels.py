@@ -26,7 +26,8 @@ _CHART = "GPU Speed Of Light Roofline Chart"
 LABELS: dict[tuple[str, str, str, str], str] = {}
 
 
-def _add(sections: tuple[str, ...], label: str, base: str, metric: str, bodies: tuple[str, ...] = ("",)) -> None:
+def _add(sections: tuple[str, ...], label: str, base: str, metric: str,
+         bodies: tuple[str, ...] = ("",)) -> None:
     for section in sections:
         for body in bodies:
             LABELS[(section, body, label, base)] = metric
@@ -49,7 +50,8 @@ _add((_MWA,), "Memory Throughput", "byte/second", "dram__bytes.sum.per_second")
 _add((_MWA,), "L1/TEX Hit Rate", "%", "l1tex__t_sector_hit_rate.pct")
 _add((_MWA,), "L2 Hit Rate", "%", "lts__t_sector_hit_rate.pct")
 _add((_MWA,), "Mem Busy", "%", "gpu__compute_memory_access_throughput.avg.pct_of_peak_sustained_elapsed")
-_add((_MWA,), "Max Bandwidth", "%", "gpu__compute_memory_request_throughput.avg.pct_of_peak_sustained_elapsed")
+_add((_MWA,), "Max Bandwidth", "%",
+     "gpu__compute_memory_request_throughput.avg.pct_of_peak_sustained_elapsed")
 
 _LAUNCH = ("Launch Statistics",)
 _add(_LAUNCH, "Block Size", "", "launch__block_size")
@@ -71,13 +73,18 @@ _add(_OCC, "Block Limit Registers", "block", "launch__occupancy_limit_registers"
 _add(_OCC, "Block Limit Shared Mem", "block", "launch__occupancy_limit_shared_mem")
 _add(_OCC, "Block Limit Warps", "block", "launch__occupancy_limit_warps")
 
-_add(("Compute Workload Analysis",), "Executed Ipc Elapsed", "inst/cycle", "sm__inst_executed.avg.per_cycle_elapsed")
-_add(("Compute Workload Analysis",), "Executed Ipc Active", "inst/cycle", "sm__inst_executed.avg.per_cycle_active")
-_add(("Compute Workload Analysis",), "Issued Ipc Active", "inst/cycle", "sm__inst_issued.avg.per_cycle_active")
+_add(("Compute Workload Analysis",), "Executed Ipc Elapsed", "inst/cycle",
+     "sm__inst_executed.avg.per_cycle_elapsed")
+_add(("Compute Workload Analysis",), "Executed Ipc Active", "inst/cycle",
+     "sm__inst_executed.avg.per_cycle_active")
+_add(("Compute Workload Analysis",), "Issued Ipc Active", "inst/cycle",
+     "sm__inst_issued.avg.per_cycle_active")
 _add(("Instruction Statistics",), "Executed Instructions", "inst", "smsp__inst_executed.sum")
 _add(("Instruction Statistics",), "Issued Instructions", "inst", "smsp__inst_issued.sum")
-_add(("Scheduler Statistics",), "Active Warps Per Scheduler", "warp", "smsp__warps_active.avg.per_cycle_active")
-_add(("Scheduler Statistics",), "Eligible Warps Per Scheduler", "warp", "smsp__warps_eligible.avg.per_cycle_active")
+_add(("Scheduler Statistics",), "Active Warps Per Scheduler", "warp",
+     "smsp__warps_active.avg.per_cycle_active")
+_add(("Scheduler Statistics",), "Eligible Warps Per Scheduler", "warp",
+     "smsp__warps_eligible.avg.per_cycle_active")
 
 _DIST = ("GPU and Memory Workload Distribution",)
 _add(_DIST, "Average DRAM Active Cycles", "cycle", "dram__cycles_active.avg")
@@ -94,7 +101,8 @@ _ACHIEVED = ("Single Precision Achieved Value", "Double Precision Achieved Value
 _add((_CHART,), "SM Frequency", "hz", "sm__cycles_elapsed.avg.per_second", _ROOFS)
 _add((_CHART,), "SM Frequency", "hz", "smsp__cycles_elapsed.avg.per_second", _ACHIEVED)
 _add((_CHART,), "DRAM Frequency", "hz", "dram__cycles_elapsed.avg.per_second", _ROOFS + ("",))
-_add((_CHART,), "Theoretical DRAM Bytes Accessible", "byte/cycle", "dram__bytes.sum.peak_sustained", _ROOFS + ("",))
+_add((_CHART,), "Theoretical DRAM Bytes Accessible", "byte/cycle", "dram__bytes.sum.peak_sustained",
+     _ROOFS + ("",))
 _add((_CHART,), "DRAM Bandwidth", "byte/second", "dram__bytes.sum.per_second", _ACHIEVED + ("",))
 _add((_CHART,), "Theoretical Predicated-On FFMA Operations", "inst",
      "derived__sm__sass_thread_inst_executed_op_ffma_pred_on_x2", ("Single Precision Roofline", ""))
@@ -146,7 +154,8 @@ def wrong_label_unit(section: str, body: str, label: str, base_unit: str) -> str
     bases = sorted({b for (s, bd, lb, b) in LABELS if (s, bd, lb) == (section, body, label)})
     if not bases or base_unit in bases:
         return None
-    return f"{label!r} ({section}) is printed in {base_unit or 'no unit'!r}, not {' or '.join(map(repr, bases))}"
+    return (f"{label!r} ({section}) is printed in {base_unit or 'no unit'!r}, "
+            f"not {' or '.join(map(repr, bases))}")
 
 
 def is_read(section: str, body: str, label: str, name: str) -> bool:
@@ -155,7 +164,8 @@ def is_read(section: str, body: str, label: str, name: str) -> bool:
     refused, not dropped)."""
     if dimensions.is_read(name):
         return True
-    return any(dimensions.is_read(m) for (s, bd, lb, _), m in LABELS.items() if (s, bd, lb) == (section, body, label))
+    return any(dimensions.is_read(m) for (s, bd, lb, _), m in LABELS.items()
+               if (s, bd, lb) == (section, body, label))
 
 
 def disambiguate(names: list[str], base_units: list[str]) -> list[str]:

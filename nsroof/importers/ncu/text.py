@@ -3,7 +3,8 @@
     ncu ./app > run.txt
     df = read("run.txt")       # same columns, units and facts as nsroof.importers.ncu.csv_export.read
 
-What ncu prints without --csv (Nsight Compute CLI docs: console output, --print-nvtx-rename), one block per launch:
+What ncu prints without --csv (Nsight Compute CLI docs: console output, --print-nvtx-rename), one block
+per launch:
 
     ==PROF== Connected to process 18548 (...)          ==PROF==/==WARNING==/==ERROR== lines, app output
     [18548] MC_EstimatePi.exe@127.0.0.1                process line
@@ -141,7 +142,8 @@ def _lines(p: Path) -> list[str]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(p, "not UTF-8 text", line=data[: exc.start].count(b"\n") + 1, hint=EXPORT_HINT) from None
+        raise InputError(p, "not UTF-8 text", line=data[: exc.start].count(b"\n") + 1,
+                         hint=EXPORT_HINT) from None
     return text.splitlines()
 
 
@@ -194,7 +196,8 @@ class _Parser:
         self.rows = _Rows()
         self.messages: list[str] = []  # ==PROF==/==WARNING==/==ERROR== lines anywhere
         self.skipped: list[tuple[int, str]] = []  # lines after the first result that are none of ncu's
-        self.ignored: list[tuple[str, str]] = []  # (metric, printed unit) dropped: no roofline number reads it
+        # (metric, printed unit) dropped: no roofline number reads it
+        self.ignored: list[tuple[str, str]] = []
         self.process: tuple[int | None, str, str] = (None, "", "")
 
     def error(self, cause: str, line: int, hint: str = EXPORT_HINT) -> InputError:
@@ -256,8 +259,8 @@ class _Parser:
         m = _KERNEL_DIMS_ONLY.match(line)
         if m is not None:
             if other is None:
-                raise self.error("a launch line `(grid)x(block), Context …` without the kernel name on the line "
-                                 "before it", ln)
+                raise self.error("a launch line `(grid)x(block), Context …` without the kernel name on the "
+                                 "line before it", ln)
             name, layout, first = other[1].strip(), "two-line", other[0]
         else:
             m = _KERNEL.match(line)
@@ -316,7 +319,8 @@ class _Parser:
         if j >= n or not _RULE.match(lines[j]):
             return i  # a section that printed no table (only rule results or charts)
         spans = _spans(lines[j].rstrip())
-        what = f"section {section!r} (line {section_line})" if section else f"the table at line {section_line}"
+        what = (f"section {section!r} (line {section_line})" if section
+                else f"the table at line {section_line}")
         j += 1
         columns = {"Metric Name": 0, "Metric Unit": 1, "Metric Value": 2}
         head = lines[j].rstrip() if j < n else ""
@@ -324,7 +328,8 @@ class _Parser:
             cells = split_row(head, spans)
             if cells is None or "Metric Name" not in cells or "Metric Value" not in cells:
                 raise self.error(f"header row of {what} does not fit its dashed rule", j + 1)
-            columns = {c: cells.index(c) for c in ("Metric Name", "Metric Unit", "Metric Value") if c in cells}
+            columns = {c: cells.index(c) for c in ("Metric Name", "Metric Unit", "Metric Value")
+                       if c in cells}
             j += 1
             if j >= n or not _RULE.match(lines[j]):
                 raise self.error(f"header row of {what} is not followed by a dashed rule",
@@ -334,7 +339,8 @@ class _Parser:
             raise self.error(f"{what} has {len(spans)} columns and no header row; "
                              "expected Metric Name, Metric Unit, Metric Value", j)
         kernel = len(self.launches) - 1
-        name_at, value_at, unit_at = columns["Metric Name"], columns["Metric Value"], columns.get("Metric Unit")
+        name_at, value_at, unit_at = (columns["Metric Name"], columns["Metric Value"],
+                                      columns.get("Metric Unit"))
         while True:
             if j >= n:
                 raise self.error(f"{what}: the table ends without its closing rule: "
@@ -343,7 +349,8 @@ class _Parser:
             j += 1
             if not row.strip():
                 raise self.error(f"{what}: blank line inside the table: "
-                                 "the output is damaged or truncated", j, hint="rerun ncu and keep its whole output")
+                                 "the output is damaged or truncated", j,
+                                 hint="rerun ncu and keep its whole output")
             if _RULE.match(row):
                 return j
             cells = split_row(row, spans)
@@ -389,11 +396,14 @@ class _Parser:
             return InputError(self.path, "file is empty", line=1, hint="rerun ncu and keep its output")
         errors = [(k, ln.strip()) for k, ln in content if ln.startswith("==ERROR==")]
         if errors and all(ln.startswith("==") for _, ln in content):
-            return InputError(self.path, f"holds only ncu messages, no results: {errors[0][1]}", line=errors[0][0],
+            return InputError(self.path, f"holds only ncu messages, no results: {errors[0][1]}",
+                              line=errors[0][0],
                               hint="ncu failed before profiling; fix what it reports and rerun")
-        return InputError(self.path, "no kernel results: no `  name (grid)x(block), Context N, Stream N` line",
+        return InputError(self.path,
+                          "no kernel results: no `  name (grid)x(block), Context N, Stream N` line",
                           line=content[0][0],
-                          hint="ncu profiled no kernel (check -k / --launch-count), or this is not ncu output")
+                          hint="ncu profiled no kernel (check -k / --launch-count), "
+                               "or this is not ncu output")
 
     # -----------------------------------------------------------------------------------------
     # table
@@ -423,9 +433,9 @@ class _Parser:
             hints.append("ncu's text output shows section labels rounded to 2 decimals, and no "
                          f"{' or '.join(lacking)} counters here; " + TEXT_HINT)
         layouts = list(dict.fromkeys(launch.layout for launch in self.launches))
-        facts = FileFacts(format=FORMAT_TEXT, source=self.path.name, layout="+".join(layouts), metric_units=units,
-                          number_style=style.style, number_style_evidence=style.evidence, warnings=warnings,
-                          hints=hints)
+        facts = FileFacts(format=FORMAT_TEXT, source=self.path.name, layout="+".join(layouts),
+                          metric_units=units, number_style=style.style,
+                          number_style_evidence=style.evidence, warnings=warnings, hints=hints)
         return frame, facts
 
     def _identity(self) -> pd.DataFrame:
@@ -502,7 +512,8 @@ class _Parser:
             a, b = style.conflict
             raise InputError(
                 self.path,
-                f"numbers mix styles: {rows.value[a]!r} (line {int(line[a])}) is en_US/C but {rows.value[b]!r} is de_DE",
+                f"numbers mix styles: {rows.value[a]!r} (line {int(line[a])}) is en_US/C but "
+                f"{rows.value[b]!r} is de_DE",
                 line=int(line[b]),
                 hint="rerun ncu with LC_ALL=C so every number has one format",
             )
@@ -540,10 +551,12 @@ class _Parser:
         section, label, unit = rows.section[r], rows.label[r], rows.unit[r]
         if base == "\0unknown":
             name = column_name(section, "", label, "")[0]
-            misfits.append((label_is_read(section, "", label, name), name, unit, f"unknown unit {unit!r} of {label!r}"))
+            misfits.append((label_is_read(section, "", label, name), name, unit,
+                            f"unknown unit {unit!r} of {label!r}"))
             return -len(misfits), False
         name, is_name = column_name(section, "", label, base)
-        wrong = dimensions.check(name, base) or (None if is_name else wrong_label_unit(section, "", label, base))
+        wrong = dimensions.check(name, base) or (None if is_name
+                                                 else wrong_label_unit(section, "", label, base))
         if wrong is not None:
             misfits.append((label_is_read(section, "", label, name), name, unit,
                             f"unit {unit!r} of the wrong dimension: {wrong}"))
@@ -564,8 +577,8 @@ class _Parser:
             if refuse:
                 printed = np.flatnonzero(rows_k & parsed.numeric)
                 if printed.size:
-                    hint = ("nsroof knows ncu's units (byte…Tbyte, ns/nsecond…second, hz…Ghz, cycle/nsecond, inst, "
-                            "sector, %, …)" if why.startswith("unknown") else
+                    hint = ("nsroof knows ncu's units (byte…Tbyte, ns/nsecond…second, hz…Ghz, cycle/nsecond, "
+                            "inst, sector, %, …)" if why.startswith("unknown") else
                             "the output is damaged or edited; profile again")
                     raise UnitError(self.path, why, line=int(line[printed[0]]), hint=hint)
             elif (rows_k & ~parsed.missing).any():

@@ -72,9 +72,11 @@ def capture_graphs(capture: int, launches: list[Launch], tree: OpTree) -> list[G
                 out.append(open_.pop(key))
         elif key in open_ and (kind := node_kind(name)):
             corr = e.args.correlation
-            op = tree.launcher(ActivityArgs(correlation=corr), {corr: e})[0] if corr is not None else tree.enclosing(e)
+            op = (tree.launcher(ActivityArgs(correlation=corr), {corr: e})[0] if corr is not None
+                  else tree.enclosing(e))
             kernel = e.args.kernel
-            open_[key].nodes.append(Node(kind, kernel if isinstance(kernel, str) and kind == "kernel" else "", op))
+            open_[key].nodes.append(Node(kind, kernel if isinstance(kernel, str) and kind == "kernel" else "",
+                                         op))
     return out
 
 
@@ -95,7 +97,8 @@ def _assign(activities: list[tuple[str, str]], graph: Graph) -> list[Node | None
     return out
 
 
-def match_launch(activities: list[tuple[str, str]], graphs: list[Graph]) -> tuple[Graph | None, list[Node | None], int]:
+def match_launch(activities: list[tuple[str, str]],
+                 graphs: list[Graph]) -> tuple[Graph | None, list[Node | None], int]:
     """(the capture window, the node of each activity, how many other windows matched as well) for one
     replay: most kernels matched, then all of them and as many as the window has nodes, then the latest."""
     scored = []
@@ -144,7 +147,8 @@ def replays(activities: list[Activity], launches: dict[int, Launch]) -> dict[int
     return out
 
 
-def learn_node_ids(cap: Capture, activities: list[Activity], kinds: list[str], launches: dict[int, Launch]) -> None:
+def learn_node_ids(cap: Capture, activities: list[Activity], kinds: list[str],
+                   launches: dict[int, Launch]) -> None:
     """Rule 1's table from a capture trace's own replays of its graphs (kernels with graph/node ids)."""
     for idx in replays(activities, launches).values():
         graph, nodes, _ = match_launch([(kinds[i], activities[i].name) for i in idx], cap.graphs)
@@ -191,16 +195,19 @@ def apply(frame: Any, activities: list[Activity], launches: dict[int, Launch], t
 
     kinds = [str(k) for k in frame["kind"]]
     mapped, facts = map_replays(activities, kinds, launches, captures)
-    warnings += [f"{c.name}: no stream capture in it (no *StreamBeginCapture ... *StreamEndCapture on a thread): "
-                 "record the capture trace around the graphs' capture" for c in captures if not c.graphs]
+    warnings += [f"{c.name}: no stream capture in it (no *StreamBeginCapture ... *StreamEndCapture on a "
+                 "thread): record the capture trace around the graphs' capture"
+                 for c in captures if not c.graphs]
     if not facts["graph_launches"]:
         if captures:
-            warnings.append("no graph launch (cudaGraphLaunch, hipGraphLaunch) in the trace: --capture maps nothing")
+            warnings.append("no graph launch (cudaGraphLaunch, hipGraphLaunch) in the trace: "
+                            "--capture maps nothing")
         return frame
     offset = len(tree.ops)
     for c in captures:
         c.offset, offset = offset, offset + len(c.tree.ops)
-    columns = {c: frame[c].tolist() for c in ("op_id", "op_link", "op", "input_shapes", "module", "nvtx_ranges")}
+    columns = {c: frame[c].tolist()
+               for c in ("op_id", "op_link", "op", "input_shapes", "module", "nvtx_ranges")}
     for i, (ci, op, link) in mapped.items():
         cap = captures[ci]
         replay_path = list(columns["nvtx_ranges"][i])
@@ -216,20 +223,22 @@ def apply(frame: Any, activities: list[Activity], launches: dict[int, Launch], t
     for col, values in columns.items():
         frame[col] = (pd.array(values, dtype="Int64") if col == "op_id"
                       else pd.Series(values, dtype=object, index=frame.index))
-    frame["nvtx_path"] = pd.Series(["/".join(p) for p in columns["nvtx_ranges"]], dtype=object, index=frame.index)
+    frame["nvtx_path"] = pd.Series(["/".join(p) for p in columns["nvtx_ranges"]], dtype=object,
+                                   index=frame.index)
     extra["graphs"] = facts | {"captures": [c.name for c in captures],
                                "captured_graphs": sum(len(c.graphs) for c in captures)}
     unmapped = facts["unmapped"]
     if not captures:
-        warnings.append(f"{unmapped} GPU activities of {facts['graph_launches']} graph launch(es) have the launch as "
-                        "their op: pass --capture CAPTURE_TRACE (a trace recorded around the graphs' capture) to "
-                        "map them to the ops that issued them")
+        warnings.append(f"{unmapped} GPU activities of {facts['graph_launches']} graph launch(es) have the "
+                        "launch as their op: pass --capture CAPTURE_TRACE (a trace recorded around the "
+                        "graphs' capture) to map them to the ops that issued them")
     elif unmapped:
-        warnings.append(f"{unmapped} of {unmapped + facts['mapped']} graph-replayed GPU activities match no launch "
-                        f"captured in {', '.join(c.name for c in captures)}: they keep the graph launch as their op")
+        warnings.append(f"{unmapped} of {unmapped + facts['mapped']} graph-replayed GPU activities match no "
+                        f"launch captured in {', '.join(c.name for c in captures)}: they keep the graph "
+                        "launch as their op")
     if facts["tied_launches"]:
-        warnings.append(f"{facts['tied_launches']} graph launch(es) match several captured graphs equally (same "
-                        "kernels): the latest captured was taken")
+        warnings.append(f"{facts['tied_launches']} graph launch(es) match several captured graphs equally "
+                        "(same kernels): the latest captured was taken")
     return frame
 
 

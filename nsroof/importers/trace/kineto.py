@@ -92,7 +92,8 @@ def _stream(event: Activity) -> int | None:
         if isinstance(value, str) and value.split():
             word = value.split()[-1]
             try:
-                number = int(word, 16) if word.lower().startswith("0x") else int(word) if word.isdigit() else None
+                number = (int(word, 16) if word.lower().startswith("0x")
+                          else int(word) if word.isdigit() else None)
             except ValueError:
                 continue
             if number is not None and _is_int(number):
@@ -125,7 +126,8 @@ def tf32_policy(meta: dict[str, Any]) -> tuple[bool | None, bool | None]:
 
 def step_window(meta: dict[str, Any], annotations: list[Op]) -> tuple[str, list[float], int, int | None]:
     """(step source, sorted boundary times µs, warmup, steps) from the step markers nsroof.profile put in
-    the trace (``nsroof::step#<source>#<n>``): nsroof.step() marks when there are any, else optimizer steps."""
+    the trace (``nsroof::step#<source>#<n>``): nsroof.step() marks when there are any, else optimizer
+    steps."""
     marks: dict[str, list[float]] = {"nsroof": [], "optimizer": []}
     for a in annotations:
         if a.name.startswith(STEP_MARKER + "#"):
@@ -134,8 +136,8 @@ def step_window(meta: dict[str, Any], annotations: list[Op]) -> tuple[str, list[
     source = "nsroof" if marks["nsroof"] else ("optimizer" if marks["optimizer"] else "")
     window: dict[str, Any] = meta["steps"] if isinstance(meta.get("steps"), dict) else {}
     warmup, steps = window.get("warmup"), window.get("steps")
-    return ((f"{source} steps" if source else ""), sorted(marks.get(source, [])), warmup if _is_int(warmup) else 0,
-            steps if _is_int(steps) else None)
+    return ((f"{source} steps" if source else ""), sorted(marks.get(source, [])),
+            warmup if _is_int(warmup) else 0, steps if _is_int(steps) else None)
 
 
 def in_window(starts_us: np.ndarray, bounds: list[float], warmup: int, steps: int | None) -> np.ndarray:
@@ -155,7 +157,8 @@ def read(path: str | os.PathLike[str], *,
         return _read(path, captures)
 
 
-def _read(path: str | os.PathLike[str], captures: Sequence[str | os.PathLike[str]]) -> tuple[pd.DataFrame, FileFacts]:
+def _read(path: str | os.PathLike[str],
+          captures: Sequence[str | os.PathLike[str]]) -> tuple[pd.DataFrame, FileFacts]:
     events = load(path)
     top, name = events.top, Path(path).name
     activities = in_order(events.activities)
@@ -165,8 +168,8 @@ def _read(path: str | os.PathLike[str], captures: Sequence[str | os.PathLike[str
     ops = None
     if not activities and events.ranges:
         frame = _profiler_ranges(load_ranges(path), top, name)
-        warnings.append(f"{len(frame)} CUPTI range-profiler rows and no kernel events: counters only, no kernel "
-                        "durations (a range's dur is the profiling window)")
+        warnings.append(f"{len(frame)} CUPTI range-profiler rows and no kernel events: counters only, no "
+                        "kernel durations (a range's dur is the profiling window)")
     else:
         launches = launch_map(events.launches, activities)
         linked = {x for e in launches.values() if (x := external_id(e.args)) is not None} | {
@@ -191,7 +194,8 @@ def _read(path: str | os.PathLike[str], captures: Sequence[str | os.PathLike[str
         ops = graphs.ops_table(tree, name, caps)
         # facts the ledger's collective formulas read beside the ops' arguments (nsroof.costs.attribution)
         ops.attrs["world_size"] = _world_size(top)
-        ops.attrs["op_attributes"] = {i: comms_attributes(a) for i, (op, a) in enumerate(zip(tree.ops, tree.args, strict=True))
+        ops.attrs["op_attributes"] = {i: comms_attributes(a)
+                                      for i, (op, a) in enumerate(zip(tree.ops, tree.args, strict=True))
                                       if op.name == "record_param_comms"}
     units = {c: u for c, u in METRIC_UNITS.items() if c in frame.columns} | {
         c: "" for c in frame.columns if c.startswith(("smsp__", "sm__"))}
@@ -209,7 +213,8 @@ def _world_size(top: Trace) -> int:
 def in_order(activities: list[Activity]) -> list[Activity]:
     """GPU activities in the kernel table's row order: by start, then correlation (a stable sort: ties in
     file order; sorted()'s own order where a key is NaN, which numpy would order differently)."""
-    starts, correlations = numbers([e.ts for e in activities]), numbers([e.args.correlation for e in activities])
+    starts, correlations = (numbers([e.ts for e in activities]),
+                            numbers([e.args.correlation for e in activities]))
     if np.isnan(starts).any() or np.isnan(correlations).any():
         return sorted(activities, key=lambda e: (_num(e.ts), _num(e.args.correlation)))
     return [activities[i] for i in np.lexsort((correlations, starts)).tolist()]
@@ -234,7 +239,8 @@ def op_tree(events: TraceEvents, meta: dict[str, Any],
     return OpTree(ops, annotations, module_ranges, linked_ids), annotations
 
 
-def split_module_ranges(ops: list[Op], annotations: list[Op], module_ranges: Sequence[str]) -> tuple[list[Op], list[Op]]:
+def split_module_ranges(ops: list[Op], annotations: list[Op],
+                        module_ranges: Sequence[str]) -> tuple[list[Op], list[Op]]:
     """nsroof.profile records module ranges with torch's fast C++ record function, which kineto writes as
     ``cpu_op`` events named by the module: those named in the trace's ``module_ranges`` fact are ranges
     (annotations), not ops."""
@@ -251,7 +257,8 @@ def load_capture(index: int, path: str | os.PathLike[str]) -> graphs.Capture:
     tree, _ = op_tree(events, trace_meta(events.top))
     capture = graphs.Capture(Path(path).name, tree, graphs.capture_graphs(index, events.launches, tree))
     activities = in_order(events.activities)
-    graphs.learn_node_ids(capture, activities, [KINDS[e.cat] for e in activities], launch_map(events.launches, activities))
+    graphs.learn_node_ids(capture, activities, [KINDS[e.cat] for e in activities],
+                          launch_map(events.launches, activities))
     return capture
 
 
@@ -260,7 +267,8 @@ def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any],
     source, bounds, warmup, steps = step_window(meta, annotations)
     extra["steps"] = {"source": source, "marked": len(bounds), "warmup": warmup, "steps": steps}
     if bounds and len(frame):  # step i (from 1) ends at the i-th mark
-        index = np.searchsorted(np.asarray(bounds, dtype=float), np.asarray(starts, dtype=float), side="right")
+        index = np.searchsorted(np.asarray(bounds, dtype=float), np.asarray(starts, dtype=float),
+                                side="right")
         frame["step"] = pd.array(index + 1, dtype="Int64")
     if steps is None and not warmup:
         return frame
@@ -293,27 +301,33 @@ def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpT
     devices = _devices(top)
     cols = empty_identity(n)
     cols["source"] = [name] * n
-    linked = [tree.launcher(k.args, launches) for k in activities]  # every launch adopted before paths are located
+    # every launch adopted before paths are located
+    linked = [tree.launcher(k.args, launches) for k in activities]
     facts = tree.all_path_facts()
-    # column by column: each a comprehension over the activities (a per-row loop writing numpy cells is slower)
+    # column by column: each a comprehension over the activities
+    # (a per-row loop writing numpy cells is slower)
     kinds = [KINDS[k.cat] for k in activities]
     durations = numbers([k.dur for k in activities])
     valid = durations >= 0  # NaN compares False
     bad_dur = int(n - valid.sum())
-    dur_s = np.where(valid, durations * 1e-6, np.nan)  # chrome-trace dur is in µs whatever displayTimeUnit says
+    # chrome-trace dur is in µs whatever displayTimeUnit says
+    dur_s = np.where(valid, durations * 1e-6, np.nan)
     registers = numbers([k.args.registers_per_thread for k in activities])
     shared = numbers([k.args.shared_memory for k in activities])
     cols["kernel_name"] = [k.name for k in activities]
-    cols["function"] = [short_name(k.name) if kind == "kernel" else k.name for k, kind in zip(activities, kinds, strict=True)]
+    cols["function"] = [short_name(k.name) if kind == "kernel" else k.name
+                        for k, kind in zip(activities, kinds, strict=True)]
     cols["grid"] = per_object(_dim3, (k.args.grid for k in activities))
     cols["block"] = per_object(_dim3, (k.args.block for k in activities))
-    device_ids: list[int | None] = [d if isinstance(d := (k.args.device if k.args.device is not None else k.pid), int)
-                                    else None for k in activities]
+    device_ids: list[int | None] = [
+        d if isinstance(d := (k.args.device if k.args.device is not None else k.pid), int) else None
+        for k in activities]
     js = [j for j, _ in linked]
     links = [link for _, link in linked]
     launcher = np.array(js, dtype=np.int64).reshape(-1)
     launch_of = [launches.get(c) if (c := k.args.correlation) is not None else None for k in activities]
-    starts = numbers([(launch or k).ts for k, launch in zip(activities, launch_of, strict=True)])  # when launched
+    # when launched
+    starts = numbers([(launch or k).ts for k, launch in zip(activities, launch_of, strict=True)])
     op_name = [tree.ops[j].name if j >= 0 else "" for j in js]
     shapes = per_object(shape_text, (tree.args[j].input_dims if j >= 0 else None for j in js))
     cols["nvtx_ranges"] = [facts[j][0] if j >= 0 else [] for j in js]
@@ -323,8 +337,9 @@ def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpT
         warnings.append(f"{bad_dur} GPU event(s) with a negative or non-finite 'dur': duration NaN")
     flagged = sum(1 for link in links if link == LINK_ENCLOSING)
     if flagged:
-        warnings.append(f"{flagged} GPU event(s) whose launch's External id names no op enclosing the launch on its "
-                        "thread: linked to the innermost enclosing op instead (op_link 'enclosing op')")
+        warnings.append(f"{flagged} GPU event(s) whose launch's External id names no op enclosing the launch "
+                        "on its thread: linked to the innermost enclosing op instead "
+                        "(op_link 'enclosing op')")
     cols["stream"] = pd.array([_stream(k) for k in activities], dtype="Int64")
     cols["context"] = pd.array([k.args.context for k in activities], dtype="Int64")
     cols["device_id"] = pd.array(device_ids, dtype="Int64")
@@ -375,10 +390,12 @@ def tf32_facts(meta: dict[str, Any]) -> dict[str, Any]:
     matmul, cudnn = tf32_policy(meta)
     facts: dict[str, Any] = {"matmul_allowed": matmul, "cudnn_allowed": cudnn, "rows": 0}
     if matmul is None and cudnn is None:
-        facts["applied"] = "unknown: the trace does not record torch's TF32 settings; fp32 matmul/conv judged as fp32"
+        facts["applied"] = ("unknown: the trace does not record torch's TF32 settings; "
+                            "fp32 matmul/conv judged as fp32")
     else:
-        facts["applied"] = (f"fp32 matmul{'' if matmul else ' (not allowed)'} / conv{'' if cudnn else ' (not allowed)'}"
-                            " kernels on CC >= 8.0 judged against the TF32 tensor roof where allowed")
+        facts["applied"] = (f"fp32 matmul{'' if matmul else ' (not allowed)'} / "
+                            f"conv{'' if cudnn else ' (not allowed)'} kernels on CC >= 8.0 judged against "
+                            "the TF32 tensor roof where allowed")
     return facts
 
 
@@ -399,7 +416,8 @@ def _cpu_rows(tree: OpTree, name: str, meta: dict[str, Any]) -> tuple[pd.DataFra
     frame["op_id"] = pd.array(order, dtype="Int64")
     frame["op_link"] = pd.Series(["self"] * n, dtype=object)
     frame["op"] = pd.Series(names, dtype=object)
-    frame["input_shapes"] = pd.Series(per_object(shape_text, (tree.args[i].input_dims for i in order)), dtype=object)
+    frame["input_shapes"] = pd.Series(per_object(shape_text, (tree.args[i].input_dims for i in order)),
+                                      dtype=object)
     frame["module"] = pd.Series([facts[i][2] for i in order], dtype=object)
     frame["duration_source"] = pd.Series(["cpu_op dur"] * n, dtype=object)
     frame["gpu__time_duration.sum"] = np.array([(tree.spans[i][1] - tree.spans[i][0]) * 1e-6 for i in order],

@@ -90,7 +90,8 @@ def paused_gc() -> Iterator[None]:
 
 def _cannot_read(p: Path, exc: BaseException) -> InputError:
     return InputError(p, f"cannot read the trace ({exc or type(exc).__name__})",
-                      hint="pass a torch.profiler chrome trace (.json or .json.gz); re-compress a damaged .gz")
+                      hint="pass a torch.profiler chrome trace (.json or .json.gz); "
+                           "re-compress a damaged .gz")
 
 
 def read_bytes(p: Path) -> bytes:
@@ -113,12 +114,14 @@ def read_mapped(p: Path) -> tuple[mmap.mmap | bytes, int]:
             if fh.read(2) != b"\x1f\x8b":
                 try:
                     return (mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""), size
-                except (OSError, ValueError):  # a file that cannot be mapped (a pipe, some network filesystems)
+                # a file that cannot be mapped (a pipe, some network filesystems)
+                except (OSError, ValueError):
                     fh.seek(0)
                     text = fh.read()
                     return text, len(text)
             fh.seek(-4, os.SEEK_END)
-            buffer = mmap.mmap(-1, max(int.from_bytes(fh.read(4), "little"), 1 << 16))  # ISIZE: size mod 2**32
+            # ISIZE: size mod 2**32
+            buffer = mmap.mmap(-1, max(int.from_bytes(fh.read(4), "little"), 1 << 16))
             fh.seek(0)
             n = 0
             with gzip.GzipFile(fileobj=fh) as gz:
@@ -172,7 +175,8 @@ def _standard_parse(p: Path, raw: bytes | bytearray | memoryview) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(p, f"not valid JSON ({exc.msg})", line=exc.lineno,
-                         hint="the trace may be truncated: re-export it with prof.export_chrome_trace()") from None
+                         hint="the trace may be truncated: re-export it with "
+                              "prof.export_chrome_trace()") from None
     except RecursionError:
         raise _too_deep(p) from None
     except ValueError as exc:  # an integer literal of more digits than Python converts (sys.int_info)
@@ -190,7 +194,8 @@ def _restated(p: Path, raw: bytes | bytearray | memoryview) -> bytes:
 
 
 def _invalid(p: Path) -> InputError:
-    return InputError(p, "not valid JSON", hint="the trace may be damaged: re-export it with prof.export_chrome_trace()")
+    return InputError(p, "not valid JSON",
+                      hint="the trace may be damaged: re-export it with prof.export_chrome_trace()")
 
 
 def _too_deep(p: Path) -> InputError:
@@ -256,17 +261,18 @@ def _op_args(w: WireOpArgs, texts: _Texts) -> OpArgs:
         OpExtras(w.kernel_backend, w.kernel_flop, w.kernel_num_gb, w.collective_name, w.in_msg_nelems,
                  w.out_msg_nelems, w.dtype, w.group_size)
     return OpArgs(w.external_id if w.external_id is not None else w.external_id_2021, w.sequence_number,
-                  w.fwd_thread_id, texts.shapes(dims), texts.values(w.input_type), texts.values(w.concrete_inputs),
-                  extras)
+                  w.fwd_thread_id, texts.shapes(dims), texts.values(w.input_type),
+                  texts.values(w.concrete_inputs), extras)
 
 
 def _activity_args(w: WireActivityArgs, texts: _Texts) -> ActivityArgs:
-    return ActivityArgs(w.external_id, w.external_id_2021, w.correlation, w.graph_id, w.graph_node_id, w.stream,
-                        w.device, w.context, w.registers_per_thread, w.shared_memory, texts.dim3(w.grid),
-                        texts.dim3(w.block))
+    return ActivityArgs(w.external_id, w.external_id_2021, w.correlation, w.graph_id, w.graph_node_id,
+                        w.stream, w.device, w.context, w.registers_per_thread, w.shared_memory,
+                        texts.dim3(w.grid), texts.dim3(w.block))
 
 
-def _decode_events(p: Path, raws: list[Raw], release: Callable[[Raw], None]) -> tuple[dict[str, list[Any]], int]:
+def _decode_events(p: Path, raws: list[Raw],
+                   release: Callable[[Raw], None]) -> tuple[dict[str, list[Any]], int]:
     """The kept events by category, and how many range-profiler events there were; `raws` is emptied."""
     dec = _decoders()
     wire_event, launch_args, activity_args, op_args = dec["event"], dec["launch"], dec["activity"], dec["op"]
@@ -312,8 +318,8 @@ def _event_error(p: Path, k: int, raw: Raw, exc: Exception) -> InputError:
     where = f"traceEvents[{k}]"
     if isinstance(exc, _MixedShapes):
         key = "Input Dims" if "Input Dims" in document.get("args", {}) else "Input dims"
-        return InputError(p, f"{where}.args: field {key!r} is a list mixing shapes and integers, expected a list "
-                             "of shapes (lists of integers) or of shape lists", hint=HINT)
+        return InputError(p, f"{where}.args: field {key!r} is a list mixing shapes and integers, expected a "
+                             "list of shapes (lists of integers) or of shape lists", hint=HINT)
     dec = _decoders()
     try:
         e = dec["event"].decode(raw)
@@ -324,8 +330,10 @@ def _event_error(p: Path, k: int, raw: Raw, exc: Exception) -> InputError:
         wire = dec[group].decode(e.args)
     except msgspec.ValidationError as in_args:
         return validation_error(p, in_args, document, event=k, stage=".args")
-    for attr, kind, name in (("input_dims", "shapes", "Input Dims"), ("input_dims_2020", "shapes", "Input dims"),
-                             ("input_type", "values", "Input type"), ("concrete_inputs", "values", "Concrete Inputs"),
+    for attr, kind, name in (("input_dims", "shapes", "Input Dims"),
+                             ("input_dims_2020", "shapes", "Input dims"),
+                             ("input_type", "values", "Input type"),
+                             ("concrete_inputs", "values", "Concrete Inputs"),
                              ("grid", "dim3", "grid"), ("block", "dim3", "block")):
         text = getattr(wire, attr, Raw())
         try:
@@ -385,8 +393,9 @@ def _load(p: Path, buffer: mmap.mmap | bytes, size: int, restated: bool = False)
             raise _invalid(p) from None
         strict = _restated(p, read_bytes(p))
         return _load(p, strict, len(strict), restated=True)
-    return TraceEvents(top, [e for c in ACTIVITY_CATS for e in by_cat[c]], [e for c in LAUNCH_CATS for e in by_cat[c]],
-                       [e for c in OP_CATS for e in by_cat[c]], [e for c in ANNOTATION_CATS for e in by_cat[c]], ranges)
+    return TraceEvents(top, [e for c in ACTIVITY_CATS for e in by_cat[c]],
+                       [e for c in LAUNCH_CATS for e in by_cat[c]], [e for c in OP_CATS for e in by_cat[c]],
+                       [e for c in ANNOTATION_CATS for e in by_cat[c]], ranges)
 
 
 def load_ranges(path: str | os.PathLike[str]) -> list[RangeEvent]:
@@ -398,6 +407,7 @@ def load_ranges(path: str | os.PathLike[str]) -> list[RangeEvent]:
     try:
         decoded = msgspec.json.decode(body, type=RangeTrace | list[RangeEvent])
     except msgspec.DecodeError:
-        decoded = msgspec.convert(_standard_parse(p, raw), RangeTrace | list[RangeEvent])  # type: ignore[arg-type]
+        decoded = msgspec.convert(_standard_parse(p, raw),
+                                  RangeTrace | list[RangeEvent])  # type: ignore[arg-type]
     events = decoded.traceEvents if isinstance(decoded, RangeTrace) else decoded
     return [e for e in events if e.cat == RANGE_CAT]

@@ -1,6 +1,6 @@
 """The CPU side of a kineto trace: the op tree, which op launched each GPU activity, the annotation (NVTX)
-path and module of each op, as the ops table (nsroof.schema.OP_COLUMNS). The correlation rules live here and only here
-(docs/readme/collectors.md, "Correlation rules"):
+path and module of each op, as the ops table (nsroof.schema.OP_COLUMNS). The correlation rules live here and
+only here (docs/readme/collectors.md, "Correlation rules"):
 
 1. GPU activity -> runtime launch: the activity's ``correlation`` equals the launch event's ``correlation``
    (cat ``cuda_runtime``/``cuda_driver``, ``Runtime`` in 2021 traces).
@@ -228,7 +228,8 @@ class OpTree:
             ext = a.external_id
             if ext is not None and (linked_ids is None or ext in linked_ids):
                 self.by_external.setdefault(ext, i)
-        self._times = np.asarray(self.spans, dtype="float64").reshape(-1, 2)  # (start, end) rows of the ops above
+        # (start, end) rows of the ops above
+        self._times = np.asarray(self.spans, dtype="float64").reshape(-1, 2)
         self._by_start = by_start(self._times)
         self.parent = self._nest()
         self._by_thread: dict[tuple[str, str], tuple[list[float], list[int]]] = {}
@@ -338,7 +339,8 @@ class OpTree:
         return self._adopted[key]
 
     def _span_array(self) -> np.ndarray:
-        """self.spans as (start, end) rows of one float64 array, the adopted launches' appended as they come."""
+        """self.spans as (start, end) rows of one float64 array, the adopted launches' appended as they
+        come."""
         if len(self._times) < len(self.spans):
             adopted = np.asarray(self.spans[len(self._times):], dtype="float64").reshape(-1, 2)
             self._times = np.concatenate([self._times, adopted])
@@ -359,7 +361,8 @@ class OpTree:
             seq = self.args[i].sequence_number
             if seq is not None and seq >= 0 and self.backward_node(i) < 0:
                 cur = pick.get((self.keys[i], seq))
-                inside = cur is not None and self.spans[cur][0] <= self.spans[i][0] and self.spans[i][1] <= self.spans[cur][1]
+                inside = (cur is not None and self.spans[cur][0] <= self.spans[i][0]
+                          and self.spans[i][1] <= self.spans[cur][1])
                 if not inside:
                     pick[(self.keys[i], seq)] = i
         out: dict[int, list[tuple[float, int]]] = {}
@@ -392,7 +395,8 @@ class OpTree:
         where = np.empty(hi - lo, dtype=object)
         where.fill(())  # a process without annotations: no path
         keys = self.keys[lo:hi]
-        key_code, first = row_codes(np.fromiter(keys, dtype=object, count=hi - lo))  # thread keys are shared tuples
+        # thread keys are shared tuples
+        key_code, first = row_codes(np.fromiter(keys, dtype=object, count=hi - lo))
         threads_of = [keys[i] for i in first.tolist()]
         thread_codes = {key: code for code, key in enumerate(threads_of)}
         spans = self._span_array()[lo:hi]
@@ -407,7 +411,8 @@ class OpTree:
                 timeline = self.annotations[t]
                 times = np.asarray(timeline.times, dtype="float64")
                 col = np.searchsorted(times, starts, side="right") - 1
-                min_end = np.append(np.asarray(timeline.min_end, dtype="float64"), math.inf)[col]  # col -1: inf
+                # col -1: inf
+                min_end = np.append(np.asarray(timeline.min_end, dtype="float64"), math.inf)[col]
                 own = codes == thread_codes.get(t, -1)
                 # a span without a start (NaN) leaves the times unsorted: each op then looks for itself
                 whole &= ((col < 0) | (min_end >= np.where(own, ends, starts))) & ~np.isnan(times).any()
@@ -458,7 +463,8 @@ class OpTree:
         cached = self._paths.get(key)
         if cached is None:
             if forward >= 0:
-                inherited = [n + BACKWARD_SUFFIX if n in self.module_ranges else n for n in self._own_path(forward)]
+                inherited = [n + BACKWARD_SUFFIX if n in self.module_ranges else n
+                             for n in self._own_path(forward)]
                 own = own + [n for n in inherited if n not in own]
             cached = self._paths[key] = (own, "/".join(own), self.module(own))
         return cached
@@ -469,9 +475,11 @@ class OpTree:
         if len(self._forward_ids) != len(self.ops):
             nodes = np.asarray(self._backward, dtype="int64")
             inside = nodes >= 0
-            distinct, inverse = np.unique(nodes[inside], return_inverse=True)  # a node's ops share its forward op
+            # a node's ops share its forward op
+            distinct, inverse = np.unique(nodes[inside], return_inverse=True)
             ids = np.full(len(nodes), -1, dtype="int64")
-            ids[inside] = np.asarray([self.forward_of(node) for node in distinct.tolist()], dtype="int64")[inverse]
+            ids[inside] = np.asarray([self.forward_of(node) for node in distinct.tolist()],
+                                     dtype="int64")[inverse]
             self._forward_ids = ids.tolist()
         return self._forward_ids
 
@@ -484,11 +492,13 @@ class OpTree:
         if len(self._where) < n:
             self._locate()
         # equal locations are one object (_locate shares them): coded by identity, not by hashing tuples
-        own = identity_codes(np.fromiter(self._where, dtype=object, count=n)) if n else np.zeros(0, dtype="int64")
+        own = (identity_codes(np.fromiter(self._where, dtype=object, count=n)) if n
+               else np.zeros(0, dtype="int64"))
         distinct = int(own.max()) + 1 if n else 0
         fwd = np.asarray(self.forward_ids(), dtype="int64")
         inherited = np.where(fwd >= 0, own[np.maximum(fwd, 0)], -1) if n else fwd
-        _, first, inverse = np.unique(own * (distinct + 1) + inherited + 1, return_index=True, return_inverse=True)
+        _, first, inverse = np.unique(own * (distinct + 1) + inherited + 1, return_index=True,
+                                      return_inverse=True)
         shared = np.empty(len(first), dtype=object)
         shared[:] = [self.path_facts(int(i)) for i in first]
         self._all_facts = shared[inverse.reshape(-1)].tolist()
@@ -525,7 +535,8 @@ class OpTree:
             "input_dtypes": pd.Series([a.input_type for a in self.args], dtype=object),
             "concrete_inputs": pd.Series(per_object(concrete_values, (a.concrete_inputs for a in self.args)),
                                          dtype=object),
-            "sequence_number": pd.arrays.IntegerArray(sequence, np.array([v is None for v in seq], dtype=bool)),
+            "sequence_number": pd.arrays.IntegerArray(sequence,
+                                                      np.array([v is None for v in seq], dtype=bool)),
             "forward_op_id": nonnegative_or_missing(forward),
             "thread": pd.Series([threads[key] for key in self.keys], dtype=object),
             "start_us": times[:, 0].copy(),

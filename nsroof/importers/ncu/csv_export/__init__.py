@@ -5,8 +5,9 @@
 One row per kernel launch: identity columns from the export, every metric under its ncu name in SI
 base units (float64), string metrics as strings.
 
-How (Nsight Compute CLI docs: --csv, --page details|raw, --print-units). The details page has two readers, each giving the identical
-table (tests/importers/ncu/csv_export/test_ncu_csv_readers.py), chosen by `read(path, reader=...)`:
+How (Nsight Compute CLI docs: --csv, --page details|raw, --print-units). The details page has two readers,
+each giving the identical table (tests/importers/ncu/csv_export/test_ncu_csv_readers.py), chosen by
+`read(path, reader=...)`:
   - the prefix scan (scan.py), plain files only: its compiled twin (nsroof/importers/_rowscan.c, built
     when a C compiler is there at install time), or its pure-Python twin where it was not built;
   - the robust reader (robust.py) for everything the scan declines (gzip, text lines among the rows,
@@ -85,7 +86,8 @@ def _read_details(export: text.Export, layout: Layout, reader: str) -> tuple[pd.
         fast = scan.details_scan(export, layout, compiled=compiled)
         if fast is None and reader != "auto":
             raise ReaderDeclined(export.path, f"the {READERS[used]} does not read this file",
-                                 hint="read it with reader='auto' (the robust reader takes what the scan declines)")
+                                 hint="read it with reader='auto' "
+                                      "(the robust reader takes what the scan declines)")
     if fast is not None:
         uids, ident_table, rows = fast
     else:
@@ -102,8 +104,8 @@ def _read_details(export: text.Export, layout: Layout, reader: str) -> tuple[pd.
         kernel_ids = identity["kernel_id"].to_numpy()
         if parsing is not None:
             kidx = positions(kernel_ids, rows.kernel_ids)
-            columns, units, style = pivot_details(export, rows, kidx, len(kernel_ids), parsing, collected.ignored,
-                                                  collected.notes)
+            columns, units, style = pivot_details(export, rows, kidx, len(kernel_ids), parsing,
+                                                  collected.ignored, collected.notes)
     frame = assemble(identity, columns)
     fill_launch_identity(frame)
     return frame, _finish(export, layout, frame, units, style, collected, FORMAT_DETAILS, used)
@@ -126,8 +128,8 @@ def _finish(
     if collected.bad_rows:
         line, _ = collected.bad_rows[0]
         warnings.append(
-            f"{len(collected.bad_rows)} row(s) had an unescaped quote in an NVTX range name (first at line {line}); "
-            "recovered them — keep '\"' out of NVTX range names"
+            f"{len(collected.bad_rows)} row(s) had an unescaped quote in an NVTX range name "
+            f"(first at line {line}); recovered them — keep '\"' out of NVTX range names"
         )
     if collected.text_lines:
         line, first = collected.text_lines[0]

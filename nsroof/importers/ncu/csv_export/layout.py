@@ -95,7 +95,8 @@ def launch_ids(export: text.Export, column: pa.ChunkedArray | pa.Array, lines: n
     okn = np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool)
     if not okn.all():
         bad = int(np.flatnonzero(~okn)[0])
-        raise InputError(export.path, f"launch ID {column[bad].as_py()!r} is not a number", line=int(lines[bad]),
+        raise InputError(export.path, f"launch ID {column[bad].as_py()!r} is not a number",
+                         line=int(lines[bad]),
                          hint="the row is damaged or not part of an ncu export; " + text.EXPORT_HINT)
     return np.asarray(pc.cast(cleaned, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
 
@@ -110,7 +111,8 @@ def dict_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str
     """int32 codes and the distinct strings of a text column (plain, or dictionary-typed as pyarrow's
     CSV reader builds it chunk by chunk: the chunks' dictionaries are unified first)."""
     if pa.types.is_dictionary(column.type):
-        enc = (column.unify_dictionaries().combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+        enc = (column.unify_dictionaries().combine_chunks() if isinstance(column, pa.ChunkedArray)
+               else column)
     else:
         enc = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
         if isinstance(enc, pa.ChunkedArray):
@@ -160,7 +162,8 @@ def identity_frame(export: text.Export, layout: Layout, ids: np.ndarray, table: 
         if dst in INT_IDENTITY:
             cleaned = pc.replace_substring_regex(values, r"[,.\s]", "")
             ok = pc.match_substring_regex(cleaned, r"^-?\d+$")
-            as_int = pc.cast(pc.if_else(ok, cleaned, pa.scalar(None, pa.string())), pa.int64()).combine_chunks()
+            as_int = pc.cast(pc.if_else(ok, cleaned, pa.scalar(None, pa.string())),
+                             pa.int64()).combine_chunks()
             cols[dst] = pd.arrays.IntegerArray(
                 np.asarray(as_int.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64),
                 np.asarray(as_int.is_null().to_numpy(zero_copy_only=False), dtype=bool))

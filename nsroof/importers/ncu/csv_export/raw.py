@@ -50,12 +50,14 @@ def read_raw(
     if table.num_rows == 0:
         raise InputError(export.path, "header and units row but no data rows", line=export.header_line + 2,
                          hint="ncu profiled no kernel; check its filters, then " + text.EXPORT_HINT)
-    blank_ids = np.flatnonzero(np.asarray(pc.equal(table.column("ID"), "").to_numpy(zero_copy_only=False), bool))
+    blank_ids = np.flatnonzero(np.asarray(pc.equal(table.column("ID"), "").to_numpy(zero_copy_only=False),
+                                          bool))
     if blank_ids.size:
         # the raw page has one units row, right under the header: another row without a launch ID is a
         # units row repeated (concatenated exports) or a damaged row, never a launch
         raise InputError(export.path, "a second units row (a row without a launch ID) among the launches",
-                         line=int(lines[blank_ids[0]]), hint="export one report per file; " + text.EXPORT_HINT)
+                         line=int(lines[blank_ids[0]]),
+                         hint="export one report per file; " + text.EXPORT_HINT)
     ids = launch_ids(export, table.column("ID"), lines)
     if len(np.unique(ids)) != len(ids):
         # a raw page has one row per launch; repeated IDs mean separate processes or concatenated exports
@@ -77,7 +79,8 @@ def read_raw(
         cleaned = numbers.cells(cells)
         style = file_style(export, cleaned, lambda i: metric_cols[i // n], lambda i: int(lines[i % n]))
         parsed = numbers.parse(cleaned, style.style)
-        scaled_col = np.array([f != 1.0 and dimensions.is_read(c) for c, f in zip(metric_cols, factors, strict=True)], bool)
+        scaled_col = np.array([f != 1.0 and dimensions.is_read(c)
+                               for c, f in zip(metric_cols, factors, strict=True)], bool)
         note = rounding_warning(parsed, np.repeat(scaled_col, n), lambda i: metric_cols[i // n],
                                 lambda i: int(lines[i % n]))
         if note is not None:
@@ -113,12 +116,14 @@ def _usable_units(export: text.Export, metric_cols: list[str], units_row: dict[s
         except UnknownUnitError as exc:
             if dimensions.is_read(c):
                 raise UnitError(export.path, f"unknown unit {exc.unit!r} of {c!r} in the units row",
-                                line=export.header_line + 1, hint="re-export with --print-units base") from None
+                                line=export.header_line + 1,
+                                hint="re-export with --print-units base") from None
             collected.ignored.append((c, unit_name))
             continue
         if wrong is not None:
             if dimensions.is_read(c):
-                raise UnitError(export.path, f"unit {unit_name!r} of the wrong dimension in the units row: {wrong}",
+                raise UnitError(export.path,
+                                f"unit {unit_name!r} of the wrong dimension in the units row: {wrong}",
                                 line=export.header_line + 1, hint=DIMENSION_HINT)
             collected.ignored.append((c, unit_name))
             continue

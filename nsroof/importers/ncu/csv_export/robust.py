@@ -125,7 +125,8 @@ def read_blocks(
     return collected
 
 
-def _line_numbers(block: memoryview, nl: np.ndarray, first_line: int, *, narrow: bool) -> tuple[np.ndarray, np.ndarray]:
+def _line_numbers(block: memoryview, nl: np.ndarray, first_line: int, *,
+                  narrow: bool) -> tuple[np.ndarray, np.ndarray]:
     """Line numbers of the rows pyarrow keeps (narrow: rows ending in a trailing comma) and of the others.
     nl: the block's newline positions."""
     buf = np.frombuffer(block, dtype=np.uint8)
@@ -257,7 +258,8 @@ def _recover_nvtx_row(layout: Layout, raw: str) -> list[str] | None:
     return head_fields + [cell] + tail_fields
 
 
-def details_robust(export: text.Export, layout: Layout, collected: Collected) -> tuple[np.ndarray, pa.Table, LongRows]:
+def details_robust(export: text.Export, layout: Layout,
+                   collected: Collected) -> tuple[np.ndarray, pa.Table, LongRows]:
     """Block by block through pyarrow, with row-level repairs (see read_blocks)."""
     header = layout.header
     detail_cols = [c for c in DETAILS_COLUMNS if c in header]

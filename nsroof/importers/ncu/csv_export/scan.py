@@ -3,7 +3,8 @@
 Rows of one launch repeat its identity prefix (ID ... CC, with the kernel name and NVTX cells: ~93% of
 a large export's bytes) byte for byte, so only each launch's first row is parsed in full; every other
 row is checked against the prefix (a memcmp) and only its tail (section, metric, unit, value, rule
-fields) is kept. Two twins give the same rows (tests/importers/ncu/csv_export/test_ncu_csv_scan.py, _tails.py):
+fields) is kept. Two twins give the same rows
+(tests/importers/ncu/csv_export/test_ncu_csv_scan.py, _tails.py):
   - compiled (nsroof/importers/_rowscan.c, optional at build time): rows split by _rowscan.scan, the
     tails' cells by _rowscan.split_tails window by window on a worker thread while the scan goes on;
   - Python: rows split by `mm.readline`, the tails' cells by pyarrow's CSV parser at the ragged
@@ -87,10 +88,10 @@ def scan_rows(
     """Split every row after the header into its identity prefix and its tail (see above). None when
     a row is not what ncu writes: a cell not quoted the way ncu quotes, a non-numeric ID (text among
     the rows), a newline inside the identity cells, bytes that are not UTF-8, no final newline.
-    The compiled splitter and the Python loop give the same result (tests/importers/ncu/csv_export/test_ncu_csv_scan.py);
-    the compiled one also declines IDs of more than 18 digits (int64). `on_chunk(tails, first_row)` is
-    handed each window's tails as soon as they are split (the Python loop: all of them at the end); the
-    compiled splitter then keeps none of them in `chunks`."""
+    The compiled splitter and the Python loop give the same result
+    (tests/importers/ncu/csv_export/test_ncu_csv_scan.py); the compiled one also declines IDs of more than 18
+    digits (int64). `on_chunk(tails, first_row)` is handed each window's tails as soon as they are split (the
+    Python loop: all of them at the end); the compiled splitter then keeps none of them in `chunks`."""
     try:
         with open(export.path, "rb") as fh:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -205,7 +206,8 @@ def compiled_available() -> bool:
     return _compiled_scan() is not None and _compiled_split() is not None
 
 
-def details_scan(export: text.Export, layout: Layout, *, compiled: bool) -> tuple[np.ndarray, pa.Table, LongRows] | None:
+def details_scan(export: text.Export, layout: Layout, *,
+                 compiled: bool) -> tuple[np.ndarray, pa.Table, LongRows] | None:
     """Details page by prefix scan (see scan_rows): the compiled twin (rows and the tails' cells split in
     C) or the Python twin (rows split by `mm.readline`, the tails' cells by pyarrow), the same rows either
     way. None whenever anything else shows up, or the compiled twin was asked for and not built."""
@@ -217,7 +219,8 @@ def details_scan(export: text.Export, layout: Layout, *, compiled: bool) -> tupl
         return None
     s = header.index("Section Name")
     detail_cols = [c for c in DETAILS_COLUMNS if c in header]
-    if any(header.index(c) >= s for c in layout.identity_columns) or any(header.index(c) < s for c in detail_cols):
+    if (any(header.index(c) >= s for c in layout.identity_columns)
+            or any(header.index(c) < s for c in detail_cols)):
         return None
     # the width pyarrow reads: the ragged metric-row width, as read_blocks decides it
     ragged = text.ragged_width(export.first)
@@ -274,8 +277,8 @@ def details_scan(export: text.Export, layout: Layout, *, compiled: bool) -> tupl
             pa.py_buffer(b"\n".join(heads) + b"\n"),
             read_options=pacsv.ReadOptions(column_names=header[:s], use_threads=False),
             convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in header[:s]},
-                                                 include_columns=layout.identity_columns, strings_can_be_null=False,
-                                                 quoted_strings_can_be_null=False),
+                                                 include_columns=layout.identity_columns,
+                                                 strings_can_be_null=False, quoted_strings_can_be_null=False),
         )
     except pa.ArrowInvalid:  # not UTF-8
         return None
@@ -296,8 +299,8 @@ class TailSplitter:
     """The compiled cell splitter (split_tails in _rowscan.c) fed window by window while the scan goes
     on: each window is split on a worker thread (both run in C without the GIL, so on two cores they
     overlap), then the windows' keys are merged. result() is what the pyarrow route would return for
-    the same tails (tests/importers/ncu/csv_export/test_ncu_csv_tails.py), or None where the splitter does not vouch
-    for them: the pyarrow route reads them then."""
+    the same tails (tests/importers/ncu/csv_export/test_ncu_csv_tails.py), or None where the splitter does not
+    vouch for them: the pyarrow route reads them then."""
 
     def __init__(self, split: Callable[..., Any], names: list[str], max_fields: int) -> None:
         self._coded = [c for c in CODED_COLUMNS if c in names]
@@ -358,10 +361,11 @@ class TailSplitter:
         return metric_rows, coded, pa.chunked_array(values, type=pa.string())
 
 
-def split_tails_pyarrow(data: bytes, n: int, names: list[str], detail_cols: list[str], max_fields: int) -> Split | None:
-    """The Python twin's cell splitter: pyarrow parses the tails at the metric-row width (ragged rows natively), and only the few wider
-    rule rows reach the invalid-row handler, which drops them when they carry no metric (exactly as
-    details_robust drops them). None whenever anything else shows up."""
+def split_tails_pyarrow(data: bytes, n: int, names: list[str], detail_cols: list[str],
+                        max_fields: int) -> Split | None:
+    """The Python twin's cell splitter: pyarrow parses the tails at the metric-row width (ragged rows
+    natively), and only the few wider rule rows reach the invalid-row handler, which drops them when they
+    carry no metric (exactly as details_robust drops them). None whenever anything else shows up."""
     metric_at = names.index("Metric Name")
     rule_rows: list[int] = []
     odd_rows: list[int | None] = []
@@ -391,8 +395,8 @@ def split_tails_pyarrow(data: bytes, n: int, names: list[str], detail_cols: list
             parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
             # the text columns dictionary-encoded as they are parsed (few distinct values): their codes
             # come without a pass over the strings
-            convert_options=pacsv.ConvertOptions(column_types={c: _DICT_TEXT if c in CODED_COLUMNS else pa.string()
-                                                               for c in names},
+            convert_options=pacsv.ConvertOptions(column_types={c: _DICT_TEXT if c in CODED_COLUMNS
+                                                               else pa.string() for c in names},
                                                  include_columns=detail_cols, strings_can_be_null=False,
                                                  quoted_strings_can_be_null=False),
         )

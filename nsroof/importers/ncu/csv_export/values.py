@@ -23,7 +23,8 @@ from nsroof.importers.ncu.section_labels import is_read as label_is_read
 from nsroof.units import UnknownUnitError, scale
 
 _SCRATCH = "\0dropped"
-DIMENSION_HINT = "the export is damaged or edited; re-export it from the report (ncu -i REPORT.ncu-rep --csv ...)"
+DIMENSION_HINT = ("the export is damaged or edited; re-export it from the report "
+                  "(ncu -i REPORT.ncu-rep --csv ...)")
 
 
 SCATTER_ROWS = 1 << 16
@@ -46,9 +47,9 @@ def rounding_warning(parsed: numbers.Parsed, scaled: np.ndarray, name_of: Callab
     if not over.any():
         return None
     worst = int(rows[int(np.nanargmax(rel))])
-    return (f"{int(over.sum())} value(s) in auto-scaled units are printed with so few digits that rounding can move "
-            f"them by more than 1% (up to {float(np.nanmax(rel)):.1%}: {name_of(worst)} at line {line_of(worst)}); "
-            "export with --print-units base for full precision")
+    return (f"{int(over.sum())} value(s) in auto-scaled units are printed with so few digits that rounding "
+            f"can move them by more than 1% (up to {float(np.nanmax(rel)):.1%}: {name_of(worst)} at line "
+            f"{line_of(worst)}); export with --print-units base for full precision")
 
 
 def file_style(export: text.Export, cleaned: Any, where: Callable[[int], str],
@@ -91,13 +92,11 @@ def pivot_details(
     (met, met_names), (unit, unit_names) = rows.metric, rows.unit
     row_lines = rows.lines
     key = ((sec.astype(np.int64) * len(body_names) + body) * len(met_names) + met) * len(unit_names) + unit
-    # int64 keys (the codes are int32), numbered in order of first appearance (a hash table, not a sort)
-    inverse, uniq = pd.factorize(key, sort=False)
+    inverse, uniq = pd.factorize(key, sort=False)  # int64 keys, numbered by first appearance (no sort)
     del key  # one int64 per row: the peak of a large export's import is here, with every row's arrays alive
     first = first_appearances(inverse)
 
-    # per distinct (section, body, metric/label, unit): column name, factor, priority
-    combo_col = np.empty(len(uniq), np.int64)
+    combo_col = np.empty(len(uniq), np.int64)  # per distinct key: column, factor, priority
     combo_factor = np.empty(len(uniq), np.float64)
     combo_explicit = np.empty(len(uniq), bool)
     col_names: list[str] = []
@@ -105,8 +104,7 @@ def pivot_details(
     col_index: dict[tuple[str, str], int] = {}
     dropped: list[tuple[int, str, str]] = []  # (distinct key, column name, printed unit)
     deferred: list[tuple[int, str]] = []  # (distinct key, why): a read metric in a wrong unit
-    # columns in order of first appearance in the file, whatever the code order
-    for i in np.argsort(first, kind="stable").tolist():
+    for i in np.argsort(first, kind="stable").tolist():  # columns in the file's order, not code order
         k, u = divmod(int(uniq[i]), len(unit_names))
         k, m = divmod(k, len(met_names))
         s, b = divmod(k, len(body_names))
@@ -116,9 +114,10 @@ def pivot_details(
         except UnknownUnitError as exc:
             name = column_name(section, body_label, label, "")[0]
             if label_is_read(section, body_label, label, name):
-                raise UnitError(export.path, f"unknown unit {exc.unit!r} of {label!r}", line=int(row_lines[first[i]]),
-                                hint="nsroof knows ncu's units (byte…Tbyte, ns/nsecond…second, hz…Ghz, "
-                                     "cycle/nsecond, inst, sector, %, …); re-export with --print-units base") from None
+                raise UnitError(
+                    export.path, f"unknown unit {exc.unit!r} of {label!r}", line=int(row_lines[first[i]]),
+                    hint="nsroof knows ncu's units (byte…Tbyte, ns/nsecond…second, hz…Ghz, cycle/nsecond, "
+                         "inst, sector, %, …); re-export with --print-units base") from None
             dropped.append((i, name, unit_name))
             continue
         name, explicit = column_name(section, body_label, label, base)
@@ -141,25 +140,27 @@ def pivot_details(
         combo_factor[i] = factor
         combo_explicit[i] = explicit
     col_names = disambiguate(col_names, col_units)
-    for i in [d[0] for d in dropped] + [d[0] for d in deferred]:  # one scratch column, removed after the scatter
+    for i in [d[0] for d in dropped] + [d[0] for d in deferred]:  # a scratch column, popped below
         combo_col[i], combo_factor[i], combo_explicit[i] = len(col_names), 1.0, False
 
     style, parsed = parsing.result() if parsing is not None else parse_values(export, rows)
     _check_after_parsing(export, parsed, inverse, row_lines, deferred, dropped, ignored)
-    read = np.array([c < len(col_names) and dimensions.is_read(col_names[c]) for c in combo_col.tolist()], bool)
+    read = np.array([c < len(col_names) and dimensions.is_read(col_names[c]) for c in combo_col.tolist()],
+                    bool)
     note = rounding_warning(parsed, (read & (combo_factor != 1.0))[inverse],
                             lambda r: col_names[combo_col[inverse[r]]], lambda r: int(row_lines[r]))
     if note is not None and notes is not None:
         notes.append(note)
     scratch = [_SCRATCH] if dropped or deferred else []
-    columns = _scatter(parsed, inverse, combo_col, combo_factor, combo_explicit, kidx, n_kernels, col_names + scratch)
+    columns = _scatter(parsed, inverse, combo_col, combo_factor, combo_explicit, kidx, n_kernels,
+                       col_names + scratch)
     columns.pop(_SCRATCH, None)
     return columns, dict(zip(col_names, col_units, strict=True)), style
 
 
-def _check_after_parsing(export: text.Export, parsed: numbers.Parsed, inverse: np.ndarray, row_lines: np.ndarray,
-                         deferred: list[tuple[int, str]], dropped: list[tuple[int, str, str]],
-                         ignored: list[tuple[str, str]] | None) -> None:
+def _check_after_parsing(export: text.Export, parsed: numbers.Parsed, inverse: np.ndarray,
+                         row_lines: np.ndarray, deferred: list[tuple[int, str]],
+                         dropped: list[tuple[int, str, str]], ignored: list[tuple[str, str]] | None) -> None:
     """A number printed in a unit of another dimension, for a counter a roofline number reads, refuses the
     file (a failed launch's `n/a` is no number); a dropped metric that lost a value is noted in `ignored`."""
     for i, why in deferred:
