@@ -1,4 +1,5 @@
-"""Numbers written as ncu writes them in each number style the CSV readers accept (for tests that make files)."""
+"""Numbers written as ncu writes them in each number style the CSV readers accept (for tests that make
+files)."""
 
 from __future__ import annotations
 

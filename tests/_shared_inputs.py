@@ -58,5 +58,6 @@ def _events(key: tuple[str, int, int]) -> tuple[Mapping[str, Any], ...]:
 
 
 def trace_events(path: str | os.PathLike[str]) -> tuple[Mapping[str, Any], ...]:
-    """Every event of the trace's JSON (traceEvents, or the list a bare-list trace is), read-only, in file order."""
+    """Every event of the trace's JSON (traceEvents, or the list a bare-list trace is), read-only, in file
+    order."""
     return _events(_key(path))

@@ -28,7 +28,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`make test` runs `-n auto`: one worker per CPU this process may use (its affinity, which a container's
     CPU set limits; psutil would count the host's), at most 4: the longest test module (tests/collectors/
     test_gpu_check.py, about 30 s) bounds the run beyond that, and each worker imports torch."""
-    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else os.cpu_count() or 1))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -67,13 +68,15 @@ def example_csv() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_raw_csv() -> Path:
-    """tests/data/spine/tiny_raw.csv: a raw-page export of 2 launches on an NVIDIA A100-SXM4-40GB, no ncu peaks."""
+    """tests/data/spine/tiny_raw.csv: a raw-page export of 2 launches on an NVIDIA A100-SXM4-40GB, no ncu
+    peaks."""
     return DATA / "spine" / "tiny_raw.csv"
 
 
 @pytest.fixture(scope="session")
 def cpu_machine_json() -> Path:
-    """tests/data/collectors/test-cpu.json: round test figures (100 GFLOP/s fp32, 10 GB/s DRAM), not a real CPU."""
+    """tests/data/collectors/test-cpu.json: round test figures (100 GFLOP/s fp32, 10 GB/s DRAM), not a real
+    CPU."""
     return DATA / "collectors" / "test-cpu.json"
 
 

@@ -113,7 +113,8 @@ def test_the_si_formatter() -> None:
     assert human_si(1.95e13, "FLOP/s") == "19.5 TFLOP/s"
     assert human_si(3.35e12, "B/s") == "3.35 TB/s"
     assert human_si(999.9, "B/s") == "1 kB/s"  # rounds up across the prefix boundary
-    assert human_si(1.2345e12, "B/s", digits=4) == "1.234 TB/s" or human_si(1.2345e12, "B/s", digits=4) == "1.235 TB/s"
+    assert (human_si(1.2345e12, "B/s", digits=4) == "1.234 TB/s"
+            or human_si(1.2345e12, "B/s", digits=4) == "1.235 TB/s")
     assert human_si(float("nan"), "s") == "—" and human_si(None) == "—"
     assert human_si_range(1.9e13, 2e13, "FLOP/s") == "19–20 TFLOP/s"
     assert human_si_range(1.5101e13, 1.5102e13, "FLOP/s") == "15.1 TFLOP/s"  # equal at 3 digits: one value

@@ -1,4 +1,5 @@
-"""Strict per number, lenient per metric: which counters a roofline number reads (nsroof.counters.dimensions)."""
+"""Strict per number, lenient per metric: which counters a roofline number reads
+(nsroof.counters.dimensions)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ from nsroof.counters import dimensions
 
 
 def test_formula_inputs_and_tensor_counts_are_read() -> None:
-    for metric in ("gpu__time_duration.sum", "dram__bytes.sum", "lts__t_bytes.sum", "sm__cycles_elapsed.avg.per_second",
-                   "derived__lts__lts2xbar_bytes.sum.per_second", "dram__bytes.sum.peak_sustained",
-                   "sm__ops_path_tensor_src_fp16_dst_fp32.sum", "sm__inst_executed_pipe_tensor.sum",
-                   "sm__pipe_tensor_cycles_active.sum", "derived__sm__sass_thread_inst_executed_op_ffma_pred_on_x2"):
+    for metric in ("gpu__time_duration.sum", "dram__bytes.sum", "lts__t_bytes.sum",
+                   "sm__cycles_elapsed.avg.per_second", "derived__lts__lts2xbar_bytes.sum.per_second",
+                   "dram__bytes.sum.peak_sustained", "sm__ops_path_tensor_src_fp16_dst_fp32.sum",
+                   "sm__inst_executed_pipe_tensor.sum", "sm__pipe_tensor_cycles_active.sum",
+                   "derived__sm__sass_thread_inst_executed_op_ffma_pred_on_x2"):
         assert dimensions.is_read(metric), metric
 
 

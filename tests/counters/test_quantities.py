@@ -21,8 +21,8 @@ from nsroof.errors import NsroofError
 from nsroof.schema import LEVELS, PRECISIONS
 
 CONTRACT = (
-    "duration_s duration_source flops_fp64 flops_fp32 flops_fp16 flops_tensor flops flops_source flops_estimated "
-    "bytes_dram bytes_l2 bytes_l1 bytes_source_dram bytes_source_l2 bytes_source_l1 "
+    "duration_s duration_source flops_fp64 flops_fp32 flops_fp16 flops_tensor flops flops_source "
+    "flops_estimated bytes_dram bytes_l2 bytes_l1 bytes_source_dram bytes_source_l2 bytes_source_l1 "
     "peak_flop_per_s_fp64 peak_flop_per_s_fp32 peak_flop_per_s_fp16 peak_flop_per_s_tensor "
     "bandwidth_bytes_per_s_dram bandwidth_bytes_per_s_l2 bandwidth_bytes_per_s_l1 "
     "ceiling_source_fp64 ceiling_source_fp32 ceiling_source_fp16 ceiling_source_tensor "
@@ -109,7 +109,8 @@ class TestDuration:
 
     def test_row_falls_through_per_kernel(self) -> None:
         # kernel 0 has its duration counter; kernel 1's is n/a (NaN) and comes from cycles: 3e6 / 1e9 = 3e-3 s
-        k = table(2, **{"gpu__time_duration_dot_sum": [1e-3, np.nan], "sm__cycles_elapsed_dot_avg": [9e9, 3e6],
+        k = table(2, **{"gpu__time_duration_dot_sum": [1e-3, np.nan],
+                        "sm__cycles_elapsed_dot_avg": [9e9, 3e6],
                         "sm__cycles_elapsed_dot_avg_dot_per_second": [1e9, 1e9]})
         q = derive(k)
         assert q["duration_s"].tolist() == pytest.approx([1e-3, 3e-3])
@@ -125,7 +126,8 @@ class TestCudaCoreFlops:
         # 100 FADD + 50 FMUL + 2 × 1000 FFMA = 2150 FLOP
         q = one(**{sass("sm", "fadd"): 100.0, sass("sm", "fmul"): 50.0, sass("sm", "ffma"): 1000.0})
         assert q["flops_fp32"] == 2150.0
-        assert q["flops_source_fp32"] == (f"{sass('sm', 'fadd')} + {sass('sm', 'fmul')} + 2 × {sass('sm', 'ffma')}")
+        assert q["flops_source_fp32"] == (f"{sass('sm', 'fadd')} + {sass('sm', 'fmul')} + "
+                                          f"2 × {sass('sm', 'ffma')}")
 
     def test_fp64_totals(self) -> None:
         # 1 DADD + 2 DMUL + 2 × 3 DFMA = 9 FLOP
@@ -150,7 +152,8 @@ class TestCudaCoreFlops:
 
     def test_per_cycle_times_elapsed_cycles(self) -> None:
         # (100 + 0 + 2·1000) FLOP/cycle × 200,000 cycles = 2100 × 2e5 = 4.2e8 FLOP
-        q = one(**{sass("smsp", "fadd", ".per_cycle_elapsed"): 100.0, sass("smsp", "fmul", ".per_cycle_elapsed"): 0.0,
+        q = one(**{sass("smsp", "fadd", ".per_cycle_elapsed"): 100.0,
+                   sass("smsp", "fmul", ".per_cycle_elapsed"): 0.0,
                    sass("smsp", "ffma", ".per_cycle_elapsed"): 1000.0, "smsp__cycles_elapsed.avg": 2e5,
                    "smsp__cycles_elapsed.avg.per_second": 1e9, "gpu__time_duration.sum": 1.0})
         assert q["flops_fp32"] == pytest.approx(4.2e8)
@@ -158,7 +161,8 @@ class TestCudaCoreFlops:
 
     def test_per_cycle_times_clock_times_duration(self) -> None:
         # no elapsed-cycle total: 2100 FLOP/cycle × 1e9 cycles/s × 2e-4 s = 4.2e8 FLOP
-        q = one(**{sass("smsp", "fadd", ".per_cycle_elapsed"): 100.0, sass("smsp", "fmul", ".per_cycle_elapsed"): 0.0,
+        q = one(**{sass("smsp", "fadd", ".per_cycle_elapsed"): 100.0,
+                   sass("smsp", "fmul", ".per_cycle_elapsed"): 0.0,
                    sass("smsp", "ffma", ".per_cycle_elapsed"): 1000.0,
                    "smsp__cycles_elapsed.avg.per_second": 1e9, "gpu__time_duration.sum": 2e-4})
         assert q["flops_fp32"] == pytest.approx(4.2e8)
@@ -166,7 +170,8 @@ class TestCudaCoreFlops:
 
     def test_derived_x2_variant(self) -> None:
         # derived__smsp__…ffma_pred_on_x2 = 2 × FFMA/cycle already: (100 + 0 + 2000) × 2e5 = 4.2e8
-        q = one(**{sass("smsp", "fadd", ".per_cycle_elapsed"): 100.0, sass("smsp", "fmul", ".per_cycle_elapsed"): 0.0,
+        q = one(**{sass("smsp", "fadd", ".per_cycle_elapsed"): 100.0,
+                   sass("smsp", "fmul", ".per_cycle_elapsed"): 0.0,
                    "derived__smsp__sass_thread_inst_executed_op_ffma_pred_on_x2": 2000.0,
                    "smsp__cycles_elapsed.avg": 2e5})
         assert q["flops_fp32"] == pytest.approx(4.2e8)
@@ -190,8 +195,8 @@ class TestCudaCoreFlops:
         # PARTIAL_RULES: FFMA alone is at least 2 × 1000 = 2000 FP32 FLOPs; FADD/FMUL stay named as missing
         q = one(**{sass("sm", "ffma"): 1000.0})
         assert q["flops_fp32"] == 2000.0
-        assert q["flops_source_fp32"] == (f"2 × {sass('sm', 'ffma')} (lower bound: lacks {sass('sm', 'fadd')}, "
-                                          f"{sass('sm', 'fmul')})")
+        assert q["flops_source_fp32"] == (f"2 × {sass('sm', 'ffma')} (lower bound: lacks "
+                                          f"{sass('sm', 'fadd')}, {sass('sm', 'fmul')})")
         assert q["flops_partial"]
         missing = q["missing_flops"].split(", ")
         assert sass("sm", "fadd") in missing and sass("sm", "fmul") in missing
@@ -258,7 +263,8 @@ class TestPartialBytes:
         # dram__bytes_read.sum = 4e6 and no write counter: bytes_dram = 4e6, the source says why it is a bound
         q = one(**{"dram__bytes_read.sum": 4e6})
         assert q["bytes_dram"] == 4e6
-        assert q["bytes_source_dram"] == "dram__bytes_read.sum (lower bound: DRAM reads only, no write counter collected)"
+        assert q["bytes_source_dram"] == ("dram__bytes_read.sum (lower bound: DRAM reads only, "
+                                          "no write counter collected)")
 
     def test_reads_and_writes_give_the_total(self) -> None:
         q = one(**{"dram__bytes_read.sum": 4e6, "dram__bytes_write.sum": 1e6})
@@ -272,13 +278,15 @@ class TestPartialBytes:
 
 class TestClocks:
     def test_recorded_clocks_sm_from_smsp_when_sm_absent(self) -> None:
-        q = one(**{"smsp__cycles_elapsed.avg.per_second": 765e6, "dram__cycles_elapsed.avg.per_second": 1215e6,
+        q = one(**{"smsp__cycles_elapsed.avg.per_second": 765e6,
+                   "dram__cycles_elapsed.avg.per_second": 1215e6,
                    "lts__cycles_elapsed.avg.per_second": 1063e6})
         assert (q["clock_hz_sm"], q["clock_hz_dram"], q["clock_hz_l2"]) == (765e6, 1215e6, 1063e6)
         assert math.isnan(q["clock_hz_l1"])
 
     def test_tensor_estimate_keeps_its_instruction_count(self) -> None:
-        # 1000 HMMA instructions on CC 8.0: estimate 1000 × 4096 (largest shape) until the report checks the roof
+        # 1000 HMMA instructions on CC 8.0: estimate 1000 × 4096 (largest shape)
+        # until the report checks the roof
         q = one(**{"sm__inst_executed_pipe_tensor.sum": 1000.0})
         assert q["flops_tensor"] == 4_096_000.0 and q["tensor_inst"] == 1000.0
         q = one(**{"sm__ops_path_tensor_src_fp16_dst_fp32.sum": 5.0})
@@ -294,7 +302,8 @@ class TestTensorFlops:
     def test_ga100_aggregate_dense_and_sparse(self) -> None:
         # A100: 3e9 dense + 1e9 sparse BF16 ops = 4e9; the dense path dominates; its peak
         # 221,184 ops/cycle × 1.09e9 cycles/s = 2.4109056e14 FLOP/s
-        q = one(**{f"{T}src_bf16_dst_fp32_sparsity_off.sum": 3e9, f"{T}src_bf16_dst_fp32_sparsity_on.sum": 1e9,
+        q = one(**{f"{T}src_bf16_dst_fp32_sparsity_off.sum": 3e9,
+                   f"{T}src_bf16_dst_fp32_sparsity_on.sum": 1e9,
                    f"{T}src_fp16_dst_fp32_sparsity_off.sum": 0.0,
                    f"{T}src_bf16_dst_fp32_sparsity_off.sum.peak_sustained": 221184.0,
                    f"{T}src_bf16_dst_fp32_sparsity_on.sum.peak_sustained": 442368.0,
@@ -308,7 +317,8 @@ class TestTensorFlops:
         assert not q["flops_estimated"]
 
     def test_sparse_dominant_gets_sparse_peak(self) -> None:
-        q = one(**{f"{T}src_fp16_dst_fp32_sparsity_off.sum": 1e6, f"{T}src_fp16_dst_fp32_sparsity_on.sum": 9e6,
+        q = one(**{f"{T}src_fp16_dst_fp32_sparsity_off.sum": 1e6,
+                   f"{T}src_fp16_dst_fp32_sparsity_on.sum": 9e6,
                    f"{T}src_fp16_dst_fp32_sparsity_on.sum.peak_sustained": 442368.0,
                    "sm__cycles_elapsed.avg.per_second": 1e9})
         assert q["peak_flop_per_s_tensor"] == pytest.approx(442368 * 1e9)
@@ -316,7 +326,8 @@ class TestTensorFlops:
     def test_gh100_per_class_not_double_counted(self) -> None:
         # H100 exports the same work twice: aggregate src_fp16 = 5e9 and per class hgmma 4e9 + hmma 1e9.
         # Per source type the per-class metrics win: 4e9 + 1e9 = 5e9 (not 1e10). Dense hgmma peak
-        # 540,672/cycle (132 SMs × 4096) × 1.5e9 = 8.11008e14 FLOP/s — not the aggregate's 1,081,344 (sparse rate).
+        # 540,672/cycle (132 SMs × 4096) × 1.5e9 = 8.11008e14 FLOP/s —
+        # not the aggregate's 1,081,344 (sparse rate).
         q = one(cc="9.0", **{f"{T}src_fp16.sum": 5e9, f"{T}src_fp16.sum.peak_sustained": 1081344.0,
                              f"{T}op_hgmma_src_fp16_sparsity_off.sum": 4e9,
                              f"{T}op_hgmma_src_fp16_sparsity_on.sum": 0.0,
@@ -355,7 +366,8 @@ class TestTensorFlops:
 
     def test_na_path_is_skipped(self) -> None:
         # RTX 5090 export: bf16→fp32 = 45,902,462,976; bf16→bf16 'n/a' (not on this chip)
-        q = one(cc="12.0", **{f"{T}src_bf16_dst_fp32.sum": 45_902_462_976.0, f"{T}src_bf16_dst_bf16.sum": np.nan})
+        q = one(cc="12.0", **{f"{T}src_bf16_dst_fp32.sum": 45_902_462_976.0,
+                              f"{T}src_bf16_dst_bf16.sum": np.nan})
         assert q["flops_tensor"] == 45_902_462_976.0
 
     def test_all_paths_na_is_nan(self) -> None:
@@ -364,13 +376,14 @@ class TestTensorFlops:
 
     def test_rate_variant(self) -> None:
         # 512 ops/cycle × 1e5 cycles = 5.12e7
-        q = one(**{f"{T}src_tf32_dst_fp32_sparsity_off.sum.per_cycle_elapsed": 512.0, "sm__cycles_elapsed.avg": 1e5})
+        q = one(**{f"{T}src_tf32_dst_fp32_sparsity_off.sum.per_cycle_elapsed": 512.0,
+                   "sm__cycles_elapsed.avg": 1e5})
         assert q["flops_tensor"] == pytest.approx(5.12e7)
         assert q["tensor_metric"] == f"{T}src_tf32_dst_fp32_sparsity_off"
 
     def test_totals_preferred_over_rates(self) -> None:
-        q = one(**{f"{T}src_tf32_dst_fp32_sparsity_off.sum.per_cycle_elapsed": 512.0, "sm__cycles_elapsed.avg": 1e5,
-                   f"{T}src_tf32_dst_fp32_sparsity_off.sum": 7.0})
+        q = one(**{f"{T}src_tf32_dst_fp32_sparsity_off.sum.per_cycle_elapsed": 512.0,
+                   "sm__cycles_elapsed.avg": 1e5, f"{T}src_tf32_dst_fp32_sparsity_off.sum": 7.0})
         assert q["flops_tensor"] == 7.0
 
     def test_estimate_from_pipe_instructions(self) -> None:
@@ -378,7 +391,8 @@ class TestTensorFlops:
         q = one(cc="8.0", **{"sm__inst_executed_pipe_tensor.sum": 1000.0})
         assert q["flops_tensor"] == 4.096e6
         assert q["flops_estimated"]
-        assert q["flops_source_tensor"] == "sm__inst_executed_pipe_tensor.sum × 4096 (FLOP/instruction at this CC)"
+        assert q["flops_source_tensor"] == ("sm__inst_executed_pipe_tensor.sum × 4096 "
+                                            "(FLOP/instruction at this CC)")
 
     def test_estimate_v100(self) -> None:
         # NERSC: 512 FLOP per V100 HMMA.884 → 10 × 512 = 5120
@@ -472,7 +486,8 @@ class TestDramBytes:
         q = one(**{"dram__bytes.sum": 1.0, "dram__bytes.sum.peak_sustained": 1280.0,
                    "dram__cycles_elapsed.avg.per_second": 1_214_915_874.18})
         assert q["bandwidth_bytes_per_s_dram"] == pytest.approx(1.5550923e12, rel=1e-7)
-        assert q["ceiling_source_dram"] == "ncu:dram__bytes.sum.peak_sustained × dram__cycles_elapsed.avg.per_second"
+        assert q["ceiling_source_dram"] == ("ncu:dram__bytes.sum.peak_sustained × "
+                                            "dram__cycles_elapsed.avg.per_second")
 
 
 class TestL2Bytes:
@@ -511,7 +526,8 @@ class TestL2Bytes:
     def test_cycles_active_times_32(self) -> None:
         # lts2xbar from its counter: 160 cycles/cycle peak × 32 B = 5120 B/cycle × 1e9 = 5.12e12 B/s;
         # bytes: 19,206,151,700.80 active cycles/s × 32 B × 1e-3 s = 614,596,854.4 B
-        q = one(**{"lts__lts2xbar_cycles_active.sum.per_second": 19_206_151_700.80, "gpu__time_duration.sum": 1e-3,
+        q = one(**{"lts__lts2xbar_cycles_active.sum.per_second": 19_206_151_700.80,
+                   "gpu__time_duration.sum": 1e-3,
                    "lts__lts2xbar_cycles_active.sum.peak_sustained": 160.0,
                    "lts__cycles_elapsed.avg.per_second": 1e9})
         assert q["bytes_l2"] == pytest.approx(614_596_854.4256)
@@ -540,7 +556,8 @@ class TestL1Bytes:
         assert q["bytes_l1"] == 256.0  # 2 × 128
 
     def test_derived_rate_times_duration(self) -> None:
-        q = one(**{"derived__l1tex__lsu_writeback_bytes_mem_lg.sum.per_second": 1e12, "gpu__time_duration.sum": 2e-6})
+        q = one(**{"derived__l1tex__lsu_writeback_bytes_mem_lg.sum.per_second": 1e12,
+                   "gpu__time_duration.sum": 2e-6})
         assert q["bytes_l1"] == pytest.approx(2e6)
 
     def test_pre_turing_writeback_only_for_old_architectures(self) -> None:
@@ -565,8 +582,10 @@ class TestComputeCeilings:
         # A100 at 1.09083997128 GHz: FFMA 6912/cycle × 2 = 1.50797717e13; DFMA 3456 × 2 = 7.5398859e12;
         # HFMA 13,824 × 4 = 55,296/cycle → 6.0319087e13 FLOP/s
         clock = 1_090_839_971.28
-        q = one(**{sass("sm", "ffma", ".peak_sustained"): 6912.0, sass("sm", "dfma", ".peak_sustained"): 3456.0,
-                   sass("sm", "hfma", ".peak_sustained"): 13824.0, "sm__cycles_elapsed.avg.per_second": clock})
+        q = one(**{sass("sm", "ffma", ".peak_sustained"): 6912.0,
+                   sass("sm", "dfma", ".peak_sustained"): 3456.0,
+                   sass("sm", "hfma", ".peak_sustained"): 13824.0,
+                   "sm__cycles_elapsed.avg.per_second": clock})
         assert q["peak_flop_per_s_fp32"] == pytest.approx(13824 * clock)
         assert q["peak_flop_per_s_fp64"] == pytest.approx(6912 * clock)
         assert q["peak_flop_per_s_fp16"] == pytest.approx(55296 * clock)
@@ -579,7 +598,8 @@ class TestComputeCeilings:
         assert q["peak_flop_per_s_fp32"] == pytest.approx(1.3824e13)
 
     def test_old_hfma_x2_rescaled_to_four(self) -> None:
-        # older ncu: derived__sm__…hfma_pred_on_x2 = 5120 × 2; ncu's current HFMA2 = 4 → 10240 × 2 = 20480/cycle
+        # older ncu: derived__sm__…hfma_pred_on_x2 = 5120 × 2;
+        # ncu's current HFMA2 = 4 → 10240 × 2 = 20480/cycle
         q = one(**{"derived__sm__sass_thread_inst_executed_op_hfma_pred_on_x2": 10240.0,
                    "sm__cycles_elapsed.avg.per_second": 1e9})
         assert q["peak_flop_per_s_fp16"] == pytest.approx(2.048e13)
@@ -666,8 +686,9 @@ class TestRequiredMetrics:
         with pytest.raises(NsroofError, match="unknown metric set"):
             mf.required_metrics(metric_set="everything")
 
-    @pytest.mark.parametrize(("raw", "norm"), [("8.0", "8.0"), ("80", "8.0"), ("sm_90a", "9.0"), ("sm_120", "12.0"),
-                                               ("10.3", "10.3"), ("", ""), (None, ""), ("7", "7.0"), ("x", "")])
+    @pytest.mark.parametrize(("raw", "norm"), [("8.0", "8.0"), ("80", "8.0"), ("sm_90a", "9.0"),
+                                               ("sm_120", "12.0"), ("10.3", "10.3"), ("", ""), (None, ""),
+                                               ("7", "7.0"), ("x", "")])
     def test_normalize_cc(self, raw: str | None, norm: str) -> None:
         assert tp.normalize_cc(raw) == norm
 
@@ -700,7 +721,8 @@ class TestTable:
 
     def test_readme_doc_in_step_with_table(self, repo: Path) -> None:
         doc = (repo / "docs" / "readme" / "formulas.md").read_text(encoding="utf-8")
-        assert mf.render_markdown() in doc, "regenerate: python -m nsroof.counters.metric_formulas docs/readme/formulas.md"
+        assert mf.render_markdown() in doc, ("regenerate: python -m nsroof.counters.metric_formulas "
+                                             "docs/readme/formulas.md")
 
 
 # --- properties --------------------------------------------------------------------------------

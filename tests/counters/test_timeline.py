@@ -14,7 +14,8 @@ def test_overlapping_intervals_count_once_per_group() -> None:
     duration = np.array([15.0, 10.0, 10.0, 5.0, 1.0, 2.0]) * 1e-6
     group = np.array([0, 0, 0, 1, 1, 2])
     got = busy_s(start, duration, group)
-    # group 0: [0, 10) ∪ [5, 20) ∪ [30, 40) = [0, 20) + [30, 40) = 20 + 10 = 30 µs (summed: 35 µs), in any order
+    # group 0: [0, 10) ∪ [5, 20) ∪ [30, 40) = [0, 20) + [30, 40) = 20 + 10 = 30 µs (summed: 35 µs),
+    # in any order
     # group 1: [0, 5) ∪ [1, 2) = 5 µs (the second lies inside the first); group 2: one interval, 2 µs
     assert np.allclose(got, [30e-6, 5e-6, 2e-6], rtol=1e-12, atol=0)
 

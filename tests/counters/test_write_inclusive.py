@@ -28,10 +28,13 @@ def test_write_heavy_kernel_takes_the_write_inclusive_l2_counter() -> None:
 def test_without_a_write_inclusive_counter_the_value_is_a_lower_bound() -> None:
     q = derive(_kernel(**{"dram__bytes.sum": 1000.0, "lts__lts2xbar_cycles_active.sum": 10.0}))
     assert q["bytes_l2"].iat[0] == 320.0
-    assert "reads only, below DRAM bytes: a lower bound; collect lts__t_bytes.sum" in q["bytes_source_l2"].iat[0]
+    assert ("reads only, below DRAM bytes: a lower bound; collect lts__t_bytes.sum"
+            in q["bytes_source_l2"].iat[0])
 
 
 def test_read_heavy_kernel_keeps_its_counter() -> None:
     # lts2xbar 320 B >= DRAM 100 B: nothing to fix
-    q = derive(_kernel(**{"dram__bytes.sum": 100.0, "lts__lts2xbar_cycles_active.sum": 10.0, "lts__t_sectors.sum": 40.0}))
-    assert q["bytes_l2"].iat[0] == 320.0 and q["bytes_source_l2"].iat[0] == "32 × lts__lts2xbar_cycles_active.sum"
+    q = derive(_kernel(**{"dram__bytes.sum": 100.0, "lts__lts2xbar_cycles_active.sum": 10.0,
+                          "lts__t_sectors.sum": 40.0}))
+    assert (q["bytes_l2"].iat[0] == 320.0
+            and q["bytes_source_l2"].iat[0] == "32 × lts__lts2xbar_cycles_active.sum")

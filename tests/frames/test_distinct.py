@@ -61,7 +61,8 @@ def test_first_appearances_match_a_sort(values: list[int]) -> None:
 def test_row_codes_of_many_columns_renumber_before_the_key_overflows() -> None:
     rng = np.random.default_rng(1)
     # 70 flag columns (2^70 combinations) and a text column: the combined key is renumbered on the way
-    columns = [rng.random(300) < 0.02 for _ in range(70)] + [rng.choice(np.array(["a", "b", None], dtype=object), 300)]
+    columns = ([rng.random(300) < 0.02 for _ in range(70)]
+               + [rng.choice(np.array(["a", "b", None], dtype=object), 300)])
     rows = list(zip(*(c.tolist() for c in columns), strict=True))
     seen: dict[tuple[object, ...], int] = {}
     expected = [seen.setdefault(r, len(seen)) for r in rows]
@@ -70,7 +71,8 @@ def test_row_codes_of_many_columns_renumber_before_the_key_overflows() -> None:
     assert first.tolist() == [expected.index(c) for c in range(len(seen))]
 
 
-@given(st.lists(st.sampled_from(["", "a", "b", "long " * 50, None, float("nan")]), min_size=256, max_size=600),
+@given(st.lists(st.sampled_from(["", "a", "b", "long " * 50, None, float("nan")]), min_size=256,
+                max_size=600),
        st.booleans())
 def test_row_codes_of_long_object_columns_code_by_value(values: list[object], copies: bool) -> None:
     # >= 256 rows: coded by object identity first; equal texts that are distinct str objects (copies)

@@ -41,7 +41,8 @@ def _details_with_failed_launch(tmp_path: Path, value: str = "n/a", unit: str = 
     for r in rows[1:]:
         if r[0] == "0" and r[12]:
             f = list(r[:15])
-            f[0], f[4], f[7], f[8], f[13], f[14] = "9", "void crash_kernel(float *)", "(0, 0, 0)", "(0, 0, 0)", unit, value
+            f[0], f[4], f[7], f[8], f[13], f[14] = ("9", "void crash_kernel(float *)", "(0, 0, 0)",
+                                                    "(0, 0, 0)", unit, value)
             out.append(_quoted(f) + ",")
     path = tmp_path / "failed_details.csv"
     path.write_text("\n".join(out) + "\n")
@@ -59,7 +60,8 @@ def _text_with_failed_launch(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("build", [_raw_with_failed_launch, _details_with_failed_launch])
-def test_a_failed_launch_is_a_nan_row_with_its_reason(tmp_path: Path, build) -> None:  # type: ignore[no-untyped-def]
+def test_a_failed_launch_is_a_nan_row_with_its_reason(  # type: ignore[no-untyped-def]
+        tmp_path: Path, build) -> None:
     report = pipeline.analyze([build(tmp_path)], machine="a100-80gb")
     frame = report.frame
     failed = frame[frame["function"] == "crash_kernel"]
@@ -68,7 +70,8 @@ def test_a_failed_launch_is_a_nan_row_with_its_reason(tmp_path: Path, build) -> 
     assert failed["duration_s"].isna().all() and failed["bound"].eq("unknown").all()
     assert failed["missing"].str.contains(NO_VALUES, regex=False).all()
     # the launches that ran are analyzed as without the failed one, and carry no such reason
-    assert others["duration_s"].notna().all() and not others["missing"].str.contains(NO_VALUES, regex=False).any()
+    assert (others["duration_s"].notna().all()
+            and not others["missing"].str.contains(NO_VALUES, regex=False).any())
 
 
 def test_a_number_in_a_wrong_unit_is_still_refused_on_the_details_page(tmp_path: Path) -> None:
@@ -95,7 +98,9 @@ def test_auto_unit_rounding_above_one_percent_is_warned_once(data_dir: Path, tmp
     _, facts = csv_export.read(data_dir / "ncu" / "details_new.csv")
     assert not [w for w in facts.warnings if "rounding" in w]
     path = tmp_path / "auto.csv"
-    path.write_text(text.replace('"gpu__time_duration.sum","usecond","12.35"', '"gpu__time_duration.sum","usecond","12"'))
+    path.write_text(text.replace('"gpu__time_duration.sum","usecond","12.35"',
+                                 '"gpu__time_duration.sum","usecond","12"'))
     _, facts = csv_export.read(path)
     warned = [w for w in facts.warnings if "rounding" in w]
-    assert len(warned) == 1 and "up to 4.2%: gpu__time_duration.sum" in warned[0] and "--print-units base" in warned[0]
+    assert (len(warned) == 1 and "up to 4.2%: gpu__time_duration.sum" in warned[0]
+            and "--print-units base" in warned[0])

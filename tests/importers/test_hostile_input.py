@@ -21,7 +21,8 @@ from nsroof.importers.ncu import csv_export as ncu_csv
 from tests._paths import DATA
 from tests.importers.ncu.test_ncu_text import TEXT_2024
 
-TINY_RAW = (DATA / "spine" / "tiny_raw.csv").read_bytes()  # 2 preamble lines, header (3), units (4), launches 0, 1
+# 2 preamble lines, header (3), units (4), launches 0, 1
+TINY_RAW = (DATA / "spine" / "tiny_raw.csv").read_bytes()
 RAW_LINES = TINY_RAW.split(b"\n")
 
 
@@ -93,7 +94,8 @@ def nvtx_row_with_a_stray_quote(data_dir: Path, **cells: str) -> bytes:
 def test_a_1_mb_kernel_name_in_a_recovered_nvtx_row_is_read(data_dir: Path, tmp_path: Path) -> None:
     # the NVTX-quote recovery parsed cells with the csv module's 128 KiB field limit -> _csv.Error
     big = "void k<" + "A" * (1 << 20) + ">()"
-    kernels, facts = ncu_csv.read(write(tmp_path, nvtx_row_with_a_stray_quote(data_dir, **{"Kernel Name": big})))
+    kernels, facts = ncu_csv.read(write(tmp_path,
+                                        nvtx_row_with_a_stray_quote(data_dir, **{"Kernel Name": big})))
     assert kernels.loc[kernels["kernel_id"] == 0, "kernel_name"].iloc[0] == big
     assert any("unescaped quote" in w for w in facts.warnings)
 
@@ -114,7 +116,8 @@ def test_a_cell_beyond_the_field_limit_is_refused_with_its_line(
     assert err.value.line == 3 and "a cell longer than 65,536 bytes" in err.value.cause
 
 
-def test_an_unbalanced_quote_is_refused_past_the_longest_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unbalanced_quote_is_refused_past_the_longest_cell(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     # fuzz: ragged_row left one quote open: the row-boundary search re-counted the quotes from the
     # block's start for every line (10 s on 2.7 MB); now one pass, and a cell may not run past the limit
     monkeypatch.setattr(csv_bytes, "MAX_FIELD_BYTES", 1 << 12)
@@ -163,8 +166,9 @@ def test_flipped_bytes_inside_a_ncu_rep_are_a_clean_error(shared_fixtures: Path,
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("metric", "unit"), [("gpu__time_duration.sum", b"Kbyte"), ("dram__bytes.sum", b"usecond"),
-                                              ("sm__sass_thread_inst_executed_op_ffma_pred_on.sum", b"nsecond")])
+@pytest.mark.parametrize(("metric", "unit"), [
+    ("gpu__time_duration.sum", b"Kbyte"), ("dram__bytes.sum", b"usecond"),
+    ("sm__sass_thread_inst_executed_op_ffma_pred_on.sum", b"nsecond")])
 def test_raw_units_row_of_another_dimension_is_refused(tmp_path: Path, metric: str, unit: bytes) -> None:
     path = write(tmp_path, raw_with({metric: unit}, row=3))
     with pytest.raises(UnitError) as err:
@@ -202,7 +206,8 @@ def test_text_label_no_number_reads_is_dropped_with_one_warning(tmp_path: Path) 
     # number, lenient per metric) and the rest of the file is analyzed
     path, _ = _text_with_unit(tmp_path, "Elapsed Cycles", "Mbyte")
     table, facts = importers.read(path)
-    label = "GPU Speed Of Light Throughput: Elapsed Cycles"  # a label printed in a unit none of its metrics has
+    # a label printed in a unit none of its metrics has
+    label = "GPU Speed Of Light Throughput: Elapsed Cycles"
     assert "gpc__cycles_elapsed.max" not in table.columns and label not in table.columns
     assert table["gpu__time_duration.sum"].notna().all()
     dropped = [w for w in facts.warnings if w.startswith("ignored 1 metric(s)")]
@@ -247,7 +252,8 @@ def test_bad_byte_count_leaves_that_level_unknown(tmp_path: Path, value: bytes) 
 
 @pytest.mark.parametrize("value", [b"-1048576", b"inf"])
 def test_bad_flop_count_is_never_a_verdict(tmp_path: Path, value: bytes) -> None:
-    report = pipeline.analyze([write(tmp_path, raw_with({"sm__sass_thread_inst_executed_op_ffma_pred_on.sum": value}))])
+    report = pipeline.analyze([write(tmp_path,
+                                     raw_with({"sm__sass_thread_inst_executed_op_ffma_pred_on.sum": value}))])
     k0 = report.frame[report.frame["kernel_id"] == 0]
     assert k0["flops"].isna().all() and k0["bound"].eq("unknown").all()
     flops = k0["flops"].to_numpy(dtype=np.float64)
@@ -283,7 +289,8 @@ def test_a_peak_that_underflows_to_zero_is_no_ceiling(shared_fixtures: Path, tmp
     assert k1["ceiling_source"].str.contains("spec:").all()
 
 
-def test_text_that_is_not_utf8_inside_a_ncu_rep_is_a_clean_error(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_text_that_is_not_utf8_inside_a_ncu_rep_is_a_clean_error(shared_fixtures: Path,
+                                                                 tmp_path: Path) -> None:
     # fuzz case 2926 (seed 2): a flipped byte inside a kernel name reached the Parquet writer as a lone
     # surrogate -> UnicodeEncodeError; refused now where the report is read, with its name
     from nsroof.importers.ncu import rep as ncu_rep

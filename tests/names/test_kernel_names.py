@@ -21,15 +21,17 @@ from nsroof.names import kernel_names as names
          "at::native::<unnamed>::distribution_nullary_kernel<float, float, (int)4, at::CUDAGeneratorImpl *>"
          "(at::TensorIteratorBase &)::[lambda(int, float) (instance 1)]>(int, at::PhiloxCudaState, T3, T4)",
          "distribution_elementwise_grid_stride_kernel"),
-        ("void at::native::(anonymous namespace)::softmax_warp_forward<float, float, float, 9, false>(float*, int)",
-         "softmax_warp_forward"),
+        ("void at::native::(anonymous namespace)::softmax_warp_forward<float, float, float, 9, false>"
+         "(float*, int)", "softmax_warp_forward"),
         # ncu >= 2025 strips namespaces and leaves a dangling `unnamed>::`, with or without `void`
         ("unnamed>::saxpy_kernel(float, const float *, float *, int)", "saxpy_kernel"),
-        ("void vectorized_elementwise_kernel<4, unnamed>::silu_kernel(at::TensorIteratorBase &)::[lambda(float) "
-         "(instance 1)], std::array<char *, 2>>(int, T2, T3)", "vectorized_elementwise_kernel"),
-        ("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x256_32x3_tn_align8>(Params)", "Kernel2"),
-        ('void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, false, false, cutlass::bfloat16_t, "x, y">, '
-         "true>(Flash_fwd_params)", "flash_fwd_kernel"),
+        ("void vectorized_elementwise_kernel<4, unnamed>::silu_kernel(at::TensorIteratorBase &)::"
+         "[lambda(float) (instance 1)], std::array<char *, 2>>(int, T2, T3)",
+         "vectorized_elementwise_kernel"),
+        ("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x256_32x3_tn_align8>"
+         "(Params)", "Kernel2"),
+        ('void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, false, false, cutlass::bfloat16_t, '
+         '"x, y">, true>(Flash_fwd_params)', "flash_fwd_kernel"),
         # --print-nvtx-rename kernel: `<innermost range>/<kernel>`
         ("aten::relu, seq = 13, op_id = 6/void computeValue<float>(unsigned int*)", "computeValue"),
         ("static cutlass::Status run_gemm<float>(int)", "run_gemm"),

@@ -27,7 +27,8 @@ def q(value: str) -> str:
         ('1  "nsroof:layer1:Int64:42:RGB:0xff00ff00:ASCII:layer1" ', ["layer1"]),
         ('1  "nsroof:a:b:c:Int64:1:ARGB:0xff000000:ASCII:a:b:c" ', ["a:b:c"]),
         # no attributes: the six fields are `none`, the name keeps its ':' and ','
-        (f'7  "<default domain>:aten::addmm, seq = 5, op_id = 72{NONE6}"  "<default domain>:step 0: fwd{NONE6}" ',
+        (f'7  "<default domain>:aten::addmm, seq = 5, op_id = 72{NONE6}"  '
+         f'"<default domain>:step 0: fwd{NONE6}" ',
          ["aten::addmm, seq = 5, op_id = 72", "step 0: fwd"]),
         # a message that is not the name (no such split): the last six fields go
         ('1  "d:x:y:Int64:1:RGB:0xff:ASCII:other" ', ["x:y"]),
@@ -46,12 +47,12 @@ def test_start_end_name_with_colons() -> None:
 
 def test_csv_export_reads_the_name(tmp_path: Path) -> None:
     header = ["ID", "Process ID", "Process Name", "Host Name",
-              "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg", "Kernel Name", "Context",
-              "Stream", "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit",
-              "Metric Value"]
+              "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg", "Kernel Name",
+              "Context", "Stream", "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Name",
+              "Metric Unit", "Metric Value"]
     cell = '4242  "train:block 0: mlp:Int64:42:RGB:0xff00ff00:ASCII:block 0: mlp" '
-    row = ["0", "4242", "py", "h", cell, "mlp_kernel(float *)", "1", "7", "(1, 1, 1)", "(1, 1, 1)", "0", "9.0",
-           "Command line profiler metrics", "gpu__time_duration.sum", "nsecond", "1000"]
+    row = ["0", "4242", "py", "h", cell, "mlp_kernel(float *)", "1", "7", "(1, 1, 1)", "(1, 1, 1)", "0",
+           "9.0", "Command line profiler metrics", "gpu__time_duration.sum", "nsecond", "1000"]
     path = tmp_path / "nvtx.csv"
     path.write_text(",".join(map(q, header)) + "\n" + ",".join(map(q, row)) + ",\n")
     df = csv_export.read(path)[0]
@@ -84,7 +85,8 @@ def test_stable_nvtx_path_drops_the_counters(path: str, stable: str, grouped: st
 # the token pattern as first written (lazy, the lookahead tried at every character): the reference
 PUSH_POP = ('21096  "<default domain>:model.forward:none:none:none:none:none:none"  '
             '"<default domain>:aten::addmm, seq = 12, op_id = 5, sizes = [[64, 128], [128, 256]], '
-            'input_op_ids = [(3, 0)]:none:none:none:none:none:none"  "nsroof:layer1:Int64:42:RGB:0xff00ff00:ASCII:layer1" ')
+            'input_op_ids = [(3, 0)]:none:none:none:none:none:none"  '
+            '"nsroof:layer1:Int64:42:RGB:0xff00ff00:ASCII:layer1" ')
 START_END = ' "100:nsroof:step0:none:none:none:none:none:none" '
 
 
@@ -92,13 +94,15 @@ def test_push_pop_cell() -> None:
     ranges = nvtx.parse_push_pop(PUSH_POP)
     assert [(r.domain, r.name) for r in ranges] == [
         ("<default domain>", "model.forward"),
-        ("<default domain>", "aten::addmm, seq = 12, op_id = 5, sizes = [[64, 128], [128, 256]], input_op_ids = [(3, 0)]"),
+        ("<default domain>",
+         "aten::addmm, seq = 12, op_id = 5, sizes = [[64, 128], [128, 256]], input_op_ids = [(3, 0)]"),
         ("nsroof", "layer1"),  # a range with attributes: the six trailing fields are payload/color/message
     ]
 
 
 def test_start_end_cell() -> None:
-    assert [(r.domain, r.name, r.kind) for r in nvtx.parse_start_end(START_END)] == [("nsroof", "step0", "start_end")]
+    assert ([(r.domain, r.name, r.kind) for r in nvtx.parse_start_end(START_END)]
+            == [("nsroof", "step0", "start_end")])
 
 
 def test_flat_ranges_push_pop_then_start_end() -> None:
@@ -113,12 +117,14 @@ def test_empty_cells() -> None:
 
 
 def test_unescaped_quote_inside_a_token() -> None:
-    cell = '9  "<default domain>:outer "quoted", name:none:none:none:none:none:none"  "<default domain>:inner:colon:none:none:none:none:none:none" '
+    cell = ('9  "<default domain>:outer "quoted", name:none:none:none:none:none:none"  '
+            '"<default domain>:inner:colon:none:none:none:none:none:none" ')
     assert nvtx.ranges(cell, "") == ('outer "quoted", name', "inner:colon")
 
 
 def test_column_names() -> None:
-    assert nvtx.is_push_pop_column("thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg")
+    assert nvtx.is_push_pop_column("thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:"
+                                   "Msg_Type:Msg")
     assert nvtx.is_push_pop_column("thread Domain:Push/Pop_Range")  # shorter form said to appear in 2026+
     assert nvtx.is_start_end_column("Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg")
 

@@ -59,7 +59,8 @@ def test_ambiguous_file_is_read_as_en_us_and_says_so() -> None:
     ("cell", "expected"),
     [
         ("1,009,150,443.18", 1009150443.18),
-        ("283541588736 (47256845568; 47256869888; 47256869888)", 283541588736.0),  # instance values: aggregate
+        # instance values: aggregate
+        ("283541588736 (47256845568; 47256869888; 47256869888)", 283541588736.0),
         ("-3.5", -3.5),
         ("1e+05", 1e5),
         ("inf", math.inf),
@@ -100,7 +101,8 @@ def test_round_trip_in_each_locale(style: str, values: list[int], cents: list[in
 
 
 @settings(max_examples=60, deadline=None)
-@given(style=st.sampled_from(["C", "en_US", "de_DE"]), values=st.lists(st.integers(0, 10**12), min_size=1, max_size=10))
+@given(style=st.sampled_from(["C", "en_US", "de_DE"]),
+       values=st.lists(st.integers(0, 10**12), min_size=1, max_size=10))
 def test_integers_round_trip(style: str, values: list[int]) -> None:
     cells = [localized(v, style, 0) for v in values] + _ANCHORS[style]
     parsed, chosen = numbers.parse_text(cells)

@@ -23,7 +23,8 @@ from nsroof.importers.ncu import rep_container
 from tests._paths import SHARED_FIXTURES
 from tests.importers.ncu.test_rep_container import _damaged, _synthetic_two_kernels, _write
 
-REPORT_NAMES = sorted(p.name[: -len(".ncu-rep")] for p in (SHARED_FIXTURES / "rep").glob("*.ncu-rep")) or ["<no shared reports>"]
+REPORT_NAMES = (sorted(p.name[: -len(".ncu-rep")] for p in (SHARED_FIXTURES / "rep").glob("*.ncu-rep"))
+                or ["<no shared reports>"])
 
 
 def _has_module() -> bool:
@@ -34,7 +35,8 @@ needs_module = pytest.mark.skipif(not _has_module(), reason="the ncu-report pack
 
 
 @needs_module
-def test_library_reads_a_headerless_report_as_empty_which_nsroof_refuses(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_library_reads_a_headerless_report_as_empty_which_nsroof_refuses(shared_fixtures: Path,
+                                                                         tmp_path: Path) -> None:
     """Why the container check exists: ncu_report returns zero kernels without raising."""
     import ncu_report
 
@@ -179,12 +181,14 @@ def tables() -> dict[str, tuple]:
     return {}
 
 
-def _pair(shared: Path, name: str, cache: dict) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str], tuple[dict, dict]]:
+def _pair(shared: Path, name: str,
+          cache: dict) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str], tuple[dict, dict]]:
     if name not in cache:
         from nsroof.importers.ncu import csv_export as ncu_csv
 
         converted = shared / "converted" / f"{name}.raw_base.csv"
-        (rep, rep_facts), (conv, conv_facts) = ncu_rep.read(shared / "rep" / f"{name}.ncu-rep"), ncu_csv.read(converted)
+        (rep, rep_facts), (conv, conv_facts) = (ncu_rep.read(shared / "rep" / f"{name}.ncu-rep"),
+                                                ncu_csv.read(converted))
         facts = rep_facts, conv_facts
         cache[name] = (rep, conv, _csv_units(converted), facts)
     return cache[name]
@@ -202,7 +206,8 @@ def test_real_report_reads_with_the_identity_of_its_csv_conversion(
     assert facts.reader.startswith("ncu_report ")
     assert len(rep) > 0
     assert rep["kernel_id"].tolist() == conv["kernel_id"].tolist() == list(range(len(rep)))
-    for column in ["kernel_name", "function", "device", "cc", "grid", "block", "process_name", "host", "nvtx_path"]:
+    for column in ["kernel_name", "function", "device", "cc", "grid", "block", "process_name", "host",
+                   "nvtx_path"]:
         assert rep[column].tolist() == conv[column].tolist(), column
     for column in ["process_id", "device_id", "context", "stream"]:
         assert rep[column].astype("Int64").tolist() == conv[column].astype("Int64").tolist(), column
@@ -223,7 +228,8 @@ def test_real_report_metrics_equal_the_csv_within_its_printed_precision(
     rep, conv, csv_unit, _ = _pair(shared_fixtures, name, tables)
     shared = sorted(set(rep.columns) & set(conv.columns) - set(ncu_rep.IDENTITY_COLUMNS))
     assert len(shared) > 50  # even basic-set reports carry hundreds of launch__/device__ metrics
-    floats = [c for c in shared if pd.api.types.is_float_dtype(rep[c]) and pd.api.types.is_float_dtype(conv[c])]
+    floats = [c for c in shared
+              if pd.api.types.is_float_dtype(rep[c]) and pd.api.types.is_float_dtype(conv[c])]
     for column in sorted(set(shared) - set(floats)):  # string metrics (CachePreferNone, device names, ...)
         a, b = rep[column], conv[column]
         assert a.dtype == b.dtype, column
@@ -258,7 +264,8 @@ def test_typed_values_are_scaled_to_si(shared_fixtures: Path) -> None:
     assert row["sm__cycles_elapsed.avg.per_second"] == pytest.approx(1490935150.0260592, rel=1e-15)
     # string metrics stay strings; a device with CC 9.0
     assert row["launch__cluster_scheduling_policy"] == "PolicySpread"
-    assert (row["device"], row["cc"], row["grid"], row["block"]) == ("NVIDIA GH200 480GB", "9.0", "(1056, 1, 1)", "(256, 1, 1)")
+    assert (row["device"], row["cc"], row["grid"], row["block"]) == ("NVIDIA GH200 480GB", "9.0",
+                                                                     "(1056, 1, 1)", "(256, 1, 1)")
     assert (row["process_name"], row["process_id"], row["stream"]) == ("python3.10", 12584, 7)
     assert table["gpu__time_duration.sum"].dtype == "float64"
     units_map = table_facts.metric_units

@@ -28,8 +28,10 @@ def _scaled(unit: str) -> tuple[float, str] | None:
 
 def test_per_cycle_and_per_second_spellings() -> None:
     # the spellings ncu_report gives where the raw page prints another (issue 19, panjd123__384)
-    assert ncu_rep.csv_unit("l1tex__data_pipe_lsu_wavefronts.avg.peak_sustained_elapsed.per_second", "1/s") == "/second"
-    assert ncu_rep.csv_unit("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained", "inst") == "inst/cycle"
+    assert ncu_rep.csv_unit("l1tex__data_pipe_lsu_wavefronts.avg.peak_sustained_elapsed.per_second",
+                            "1/s") == "/second"
+    assert ncu_rep.csv_unit("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
+                            "inst") == "inst/cycle"
     assert ncu_rep.csv_unit("derived__sm__sass_thread_inst_executed_op_ffma_pred_on_x2", "inst") == "thread"
     assert ncu_rep.csv_unit("dram__bytes.sum.per_second", "byte/s") == "byte/s"  # a respelling units reads
     assert ncu_rep.csv_unit("dram__bytes.sum", "byte") == "byte"
@@ -63,6 +65,7 @@ def test_report_units_scale_like_the_raw_page(name: str) -> None:
                 if rep is None or conv is None:
                     continue
                 assert rep[0] == conv[0], (metric, str(m.unit()), csv_units[metric])
-                assert (dimensions.check(metric, rep[1]) is None) == (dimensions.check(metric, conv[1]) is None), metric
+                assert ((dimensions.check(metric, rep[1]) is None)
+                        == (dimensions.check(metric, conv[1]) is None)), metric
                 checked += 1
     assert checked > 0

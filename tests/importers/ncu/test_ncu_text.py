@@ -19,6 +19,9 @@ from nsroof.importers.ncu import csv_export as ncu_csv
 from nsroof.importers.ncu import text as ncu_text
 from nsroof.schema import FileFacts
 
+# In these outputs a line ending in a backslash goes on at the start of the next (one line of the output,
+# wider than the source allows).
+
 # ncu 2023-2024: one kernel line with (grid)x(block), Device and CC; two processes; application
 # output among the ==PROF== lines and between results; NVTX start/end and push/pop blocks with payload
 # lines; rule results (WRN, OPT with a `----- ---` separator); en_US digit grouping.
@@ -87,7 +90,8 @@ step 0 loss 1.25
     sm__sass_thread_inst_executed_op_ffma_pred_on.sum        inst                  65,536
     ------------------------------------------------- ----------- -----------------------
 
-  void gemm_tile<128, 64>(const float *, const float *, float *) (64, 32, 1)x(128, 1, 1), Context 1, Stream 13, Device 1, CC 9.0
+  void gemm_tile<128, 64>(const float *, const float *, float *) (64, 32, 1)x(128, 1, 1), Context 1, Stream \
+13, Device 1, CC 9.0
     Section: GPU Speed Of Light Throughput
     ------------------ ----------- ------------
     Metric Name        Metric Unit Metric Value
@@ -115,19 +119,29 @@ TEXT_2022_DE = """\
 [60621] add_two_matrix@127.0.0.1
   addMatrix(int*, int*, int*, int), 2021-Mar-29 21:11:57, Context 1, Stream 7
     Section: GPU Speed Of Light
-    ---------------------------------------------------------------------- --------------- ------------------------------
-    DRAM Frequency                                                           cycle/nsecond                           1,11
-    Duration                                                                       usecond                          13,89
-    SOL DRAM                                                                             %                          42,37
-    ---------------------------------------------------------------------- --------------- ------------------------------
-    WRN   This kernel exhibits low compute throughput and memory bandwidth utilization relative to the peak performance
+    ---------------------------------------------------------------------- --------------- \
+------------------------------
+    DRAM Frequency                                                           cycle/nsecond \
+                          1,11
+    Duration                                                                       usecond \
+                         13,89
+    SOL DRAM                                                                             % \
+                         42,37
+    ---------------------------------------------------------------------- --------------- \
+------------------------------
+    WRN   This kernel exhibits low compute throughput and memory bandwidth utilization relative to the peak \
+performance
           of this device.
 
     Section: Command line profiler metrics
-    ---------------------------------------------------------------------- --------------- ------------------------------
-    smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio                                       1.234,50
-    dram__bytes_read.sum                                                             Mbyte                           9,45
-    ---------------------------------------------------------------------- --------------- ------------------------------
+    ---------------------------------------------------------------------- --------------- \
+------------------------------
+    smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio               \
+                        1.234,50
+    dram__bytes_read.sum                                                             Mbyte \
+                          9,45
+    ---------------------------------------------------------------------- --------------- \
+------------------------------
 """
 
 # ncu 2025.x: the kernel name on one line, the launch on the next; short unit names (Ghz, us);
@@ -137,7 +151,8 @@ TEXT_2025_TWO_LINE = """\
 ==PROF== Connected to process 31440 (/usr/bin/python3.10)
 ==PROF== Disconnected from process 31440
 [31440] python3.10@127.0.0.1
-  void vectorized_elementwise_kernel<4, unnamed>::silu_kernel(TensorIteratorBase &)::[lambda() (instance 1)], std::array<char *, 2>>(int, T2, T3)
+  void vectorized_elementwise_kernel<4, unnamed>::silu_kernel(TensorIteratorBase &)::[lambda() (instance \
+1)], std::array<char *, 2>>(int, T2, T3)
   (524288, 1, 1)x(128, 1, 1), Context 1, Stream 7, Device 0, CC 9.0
     Section: GPU Speed Of Light Throughput
     -------------------------------------------------------- ----------- ---------------
@@ -148,7 +163,8 @@ TEXT_2025_TWO_LINE = """\
     Function Cache Configuration (launch__func_cache_config)             CachePreferNone
     -------------------------------------------------------- ----------- ---------------
 
-    INF   This workload is utilizing greater than 80.0% of the available compute or memory performance of the device.
+    INF   This workload is utilizing greater than 80.0% of the available compute or memory performance of \
+the device.
 """
 
 # --print-metric-name name: the name column holds metric names under ordinary section titles.
@@ -254,7 +270,8 @@ def test_section_labels_map_to_metrics_in_si_units(tmp_path: Path) -> None:
     assert k["sm__throughput.avg.pct_of_peak_sustained_elapsed"] == pytest.approx(14.11)  # % stays %
     # Memory Throughput under Memory Workload Analysis is a rate: 838.86 Gbyte/second = 8.3886e11 B/s
     assert k["dram__bytes.sum.per_second"] == pytest.approx(838.86e9)
-    assert k["gpu__compute_memory_access_throughput.avg.pct_of_peak_sustained_elapsed"] == pytest.approx(31.25)
+    assert (k["gpu__compute_memory_access_throughput.avg.pct_of_peak_sustained_elapsed"]
+            == pytest.approx(31.25))
     assert k["launch__block_size"] == 256.0  # no unit
     assert k["launch__registers_per_thread"] == 16.0
     assert k["launch__thread_count"] == 1048576.0  # `1,048,576`
@@ -405,7 +422,8 @@ def test_nvtx_matches_the_csv_cells_for_the_same_state() -> None:
             '"<default domain>:aten::add_, seq = 3, op_id = 9:none:none:none:none:none:none"  '
             '"train:block 0: mlp:none:none:none:none:none:none" ')
     start = ' "7:train:epoch0:none:none:none:none:none:none" '
-    assert list(nvtx.ranges(push, start)) == ["forward", "aten::add_, seq = 3, op_id = 9", "block 0: mlp", "epoch0"]
+    assert list(nvtx.ranges(push, start)) == ["forward", "aten::add_, seq = 3, op_id = 9", "block 0: mlp",
+                                              "epoch0"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -471,7 +489,8 @@ def test_unknown_unit(tmp_path: Path) -> None:
     p = write(tmp_path, bad, "bad.txt")
     with pytest.raises(UnitError) as info:
         ncu_text.read(p)
-    assert info.value.line == 42 and "furlong/week" in info.value.cause and "Memory Throughput" in info.value.cause
+    assert (info.value.line == 42 and "furlong/week" in info.value.cause
+            and "Memory Throughput" in info.value.cause)
 
 
 def test_mixed_number_styles(tmp_path: Path) -> None:
@@ -602,7 +621,8 @@ def test_shared_text_agrees_with_its_csv_twin(shared_fixtures: Path) -> None:
     for c in metrics:
         assert units[c] == csv_facts.metric_units[c], c
         tol = 0.005 * _PRINTED_UNIT[units[c]]
-        np.testing.assert_allclose(text[c].to_numpy(float), csv[c].to_numpy(float), rtol=0, atol=tol, err_msg=c)
+        np.testing.assert_allclose(text[c].to_numpy(float), csv[c].to_numpy(float), rtol=0, atol=tol,
+                                   err_msg=c)
     # exact where the text prints every digit: Elapsed Cycles 112172012, SM Active Cycles 105097573.40
     assert text["gpc__cycles_elapsed.max"].tolist() == csv["gpc__cycles_elapsed.max"].tolist()
     assert text["sm__cycles_active.avg"][0] == csv["sm__cycles_active.avg"][0] == 105097573.40

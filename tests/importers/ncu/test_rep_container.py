@@ -1,7 +1,7 @@
 """nsroof.importers.ncu.rep_container: the .ncu-rep container is checked before any library reads it, so a
-damaged or empty report is one clear InputError (never zero kernels), with neither the `ncu-report` package nor
-a GPU. Synthetic containers are built byte by byte; real reports come from ../shared/fixtures (skipped when
-absent)."""
+damaged or empty report is one clear InputError (never zero kernels), with neither the `ncu-report` package
+nor a GPU. Synthetic containers are built byte by byte; real reports come from ../shared/fixtures (skipped
+when absent)."""
 
 from __future__ import annotations
 
@@ -99,8 +99,9 @@ def test_sound_synthetic_container_counts_results_and_processes(tmp_path: Path) 
 
 def test_every_shared_report_has_a_sound_container(shared_fixtures: Path) -> None:
     # kernel counts from ../shared/fixtures/MANIFEST.md
-    expected = {"alprielse__2025-04-21-77_06-MT": 3, "amitadate__PS1_100_profile": 6, "lashi__smemTranspose": 5,
-                "nsighttraining__manual_nvtx": 3, "speedyscan__profile": 1, "yzwang__profile": 2}
+    expected = {"alprielse__2025-04-21-77_06-MT": 3, "amitadate__PS1_100_profile": 6,
+                "lashi__smemTranspose": 5, "nsighttraining__manual_nvtx": 3, "speedyscan__profile": 1,
+                "yzwang__profile": 2}
     for name, kernels in expected.items():
         container = rep_container.check_container(shared_fixtures / "rep" / f"{name}.ncu-rep")
         assert container.num_results == kernels, name

@@ -121,7 +121,8 @@ def test_report_from_ncu_rep_equals_report_from_its_raw_csv(
 
     monkeypatch.setattr(ncu_rep, "read", read_as_printed)
 
-    gaps = _relative_differences(_analyze(shared_fixtures / "rep" / f"{name}.ncu-rep"), _analyze_csv(converted))
+    gaps = _relative_differences(_analyze(shared_fixtures / "rep" / f"{name}.ncu-rep"),
+                                 _analyze_csv(converted))
 
     assert {c: g for c, g in gaps.items() if g > REL_TOL} == {}
 

@@ -179,7 +179,8 @@ def test_converted_pages_agree(shared_fixtures: Path, report: str) -> None:
     assert list(raw.index) == list(auto.index) == list(details.index) == list(details_auto.index)
     raw_types = raw.dtypes.astype(str).to_dict()
     det_types = details.dtypes.astype(str).to_dict()
-    mapped = [c for c in metric_columns(details) if raw_types.get(c) == "float64" and det_types[c] == "float64"]
+    mapped = [c for c in metric_columns(details)
+              if raw_types.get(c) == "float64" and det_types[c] == "float64"]
     # every standard-section export shows "Duration"; lashi__index has only a custom section
     assert "gpu__time_duration.sum" in mapped or report.endswith("lashi__index")
     if mapped:  # base units on both pages: identical figures

@@ -46,7 +46,8 @@ def test_capture_maps_each_kernel_to_the_op_that_issued_it_in_order() -> None:
     # the replay's annotations, then those open when the op was captured
     assert list(kernels["nvtx_path"]) == ["step 0/capture_bs8"] * 2
     mm = _op(facts, kernels["op_id"][0])
-    assert (mm["name"], mm["recorded_in"], mm["source"]) == ("aten::mm", "graph_capture.json", "graph_replay.json")
+    assert (mm["name"], mm["recorded_in"], mm["source"]) == ("aten::mm", "graph_capture.json",
+                                                             "graph_replay.json")
     assert mm["input_shapes"] == [[8, 16], [16, 32]]
     # the replay's own ops come first: its graph launch; the capture's ops follow it
     assert int(kernels["op_id"][0]) >= 1
@@ -87,8 +88,10 @@ def test_capture_of_another_format_is_refused(tmp_path: Path) -> None:
 
 def test_analyze_cli_takes_repeatable_captures(tmp_path: Path) -> None:
     out = tmp_path / "r.parquet"
-    code, stdout, stderr = invoke("analyze", str(DATA / "graph_replay.json"), "--capture", str(DATA / "graph_capture.json"),
-                                  "--capture", str(DATA / "rocm_capture.json"), "-o", str(out), "--machine", "a100-40gb")
+    code, stdout, stderr = invoke("analyze", str(DATA / "graph_replay.json"),
+                                  "--capture", str(DATA / "graph_capture.json"),
+                                  "--capture", str(DATA / "rocm_capture.json"), "-o", str(out),
+                                  "--machine", "a100-40gb")
     assert code == 0, stdout + stderr
     report = pd.read_parquet(out)
     assert set(report["op"]) == {"aten::mm", "aten::relu"}
@@ -136,11 +139,13 @@ def test_shared_replays_with_their_capture_carry_the_captured_ops(shared_fixture
 
 @pytest.mark.parametrize(("replay", "capture", "config", "at_least"), [
     # SGLang decode of Qwen3-8B (dense): the capture's ops carry every formula the replay needs
-    ("tracelens__sglang_decode__sglang_Qwen3-8B_decode.json.gz", "tracelens__sglang_decode__capture_bs_32_rank0.json.gz",
+    ("tracelens__sglang_decode__sglang_Qwen3-8B_decode.json.gz",
+     "tracelens__sglang_decode__capture_bs_32_rank0.json.gz",
      None, 0.60),
     # vLLM decode of an MoE model: 32 experts, top-4, hidden 2880, 24 layers, mxfp4 expert GEMMs in the trace
-    # (TraceLens's own MoE table for it: num_experts 32, topk 4, 24 calls) = gpt-oss-20b; its public config.json
-    # (tests/data/models/gpt-oss-20b.config.json) gives vllm::moe_forward the facts the trace lacks
+    # (TraceLens's own MoE table for it: num_experts 32, topk 4, 24 calls) = gpt-oss-20b;
+    # its public config.json (tests/data/models/gpt-oss-20b.config.json) gives vllm::moe_forward
+    # the facts the trace lacks
     ("tracelens__vllm_decode_full__graph_execution.json.gz",
      "tracelens__vllm_decode_full__graph_capture_rank_0.1773709742341309550.pt.trace.json.gz",
      "gpt-oss-20b.config.json", 0.60),

@@ -1,5 +1,6 @@
 """torch.profiler chrome traces -> the kernel table: kernel events of both spellings, launch facts, op links
-through External id / correlation (op_id), and the five real traces. Costs: tests/costs/test_attribution.py."""
+through External id / correlation (op_id), and the five real traces. Costs:
+tests/costs/test_attribution.py."""
 
 from __future__ import annotations
 
@@ -34,15 +35,17 @@ def _new_style() -> dict[str, Any]:
         "deviceProperties": [DEVICE],
         "traceEvents": [
             _x("user_annotation", "train step", 100.0, 50.0, **{"External id": 9}),
-            _x("cpu_op", "aten::linear", 101.0, 20.0, **{"External id": 10, "Input Dims": [[8, 16], [32, 16], [32]],
+            _x("cpu_op", "aten::linear", 101.0, 20.0, **{"External id": 10,
+                                                        "Input Dims": [[8, 16], [32, 16], [32]],
                                                         "Input type": ["float", "float", "float"]}),
             _x("cpu_op", "aten::addmm", 102.0, 10.0, **{"External id": 11,
                                                        "Input Dims": [[32], [8, 16], [16, 32], [], []],
-                                                       "Input type": ["float", "float", "float", "Scalar", "Scalar"]}),
+                                                       "Input type": ["float", "float", "float", "Scalar",
+                                                                      "Scalar"]}),
             _x("cuda_runtime", "cudaLaunchKernel", 103.0, 2.0, correlation=100, **{"External id": 11}),
             _x("kernel", "ampere_sgemm_32x32_sliced1x4_tn", 130.25, 12.5, pid=0, tid=7, device=0, stream=7,
-               correlation=100, grid=[4, 1, 1], block=[128, 1, 1], **{"External id": 11, "registers per thread": 32,
-                                                                       "shared memory": 1024}),
+               correlation=100, grid=[4, 1, 1], block=[128, 1, 1],
+               **{"External id": 11, "registers per thread": 32, "shared memory": 1024}),
         ],
     }
 
@@ -130,7 +133,8 @@ def test_real_traces_import(shared_fixtures: Path, name: str) -> None:
 
 
 def test_real_trace_details(shared_fixtures: Path) -> None:
-    alexnet = read(shared_fixtures / "traces" / "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz")
+    alexnet = read(shared_fixtures / "traces"
+                   / "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz")
     alexnet = alexnet[alexnet["kind"] == "kernel"]
     assert set(alexnet["device"]) == {"NVIDIA A100-PG509-200"} and set(alexnet["cc"]) == {"8.0"}
     sampled = read(shared_fixtures / "traces" / "hta__timeline_analysis_sampled_rank-0.json.gz")
@@ -155,8 +159,8 @@ def test_analyze_classifies_trace_kernels_with_analytic_costs(tmp_path: Path) ->
     from nsroof.pipeline import analyze
     from nsroof.roofs.machines import Machine
 
-    gpu = Machine(name="test-gpu", source="file", peak_flop_per_s={"fp32": 1e13}, simt_flop_per_s={"fp32": 1e13},
-                  bandwidth_bytes_per_s={"dram": 1e12})
+    gpu = Machine(name="test-gpu", source="file", peak_flop_per_s={"fp32": 1e13},
+                  simt_flop_per_s={"fp32": 1e13}, bandwidth_bytes_per_s={"dram": 1e12})
     report = analyze(_write(tmp_path, "trace.json", _new_style()), machine=gpu)
     row = report.frame.iloc[0]
     assert list(report.frame["level"]) == ["dram"]  # analytic bytes exist at DRAM only

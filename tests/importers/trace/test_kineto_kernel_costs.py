@@ -1,7 +1,8 @@
 """How a trace's kernels are costed beyond the op formula: FP64 GEMMs on devices with FP64 tensor cores are
 judged against the FP64 tensor roof, picked like TF32 (the op's dtype and formula, the device: CC 8.0 / 9.0 /
 10.0, and the kernel: a SIMT kernel is not); Triton kernels are costed from Inductor's own estimates
-(kernel_flop, kernel_num_gb in the launch's record), provenance inductor:…, or named uncosted with the reason."""
+(kernel_flop, kernel_num_gb in the launch's record), provenance inductor:…, or named uncosted with the
+reason."""
 
 from __future__ import annotations
 
@@ -24,13 +25,14 @@ def _x(cat: str, name: str, ts: float, dur: float, **args: Any) -> dict[str, Any
     return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
 
 
-def _launch_trace(tmp_path: Path, op: str, op_args: dict[str, Any], kernel: str, *, cc: tuple[int, int] = (9, 0),
-                  outer: tuple[dict[str, Any], ...] = ()) -> Path:
+def _launch_trace(tmp_path: Path, op: str, op_args: dict[str, Any], kernel: str, *,
+                  cc: tuple[int, int] = (9, 0), outer: tuple[dict[str, Any], ...] = ()) -> Path:
     """One op (External id 3) launching one kernel on an H100-named device of compute capability `cc`."""
     kernel_event = _x("kernel", kernel, 100, 10, correlation=7, device=0, stream=7)
     kernel_event.update(pid=0, tid=7)
     data = {
-        "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": cc[0], "computeMinor": cc[1]}],
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": cc[0],
+                              "computeMinor": cc[1]}],
         "traceEvents": [*outer, _x("cpu_op", op, 10, 50, **{"External id": 3, **op_args}),
                         _x("cuda_runtime", "cudaLaunchKernel", 20, 5, correlation=7, **{"External id": 3}),
                         kernel_event],
@@ -42,8 +44,8 @@ def _launch_trace(tmp_path: Path, op: str, op_args: dict[str, Any], kernel: str,
 
 def _mm_trace(tmp_path: Path, *, kernel: str, dtype: str = "double", cc: tuple[int, int] = (9, 0)) -> Path:
     """One torch.mm of (64×128)·(128×32) launching one kernel."""
-    return _launch_trace(tmp_path, "aten::mm", {"Input Dims": [[64, 128], [128, 32]], "Input type": [dtype, dtype]},
-                         kernel, cc=cc)
+    return _launch_trace(tmp_path, "aten::mm",
+                         {"Input Dims": [[64, 128], [128, 32]], "Input type": [dtype, dtype]}, kernel, cc=cc)
 
 
 def _kernel_row(path: Path, machine: Machine = H100) -> Any:
@@ -72,8 +74,10 @@ def test_fp64_stays_on_the_cuda_core_roof_where_there_are_no_fp64_tensor_cores(
 
 
 def test_fp32_is_untouched_and_an_a100_has_fp64_tensor_cores(tmp_path: Path) -> None:
-    assert _kernel_row(_mm_trace(tmp_path, kernel="sm90_xmma_gemm_f32f32", dtype="float"))["precision"] == "fp32"
-    assert _kernel_row(_mm_trace(tmp_path, kernel="sm80_xmma_gemm_f64f64", cc=(8, 0)))["precision"] == "tensor"
+    assert (_kernel_row(_mm_trace(tmp_path, kernel="sm90_xmma_gemm_f32f32", dtype="float"))["precision"]
+            == "fp32")
+    assert (_kernel_row(_mm_trace(tmp_path, kernel="sm80_xmma_gemm_f64f64", cc=(8, 0)))["precision"]
+            == "tensor")
 
 
 def test_the_machine_tables_h100_gives_the_fp64_tensor_rate_not_the_cuda_core_one(tmp_path: Path) -> None:
@@ -91,21 +95,24 @@ def test_the_machine_tables_h100_gives_the_fp64_tensor_rate_not_the_cuda_core_on
 
 # H100 SXM dense rates for the Triton kernels below: BF16 tensor 989 TFLOP/s, FP32 67, 3.35 TB/s
 H100_BF16 = Machine(name="test-h100", source="file", peak_flop_per_s={"fp32": 6.7e13, "bf16": 9.89e14},
-                    simt_flop_per_s={"fp32": 6.7e13, "fp16": 1.34e14}, bandwidth_bytes_per_s={"dram": 3.35e12})
+                    simt_flop_per_s={"fp32": 6.7e13, "fp16": 1.34e14},
+                    bandwidth_bytes_per_s={"dram": 3.35e12})
 
 
 def _triton_trace(tmp_path: Path, name: str, estimates: dict[str, float], dtype: str = "float") -> Path:
     """What kineto writes for an Inductor launch (torch/_inductor/runtime/triton_heuristics.py: a
     _RecordFunctionFast named by the kernel, its profiler kwargs as args) and the kernel it launches."""
     record = {"kernel_backend": "triton", "kernel_file": "/tmp/k.py", "num_warps": 4,
-              "Input type": [dtype, dtype, "Scalar"], "Input Dims": [[1024, 1024], [1024, 1024], []], **estimates}
+              "Input type": [dtype, dtype, "Scalar"], "Input Dims": [[1024, 1024], [1024, 1024], []],
+              **estimates}
     return _launch_trace(tmp_path, name, record, name, outer=(_x("cpu_op", "CompiledFunction", 0, 80),))
 
 
 def test_a_triton_kernel_is_costed_from_inductors_estimates(tmp_path: Path) -> None:
     # a pointwise add of two 1024×1024 fp32 tensors: Inductor says 1,048,576 FLOP and 0.012582912 GB
     # (= 3 · 1024·1024 · 4 B = 12,582,912 B: two reads, one write)
-    row = _kernel_row_bf16(_triton_trace(tmp_path, "triton_poi_fused_add_0", {"kernel_flop": 1048576, "kernel_num_gb": 0.012582912}))
+    row = _kernel_row_bf16(_triton_trace(tmp_path, "triton_poi_fused_add_0",
+                                         {"kernel_flop": 1048576, "kernel_num_gb": 0.012582912}))
     assert row["flops"] == 1048576 and row["precision"] == "fp32"
     assert row["bytes"] == 12582912
     assert row["flops_source"] == "inductor:kernel_flop, kernel_num_gb"
@@ -114,7 +121,8 @@ def test_a_triton_kernel_is_costed_from_inductors_estimates(tmp_path: Path) -> N
 
 
 def test_bytes_without_flops_and_no_estimates_at_all(tmp_path: Path) -> None:
-    only_bytes = _kernel_row_bf16(_triton_trace(tmp_path, "triton_red_fused_sum_0", {"kernel_num_gb": 0.004194304}))
+    only_bytes = _kernel_row_bf16(_triton_trace(tmp_path, "triton_red_fused_sum_0",
+                                                {"kernel_num_gb": 0.004194304}))
     assert only_bytes["bytes"] == 4194304 and math.isnan(only_bytes["flops"])
     assert only_bytes["bytes_source"] == "inductor:kernel_num_gb"
     bare = _kernel_row_bf16(_triton_trace(tmp_path, "triton_poi_fused_mul_1", {}))

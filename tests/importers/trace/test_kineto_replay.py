@@ -63,7 +63,8 @@ def test_replay_kernel_count_time_and_ops_equal_the_json(shared_fixtures: Path, 
         return
     rows = df[df["kind"] == "kernel"].reset_index(drop=True)
     assert len(rows) == len(kernels_json)
-    assert rows["gpu__time_duration.sum"].sum() == pytest.approx(sum(e["dur"] for e in kernels_json) * 1e-6, rel=1e-12)
+    assert rows["gpu__time_duration.sum"].sum() == pytest.approx(sum(e["dur"] for e in kernels_json) * 1e-6,
+                                                                 rel=1e-12)
     # no copy, set or sync among the kernels; every non-kernel row is a memcpy/memset of the JSON
     assert set(df["kind"]) <= {"kernel", "memcpy", "memset"}
     copies = sum(1 for e in events if e.get("cat") in {"gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
@@ -73,7 +74,8 @@ def test_replay_kernel_count_time_and_ops_equal_the_json(shared_fixtures: Path, 
     # each kernel's op: the innermost op enclosing its launch on the launching thread
     ops = [e for e in events if e.get("cat") in {"cpu_op", "Operator"}]
     launches = {e["args"]["correlation"]: e for e in events
-                if e.get("cat") in {"cuda_runtime", "cuda_driver", "Runtime"} and "correlation" in e.get("args", {})}
+                if e.get("cat") in {"cuda_runtime", "cuda_driver", "Runtime"}
+                and "correlation" in e.get("args", {})}
     order = sorted(kernels_json, key=lambda e: (e["ts"], e["args"].get("correlation", math.nan)))
     checked = 0
     for kernel, (_, row) in zip(order, rows.iterrows(), strict=True):
@@ -83,7 +85,8 @@ def test_replay_kernel_count_time_and_ops_equal_the_json(shared_fixtures: Path, 
             continue
         expected = _innermost_enclosing(ops, launch)
         # a launch no op encloses is its own op (trace_ops rule 5)
-        assert row["op"] == (expected["name"] if expected else launch["name"]), (kernel["name"][:60], row["op_link"])
+        assert row["op"] == (expected["name"] if expected else launch["name"]), (kernel["name"][:60],
+                                                                                 row["op_link"])
         checked += 1
     assert checked >= 1
 
@@ -91,7 +94,8 @@ def test_replay_kernel_count_time_and_ops_equal_the_json(shared_fixtures: Path, 
 def test_alexnet_external_ids_that_name_another_op_are_not_trusted(shared_fixtures: Path) -> None:
     """In this 2023 trace a launch's External id equals its correlation id and names an unrelated op: the
     uniform_ kernel's launch says 218, which is an aten::clamp_min_ ten seconds later."""
-    df, facts = importers.read(shared_fixtures / "traces" / "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz")
+    df, facts = importers.read(shared_fixtures / "traces"
+                               / "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz")
     uniform = df[df["kernel_name"].str.contains("uniform_kernel") & (df["kind"] == "kernel")]
     assert len(uniform) and set(uniform["op"]) == {"aten::uniform_"}
     assert set(df["op_link"]) == {"enclosing op"}
@@ -101,7 +105,8 @@ def test_alexnet_external_ids_that_name_another_op_are_not_trusted(shared_fixtur
 # --------------------------------------------------------------------------- small traces written here
 
 
-def _x(cat: str, name: str, ts: float, dur: float, *, tid: Any = 1, pid: Any = 1, **args: Any) -> dict[str, Any]:
+def _x(cat: str, name: str, ts: float, dur: float, *, tid: Any = 1, pid: Any = 1,
+       **args: Any) -> dict[str, Any]:
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
@@ -112,14 +117,15 @@ def _training_trace(meta: dict[str, Any] | None = None, *, cc: tuple[int, int] =
                    "Input Dims": [[8, 16], [32, 16], [32]], "Input type": ["float", "float", "float"]}
     mm_args = {"External id": 21, "Input Dims": [[8, 32], [32, 16]], "Input type": ["float", "float"]}
     top: dict[str, Any] = {
-        "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": cc[0], "computeMinor": cc[1]}],
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": cc[0],
+                              "computeMinor": cc[1]}],
         "traceEvents": [
             _x("user_annotation", "step", 0, 1000, **{"External id": 1}),
             _x("user_annotation", "Net.fc", 10, 100, **{"External id": 2}),
             _x("cpu_op", "aten::linear", 20, 50, **linear_args),
             _x("cuda_runtime", "cudaLaunchKernel", 30, 5, correlation=500, **{"External id": 10}),
-            _x("kernel", "sm90_xmma_gemm_f32f32_tf32f32", 200, 8, pid=0, tid=7, correlation=500, device=0, stream=7,
-               grid=[4, 1, 1], block=[128, 1, 1]),
+            _x("kernel", "sm90_xmma_gemm_f32f32_tf32f32", 200, 8, pid=0, tid=7, correlation=500, device=0,
+               stream=7, grid=[4, 1, 1], block=[128, 1, 1]),
             # backward, on autograd's thread: the evaluate_function node carries the forward's sequence number
             _x("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", 400, 100, tid=2,
                **{"External id": 20, "Sequence number": 5, "Fwd thread id": 1}),
@@ -130,7 +136,8 @@ def _training_trace(meta: dict[str, Any] | None = None, *, cc: tuple[int, int] =
             _x("cuda_runtime", "cudaLaunchKernel", 450, 5, tid=2, correlation=502, **{"External id": 10}),
             _x("kernel", "elementwise_kernel", 700, 2, pid=0, tid=7, correlation=502, device=0, stream=7),
             _x("cuda_runtime", "cudaMemcpyAsync", 40, 5, correlation=503, **{"External id": 10}),
-            _x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 210, 3, pid=0, tid=7, correlation=503, device=0),
+            _x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 210, 3, pid=0, tid=7, correlation=503,
+               device=0),
             _x("gpu_memset", "Memset (Device)", 220, 1, pid=0, tid=7, correlation=504, device=0),
             _x("cuda_sync", "Context Sync", 230, 50, pid=0, tid=4294967295, device=0),
         ],
@@ -156,7 +163,8 @@ def test_backward_kernels_on_autograds_thread_get_the_forward_path(tmp_path: Pat
     # inherited through Sequence number 5, module ranges marked as backward
     assert bwd["nvtx_path"] == "step/Net.fc (backward)" and bwd["module"] == "Net.fc"
     wrong = k.loc["elementwise_kernel"]
-    assert wrong["op"] == "autograd::engine::evaluate_function: AddmmBackward0" and wrong["op_link"] == "enclosing op"
+    assert (wrong["op"] == "autograd::engine::evaluate_function: AddmmBackward0"
+            and wrong["op_link"] == "enclosing op")
 
 
 def test_copies_have_their_kind_and_sync_is_dropped(tmp_path: Path) -> None:
@@ -206,7 +214,8 @@ def test_the_step_window_recorded_in_the_trace_selects_rows(tmp_path: Path) -> N
     assert df["kind"].tolist() == ["cpu_op", "cpu_op"]
     assert df["kernel_id"].tolist() == [0, 1]
     assert facts.extra["steps"] == {"source": "optimizer steps", "marked": 3, "warmup": 1, "steps": 2,
-                                  "window": "1..2", "kept": 2, "rows": 4}  # 4 relu calls, one per step 0..3; 1 and 2 kept
+                                  # 4 relu calls, one per step 0..3; 1 and 2 kept
+                                  "window": "1..2", "kept": 2, "rows": 4}
 
 
 # --------------------------------------------------------------------------- hostile input
@@ -230,15 +239,17 @@ def _one_line_error(path: Path, *fragments: str) -> None:
     ("args", [1, 2], "traceEvents[4]: field 'args'"),
     ("name", 7, "traceEvents[4]: field 'name'"),
 ])
-def test_wrong_field_types_name_the_event_and_field(tmp_path: Path, field: str, value: Any, where: str) -> None:
+def test_wrong_field_types_name_the_event_and_field(tmp_path: Path, field: str, value: Any,
+                                                    where: str) -> None:
     data = _training_trace()
     data["traceEvents"][4][field] = value
     _one_line_error(_write(tmp_path, data), where)
 
 
 @pytest.mark.parametrize(("event", "arg", "value"), [
-    (2, "External id", "10"), (4, "correlation", 1.5), (3, "correlation", "500"), (2, "Sequence number", True),
-    (4, "grid", [1, 2]), (2, "Input Dims", [[[[[1]]]]]), (2, "Input Dims", "[[8, 16]]"),
+    (2, "External id", "10"), (4, "correlation", 1.5), (3, "correlation", "500"),
+    (2, "Sequence number", True), (4, "grid", [1, 2]), (2, "Input Dims", [[[[[1]]]]]),
+    (2, "Input Dims", "[[8, 16]]"),
     (2, "Concrete Inputs", [{"x": 1}]),
     # a shape mixing a list and an integer (fuzz seed 1 case 2831: it reached the cost model's numel)
     (2, "Input Dims", [[[], 16], [32, 16], [32]]),
@@ -251,7 +262,8 @@ def test_wrong_arg_types_name_the_event_and_arg(tmp_path: Path, event: int, arg:
 
 @pytest.mark.parametrize(("arg", "value"), [("correlation", 1.5), ("grid", [1, 2]), ("stream", [7])])
 def test_args_no_number_reads_on_that_category_are_not_checked(tmp_path: Path, arg: str, value: Any) -> None:
-    # a CPU op's correlation, grid or stream feed nothing (only launches' and GPU activities' do): read as given
+    # a CPU op's correlation, grid or stream feed nothing (only launches' and GPU activities' do):
+    # read as given
     data = _training_trace()
     data["traceEvents"][2]["args"][arg] = value
     assert "aten::linear" in read(_write(tmp_path, data))["op"].tolist()
@@ -311,7 +323,8 @@ def test_replay_backward_kernels_carry_their_forward_ops_annotations(shared_fixt
     events = [e for e in _events(path) if e.get("ph") == "X"]
     ops = [e for e in events if e.get("cat") == "cpu_op"]
     annotations = [e for e in events if e.get("cat") == "user_annotation"]
-    launches = {e["args"]["correlation"]: e for e in events if e.get("cat") in {"cuda_runtime", "cuda_driver"}}
+    launches = {e["args"]["correlation"]: e for e in events
+                if e.get("cat") in {"cuda_runtime", "cuda_driver"}}
     df = read(path)
     rows = df[df["kind"] == "kernel"].reset_index(drop=True)
     order = sorted([e for e in events if e.get("cat") == "kernel"],
@@ -331,7 +344,8 @@ def test_replay_backward_kernels_carry_their_forward_ops_annotations(shared_fixt
         if node is None:
             continue
         seq = node["args"].get("Sequence number")
-        candidates = [op for op in forwards if op["args"]["Sequence number"] == seq and op["ts"] <= node["ts"]]
+        candidates = [op for op in forwards
+                      if op["args"]["Sequence number"] == seq and op["ts"] <= node["ts"]]
         if not candidates:
             continue
         latest = max(c["ts"] for c in candidates if not any(

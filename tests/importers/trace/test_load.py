@@ -1,6 +1,6 @@
-"""Loading a kineto trace (nsroof.importers.trace.load): integers beyond 64 bits, over-long literals and floats
-beyond a double are one-line errors naming the field; ROCm's string streams read; what strict JSON refuses
-(NaN tokens, a BOM) and undeclared fields read (the shared traces: test_shared_traces.py)."""
+"""Loading a kineto trace (nsroof.importers.trace.load): integers beyond 64 bits, over-long literals and
+floats beyond a double are one-line errors naming the field; ROCm's string streams read; what strict JSON
+refuses (NaN tokens, a BOM) and undeclared fields read (the shared traces: test_shared_traces.py)."""
 
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ def test_huge_integers_through_the_cli_exit_2_without_a_traceback(tmp_path: Path
 def test_rocm_string_streams(tmp_path: Path, stream: str, expected: int | None) -> None:
     import json
 
-    trace = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 2, "tid": "lane", "ts": 1, "dur": 1,
-                              "args": {"stream": stream, "correlation": 1}}]}
+    trace = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 2, "tid": "lane", "ts": 1,
+                              "dur": 1, "args": {"stream": stream, "correlation": 1}}]}
     path = tmp_path / "t.json"
     path.write_text(json.dumps(trace))
     value = importers.read(path)[0]["stream"].iloc[0]
@@ -63,7 +63,8 @@ def test_nan_and_infinity_tokens_read_through_the_standard_parser(tmp_path: Path
     # Python's json module writes NaN / Infinity, which strict JSON (msgspec) refuses: the standard parser
     # reads them and the same declared schema checks the result; a NaN dur is a NaN duration and a warning
     path = tmp_path / "t.json"
-    path.write_text(json.dumps(_kernel_trace(dur=float("nan"), args={"correlation": 1, "shared memory": float("inf")})))
+    path.write_text(json.dumps(_kernel_trace(dur=float("nan"),
+                                             args={"correlation": 1, "shared memory": float("inf")})))
     assert "NaN" in path.read_text() and "Infinity" in path.read_text()
     frame, facts = importers.read(path)
     assert len(frame) == 1 and pd.isna(frame["gpu__time_duration.sum"].iloc[0])
@@ -74,7 +75,8 @@ def test_nan_and_infinity_tokens_read_through_the_standard_parser(tmp_path: Path
 def test_a_bom_a_top_level_list_and_undeclared_fields_of_any_shape_read(tmp_path: Path) -> None:
     import json
 
-    trace = _kernel_trace(args={"correlation": 1, "stream": 7, "deep": {"a": [[[[[1]]]]]}, "Call stack": None})
+    trace = _kernel_trace(args={"correlation": 1, "stream": 7, "deep": {"a": [[[[[1]]]]]},
+                                "Call stack": None})
     bom = tmp_path / "bom.json"
     bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(trace).encode())
     listed = tmp_path / "list.json"
@@ -103,7 +105,8 @@ def _frames_equal(a: tuple[pd.DataFrame, object], b: tuple[pd.DataFrame, object]
 
 
 @pytest.mark.parametrize("name", ["cross_thread.json", "graph_capture.json", "rocm_capture.json"])
-def test_pages_handed_back_every_few_events_change_nothing(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+def test_pages_handed_back_every_few_events_change_nothing(monkeypatch: pytest.MonkeyPatch,
+                                                           name: str) -> None:
     from nsroof.importers.trace import load as trace_load
 
     whole = importers.read(DATA / name)
@@ -169,4 +172,5 @@ def test_decompressed_memory_grows_by_copy_where_it_cannot_be_resized() -> None:
 
     small = Unresizable(b"[1, 2, 3]xxxx")
     bigger = _grown(small, 9, 1 << 16)  # type: ignore[arg-type]
-    assert isinstance(bigger, mmap.mmap) and len(bigger) == 1 << 16 and bigger[:9] == b"[1, 2, 3]" and small.closed
+    assert (isinstance(bigger, mmap.mmap) and len(bigger) == 1 << 16 and bigger[:9] == b"[1, 2, 3]"
+            and small.closed)

@@ -35,7 +35,8 @@ def test_a_launch_outside_any_op_is_its_own_op_with_the_annotations_around_it(tm
     def x(cat: str, name: str, ts: float, dur: float, tid: int = 1, **args: Any) -> dict[str, Any]:
         return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
-    trace = {"traceEvents": [x("user_annotation", "decode", 0, 100), x("cuda_driver", "cuLaunchKernel", 10, 2, correlation=1),
+    trace = {"traceEvents": [x("user_annotation", "decode", 0, 100),
+                             x("cuda_driver", "cuLaunchKernel", 10, 2, correlation=1),
                              x("kernel", "triton_poi_fused_add_0", 20, 3, tid=7, correlation=1),
                              x("kernel", "lost_kernel", 30, 3, tid=7, correlation=2)]}
     path = tmp_path / "t.json"
@@ -129,6 +130,7 @@ def test_activities_in_order_is_sorteds_order_by_start_then_correlation() -> Non
     for _ in range(200):
         times: list[Any] = [0.0, 1.0, 1.0, 2.5, -3.0] + ([None, float("nan")] if rng.random() < 0.3 else [])
         events = [Event(f"k{i}", "kernel", rng.choice(times), 1.0, 0, 7,
-                        ActivityArgs(correlation=rng.choice([1, 2, 2, None] if rng.random() < 0.3 else [1, 2, 2, 3])))
+                        ActivityArgs(correlation=rng.choice([1, 2, 2, None] if rng.random() < 0.3
+                                                            else [1, 2, 2, 3])))
                   for i in range(rng.randint(0, 12))]
         assert [e.name for e in in_order(events)] == [e.name for e in sorted(events, key=key)]

@@ -16,8 +16,10 @@ import pytest
 from tests._paths import SHARED_FIXTURES
 from tests._shared_inputs import imported, trace_events
 
-TRACES = sorted(p.name for p in (SHARED_FIXTURES / "traces").glob("*.json*")) if SHARED_FIXTURES.is_dir() else []
-# the files the issues name: ROCm (tracelens__*), DDP (hta__trace_diff_control), the 2020 schema (kineto__plugin_*)
+TRACES = (sorted(p.name for p in (SHARED_FIXTURES / "traces").glob("*.json*")) if SHARED_FIXTURES.is_dir()
+          else [])
+# the files the issues name: ROCm (tracelens__*), DDP (hta__trace_diff_control),
+# the 2020 schema (kineto__plugin_*)
 NAMED = ("tracelens__", "hta__trace_diff_control", "kineto__plugin_resnet50")
 
 
@@ -44,7 +46,8 @@ def _annotated(events: list[Mapping[str, Any]]) -> list[bool]:
                 ends.append(e)
         union[pid] = (starts, ends)
     launches = {e["args"]["correlation"]: e for e in events
-                if e.get("cat") in {"cuda_runtime", "cuda_driver", "Runtime"} and "correlation" in e.get("args", {})}
+                if e.get("cat") in {"cuda_runtime", "cuda_driver", "Runtime"}
+                and "correlation" in e.get("args", {})}
     kernels = sorted((e for e in events if e.get("cat") in {"kernel", "Kernel"}),
                      key=lambda e: (e["ts"], e["args"].get("correlation", 0)))
     out = []

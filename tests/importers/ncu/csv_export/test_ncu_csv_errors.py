@@ -11,9 +11,10 @@ import pytest
 from nsroof.errors import InputError, UnitError
 from nsroof.importers.ncu import csv_export
 
-HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
-          '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
-ROW = '"{id}","1","a","h","k()","1","7","(1, 1, 1)","(1, 1, 1)","0","8.0","Command line profiler metrics","{m}","{u}","{v}"'
+HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+          '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
+ROW = ('"{id}","1","a","h","k()","1","7","(1, 1, 1)","(1, 1, 1)","0","8.0","Command line profiler metrics",'
+       '"{m}","{u}","{v}"')
 
 
 def write(tmp_path: Path, text: str | bytes, name: str = "bad.csv") -> Path:
@@ -48,7 +49,8 @@ def test_not_an_export(tmp_path: Path) -> None:
 
 
 def test_nvprof_export_is_named(tmp_path: Path) -> None:
-    text = '"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max","Avg"\n"A100","k",1,"x","y",1,1,1\n'
+    text = ('"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max","Avg"\n'
+            '"A100","k",1,"x","y",1,1,1\n')
     err = error_of(write(tmp_path, text))
     assert "nvprof" in err.cause
 
@@ -77,7 +79,8 @@ def test_truncated_mid_row(tmp_path: Path) -> None:
 
 
 def _two_launches(newline: str = "\n") -> str:
-    rows = [ROW.format(id=i, m=m, u="nsecond", v="10") for i in (0, 1) for m in ("gpu__time_duration.sum", "b__y.sum")]
+    rows = [ROW.format(id=i, m=m, u="nsecond", v="10")
+            for i in (0, 1) for m in ("gpu__time_duration.sum", "b__y.sum")]
     return newline.join([HEADER, *rows]) + newline  # header on line 1, rows on lines 2-5
 
 
@@ -138,7 +141,8 @@ def test_unknown_unit_names_the_unit_and_the_line(tmp_path: Path) -> None:
 
 
 def test_mixed_number_styles(tmp_path: Path) -> None:
-    rows = [ROW.format(id=0, m="a__x.sum", u="", v="1,234.50"), ROW.format(id=0, m="b__y.sum", u="", v="1.234,50")]
+    rows = [ROW.format(id=0, m="a__x.sum", u="", v="1,234.50"),
+            ROW.format(id=0, m="b__y.sum", u="", v="1.234,50")]
     err = error_of(write(tmp_path, "\n".join([HEADER, *rows]) + "\n"))
     assert "mix" in err.cause and err.line == 3 and "LC_ALL=C" in str(err)
 

@@ -44,12 +44,14 @@ def test_holds_every_counter_the_roofline_needs(example) -> None:  # type: ignor
     needed = set(required_metrics("8.0"))
     have = set(example.columns)
     # per kernel: time, bytes at every level, CUDA-core FLOP counters, peaks and clocks for the ceilings
-    for name in ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
-                 "l1tex__t_bytes.sum", "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    for name in ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+                 "lts__t_bytes.sum", "l1tex__t_bytes.sum",
+                 "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
                  "sm__ops_path_tensor_src_bf16_dst_fp32_sparsity_off.sum", "dram__bytes.sum.peak_sustained",
                  "dram__cycles_elapsed.avg.per_second", "sm__cycles_elapsed.avg.per_second"):
         assert name in have and name in needed | {"dram__bytes_read.sum", "dram__bytes_write.sum"}, name
-    assert not example[["gpu__time_duration.sum", "lts__t_bytes.sum", "l1tex__t_bytes.sum"]].isna().any().any()
+    assert not example[["gpu__time_duration.sum", "lts__t_bytes.sum",
+                        "l1tex__t_bytes.sum"]].isna().any().any()
 
 
 def test_numbers_fit_an_a100(example) -> None:  # type: ignore[no-untyped-def]
@@ -66,7 +68,8 @@ def test_numbers_fit_an_a100(example) -> None:  # type: ignore[no-untyped-def]
     assert (fp32 / t <= A100_FP32_FLOP_PER_S).all()
     # the ceilings in the export equal the datasheet: 6,912 FFMA/cycle x 2 x 1.41 GHz = 19.49 TFLOP/s;
     # 1,285.12 B/cycle x 1.21 GHz = 1,555 GB/s
-    peak = example["sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"] * 2 * example["sm__cycles_elapsed.avg.per_second"]
+    peak = (example["sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"] * 2
+            * example["sm__cycles_elapsed.avg.per_second"])
     assert np.allclose(peak, 19.49e12, rtol=1e-3)
     bw = example["dram__bytes.sum.peak_sustained"] * example["dram__cycles_elapsed.avg.per_second"]
     assert np.allclose(bw, 1.555e12, rtol=1e-3)

@@ -42,7 +42,8 @@ def test_per_row_units_become_si(ncu_dir: Path) -> None:
     assert df.at[0, "dram__bytes_read.sum"] == pytest.approx(1.5e6)
     assert df.at[0, "dram__bytes_write.sum"] == pytest.approx(512_250.0)
     assert df.at[0, "gpu__time_duration.sum"] == pytest.approx(12.35e-6)
-    # kernel 1, same metrics in other units: "983,040" byte; "1.05" Mbyte = 1.05e6 B; "7,488" nsecond = 7.488e-6 s
+    # kernel 1, same metrics in other units: "983,040" byte; "1.05" Mbyte = 1.05e6 B;
+    # "7,488" nsecond = 7.488e-6 s
     assert df.at[1, "dram__bytes_read.sum"] == 983_040.0
     assert df.at[1, "dram__bytes_write.sum"] == pytest.approx(1.05e6)
     assert df.at[1, "gpu__time_duration.sum"] == pytest.approx(7.488e-6)
@@ -57,8 +58,10 @@ def test_labels_map_to_metrics_by_section_and_unit(ncu_dir: Path) -> None:
     df = df.set_index("kernel_id")
     # "DRAM Frequency" 1.21 cycle/nsecond = 1.21e9 Hz
     assert df.at[0, "dram__cycles_elapsed.avg.per_second"] == pytest.approx(1.21e9)
-    # "Memory Throughput" means two metrics: % under Speed Of Light, byte/second under Memory Workload Analysis
-    assert df.at[0, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] == pytest.approx(61.07)
+    # "Memory Throughput" means two metrics: % under Speed Of Light, byte/second under
+    # Memory Workload Analysis
+    assert (df.at[0, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]
+            == pytest.approx(61.07))
     assert df.at[0, "dram__bytes.sum.per_second"] == pytest.approx(121.46e9)  # 121.46 Gbyte/second
     # "Duration" and gpu__time_duration.sum are one column, not two
     assert [c for c in df.columns if "Duration" in c] == []
@@ -123,7 +126,8 @@ def test_raw_page_with_units_row_and_nvtx(ncu_dir: Path) -> None:
     assert df["dram__bytes_read.sum"].iloc[0] == 4_194_304.0 and pd.isna(df["dram__bytes_read.sum"].iloc[1])
     assert df["launch__func_cache_config"].tolist() == ["CachePreferNone", "CachePreferShared"]
     assert df["device"].tolist() == ["NVIDIA A100-SXM4-40GB"] * 2  # from device__attribute_display_name
-    assert df["nvtx_ranges"].iloc[0] == ["train_step", "aten::mm, seq = 4, op_id = 9", "encoder.layer0", "step3"]
+    assert df["nvtx_ranges"].iloc[0] == ["train_step", "aten::mm, seq = 4, op_id = 9", "encoder.layer0",
+                                         "step3"]
     assert df["nvtx_path"].iloc[0] == "train_step/aten::mm, seq = 4, op_id = 9/encoder.layer0/step3"
     assert df["nvtx_ranges"].iloc[1] == [] and df["nvtx_path"].iloc[1] == ""
 
@@ -137,12 +141,14 @@ def test_metric_columns_are_float64_or_strings(ncu_dir: Path) -> None:
 
 def test_launch_identity_from_launch_metrics(tmp_path: Path) -> None:
     # a raw page without Block/Grid/CC columns: taken from launch__/device__ metrics
-    header = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context", "Stream",
-              "device__attribute_compute_capability_major", "device__attribute_compute_capability_minor",
+    header = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context",
+              "Stream", "device__attribute_compute_capability_major",
+              "device__attribute_compute_capability_minor",
               "launch__block_dim_x", "launch__block_dim_y", "launch__block_dim_z",
               "launch__grid_dim_x", "launch__grid_dim_y", "launch__grid_dim_z"]
     units = [""] * 8 + [""] * 8
-    row = ["3", "1", "a.out", "h", "kern(int)", "2020-Dec-03 17:12:24", "1", "7", "7", "5", "256", "1", "1", "40", "2", "1"]
+    row = ["3", "1", "a.out", "h", "kern(int)", "2020-Dec-03 17:12:24", "1", "7", "7", "5", "256", "1", "1",
+           "40", "2", "1"]
     text = "\n".join(",".join(f'"{v}"' for v in r) for r in (header, units, row)) + "\n"
     path = tmp_path / "raw.csv"
     path.write_text(text)
@@ -153,9 +159,11 @@ def test_launch_identity_from_launch_metrics(tmp_path: Path) -> None:
 
 def test_print_metric_name_label_name(tmp_path: Path) -> None:
     # --print-metric-name label-name prints "Label (metric__name)": the metric name wins
-    header = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
-              "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
-    ident = ["0", "1", "p", "h", "k()", "1", "7", "(32, 1, 1)", "(1, 1, 1)", "0", "8.6", "GPU Speed Of Light Throughput"]
+    header = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
+              "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit",
+              "Metric Value"]
+    ident = ["0", "1", "p", "h", "k()", "1", "7", "(32, 1, 1)", "(1, 1, 1)", "0", "8.6",
+             "GPU Speed Of Light Throughput"]
     rows = [ident + ["DRAM Frequency (dram__cycles_elapsed.avg.per_second)", "cycle/nsecond", "6.68"],
             ident + ["Duration (gpu__time_duration.sum)", "usecond", "3.10"]]
     path = tmp_path / "labelname.csv"

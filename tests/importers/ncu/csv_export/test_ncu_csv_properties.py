@@ -19,9 +19,12 @@ HEADER = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Conte
 # (metric, [(unit, factor to SI)]) — every unit ncu may choose for that metric's dimension
 METRICS = {
     "dram__bytes_read.sum": [("byte", 1.0), ("Kbyte", 1e3), ("Mbyte", 1e6), ("Gbyte", 1e9)],
-    "gpu__time_duration.sum": [("nsecond", 1e-9), ("usecond", 1e-6), ("msecond", 1e-3), ("ns", 1e-9), ("us", 1e-6)],
-    "dram__bytes.sum.per_second": [("byte/second", 1.0), ("Mbyte/second", 1e6), ("Gbyte/second", 1e9), ("Gbyte/s", 1e9)],
-    "sm__cycles_elapsed.avg.per_second": [("cycle/second", 1.0), ("cycle/usecond", 1e6), ("cycle/nsecond", 1e9), ("Ghz", 1e9)],
+    "gpu__time_duration.sum": [("nsecond", 1e-9), ("usecond", 1e-6), ("msecond", 1e-3), ("ns", 1e-9),
+                               ("us", 1e-6)],
+    "dram__bytes.sum.per_second": [("byte/second", 1.0), ("Mbyte/second", 1e6), ("Gbyte/second", 1e9),
+                                   ("Gbyte/s", 1e9)],
+    "sm__cycles_elapsed.avg.per_second": [("cycle/second", 1.0), ("cycle/usecond", 1e6),
+                                          ("cycle/nsecond", 1e9), ("Ghz", 1e9)],
     "sm__sass_thread_inst_executed_op_ffma_pred_on.sum": [("inst", 1.0)],
 }
 
@@ -35,7 +38,8 @@ def q(value: str) -> str:
 
 
 kernel = st.tuples(
-    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 10**12)), min_size=len(METRICS), max_size=len(METRICS)),
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 10**12)), min_size=len(METRICS),
+             max_size=len(METRICS)),
     st.booleans(),  # with a rule row
 )
 
@@ -46,18 +50,22 @@ def test_values_round_trip(style: str, kernels: list[tuple[list[tuple[int, int]]
     lines = [",".join(q(h) for h in HEADER)]
     expected: list[dict[str, float]] = []
     for kid, (choices, rule) in enumerate(kernels):
-        ident = [str(kid), "7", "app", "h", f"void k{kid}<float>(float *, int)", "1", "7", "(32, 1, 1)", "(8, 1, 1)", "0", "8.0"]
+        ident = [str(kid), "7", "app", "h", f"void k{kid}<float>(float *, int)", "1", "7", "(32, 1, 1)",
+                 "(8, 1, 1)", "0", "8.0"]
         want = {}
         for (metric, units), (pick, cents) in zip(METRICS.items(), choices, strict=True):
             unit, factor = units[pick % len(units)]
-            lines.append(",".join(q(v) for v in ident + ["Command line profiler metrics", metric, unit, fmt(cents, style)]) + ",")
+            lines.append(",".join(q(v) for v in ident + ["Command line profiler metrics", metric, unit,
+                                                         fmt(cents, style)]) + ",")
             want[metric] = cents / 100 * factor
         if rule:
-            lines.append(",".join(q(v) for v in ident + ["SpeedOfLight", "", "", "", "SOLBottleneck", "OPT", "a, \"quoted\" text"]))
+            lines.append(",".join(q(v) for v in ident + ["SpeedOfLight", "", "", "", "SOLBottleneck", "OPT",
+                                                         "a, \"quoted\" text"]))
         expected.append(want)
     # evidence of the style, as every real export carries: a 2-decimal value with grouping
     anchor = [str(len(kernels)), "7", "app", "h", "anchor()", "1", "7", "(1, 1, 1)", "(1, 1, 1)", "0", "8.0"]
-    lines.append(",".join(q(v) for v in anchor + ["Command line profiler metrics", "x__anchor.sum", "", fmt(144340567669, style)]) + ",")
+    lines.append(",".join(q(v) for v in anchor + ["Command line profiler metrics", "x__anchor.sum", "",
+                                                  fmt(144340567669, style)]) + ",")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "prop.csv"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")

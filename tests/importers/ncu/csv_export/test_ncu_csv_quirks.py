@@ -23,19 +23,23 @@ def q(value: str) -> str:
     return '"' + value.replace('"', '""') + '"'
 
 
-def details(rows: list[tuple[str, str, str, str, str, str]], *, preamble: str = "", newline: str = "\n") -> str:
-    """rows: (id, kernel name, section, metric, unit, value); metric rows end in a trailing comma like ncu's."""
+def details(rows: list[tuple[str, str, str, str, str, str]], *, preamble: str = "",
+            newline: str = "\n") -> str:
+    """rows: (id, kernel name, section, metric, unit, value); metric rows end in a trailing comma like
+    ncu's."""
     out = [",".join(q(h) for h in HEADER)]
     for kid, name, section, metric, unit, value in rows:
         ident = [kid, "11", "app", "127.0.0.1", name, "1", "7", "(128, 1, 1)", "(80, 1, 1)", "0", "9.0"]
         if metric:
             out.append(",".join(q(v) for v in ident + [section, metric, unit, value]) + ",")
         else:  # a rule row: full width, empty metric
-            out.append(",".join(q(v) for v in ident + [section, "", "", "", "SOLBottleneck", "OPT", "text", "global", "12.5"]))
+            out.append(",".join(q(v) for v in ident + [section, "", "", "", "SOLBottleneck", "OPT", "text",
+                                                       "global", "12.5"]))
     return preamble + newline.join(out) + newline
 
 
-def read_text(tmp_path: Path, text: str, name: str = "x.csv", *, encoding: str = "utf-8") -> tuple[pd.DataFrame, FileFacts]:
+def read_text(tmp_path: Path, text: str, name: str = "x.csv", *,
+              encoding: str = "utf-8") -> tuple[pd.DataFrame, FileFacts]:
     path = tmp_path / name
     path.write_bytes(text.encode(encoding))
     return csv_export.read(path)
@@ -65,13 +69,15 @@ def test_plain(tmp_path: Path) -> None:
 
 def test_preamble_of_app_output_and_prof_lines(tmp_path: Path) -> None:
     pre = ('==PROF== Connected to process 11 (/usr/bin/app)\n2 2 2\n\n"quoted" app line, with a comma\n'
-           '==PROF== Profiling "k0" - 0: 0%....50%....100% - 10 passes\n==PROF== Disconnected from process 11\n')
+           '==PROF== Profiling "k0" - 0: 0%....50%....100% - 10 passes\n'
+           '==PROF== Disconnected from process 11\n')
     df = read_text(tmp_path, details(BASIC, preamble=pre))[0]
     check_basic(df)
 
 
 def test_bom_and_crlf(tmp_path: Path) -> None:
-    df = read_text(tmp_path, "\ufeff" + details(BASIC, preamble="C:\\Users\\me\\app.exe\r\n", newline="\r\n"))[0]
+    df = read_text(tmp_path, "\ufeff" + details(BASIC, preamble="C:\\Users\\me\\app.exe\r\n",
+                                                newline="\r\n"))[0]
     check_basic(df)
 
 
@@ -107,7 +113,8 @@ def test_long_kernel_names_with_commas_quotes_and_lambdas(tmp_path: Path) -> Non
 
 
 def test_repeated_launches_keep_separate_ids(tmp_path: Path) -> None:
-    rows = [(str(i), "void k<float>()", "Command line profiler metrics", "gpu__time_duration.sum", "nsecond", str(100 + i))
+    rows = [(str(i), "void k<float>()", "Command line profiler metrics", "gpu__time_duration.sum", "nsecond",
+             str(100 + i))
             for i in range(240)]
     df = read_text(tmp_path, details(rows))[0]
     assert df["kernel_id"].tolist() == list(range(240))
@@ -121,12 +128,14 @@ def test_text_lines_among_rows_are_skipped_with_a_warning(tmp_path: Path) -> Non
     assert any("non-CSV line" in w for w in facts.warnings)
 
 
-def test_unescaped_quote_in_nvtx_name_recovers_the_kernel_and_warns_once(data_dir: Path, tmp_path: Path) -> None:
+def test_unescaped_quote_in_nvtx_name_recovers_the_kernel_and_warns_once(data_dir: Path,
+                                                                         tmp_path: Path) -> None:
     # ncu writes NVTX range names without escaping '"': such a row has more fields than the header
     header = ["ID", "Process ID", "Process Name", "Host Name",
               "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg",
               "Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg",
-              "Kernel Name", "Context", "Stream", "Block Size", "Grid Size", "Device", "CC", "gpu__time_duration.sum"]
+              "Kernel Name", "Context", "Stream", "Block Size", "Grid Size", "Device", "CC",
+              "gpu__time_duration.sum"]
     broken = ('"0","5","app","h","77  ""<default domain>:step "7", warm:none:none:none:none:none:none""  '
               '""<default domain>:aten::mm:none:none:none:none:none:none"" ","","mm_kernel(float *)","1","7",'
               '"(1, 1, 1)","(1, 1, 1)","0","9.0","1000"')
@@ -143,7 +152,8 @@ def test_unescaped_quote_in_nvtx_name_recovers_the_kernel_and_warns_once(data_di
     assert len(warnings) == 1 and "2 row(s)" in warnings[0]
 
 
-@pytest.mark.parametrize("name", ["details_new.csv", "details_old_preamble.csv", "details_body_item.csv", "bom_crlf_de.csv"])
+@pytest.mark.parametrize("name", ["details_new.csv", "details_old_preamble.csv", "details_body_item.csv",
+                                  "bom_crlf_de.csv"])
 def test_fast_and_robust_readers_agree(data_dir: Path, name: str) -> None:
     path = data_dir / "ncu" / name
     fast, fast_facts = csv_export.read(path)

@@ -28,9 +28,10 @@ SHARED = sorted(
 ) if SHARED_FIXTURES.is_dir() else []
 
 HEADER = ["ID", "Process ID", "Process Name", "Host Name",
-          "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg", "Kernel Name", "Context",
-          "Stream", "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit",
-          "Metric Value", "Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup"]
+          "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg", "Kernel Name",
+          "Context", "Stream", "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Name",
+          "Metric Unit", "Metric Value", "Rule Name", "Rule Type", "Rule Description",
+          "Estimated Speedup Type", "Estimated Speedup"]
 
 SCAN_READERS = ["scan", "python"] if scan.compiled_available() else ["python"]
 
@@ -40,8 +41,10 @@ def q(value: str) -> str:
 
 
 def ident(kid: int, name: str) -> list[str]:
-    nvtx = '4242  "<default domain>:step0:none:none:none:none:none:none"  "<default domain>:aten::mm, seq = 1:none:none:none:none:none:none" '
-    return [str(kid), "4242", "python3", "host", nvtx, name, "1", "7", "(256, 1, 1)", "(80, 2, 1)", "0", "8.0"]
+    nvtx = ('4242  "<default domain>:step0:none:none:none:none:none:none"  '
+            '"<default domain>:aten::mm, seq = 1:none:none:none:none:none:none" ')
+    return [str(kid), "4242", "python3", "host", nvtx, name, "1", "7", "(256, 1, 1)", "(80, 2, 1)", "0",
+            "8.0"]
 
 
 def metric_row(kid: int, name: str, section: str, metric: str, unit: str, value: str) -> str:
@@ -61,8 +64,10 @@ def export_lines() -> list[str]:
     lines = [",".join(q(h) for h in HEADER)]
     for kid, name in KERNELS.items():
         lines += [
-            metric_row(kid, name, "Command line profiler metrics", "gpu__time_duration.sum", "usecond", f"{2.5 + kid:.2f}"),
-            metric_row(kid, name, "Command line profiler metrics", "dram__bytes_read.sum", "Mbyte", "1,234.56"),
+            metric_row(kid, name, "Command line profiler metrics", "gpu__time_duration.sum", "usecond",
+                       f"{2.5 + kid:.2f}"),
+            metric_row(kid, name, "Command line profiler metrics", "dram__bytes_read.sum", "Mbyte",
+                       "1,234.56"),
             metric_row(kid, name, "Command line profiler metrics", "lts__t_bytes.sum", "Kbyte", "7,488.00"),
             rule_row(kid, name),
             metric_row(kid, name, "GPU Speed Of Light Throughput", "Duration", "nsecond", "2,500"),
@@ -72,7 +77,8 @@ def export_lines() -> list[str]:
     return lines
 
 
-def write(tmp_path: Path, lines: list[str], *, newline: str = "\n", name: str = "x.csv", end: str | None = None) -> Path:
+def write(tmp_path: Path, lines: list[str], *, newline: str = "\n", name: str = "x.csv",
+          end: str | None = None) -> Path:
     path = tmp_path / name
     path.write_bytes((newline.join(lines) + (newline if end is None else end)).encode("utf-8"))
     return path
@@ -100,7 +106,8 @@ def scan_result(path: Path) -> str | None:
 
 
 def assert_all_readers_agree(path: Path, *, scan_applies: bool = True) -> pd.DataFrame:
-    """Every details-page reader gives the robust reader's table; a scan twin that should not apply declines."""
+    """Every details-page reader gives the robust reader's table; a scan twin that should not apply
+    declines."""
     robust = read(path, "robust")
     assert robust[1].reader == "nsroof " + csv_export.READERS["robust"]
     for reader in SCAN_READERS:
@@ -156,7 +163,8 @@ def test_shared_fixtures_include_details_pages(shared_fixtures: Path) -> None:
 def test_generated_export(tmp_path: Path) -> None:
     df = assert_all_readers_agree(write(tmp_path, export_lines()))
     facts = csv_export.read(write(tmp_path, export_lines()))[1]
-    # 2.50 usecond = 2.5e-6 s; 1,234.56 Mbyte = 1.23456e9 B; 7,488.00 Kbyte = 7.488e6 B; 2,500 nsecond = 2.5e-6 s
+    # 2.50 usecond = 2.5e-6 s; 1,234.56 Mbyte = 1.23456e9 B; 7,488.00 Kbyte = 7.488e6 B;
+    # 2,500 nsecond = 2.5e-6 s
     assert df["kernel_id"].tolist() == [0, 1]
     assert df["kernel_name"].tolist() == list(KERNELS.values())
     assert df["gpu__time_duration.sum"].tolist() == pytest.approx([2.5e-6, 3.5e-6])
@@ -191,7 +199,8 @@ def test_launch_that_begins_with_a_rule_row(tmp_path: Path) -> None:
 
 def test_duplicate_metric_rows_keep_the_first(tmp_path: Path) -> None:
     lines = export_lines()
-    lines.insert(2, metric_row(0, KERNELS[0], "Command line profiler metrics", "gpu__time_duration.sum", "usecond", "9.00"))
+    lines.insert(2, metric_row(0, KERNELS[0], "Command line profiler metrics", "gpu__time_duration.sum",
+                               "usecond", "9.00"))
     df = assert_all_readers_agree(write(tmp_path, lines))
     assert df["gpu__time_duration.sum"].iloc[0] == pytest.approx(2.5e-6)
 
@@ -204,12 +213,14 @@ def test_rows_with_full_width_and_no_trailing_comma(tmp_path: Path) -> None:
 
 def test_unit_error_names_the_line(tmp_path: Path) -> None:
     lines = export_lines()
-    lines[9] = metric_row(1, KERNELS[1], "Command line profiler metrics", "dram__bytes_read.sum", "furlong", "1")
+    lines[9] = metric_row(1, KERNELS[1], "Command line profiler metrics", "dram__bytes_read.sum", "furlong",
+                          "1")
     path = write(tmp_path, lines[:3] + ["", ""] + lines[3:])
     assert scan_result(path) is not None
     with pytest.raises(InputError) as err:
         csv_export.read(path)
-    assert ":12:" in str(err.value) and "furlong" in str(err.value)  # header line 1, two blank lines before it
+    # header line 1, two blank lines before it
+    assert ":12:" in str(err.value) and "furlong" in str(err.value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,7 +298,8 @@ def test_declines_a_wide_row_with_a_metric(tmp_path: Path) -> None:
 
 def test_declines_a_short_row(tmp_path: Path) -> None:
     lines = export_lines()
-    lines[2] = ",".join(q(v) for v in ident(0, KERNELS[0]) + ["Command line profiler metrics", "x.sum", "byte"])
+    lines[2] = ",".join(q(v) for v in ident(0, KERNELS[0])
+                        + ["Command line profiler metrics", "x.sum", "byte"])
     path = write(tmp_path, lines)
     assert scan_result(path) is None
     with pytest.raises(InputError, match=":3: row has 15 fields"):

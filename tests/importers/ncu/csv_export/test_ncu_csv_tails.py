@@ -33,7 +33,8 @@ def metric(section: str, name: str, unit: str, value: str, *, quote_value: bool 
 
 
 def rule(section: str = "SpeedOfLight", text: str = 'a rule, with "quotes"') -> str:
-    return ",".join([q(section), q(""), q(""), q(""), q("SOLBottleneck"), q("OPT"), q(text), q("global"), q("12.5")]) + "\n"
+    return ",".join([q(section), q(""), q(""), q(""), q("SOLBottleneck"), q("OPT"), q(text), q("global"),
+                     q("12.5")]) + "\n"
 
 
 def split_tails_compiled(chunks: list[bytes], names: list[str], max_fields: int) -> scan.Split | None:
@@ -92,7 +93,8 @@ def test_rows_as_ncu_writes_them() -> None:
 
 
 def test_crlf_and_unquoted_values() -> None:
-    tails = (metric("S", "m", "u", "1", quote_value=False) + metric("S", "n", "", "")).replace("\n", "\r\n").encode()
+    tails = (metric("S", "m", "u", "1", quote_value=False)
+             + metric("S", "n", "", "")).replace("\n", "\r\n").encode()
     compiled, arrow = routes(tails)
     assert compiled is not None and arrow is not None
     assert_same(compiled, arrow)
@@ -139,5 +141,6 @@ def test_keys_follow_the_previous_row() -> None:
     compiled, arrow = routes(tails)
     assert compiled is not None and arrow is not None
     assert_same(compiled, arrow)
-    assert texts(compiled)["Metric Name"] == ["m0", "m1", "m2", "m3", "m3", "m2", "m1", "m0", "m1", "m2", "m3", "m0"]
+    assert texts(compiled)["Metric Name"] == ["m0", "m1", "m2", "m3", "m3", "m2", "m1", "m0", "m1", "m2",
+                                              "m3", "m0"]
     assert np.asarray(compiled[0]).tolist() == list(range(12))
