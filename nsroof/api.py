@@ -69,8 +69,8 @@ def summary(report: ReportLike, *, top: int = 10, width: int | None = None) -> s
 
 def plot(report: ReportLike, output: PathLike | None = None, *, level: str = "all", top: int = 10,
          precision: str | None = None, title: str | None = None, size: tuple[float, float] | None = None,
-         dpi: int | None = None, kernel: str | None = None, nvtx: str | None = None, step: str | int | None = None,
-         device: str | None = None, source: str | None = None) -> Figure:
+         dpi: int | None = None, kernel: str | None = None, nvtx: str | None = None,
+         step: str | int | None = None, device: str | None = None, source: str | None = None) -> Figure:
     """The roofline chart of a Report or a report file (as `nsroof plot`); saved to `output` (.png, .svg,
     .pdf) when given. Returns the matplotlib Figure."""
     from nsroof.report import plots
@@ -86,7 +86,8 @@ def html(report: ReportLike, output: PathLike, *, title: str = "nsroof report", 
          kernel: str | None = None, nvtx: str | None = None, step: str | int | None = None,
          device: str | None = None, source: str | None = None, rows: int | None = None) -> Path:
     """The self-contained HTML page of a Report or a report file (as `nsroof report`), written to `output`;
-    `rows`: kernels its table lists, longest first (None: nsroof.report.html.MAX_TABLE_ROWS; 0: every kernel)."""
+    `rows`: kernels its table lists, longest first (None: nsroof.report.html.MAX_TABLE_ROWS;
+    0: every kernel)."""
     from nsroof.report import html as page
 
     chosen = _selected(_report(report), _selection(kernel, nvtx, step, device, source), _name(report))
@@ -111,7 +112,8 @@ def _selection(kernel: str | None, nvtx: str | None, step: str | int | None, dev
                source: str | None) -> Selection:
     from nsroof.report.selection import Selection
 
-    return Selection(kernel=kernel, nvtx=nvtx, step=None if step is None else str(step), device=device, source=source)
+    return Selection(kernel=kernel, nvtx=nvtx, step=None if step is None else str(step), device=device,
+                     source=source)
 
 
 def _selected(report: Report, selection: Selection, what: str) -> Report:

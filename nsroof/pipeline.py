@@ -38,7 +38,8 @@ class Report:
         from nsroof.report import parquet
 
         out = Path(path)
-        parquet.write_files([(self.frame, out), *([(self.ops, ops_path(out))] if len(self.ops) else [])], self.metadata)
+        parquet.write_files([(self.frame, out), *([(self.ops, ops_path(out))] if len(self.ops) else [])],
+                            self.metadata)
         return out
 
     def __repr__(self) -> str:
@@ -48,11 +49,13 @@ class Report:
         f = self.frame
         n = int(kernel_key(f).nunique()) if len(f) and {"source", "kernel_id"} <= set(f.columns) else 0
         sources = sorted({str(s) for s in f["source"].astype(str).unique()}) if "source" in f.columns else []
-        devices = sorted({str(d) for d in f["device"].astype(str).unique() if d}) if "device" in f.columns else []
+        devices = (sorted({str(d) for d in f["device"].astype(str).unique() if d}) if "device" in f.columns
+                   else [])
         where = (f" from {', '.join(sources[:2])}{' …' if len(sources) > 2 else ''}" if sources else "") + (
             f" on {', '.join(devices[:2])}{' …' if len(devices) > 2 else ''}" if devices else "")
         notes = f", {len(self.warnings)} warning(s)" if self.warnings else ""
-        return f"Report({n} kernel{'s' if n != 1 else ''}, {len(f)} rows{where}{notes}; .frame holds the rows)"
+        return (f"Report({n} kernel{'s' if n != 1 else ''}, {len(f)} rows{where}{notes}; "
+                ".frame holds the rows)")
 
 
 def ops_path(path: str | os.PathLike[str]) -> Path:
@@ -105,7 +108,8 @@ def analyze(
 
         frame = ledger_join.apply(frame, ledger_join.load_mapping(ledger), machine=fixed)
         warnings += list((frame.attrs.get("ledger") or {}).get("warnings", []))
-    inputs: list[Any] = [{"name": Path(p).name, "path": os.fspath(p), "sha256": digests[os.fspath(p)].result(),
+    inputs: list[Any] = [{"name": Path(p).name, "path": os.fspath(p),
+                          "sha256": digests[os.fspath(p)].result(),
                           **d.record} for p, d in zip(paths, done, strict=True)]
     hints = [h for d in done for h in d.hints]
     metadata = parquet.build_metadata(
@@ -116,12 +120,14 @@ def analyze(
                "machine": fixed.label if fixed is not None else None,
                "machine_overrides": [Path(p).name for p, d in zip(paths, done, strict=True) if d.overridden]},
     )
-    return Report(frame=frame, metadata=metadata, warnings=warnings, hints=hints, ops=_concat([d.ops for d in done if d.ops is not None]))
+    return Report(frame=frame, metadata=metadata, warnings=warnings, hints=hints,
+                  ops=_concat([d.ops for d in done if d.ops is not None]))
 
 
 def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate: bool,
                  captures: Sequence[str | os.PathLike[str]] = ()) -> _Input:
-    """One input down the stages once: read (importers) -> counters and costs (costing) -> roofs (classify, missing)."""
+    """One input down the stages once: read (importers) -> counters and costs (costing) ->
+    roofs (classify, missing)."""
     from nsroof import importers
     from nsroof.costs import costing
     from nsroof.roofs import ceilings, classify, missing
@@ -146,25 +152,30 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
         record = ({"format": facts.format} | {k: str(v) for k, v in versions if v not in (None, "")}
                   | ({"facts": dict(facts.extra)} if facts.extra else {}))
         warnings = [f"{name}: {w}" for w in [*facts.warnings, *c.warnings]]
-        kernels, quantities = merge_launches(c.kernels, c.quantities) if aggregate else (c.kernels, c.quantities)
+        kernels, quantities = (merge_launches(c.kernels, c.quantities) if aggregate
+                               else (c.kernels, c.quantities))
         levels = facts.levels or classify.LEVELS
         if fixed is not None:
             devices = kernels["device"].astype(str).unique() if "device" in kernels else []
             # ncu exports are GPU kernels; a torch trace is when its rows name a CUDA device
-            gpu = facts.format != "torch-trace" or any(machines.device_candidates(d) or "NVIDIA" in d for d in devices)
-            warnings += [f"{name}: {w}" for w in machines.check_against_export(fixed, devices, gpu_export=gpu)]
+            gpu = facts.format != "torch-trace" or any(machines.device_candidates(d) or "NVIDIA" in d
+                                                       for d in devices)
+            warnings += [f"{name}: {w}"
+                         for w in machines.check_against_export(fixed, devices, gpu_export=gpu)]
         built = classify.build_report(kernels, quantities, fixed, levels=levels)
         ops = (classify.build_report(c.op_kernels, c.op_quantities, fixed, levels=("dram",))
                if len(c.op_kernels) else None)
     hints: list[str] = [Hint(h, source=name) for h in facts.hints]
     hints += [h.at(name) if isinstance(h, Hint) else Hint(h, source=name)
               for h in (missing.completing_metrics_hint(built), missing.ceilings_hint(built)) if h]
-    return _Input(built, ops, record, warnings, hints, fixed is not None and ceilings.has_ncu_ceilings(quantities))
+    return _Input(built, ops, record, warnings, hints,
+                  fixed is not None and ceilings.has_ncu_ceilings(quantities))
 
 
 def _collector_paused(fmt: str) -> AbstractContextManager[None]:
-    """The cyclic collector paused over a trace's analysis: its ops table holds ~a million small lists (shapes,
-    dtypes, values) that every full pass walks and none of which is garbage (1.4 s of a 140 MB trace's 9 s)."""
+    """The cyclic collector paused over a trace's analysis: its ops table holds ~a million small lists
+    (shapes, dtypes, values) that every full pass walks and none of which is garbage (1.4 s of a 140 MB
+    trace's 9 s)."""
     if fmt != "torch-trace":
         return nullcontext()
     from nsroof.importers.trace.load import paused_gc

@@ -18,4 +18,5 @@ from nsroof.dataset.results import DatasetResult
 from nsroof.dataset.run import analyze_many
 from nsroof.dataset.task import Outcome, Task, plan
 
-__all__ = ["DatasetResult", "Discovery", "Failure", "Outcome", "Skipped", "Task", "analyze_many", "discover", "plan"]
+__all__ = ["DatasetResult", "Discovery", "Failure", "Outcome", "Skipped", "Task", "analyze_many", "discover",
+           "plan"]

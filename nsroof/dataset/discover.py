@@ -125,7 +125,8 @@ def discover(inputs: Iterable[str | os.PathLike[str]]) -> Discovery:
         if p.is_dir():
             found = scan(p)
             if not found:
-                failures.append(Failure(text, "folder holds no ncu CSV, ncu text page, .ncu-rep or torch trace"))
+                failures.append(Failure(text,
+                                        "folder holds no ncu CSV, ncu text page, .ncu-rep or torch trace"))
             for f in found:
                 add(f)
         elif p.exists():

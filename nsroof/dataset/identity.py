@@ -4,7 +4,8 @@
   rank  1. ``name_template`` (the ``ncu -o`` template used when profiling): ``%q{RANK}``,
            ``%q{OMPI_COMM_WORLD_RANK}``, ``%q{PMI_RANK}``, ``%q{PMIX_RANK}``, ``%q{SLURM_PROCID}``
         2. a torch trace's ``"distributedInfo": {"rank": N}`` (kineto writes it for torch.distributed jobs)
-        3. a ``rank<N>`` / ``rank-<N>`` / ``rank_<N>`` / ``rank=<N>`` token in the file name or a parent folder
+        3. a ``rank<N>`` / ``rank-<N>`` / ``rank_<N>`` / ``rank=<N>`` token in the file name or a parent
+           folder
   host  1. the export's own host column (ncu ``Host Name``), row by row — unless it is a loopback
            address (ncu prints 127.0.0.1 for local runs), which the file-level evidence below replaces
         2. ``%h`` in ``name_template``
@@ -27,7 +28,8 @@ from typing import Any
 from nsroof.dataset.discover import absolute
 from nsroof.errors import NsroofError
 
-RANK_ENV_VARS: tuple[str, ...] = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "MV2_COMM_WORLD_RANK")
+RANK_ENV_VARS: tuple[str, ...] = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID",
+                                  "MV2_COMM_WORLD_RANK")
 LOOPBACK_HOSTS: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
 _RANK_TOKEN = re.compile(r"(?<![A-Za-z0-9])rank[-_=]?(\d+)(?!\d)", re.IGNORECASE)
 _TORCH_HANDLER_NAME = re.compile(r"^(?P<host>.+)_(?P<pid>\d+)\.\d+\.pt\.trace\.json(?:\.gz)?$")

@@ -90,7 +90,8 @@ def render_summary(result: DatasetResult) -> str:
     ok = result.ok
     lines = [
         f"dataset {result.out_dir}: {len(ok)} of {len(ok) + len(result.failures)} inputs analyzed"
-        f" ({result.executor}{f', -j {result.jobs}' if result.executor == 'local' else ''}, {result.wall_s:.1f} s)",
+        f" ({result.executor}{f', -j {result.jobs}' if result.executor == 'local' else ''}, "
+        f"{result.wall_s:.1f} s)",
     ]
     if ok:
         kernels = sum(o.kernels for o in ok)
@@ -106,8 +107,8 @@ def render_summary(result: DatasetResult) -> str:
             h = ",".join(x or "?" for x in o.host) or "?"
             groups.setdefault((h, "?" if o.rank is None else str(o.rank)), []).append(o)
         lines.append("")
-        lines.append(f"  {'host':<24} {'rank':>5} {'inputs':>6} {'kernels':>8} {'kernel time':>12} {'memory-bound':>13}"
-                     f" {'compute-bound':>14} {'unknown':>8}")
+        lines.append(f"  {'host':<24} {'rank':>5} {'inputs':>6} {'kernels':>8} {'kernel time':>12} "
+                     f"{'memory-bound':>13} {'compute-bound':>14} {'unknown':>8}")
         for (h, r), os_ in sorted(groups.items()):
             dur = sum(o.duration_s for o in os_)
             mem = sum(o.memory_bound_s for o in os_)
@@ -118,17 +119,18 @@ def render_summary(result: DatasetResult) -> str:
                 f" {_pct(mem, dur):>13} {_pct(comp, dur):>14} {_pct(unk, dur):>8}"
             )
         summed, busy = sum(o.duration_s for o in ok), sum(o.busy_s for o in ok)
-        if busy == busy and 0 < busy < 0.995 * summed:  # every input timed its kernels' starts, and they overlapped
-            lines.append(f"  kernel time is summed over streams; the GPUs were busy {human_time(busy)} (kernels "
-                         "overlapping on streams counted once)")
+        # every input timed its kernels' starts, and they overlapped
+        if busy == busy and 0 < busy < 0.995 * summed:
+            lines.append(f"  kernel time is summed over streams; the GPUs were busy {human_time(busy)} "
+                         "(kernels overlapping on streams counted once)")
         top = sorted((t for o in ok for t in o.top), key=lambda t: -t["duration_s"])[:5]
         if top:
             lines.append("")
             lines.append("  longest kernels (DRAM level):")
             for t in top:
                 where = f" [{t['nvtx_path']}]" if t["nvtx_path"] else ""
-                lines.append(f"    {human_time(t['duration_s']):>10}  {t['bound'] or 'unknown':8} {t['function'][:50]}{where}"
-                             f"  ({t['source']})")
+                lines.append(f"    {human_time(t['duration_s']):>10}  {t['bound'] or 'unknown':8} "
+                             f"{t['function'][:50]}{where}  ({t['source']})")
         unknown = [o.source for o in ok if o.rank is None]
         if unknown:
             lines.append("")
@@ -136,8 +138,8 @@ def render_summary(result: DatasetResult) -> str:
                          "name them with rank<N> or pass --name-template 'prof_%q{RANK}'")
         blind = [o for o in ok if o.duration_s > 0 and o.unknown_bound_s >= o.duration_s]
         if blind:
-            lines.append(f"  no kernel could be classified in {len(blind)} input(s) — the 'missing' column names the absent"
-                         " counters or roofs; --machine NAME supplies roofs an export lacks")
+            lines.append(f"  no kernel could be classified in {len(blind)} input(s) — the 'missing' column "
+                         "names the absent counters or roofs; --machine NAME supplies roofs an export lacks")
         warned = sum(len(o.warnings) for o in ok)
         if warned:
             lines.append(f"  {warned} warning(s) recorded in the part files' metadata")
@@ -149,12 +151,13 @@ def render_summary(result: DatasetResult) -> str:
             lines.append(f"    {text}")
     if result.skipped:
         lines.append("")
-        lines.append(f"  skipped ({len(result.skipped)}), named like exports but holding none of nsroof's formats"
-                     " (name one explicitly to analyze it anyway):")
+        lines.append(f"  skipped ({len(result.skipped)}), named like exports but holding none of nsroof's "
+                     "formats (name one explicitly to analyze it anyway):")
         for sk in result.skipped:
             lines.append(f"    {sk.input}")
     lines.append("")
-    lines.append(f"  load: pandas.read_parquet({result.out_dir!r}) or nsroof.load({result.out_dir!r}, filters=[('rank', '=', 0)])")
+    lines.append(f"  load: pandas.read_parquet({result.out_dir!r}) or nsroof.load({result.out_dir!r}, "
+                 "filters=[('rank', '=', 0)])")
     return "\n".join(lines)
 
 

@@ -74,8 +74,8 @@ def analyze_many(
     if "://" not in out:
         Path(out).mkdir(parents=True, exist_ok=True)
     roots = [Path(os.fspath(i)) for i in inputs if Path(os.fspath(i)).is_dir()]
-    tasks = plan(found.files, out, roots=roots, name_template=name_template, machine=machine, aggregate=aggregate,
-                 overwrite=overwrite, model=model, formulas=formula_files)
+    tasks = plan(found.files, out, roots=roots, name_template=name_template, machine=machine,
+                 aggregate=aggregate, overwrite=overwrite, model=model, formulas=formula_files)
     n = len(tasks)
     report = _progress_fn(progress)
     outcomes: list[Outcome] = []
@@ -96,7 +96,8 @@ def analyze_many(
 
     order = {t.path: i for i, t in enumerate(tasks)}
     outcomes.sort(key=lambda o: order[o.input])
-    result = DatasetResult(out_dir=out, outcomes=outcomes, failures=[Failure(o.input, o.error) for o in outcomes if not o.ok],
+    result = DatasetResult(out_dir=out, outcomes=outcomes,
+                           failures=[Failure(o.input, o.error) for o in outcomes if not o.ok],
                            executor=executor, jobs=workers if executor == "local" else 0,
                            wall_s=time.perf_counter() - t0, skipped=found.skipped)
     result.summary_path = write_summary(result)
@@ -109,9 +110,11 @@ def _check_found(failures: Sequence[Failure], skipped: Sequence[Skipped]) -> Non
         return
     first = failures[0]
     more = f" ({len(failures) - 1} more input(s) name nothing either)" if len(failures) > 1 else ""
-    near = [s for s in skipped if Path(s.input).is_relative_to(first.input)] if Path(first.input).is_dir() else []
-    hint = (f"it holds {len(near)} export-named file(s) of another kind, e.g. {near[0].input}; name one explicitly "
-            "to analyze it anyway" if near else "pass ncu CSV / text exports, .ncu-rep reports or torch traces")
+    near = ([s for s in skipped if Path(s.input).is_relative_to(first.input)] if Path(first.input).is_dir()
+            else [])
+    hint = (f"it holds {len(near)} export-named file(s) of another kind, e.g. {near[0].input}; name one "
+            "explicitly to analyze it anyway" if near
+            else "pass ncu CSV / text exports, .ncu-rep reports or torch traces")
     raise InputError(first.input, f"{first.error}, nothing to analyze{more}", hint=hint)
 
 
@@ -125,7 +128,8 @@ def _cost_facts(model_config: Any, formulas: Sequence[str | os.PathLike[str]]) -
         custom.load_file(os.fspath(path))
     if isinstance(model_config, (str, os.PathLike)):
         model_config = read_model_config(os.fspath(model_config))
-    return (model_config if model_config is not None else custom.default_model()), tuple(custom.loaded_files())
+    return ((model_config if model_config is not None else custom.default_model()),
+            tuple(custom.loaded_files()))
 
 
 def _is_machine(obj: Any) -> bool:
@@ -168,7 +172,8 @@ def _run_dask(tasks: Sequence[Task], scheduler: Any, collect: Callable[[Outcome]
     except ImportError:
         from nsroof.errors import ToolNotFoundError
 
-        raise ToolNotFoundError("--executor dask needs dask[distributed]: pip install 'dask[distributed]'") from None
+        raise ToolNotFoundError(
+            "--executor dask needs dask[distributed]: pip install 'dask[distributed]'") from None
     own = not isinstance(scheduler, Client)
     if own:
         address = getattr(scheduler, "scheduler_address", scheduler)
@@ -201,7 +206,8 @@ def _progress_fn(progress: ProgressFn | bool | None) -> ProgressFn | None:
             width = 30
             fill = int(width * done / max(total, 1))
             status = "ok" if o.ok else "FAILED"
-            sys.stderr.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {done}/{total} {status:6} {os.path.basename(o.input)[:40]:40}")
+            sys.stderr.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {done}/{total} {status:6} "
+                             f"{os.path.basename(o.input)[:40]:40}")
             if done == total:
                 sys.stderr.write("\n")
             sys.stderr.flush()

@@ -53,9 +53,9 @@ def plan(
     for f, source in zip(files, source_keys(files), strict=True):
         root = next((r for r in roots if is_under(absolute(f), absolute(r))), None)
         ident = infer_identity(f, root=root, name_template=name_template)
-        tasks.append(Task(path=os.fspath(f), source=source, out_dir=os.fspath(out_dir), host=ident.host, rank=ident.rank,
-                          evidence=ident.evidence, machine=machine, aggregate=aggregate, overwrite=overwrite,
-                          model=model, formulas=tuple(formulas)))
+        tasks.append(Task(path=os.fspath(f), source=source, out_dir=os.fspath(out_dir), host=ident.host,
+                          rank=ident.rank, evidence=ident.evidence, machine=machine, aggregate=aggregate,
+                          overwrite=overwrite, model=model, formulas=tuple(formulas)))
     return tasks
 
 
@@ -74,7 +74,8 @@ class Outcome:
     rows: int = 0
     op_rows: int = 0  # rows written to the op-level dataset (ops_dir)
     duration_s: float = 0.0  # kernel time summed over launches
-    busy_s: float = float("nan")  # the GPUs' busy time: kernels overlapping on streams once (NaN: no start times)
+    # the GPUs' busy time: kernels overlapping on streams once (NaN: no start times)
+    busy_s: float = float("nan")
     memory_bound_s: float = 0.0  # kernel time whose DRAM row is memory-bound
     compute_bound_s: float = 0.0
     unknown_bound_s: float = 0.0  # no roof or no counters: neither can be claimed
@@ -99,7 +100,8 @@ def run_task(task: Task) -> Outcome:
     except NsroofError as exc:
         out.error = " ".join(str(exc).split())
     except Exception as exc:  # noqa: BLE001 - a crash in one input must not take the dataset down
-        out.error = f"{task.path}: internal error while analyzing ({type(exc).__name__}: {' '.join(str(exc).split())})"
+        out.error = (f"{task.path}: internal error while analyzing "
+                     f"({type(exc).__name__}: {' '.join(str(exc).split())})")
     out.wall_s = time.perf_counter() - t0
     out.cpu_s = time.process_time() - c0
     return out
@@ -131,9 +133,9 @@ def _run(task: Task, out: Outcome) -> None:
         if taken:
             raise InputError(task.path, f"partition {taken[0]} already exists in {task.out_dir}",
                              hint="pass --overwrite to replace it")
-    # the op-level rows (a trace's ops) in the sibling dataset DIR.ops, partitioned the same way, written first:
-    # an output that cannot be written leaves no kernel part behind for an input said to have failed; a part a
-    # former run left there for this input goes when it now has none
+    # the op-level rows (a trace's ops) in the sibling dataset DIR.ops, partitioned the same way, written
+    # first: an output that cannot be written leaves no kernel part behind for an input said to have failed;
+    # a part a former run left there for this input goes when it now has none
     ops = _stamped(report.ops, task) if len(report.ops) else None
     out.op_rows = len(ops) if ops is not None else 0
     rank_source = parquet.partition_dir(None, task.rank, task.source).split("/", 1)[1]
@@ -154,7 +156,8 @@ def _run(task: Task, out: Outcome) -> None:
     out.warnings = list(report.warnings)
     out.hints = list(report.hints)
     out.rows = len(frame)
-    dram = frame[frame["level"].isin(("dram", LINK_LEVEL))] if "level" in frame else frame.iloc[0:0]  # one per kernel
+    # one per kernel
+    dram = frame[frame["level"].isin(("dram", LINK_LEVEL))] if "level" in frame else frame.iloc[0:0]
     out.kernels = len(dram)
     duration = pd.to_numeric(dram["duration_s"], errors="coerce").fillna(0.0)
     out.duration_s = float(duration.sum())
@@ -163,7 +166,8 @@ def _run(task: Task, out: Outcome) -> None:
     out.compute_bound_s = float(duration[dram["bound"] == "compute"].sum())
     out.unknown_bound_s = out.duration_s - out.memory_bound_s - out.compute_bound_s
     out.devices = sorted({str(d) for d in frame["device"].dropna() if str(d)})
-    # the distinct roof origins (ncu:…, spec:<machine>, measured:<file>, file:<path>) without the per-key detail
+    # the distinct roof origins (ncu:…, spec:<machine>, measured:<file>, file:<path>) without the
+    # per-key detail
     out.ceilings = sorted({m.group(0).strip() for c in frame["ceiling_source"].dropna()
                            for m in re.finditer(r"(?:ncu|spec|measured|file):[^#;=]+", str(c))})
     longest = dram.assign(duration_s=duration).nlargest(5, "duration_s")
@@ -199,5 +203,7 @@ def _parts(frame: Any, task: Task) -> list[tuple[str | None, Any, str]]:
     """(host, rows, partition folder) per host the rows name."""
     from nsroof.report import parquet
 
-    groups = list(frame.groupby(frame["host"].to_numpy(), sort=True, dropna=False)) if len(frame) else [("", frame)]
-    return [(str(h) or None, g, parquet.partition_dir(str(h) or None, task.rank, task.source)) for h, g in groups]
+    groups = (list(frame.groupby(frame["host"].to_numpy(), sort=True, dropna=False)) if len(frame)
+              else [("", frame)])
+    return [(str(h) or None, g, parquet.partition_dir(str(h) or None, task.rank, task.source))
+            for h, g in groups]

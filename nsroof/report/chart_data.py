@@ -32,7 +32,8 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
     "bound", "above_roof", "ceiling_source", "missing",
 )
 
-LEVEL_NAMES: dict[str, str] = {"dram": "DRAM", "l2": "L2", "l1": "L1", "link": "the GPU's links (a collective)"}
+LEVEL_NAMES: dict[str, str] = {"dram": "DRAM", "l2": "L2", "l1": "L1",
+                               "link": "the GPU's links (a collective)"}
 
 
 #: marker area in pt² of a kernel that takes the whole run's time; area ∝ share of time
@@ -176,8 +177,8 @@ def chart_data(df: pd.DataFrame, *, level: str = "all", top: int = 10, nvtx: str
     lost = ~placed
     why_not[lost] = [_why_not(*point) for point in zip(
         x[lost].tolist(), y[lost].tolist(), pts["flops_known"].to_numpy()[lost].tolist(),
-        pts["missing"].to_numpy(dtype=object)[lost].tolist(), pts["level"].to_numpy(dtype=object)[lost].tolist(),
-        strict=True)]
+        pts["missing"].to_numpy(dtype=object)[lost].tolist(),
+        pts["level"].to_numpy(dtype=object)[lost].tolist(), strict=True)]
     pts["why_not"] = why_not.tolist()
     pts["plotted"] = pts["why_not"] == ""
     share = pts["time_share"].astype("float64").fillna(0.0).to_numpy()
@@ -193,8 +194,8 @@ def chart_data(df: pd.DataFrame, *, level: str = "all", top: int = 10, nvtx: str
     pts["label"] = np.where(labelled, names, "")
     columns = ["source", "kernel_id", "function", "kernel_name", "device", "nvtx_path", "level", "rank",
                "duration_s", "time_share", "x_intensity", "y_flop_per_s", "marker_area_pt2", "label", "bound",
-               "above_roof", "peak_flop_per_s", "bandwidth_bytes_per_s", "ceiling_source", "plotted", "why_not",
-               "key"]
+               "above_roof", "peak_flop_per_s", "bandwidth_bytes_per_s", "ceiling_source", "plotted",
+               "why_not", "key"]
     return pts[columns]
 
 
@@ -208,8 +209,8 @@ def unplotted(data: pd.DataFrame) -> pd.DataFrame:
     for i, key in zip(np.flatnonzero(~plotted).tolist(), keys[~plotted].tolist(), strict=True):
         lost.setdefault(key, []).append(i)
     level, why_not = data["level"].tolist(), data["why_not"].tolist()
-    facts = {c: data[c].to_numpy(dtype=object) for c in ("source", "kernel_id", "function", "kernel_name", "rank",
-                                                          "duration_s", "time_share")}
+    facts = {c: data[c].to_numpy(dtype=object) for c in ("source", "kernel_id", "function", "kernel_name",
+                                                         "rank", "duration_s", "time_share")}
     out = []
     for key, rows in lost.items():
         reasons: dict[str, list[str]] = {}
@@ -227,8 +228,8 @@ def unplotted(data: pd.DataFrame) -> pd.DataFrame:
             "rank": int(facts["rank"][first]), "duration_s": facts["duration_s"][first],
             "time_share": facts["time_share"][first], "partial": partial, "reason": why_text,
         })
-    cols = ["key", "source", "kernel_id", "function", "kernel_name", "rank", "duration_s", "time_share", "partial",
-            "reason"]
+    cols = ["key", "source", "kernel_id", "function", "kernel_name", "rank", "duration_s", "time_share",
+            "partial", "reason"]
     frame = pd.DataFrame(out, columns=cols)
     if frame.empty:
         return frame
@@ -283,7 +284,8 @@ def roof_lines(df: pd.DataFrame, *, level: str = "all", nvtx: str | None = None,
     parts = [_roofs_of(comp, "peak", "compute_source", "precision", "compute"),
              _roofs_of(mem, "bw", "memory_source", "level", "bandwidth")]
     parts = [part for part in parts if len(part)]
-    cols = ["kind", "name", "device", "source", "family", "value_min", "value_max", "n_kernels", "ceiling_set"]
+    cols = ["kind", "name", "device", "source", "family", "value_min", "value_max", "n_kernels",
+            "ceiling_set"]
     if not parts:
         return pd.DataFrame(columns=cols)
     roofs = pd.concat(parts, ignore_index=True)
@@ -304,7 +306,8 @@ def _roofs_of(rows: pd.DataFrame, value: str, source: str, name: str, kind: str)
     if rows.empty:
         return rows.iloc[0:0]
     g = rows.groupby(["device", source, name], sort=True)
-    out = g.agg(value_min=(value, "min"), value_max=(value, "max"), n_kernels=("key", "nunique")).reset_index()
+    out = g.agg(value_min=(value, "min"), value_max=(value, "max"),
+                n_kernels=("key", "nunique")).reset_index()
     return out.rename(columns={source: "source", name: "name"}).assign(kind=kind)
 
 

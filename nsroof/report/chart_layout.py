@@ -13,7 +13,8 @@ import pandas as pd
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
-def limits(data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFrame) -> tuple[float, float, float, float]:
+def limits(data: pd.DataFrame, roofs: pd.DataFrame,
+           ridges: pd.DataFrame) -> tuple[float, float, float, float]:
     pts = data[data["plotted"]]
     xs = np.concatenate([pts["x_intensity"].to_numpy(float), ridges["x_ridge"].to_numpy(float)])
     peaks = roofs.loc[roofs["kind"] == "compute", "value_max"].to_numpy(float)
@@ -36,7 +37,8 @@ _LABEL_PT = 7.5
 _LABEL_STEPS = 5
 
 
-def _label_candidates(cx: float, cy: float, gap: float, w: float, h: float) -> list[tuple[int, int, int, float, float]]:
+def _label_candidates(cx: float, cy: float, gap: float, w: float,
+                      h: float) -> list[tuple[int, int, int, float, float]]:
     """(sx, sy, step, anchor x, anchor y) for every spot a label may take around its marker: beside it
     (left/right), or above/below it (right-, left- or centre-aligned), stepped away one label height
     at a time."""
@@ -44,7 +46,8 @@ def _label_candidates(cx: float, cy: float, gap: float, w: float, h: float) -> l
     for step in range(_LABEL_STEPS):
         for sy in (1, -1):
             ay = cy + sy * (gap * 0.75 + step * h * 1.15)
-            out += [(1, sy, step, cx + gap * 0.75, ay), (-1, sy, step, cx - gap * 0.75, ay), (0, sy, step, cx, ay)]
+            out += [(1, sy, step, cx + gap * 0.75, ay), (-1, sy, step, cx - gap * 0.75, ay),
+                    (0, sy, step, cx, ay)]
     return out
 
 
@@ -72,7 +75,8 @@ def place_labels(ax: Axes, pts: pd.DataFrame, *, gid_prefix: str | None = None) 
         w = 0.6 * _LABEL_PT * len(text) * px_per_pt
         h = 1.3 * _LABEL_PT * px_per_pt
         gap = radius[i] + 3 * px_per_pt
-        best: tuple[float, tuple[int, int, int, float, float], tuple[float, float, float, float]] | None = None
+        best: tuple[float, tuple[int, int, int, float, float],
+                    tuple[float, float, float, float]] | None = None
         for cand in _label_candidates(cx, cy, gap, w, h):
             sx, sy, step, ax0, ay0 = cand
             x0 = ax0 if sx > 0 else (ax0 - w if sx < 0 else ax0 - w / 2)

@@ -96,7 +96,8 @@ def _stable_paths(paths: pd.Series) -> pd.Series:
 
 
 def _mask_steps(path: str) -> str:
-    return "/".join(STEP_RANGE.sub(lambda m: m.group("stem") + "*", part) for part in path.split("/")) if path else path
+    return ("/".join(STEP_RANGE.sub(lambda m: m.group("stem") + "*", part) for part in path.split("/"))
+            if path else path)
 
 
 def steps_in(report: pd.DataFrame, metadata: dict[str, Any] | None = None) -> int | None:
@@ -125,7 +126,8 @@ def _majority_bound(at: pd.DataFrame) -> pd.Series:
 
 def _changes(joined: pd.DataFrame, numeric: tuple[str, ...]) -> None:
     """On a before/after outer join: the numeric columns (and bytes per level) as numbers, then the time
-    change `delta_s` (a side that is absent counts 0 s), `speedup` = before / after, and `delta_bytes_<level>`."""
+    change `delta_s` (a side that is absent counts 0 s), `speedup` = before / after,
+    and `delta_bytes_<level>`."""
     for col in (*numeric, *(f"bytes_{lv}" for lv in ROW_LEVELS)):
         joined[f"{col}_before"] = pd.to_numeric(joined[f"{col}_before"], errors="coerce")
         joined[f"{col}_after"] = pd.to_numeric(joined[f"{col}_after"], errors="coerce")
@@ -135,15 +137,17 @@ def _changes(joined: pd.DataFrame, numeric: tuple[str, ...]) -> None:
         joined[f"delta_bytes_{lv}"] = joined[f"bytes_{lv}_after"] - joined[f"bytes_{lv}_before"]
 
 
-def normalise(a: pd.DataFrame, b: pd.DataFrame, per: str, steps: tuple[int | None, int | None]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def normalise(a: pd.DataFrame, b: pd.DataFrame, per: str,
+              steps: tuple[int | None, int | None]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Two kernel tables made comparable (`per`: run, step or launch; see the module docstring)."""
     amounts = ["duration_s", "flops", *(f"bytes_{lv}" for lv in ROW_LEVELS)]
     a, b = a.copy(), b.copy()
     if per == "step":
         for table, n in ((a, steps[0]), (b, steps[1])):
             if not n:
-                raise NsroofError("per-step comparison needs both runs' step counts (nsroof profile records them; "
-                                  "torch traces hold ProfilerStep#N ranges) — use --per launch or --per run")
+                raise NsroofError("per-step comparison needs both runs' step counts (nsroof profile records "
+                                  "them; torch traces hold ProfilerStep#N ranges) — use --per launch or "
+                                  "--per run")
             table["launches"] = table["launches"] / n
             table[amounts] = table[amounts] / n
     elif per == "launch":
@@ -181,7 +185,8 @@ def join_kernels(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
             joined[f"bound_{lv}_{side}"] = joined[f"bound_{lv}_{side}"].astype(object).where(
                 joined[f"bound_{lv}_{side}"].notna(), "")
         # a real shift between memory and compute; gaining or losing a roof ('unknown') is not one
-        known = joined[f"bound_{lv}_before"].isin(["memory", "compute"]) & joined[f"bound_{lv}_after"].isin(["memory", "compute"])
+        known = (joined[f"bound_{lv}_before"].isin(["memory", "compute"])
+                 & joined[f"bound_{lv}_after"].isin(["memory", "compute"]))
         joined[f"bound_{lv}_changed"] = known & (joined[f"bound_{lv}_before"] != joined[f"bound_{lv}_after"])
     out = joined.reset_index()
     order = out["delta_s"].abs().sort_values(ascending=False, kind="stable").index
@@ -243,7 +248,9 @@ def join_ranges(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     joined = a.join(b, how="outer", suffixes=("_before", "_after"))
     _changes(joined, ("kernels", "launches", "duration_s", "memory_bound_share"))
     cols = ["nvtx_range", "depth", "kernels_before", "kernels_after", "duration_s_before", "duration_s_after",
-            "delta_s", "speedup", *(c for lv in ROW_LEVELS for c in (f"bytes_{lv}_before", f"bytes_{lv}_after", f"delta_bytes_{lv}")),
+            "delta_s", "speedup",
+            *(c for lv in ROW_LEVELS
+              for c in (f"bytes_{lv}_before", f"bytes_{lv}_after", f"delta_bytes_{lv}")),
             "memory_bound_share_before", "memory_bound_share_after"]
     return joined.reset_index()[cols].sort_values(["nvtx_range"], kind="stable").reset_index(drop=True)
 
@@ -285,13 +292,14 @@ def compare(before: pd.DataFrame, after: pd.DataFrame, *, per: str = "auto", ran
     warnings = differences(before, after, metadata, steps)
     differ = _launches_differ(ka, kb)
     if chosen == "run" and differ:
-        warnings.append(f"launch counts differ for {differ} matched kernel(s): the totals compare different amounts of "
-                        "work (--per launch or --per step)")
+        warnings.append(f"launch counts differ for {differ} matched kernel(s): the totals compare different "
+                        "amounts of work (--per launch or --per step)")
     cpu = (is_cpu(before), is_cpu(after))
     if cpu[0] != cpu[1]:
-        warnings.append("one side is a CPU op profile, the other GPU kernels: their times are not the same quantity")
-    return Comparison(join_kernels(na, nb), join_ranges(ranges_of(na), ranges_of(nb)) if ranges else None, chosen, steps,
-                      warnings, on_cpu=all(cpu), busy_s=_busy(before, after, chosen, steps))
+        warnings.append("one side is a CPU op profile, the other GPU kernels: their times are not the same "
+                        "quantity")
+    return Comparison(join_kernels(na, nb), join_ranges(ranges_of(na), ranges_of(nb)) if ranges else None,
+                      chosen, steps, warnings, on_cpu=all(cpu), busy_s=_busy(before, after, chosen, steps))
 
 
 def _busy(before: pd.DataFrame, after: pd.DataFrame, per: str, steps: tuple[int | None, int | None]
@@ -305,7 +313,8 @@ def _busy(before: pd.DataFrame, after: pd.DataFrame, per: str, steps: tuple[int 
     return float(a), float(b)
 
 
-def empty_answer(before: pd.DataFrame, after: pd.DataFrame, names: tuple[str, str] = ("before", "after")) -> str:
+def empty_answer(before: pd.DataFrame, after: pd.DataFrame,
+                 names: tuple[str, str] = ("before", "after")) -> str:
     """The one-line answer when a side has no kernels (a trace without kernels gives such a report); '' when
     both have some."""
     from nsroof.schema import kernel_key
@@ -322,7 +331,8 @@ def empty_answer(before: pd.DataFrame, after: pd.DataFrame, names: tuple[str, st
 
 def is_cpu(report: pd.DataFrame) -> bool:
     """A CPU op profile (nsroof profile/demo on the CPU): every duration is torch.profiler's CPU time."""
-    src = report["duration_source"].dropna().astype(str) if "duration_source" in report.columns else pd.Series([], dtype=object)
+    src = (report["duration_source"].dropna().astype(str) if "duration_source" in report.columns
+           else pd.Series([], dtype=object))
     return bool(len(src)) and bool(src.str.startswith("torch.profiler:cpu_time").all())
 
 
@@ -331,12 +341,14 @@ def differences(before: pd.DataFrame, after: pd.DataFrame, metadata: tuple[dict[
     out: list[str] = []
     devices = [_distinct(r, "device") for r in (before, after)]
     if devices[0] and devices[1] and devices[0] != devices[1]:
-        out.append(f"devices differ: {', '.join(devices[0])} vs {', '.join(devices[1])} — the change includes the hardware")
+        out.append(f"devices differ: {', '.join(devices[0])} vs {', '.join(devices[1])} — the change "
+                   "includes the hardware")
     ncu = [_ncu_versions(m) for m in metadata]
     for kind in ("layout", "file version"):
         x, y = ncu[0][kind], ncu[1][kind]
         if x and y and x != y:
-            out.append(f"ncu versions differ: {', '.join(sorted(x))} vs {', '.join(sorted(y))} — metric sets and roofs may differ")
+            out.append(f"ncu versions differ: {', '.join(sorted(x))} vs {', '.join(sorted(y))} — metric sets "
+                       "and roofs may differ")
             break
     if devices[0] == devices[1]:
         out += _clock_differences(before, after)
@@ -355,7 +367,8 @@ def _distinct(report: pd.DataFrame, col: str) -> list[str]:
 
 
 # the CSV/text generation an ncu version writes (ncu-formats.md §versions): `Kernel Time` until 2022.3
-_LAYOUT_ERA = {"old": "ncu ≤ 2022.3 (Kernel Time column)", "new": "ncu ≥ 2023 (Block/Grid Size, Device, CC columns)"}
+_LAYOUT_ERA = {"old": "ncu ≤ 2022.3 (Kernel Time column)",
+               "new": "ncu ≥ 2023 (Block/Grid Size, Device, CC columns)"}
 
 
 def _ncu_versions(metadata: dict[str, Any]) -> dict[str, set[str]]:
@@ -387,8 +400,9 @@ def _clock_differences(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
     for prec in roofs[0].index.intersection(roofs[1].index):
         x, y = float(roofs[0][prec]), float(roofs[1][prec])
         if x > 0 and y > 0 and abs(x - y) / max(x, y) > CLOCK_TOLERANCE:
-            out.append(f"clocks differ: ncu measured the {prec} roof at {x / 1e12:.3g} vs {y / 1e12:.3g} TFLOP/s (median; "
-                       "roof = peak per cycle × clock) — lock clocks, e.g. ncu --clock-control base")
+            out.append(f"clocks differ: ncu measured the {prec} roof at {x / 1e12:.3g} vs {y / 1e12:.3g} "
+                       "TFLOP/s (median; roof = peak per cycle × clock) — lock clocks, e.g. ncu "
+                       "--clock-control base")
             break
     return out
 
@@ -398,10 +412,11 @@ def _clock_differences(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
 
 def describe_per(c: Comparison) -> str:
     if c.per == "step":
-        return f"per step (before {c.steps[0]} steps, after {c.steps[1]}): every total divided by its run's step count"
+        return (f"per step (before {c.steps[0]} steps, after {c.steps[1]}): every total divided by its run's "
+                "step count")
     if c.per == "launch":
-        return ("per launch: each matched kernel's before time, FLOPs and bytes scaled to the after run's launch count "
-                "(before per launch × after launches)")
+        return ("per launch: each matched kernel's before time, FLOPs and bytes scaled to the after run's "
+                "launch count (before per launch × after launches)")
     return "as measured (per run)"
 
 
@@ -423,12 +438,14 @@ def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = Non
         f"compare {before_name} -> {after_name}",
         *head,
         f"  {what}: {len(both)} matched by {'op' if what == 'ops' else 'function'} + NVTX path,"
-        f" {int((kernels['status'] == 'removed').sum())} only before, {int((kernels['status'] == 'added').sum())} only after",
-        f"  {time_word}: {_s(t_a)} -> {_s(t_b)} ({_signed_s(_nz(t_b) - _nz(t_a))}, speedup {_ratio(t_a, t_b)})",
+        f" {int((kernels['status'] == 'removed').sum())} only before, "
+        f"{int((kernels['status'] == 'added').sum())} only after",
+        f"  {time_word}: {_s(t_a)} -> {_s(t_b)} ({_signed_s(_nz(t_b) - _nz(t_a))}, speedup "
+        f"{_ratio(t_a, t_b)})",
     ]
     if all(np.isfinite(busy)) and (busy[0] < 0.995 * _nz(t_a) or busy[1] < 0.995 * _nz(t_b)):
-        lines.append(f"  GPU busy (kernels overlapping on streams counted once): {_s(busy[0])} -> {_s(busy[1])} "
-                     f"({_signed_s(busy[1] - busy[0])}, speedup {_ratio(busy[0], busy[1])})")
+        lines.append(f"  GPU busy (kernels overlapping on streams counted once): {_s(busy[0])} -> "
+                     f"{_s(busy[1])} ({_signed_s(busy[1] - busy[0])}, speedup {_ratio(busy[0], busy[1])})")
     for lv in ROW_LEVELS:
         ba, bb = kernels[f"bytes_{lv}_before"].sum(min_count=1), kernels[f"bytes_{lv}_after"].sum(min_count=1)
         if pd.notna(ba) or pd.notna(bb):
@@ -437,9 +454,12 @@ def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = Non
     if any(changed.values()):
         lines.append("  bound changed: " + ", ".join(f"{n} at {lv}" for lv, n in changed.items() if n))
     noun = "op" if what == "ops" else "kernel"
-    lines += ["", f"  {'time before':>12} {'time after':>12} {'change':>11} {'speedup':>8}  {'DRAM bytes before -> after':>28}  {'bound (DRAM)':<18} {noun} [NVTX path]"]
+    lines += ["",
+              f"  {'time before':>12} {'time after':>12} {'change':>11} {'speedup':>8}  "
+              f"{'DRAM bytes before -> after':>28}  {'bound (DRAM)':<18} {noun} [NVTX path]"]
     for r in kernels.head(top).itertuples():
-        # a collective has a link row where other kernels have a DRAM row: its line shows the link's bytes and bound
+        # a collective has a link row where other kernels have a DRAM row: its line shows the link's
+        # bytes and bound
         lv = LINK_LEVEL if _at_link(r) else "dram"
         bound = f"{getattr(r, f'bound_{lv}_before') or '-'}->{getattr(r, f'bound_{lv}_after') or '-'}" \
             if r.status == "both" else r.status
@@ -447,18 +467,22 @@ def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = Non
         where = f" [{r.nvtx_path}]" if r.nvtx_path else ""
         moved = _b(getattr(r, f"bytes_{lv}_before")) + " -> " + _b(getattr(r, f"bytes_{lv}_after"))
         lines.append(
-            f"  {_s(r.duration_s_before):>12} {_s(r.duration_s_after):>12} {_signed_s(r.delta_s):>11} {_ratio(r.duration_s_before, r.duration_s_after):>8}"
-            f"  {moved:>28}  {bound:<18} {str(r.function)[:60]}{where}"
+            f"  {_s(r.duration_s_before):>12} {_s(r.duration_s_after):>12} {_signed_s(r.delta_s):>11} "
+            f"{_ratio(r.duration_s_before, r.duration_s_after):>8}  {moved:>28}  {bound:<18} "
+            f"{str(r.function)[:60]}{where}"
         )
     if len(kernels) > top:
         lines.append(f"  ... {len(kernels) - top} more (--top N, or -o FILE for all rows)")
     if ranges is not None and len(ranges):
-        lines += ["", "  per NVTX range:", f"  {'time before':>12} {'time after':>12} {'change':>11} {'speedup':>8}  {'mem-bound share':>15}  range"]
+        lines += ["", "  per NVTX range:",
+                  f"  {'time before':>12} {'time after':>12} {'change':>11} {'speedup':>8}  "
+                  f"{'mem-bound share':>15}  range"]
         for r in ranges.itertuples():
             share = f"{_pct(r.memory_bound_share_before)}->{_pct(r.memory_bound_share_after)}"
             lines.append(
-                f"  {_s(r.duration_s_before):>12} {_s(r.duration_s_after):>12} {_signed_s(r.delta_s):>11} {_ratio(r.duration_s_before, r.duration_s_after):>8}"
-                f"  {share:>15}  {'  ' * (int(r.depth) - 1)}{str(r.nvtx_range).split('/')[-1]}"
+                f"  {_s(r.duration_s_before):>12} {_s(r.duration_s_after):>12} {_signed_s(r.delta_s):>11} "
+                f"{_ratio(r.duration_s_before, r.duration_s_after):>8}  {share:>15}  "
+                f"{'  ' * (int(r.depth) - 1)}{str(r.nvtx_range).split('/')[-1]}"
             )
     return "\n".join(lines)
 

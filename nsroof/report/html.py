@@ -46,7 +46,8 @@ def group_path(nvtx_path: str) -> str:
 
 def ledger_ran(df: pd.DataFrame) -> bool:
     """The measured-vs-compulsory join filled at least one kernel (ledger columns non-null)."""
-    if "ledger_op" in df.columns and (df["ledger_op"].astype(str).replace({"nan": "", "<NA>": ""}) != "").any():
+    if "ledger_op" in df.columns and (
+            df["ledger_op"].astype(str).replace({"nan": "", "<NA>": ""}) != "").any():
         return True
     return any(c in df.columns and df[c].astype("float64").notna().any() for c in LEDGER_COLUMNS[1:])
 
@@ -73,11 +74,13 @@ _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1400px;
 padding:12px 24px;color:#1b1b1b}
 h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:12.5px}th,td{padding:3px 7px;border-bottom:1px solid #eee;text-align:left;
+table{border-collapse:collapse;font-size:12.5px}\
+th,td{padding:3px 7px;border-bottom:1px solid #eee;text-align:left;
 vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.summary th{background:#f5f5f5}
 #kernels thead th{position:sticky;top:0;background:#f0f0f0;cursor:pointer;user-select:none;white-space:nowrap}
-#kernels thead th[aria-sort=ascending]::after{content:" \\25B2"}#kernels thead th[aria-sort=descending]::after{content:" \\25BC"}
+#kernels thead th[aria-sort=ascending]::after{content:" \\25B2"}\
+#kernels thead th[aria-sort=descending]::after{content:" \\25BC"}
 tr.group th{background:#e8eef7;text-align:left;font-weight:600;cursor:default}
 .memory{color:#1f5fa8}.compute{color:#a0522d}.unknown{color:#888}.warn{color:#d62728;font-weight:600}
 .k{min-width:160px;max-width:420px;overflow-wrap:anywhere}.muted{color:#777}code{font-size:12px}
@@ -117,7 +120,8 @@ function apply(){var q=text.value.toLowerCase(),b=bound.value,shown=0;
   p.style.display=(r?!r.hidden:!q&&!b)?'':'none';});}
 var points=Array.prototype.slice.call(document.querySelectorAll('.pt')),byRank={};
 table.querySelectorAll('tr.kernel').forEach(function(r){byRank[r.getAttribute('data-k')]=r;});
-points.forEach(function(p){p.addEventListener('click',function(){var r=byRank[p.getAttribute('data-k')];if(!r)return;
+points.forEach(function(p){p.addEventListener('click',function(){var r=byRank[p.getAttribute('data-k')];\
+if(!r)return;
  table.querySelectorAll('tr.hl').forEach(function(h){h.classList.remove('hl');});
  r.classList.add('hl');r.scrollIntoView({block:'center'});});});
 text.addEventListener('input',apply);bound.addEventListener('change',apply);
@@ -158,10 +162,13 @@ def charts(df: pd.DataFrame, *, top: int = 10, k: pd.DataFrame | None = None) ->
         for level in (["all", *present] if len(present) > 1 else present or ["all"]):
             fig = plots.plot(rows, level=level, top=top, point_links=True)
             caption = ("All levels: each kernel's points at " + ", ".join(LEVEL_NAMES[lv] for lv in present)
-                       + " share one FLOP/s and are joined" if level == "all" else f"{LEVEL_NAMES[level]} only") + on
+                       + " share one FLOP/s and are joined" if level == "all"
+                       else f"{LEVEL_NAMES[level]} only") + on
             svg = plots.to_svg(fig, salt=f"nsroof-{n}-{level}")
             # tooltips for the points the chart links (none when its points are rasterized)
-            svg = _link_points(svg, _point_tips(k, {(m.group(1), m.group(2)) for m in _POINT_HREF.finditer(svg)}), ranks)
+            svg = _link_points(svg,
+                               _point_tips(k, {(m.group(1), m.group(2)) for m in _POINT_HREF.finditer(svg)}),
+                               ranks)
             out.append((caption, _svg_inline(svg, f"chart-{n}-{level}")))
     return out
 
@@ -175,7 +182,8 @@ _POINT_HREF = re.compile(r'<a xlink:href="' + re.escape(plots.POINT_LINK) + r'([
 
 
 def _point_tips(k: pd.DataFrame, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], tuple[int, str]]:
-    """(kernel key in hex, level) -> (rank, tooltip) for the pairs in `wanted` of the kernels of `kernel_rows`."""
+    """(kernel key in hex, level) -> (rank, tooltip) for the pairs in `wanted` of the kernels
+    of `kernel_rows`."""
     tips: dict[tuple[str, str], tuple[int, str]] = {}
     if not wanted:
         return tips
@@ -267,7 +275,8 @@ def _td(text: str, *, numeric: bool = False, title: str | None = None, cls: str 
 
 
 def _per_byte(value: float, unit: str = " FLOP/B") -> str:
-    """An arithmetic intensity, 3 significant digits and no SI prefix (0.607 FLOP/B reads better than 607 m)."""
+    """An arithmetic intensity, 3 significant digits and no SI prefix (0.607 FLOP/B reads better
+    than 607 m)."""
     return "—" if not np.isfinite(value) else f"{value:.3g}{unit}"
 
 
@@ -288,8 +297,9 @@ def _run_section(df: pd.DataFrame, k: pd.DataFrame, metadata: dict[str, Any]) ->
         lines.append(f" Written by nsroof {_e(version)}, schema {_e(metadata.get('schema_version', '?'))}.")
     lines.append("</p>")
     if above:
-        lines.append(f'<p class="warn">{above} kernel{"s" if above != 1 else ""} run above a roof by more than 5%: '
-                     "a counting or unit error in the export or a wrong ceiling (see the ⚠ column).</p>")
+        lines.append(f'<p class="warn">{above} kernel{"s" if above != 1 else ""} run above a roof by more '
+                     "than 5%: a counting or unit error in the export or a wrong ceiling (see the ⚠ "
+                     "column).</p>")
     inputs = metadata.get("inputs") or []
     if inputs:
         rows = [[_td(i.get("name", "")), _td(str(i.get("sha256", ""))[:16], title=i.get("sha256", ""))]
@@ -317,12 +327,15 @@ def _ceilings_section(df: pd.DataFrame, metadata: dict[str, Any]) -> str:
                          f"{human_si(r.value_max, unit, digits=6)}"), _td(r.source, cls="k"),
                      _td(str(r.n_kernels), numeric=True)])
     text = ("<h2>Ceilings</h2><p>The roofs every kernel was classified against, from the report's "
-            "<code>peak_flop_per_s</code>, <code>bandwidth_bytes_per_s</code> and <code>ceiling_source</code> "
-            "columns (a range where the export gave per-kernel roofs at the profiled clock).</p>")
+            "<code>peak_flop_per_s</code>, <code>bandwidth_bytes_per_s</code> and "
+            "<code>ceiling_source</code> columns (a range where the export gave per-kernel roofs at the "
+            "profiled clock).</p>")
     text += _table(["device", "roof", "precision / level", "value", "source", "kernels"], rows) if rows else \
-        "<p class='muted'>No ceilings in this report: every verdict is unknown (pass --machine to nsroof analyze).</p>"
+        ("<p class='muted'>No ceilings in this report: every verdict is unknown "
+         "(pass --machine to nsroof analyze).</p>")
     # a machine's figures are cited whether used at boost or at the profiled clock ('spec:X @ 765 MHz SM')
-    used = {chart_data.source_family(s).partition(" @ ")[0] for src in df["ceiling_source"].astype(str).unique()
+    used = {chart_data.source_family(s).partition(" @ ")[0]
+            for src in df["ceiling_source"].astype(str).unique()
             for s in chart_data.split_ceiling_source(src)}
     cites = []
     for m in metadata.get("ceilings") or []:
@@ -364,8 +377,10 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int) -> str:
         ("headroom", "duration_s / ideal_time_s from the ledger join (— when no ledger formula matched)"),
     ]
     if ledger:
-        cols += [("excess traffic", "DRAM bytes / compulsory bytes (ledger)"), ("ledger op", "ledger formula matched")]
-    cols += [("⚠", "achieved exceeds a roof by more than 5%"), ("missing", "metrics whose absence left values NaN")]
+        cols += [("excess traffic", "DRAM bytes / compulsory bytes (ledger)"),
+                 ("ledger op", "ledger formula matched")]
+    cols += [("⚠", "achieved exceeds a roof by more than 5%"),
+             ("missing", "metrics whose absence left values NaN")]
 
     groups: dict[str, list[str]] = {}
     group_time: dict[str, float] = {}
@@ -374,7 +389,8 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int) -> str:
     for r in listed.itertuples():
         path = group_path(str(r.nvtx_path) if isinstance(r.nvtx_path, str) else "")
         groups.setdefault(path, []).append(_kernel_row(r, ledger))
-        group_time[path] = group_time.get(path, 0.0) + (0.0 if not np.isfinite(r.duration_s) else r.duration_s)
+        group_time[path] = group_time.get(path, 0.0) + (0.0 if not np.isfinite(r.duration_s)
+                                                        else r.duration_s)
     order = sorted(groups, key=lambda p: (-group_time[p], p))
     head = "".join(f'<th title="{_e(t)}">{_e(c)}</th>' for c, t in cols)
     bodies = []
@@ -386,20 +402,23 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int) -> str:
             f"{len(groups[path])}</span> kernel(s), {_e(_pct(share))} of time</th></tr>"
             + "".join(groups[path]) + "</tbody>")
     controls = (
-        '<div class="controls"><label>Filter <input id="filter" type="search" placeholder="name, source, NVTX…">'
-        '</label><label>Bound at the limiting level <select id="bound"><option value="">any</option>'
+        '<div class="controls"><label>Filter '
+        '<input id="filter" type="search" placeholder="name, source, NVTX…"></label>'
+        '<label>Bound at the limiting level <select id="bound"><option value="">any</option>'
         + "".join(f'<option value="{b}">{b}</option>' for b in BOUNDS)
-        + f'</select></label><span><span id="shown">{len(listed)}</span> of {len(k)} kernels shown</span></div>')
+        + f'</select></label><span><span id="shown">{len(listed)}</span> of {len(k)} kernels shown</span>'
+          '</div>')
     cut = ""
     if len(listed) < len(k):
         listed_s = float(np.nansum(listed["duration_s"].to_numpy(float)))
         cut = (f"<p>The {len(listed):,} longest of the report's {len(k):,} kernels are listed "
-               f"({_e(_pct(listed_s / total_s if total_s > 0 else np.nan))} of the kernel time), and the filter "
-               "searches them; the charts show every kernel and the Parquet report holds every row "
+               f"({_e(_pct(listed_s / total_s if total_s > 0 else np.nan))} of the kernel time), and the "
+               "filter searches them; the charts show every kernel and the Parquet report holds every row "
                "(<code>nsroof report --rows 0</code> lists them all).</p>")
     return ("<h2>Kernels</h2><p>Grouped by NVTX path (longest group first; PyTorch's <code>seq</code> / "
-            "<code>op_id</code> counters left out, hover a row for its full path); click a column to sort within "
-            "the groups.</p>" + cut + controls + f'<div class="scroll"><table id="kernels"><thead><tr>{head}</tr></thead>' + "".join(bodies)
+            "<code>op_id</code> counters left out, hover a row for its full path); click a column to sort "
+            "within the groups.</p>" + cut + controls
+            + f'<div class="scroll"><table id="kernels"><thead><tr>{head}</tr></thead>' + "".join(bodies)
             + "</table></div>")
 
 
@@ -434,12 +453,12 @@ def _kernel_row(r: Any, ledger: bool) -> str:
     cells += [
         _td(LEVEL_NAMES.get(limiting, limiting)),
         _ntd(_num(r.roof_fraction), _pct(_num(r.roof_fraction))),
-        _ntd(_num(getattr(r, f"intensity_{first}")), _per_byte(_num(getattr(r, f"intensity_{first}")), unit=""),
-             title=intensities),
-        _ntd(_num(getattr(r, f"achieved_flop_per_s_{first}")), human_si(_num(getattr(r, f"achieved_flop_per_s_{first}")),
-                                                                        "FLOP/s")),
-        _ntd(_num(getattr(r, f"achieved_bytes_per_s_{first}")), human_si(_num(getattr(r, f"achieved_bytes_per_s_{first}")),
-                                                                         "B/s")),
+        _ntd(_num(getattr(r, f"intensity_{first}")),
+             _per_byte(_num(getattr(r, f"intensity_{first}")), unit=""), title=intensities),
+        _ntd(_num(getattr(r, f"achieved_flop_per_s_{first}")),
+             human_si(_num(getattr(r, f"achieved_flop_per_s_{first}")), "FLOP/s")),
+        _ntd(_num(getattr(r, f"achieved_bytes_per_s_{first}")),
+             human_si(_num(getattr(r, f"achieved_bytes_per_s_{first}")), "B/s")),
         _ntd(_num(r.time_floor_s), human_time(_num(r.time_floor_s))),
         _ntd(_num(r.floor_ratio), "—" if not np.isfinite(_num(r.floor_ratio)) else f"{r.floor_ratio:.2f}×"),
         _ntd(_num(r.headroom), "—" if not np.isfinite(_num(r.headroom)) else f"{r.headroom:.2f}×"),

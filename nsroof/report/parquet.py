@@ -64,7 +64,8 @@ def build_metadata(
     return meta
 
 
-def to_table(report: pd.DataFrame, metadata: dict[str, Any], fields: tuple[Field, ...] = REPORT_FIELDS) -> pa.Table:
+def to_table(report: pd.DataFrame, metadata: dict[str, Any],
+             fields: tuple[Field, ...] = REPORT_FIELDS) -> pa.Table:
     """The report as an Arrow table of the declared schema, its columns built directly (no pandas object
     column converted cell by cell: a text column is each distinct value converted once, then gathered),
     with pandas' own metadata beside nsroof's, so plain read_parquet restores the dtypes."""
@@ -192,7 +193,8 @@ def with_categoricals(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def load(path: str | os.PathLike[str], filters: Any = None, columns: Sequence[str] | None = None) -> pd.DataFrame:
+def load(path: str | os.PathLike[str], filters: Any = None,
+         columns: Sequence[str] | None = None) -> pd.DataFrame:
     """Load a report file or a dataset folder as a DataFrame with categoricals.
 
     `filters` is what pyarrow/pandas accept (e.g. [("rank", "=", 0)]); on a dataset pyarrow applies it
@@ -202,7 +204,8 @@ def load(path: str | os.PathLike[str], filters: Any = None, columns: Sequence[st
         import pyarrow.dataset as ds
 
         # "hive": a folder someone else partitioned still reads; nsroof's own folders have no keys
-        expr = pq.filters_to_expression(filters) if filters is not None and not isinstance(filters, pc.Expression) else filters
+        expr = (pq.filters_to_expression(filters)
+                if filters is not None and not isinstance(filters, pc.Expression) else filters)
         try:
             dataset = ds.dataset(p, format="parquet", partitioning="hive")
             df = dataset.to_table(filter=expr, columns=list(columns) if columns else None).to_pandas()
@@ -210,8 +213,9 @@ def load(path: str | os.PathLike[str], filters: Any = None, columns: Sequence[st
             from nsroof.errors import InputError
 
             raise InputError(p, f"not readable as one dataset ({' '.join(str(exc).split())[:200]})",
-                             hint="hive keys pyarrow cannot type, as an older nsroof wrote them (host=…/rank=… "
-                                  "folders): re-create it with `nsroof analyze INPUTS -o DIR`") from None
+                             hint="hive keys pyarrow cannot type, as an older nsroof wrote them "
+                                  "(host=…/rank=… folders): re-create it with "
+                                  "`nsroof analyze INPUTS -o DIR`") from None
     else:
         df = pd.read_parquet(p, filters=filters, columns=list(columns) if columns else None)
     return with_categoricals(df)
@@ -236,7 +240,8 @@ def partition_dir(host: str | None, rank: int | None, source: str) -> str:
 
 
 def filesystem(out_dir: str) -> tuple[Any, str]:
-    """pyarrow filesystem and root path: a local folder, or any URI pyarrow understands (s3://, gs://, file://)."""
+    """pyarrow filesystem and root path: a local folder, or any URI pyarrow understands
+    (s3://, gs://, file://)."""
     from pyarrow import fs as pafs
 
     if "://" in out_dir:
@@ -251,7 +256,8 @@ def has_part(fs: Any, directory: str) -> bool:
     info = fs.get_file_info(directory)
     if info.type != pafs.FileType.Directory:
         return False
-    return any(i.path.endswith(".parquet") for i in fs.get_file_info(pafs.FileSelector(directory, recursive=False)))
+    return any(i.path.endswith(".parquet")
+               for i in fs.get_file_info(pafs.FileSelector(directory, recursive=False)))
 
 
 def drop_parts(fs: Any, root: str, rank_source: str) -> None:

@@ -45,13 +45,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
 LEVEL_COLORS: dict[str, str] = {"dram": "#1f5fa8", "l2": "#23994a", "l1": "#e0780f", "link": "#8e3fa8"}
-#: a marker shape per level too, so coincident points of two levels stay apart (and colour is not the only cue)
+#: a marker shape per level too, so coincident points of two levels stay apart (and colour is not the
+#: only cue)
 LEVEL_MARKERS: dict[str, str] = {"dram": "o", "l2": "s", "l1": "^", "link": "D"}
 #: the href of a point's link in SVG output with point_links=True: POINT_LINK + hex(kernel key) + "-" + level
 POINT_LINK = "#nsroof-point-"
 #: the SVG group id of a kernel's label with point_links=True: LABEL_GID + hex(kernel key)
 LABEL_GID = "nsroof-label-"
-PRECISION_COLORS: dict[str, str] = {"fp64": "#7a1f5c", "fp32": "#333333", "fp16": "#6b4fa0", "tensor": "#a0522d"}
+PRECISION_COLORS: dict[str, str] = {"fp64": "#7a1f5c", "fp32": "#333333", "fp16": "#6b4fa0",
+                                    "tensor": "#a0522d"}
 ABOVE_ROOF_COLOR = "#d62728"
 SET_LINESTYLES: tuple[Any, ...] = ("-", "--", ":", "-.")
 #: characters of one listing line under the chart (the figure is 10 in wide at 8 pt)
@@ -136,7 +138,8 @@ def plot(df: pd.DataFrame, *, level: str = "all", top: int = 10, nvtx: str | Non
             assert root is not None
             fig = root
             if lines:
-                ax.text(0.0, -0.11, "\n".join(lines), transform=ax.transAxes, va="top", ha="left", fontsize=8.0)
+                ax.text(0.0, -0.11, "\n".join(lines), transform=ax.transAxes, va="top", ha="left",
+                        fontsize=8.0)
         _draw(ax, data, roofs, ridges, title=title or _title(data, level, nvtx, precision),
               empty_text="The report has no kernels" if df.empty else "No kernel matches the filters",
               point_links=point_links)
@@ -224,15 +227,15 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
                    edgecolor="#444444", linewidths=0.9, zorder=4)
 
     pts = data[data["plotted"]]
-    # the hierarchical view: a kernel's points at DRAM, L2 and L1 share one FLOP/s, so join them
-    # (the points share y, so one segment from the lowest to the highest intensity covers them all)
+    # a kernel's points at DRAM, L2 and L1 share one FLOP/s (y): one segment, lowest to highest x, joins them
     span = pts.groupby("key", sort=False).agg(x0=("x_intensity", "min"), x1=("x_intensity", "max"),
                                               y=("y_flop_per_s", "first"), n=("x_intensity", "size"))
     span = span[span["n"] > 1]
     segments = [((a, y), (b, y)) for a, b, y in zip(span["x0"], span["x1"], span["y"], strict=True)]
     rasterize = len(pts) > RASTERIZE_POINTS
     if segments:
-        joins = LineCollection(segments, colors="#888888", linewidths=0.7, alpha=0.6, zorder=5, rasterized=rasterize)
+        joins = LineCollection(segments, colors="#888888", linewidths=0.7, alpha=0.6, zorder=5,
+                               rasterized=rasterize)
         if point_links and not rasterize:
             joins.set_urls([f"{POINT_LINK}{str(k).encode().hex()}-join" for k in span.index])
         ax.add_collection(joins)
@@ -247,14 +250,13 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
             dots.set_urls([f"{POINT_LINK}{str(k).encode().hex()}-{lv}" for k in p["key"]])
     hot = pts[pts["above_roof"]]
     if len(hot):
-        ax.scatter(hot["x_intensity"], hot["y_flop_per_s"], s=hot["marker_area_pt2"] * 1.5 + 40, facecolors="none",
+        ax.scatter(hot["x_intensity"], hot["y_flop_per_s"], s=hot["marker_area_pt2"] * 1.5 + 40,
+                   facecolors="none",
                    edgecolors=ABOVE_ROOF_COLOR, linewidths=1.6, zorder=7, rasterized=rasterize)
-
     place_labels(ax, pts, gid_prefix=LABEL_GID if point_links else None)
-
     handles: list[Any] = [
-        Line2D([], [], marker=LEVEL_MARKERS[lv], linestyle="", markerfacecolor=LEVEL_COLORS[lv], markeredgecolor="white",
-               markersize=7, label=f"kernel at {LEVEL_NAMES[lv]}")
+        Line2D([], [], marker=LEVEL_MARKERS[lv], linestyle="", markerfacecolor=LEVEL_COLORS[lv],
+               markeredgecolor="white", markersize=7, label=f"kernel at {LEVEL_NAMES[lv]}")
         for lv in LEVEL_MARKERS if (pts["level"] == lv).any()
     ]
     if segments:
@@ -264,22 +266,23 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
                               markeredgecolor=ABOVE_ROOF_COLOR, markeredgewidth=1.6, markersize=9,
                               label="above a roof (>5%)"))
     if len(ridges):
-        handles.append(Line2D([], [], marker="D", linestyle="", markerfacecolor="white", markeredgecolor="#444444",
-                              markersize=5, label="ridge point"))
+        handles.append(Line2D([], [], marker="D", linestyle="", markerfacecolor="white",
+                              markeredgecolor="#444444", markersize=5, label="ridge point"))
     for s, grp in roofs.groupby("ceiling_set", sort=True):
         first = grp.iloc[0]
         where = (" (per kernel, at the profiled clock)" if first["family"] == "ncu" else "")
         tag = f"[{int(s) + 1}] " if multi_set else ""
         handles.append(Line2D([], [], color="#555555", linestyle=SET_LINESTYLES[int(s) % len(SET_LINESTYLES)],
-                              label=_wrap(f"{tag}roofs: {first['device'] or 'device ?'} · {first['family']}{where}",
-                                          34)))
+                              label=_wrap(f"{tag}roofs: {first['device'] or 'device ?'} · "
+                                          f"{first['family']}{where}", 34)))
     if data.empty:
         ax.text(0.5, 0.5, empty_text, transform=ax.transAxes, ha="center", va="center",
                 fontsize=11, color="#555555")
     elif roofs.empty:
         ax.text(1.02, 0.0, "No roofs: the report\nhas no ceilings\n(nsroof analyze\n--machine NAME|FILE)",
                 transform=ax.transAxes, ha="left", va="bottom", fontsize=8.5, color=ABOVE_ROOF_COLOR)
-    handles.append(Line2D([], [], linestyle="", label=f"area ∝ share of time\n(all time = {AREA_PT2_PER_SHARE:g} pt²)"))
+    handles.append(Line2D([], [], linestyle="",
+                          label=f"area ∝ share of time\n(all time = {AREA_PT2_PER_SHARE:g} pt²)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, borderaxespad=0.0)
 
 
@@ -300,13 +303,13 @@ def _draw_roofs(ax: Axes, roofs: pd.DataFrame, x_lo: float, x_hi: float, *, mult
         for row in comp.itertuples():
             start = row.value_max / max_bw if np.isfinite(max_bw) else x_lo
             color = PRECISION_COLORS.get(row.name, "#333333")
-            ax.plot([start, x_hi], [row.value_max, row.value_max], color=color, linestyle=style, linewidth=1.6,
-                    zorder=3)
+            ax.plot([start, x_hi], [row.value_max, row.value_max], color=color, linestyle=style,
+                    linewidth=1.6, zorder=3)
             if row.value_min != row.value_max:
-                ax.fill_between([start, x_hi], row.value_min, row.value_max, color=color, alpha=0.15, zorder=2,
-                                linewidth=0)
-            ax.text(x_hi / 1.15, row.value_max * 1.06, _roof_label(row, "FLOP/s") + tag, ha="right", va="bottom",
-                    fontsize=7.5, color=color, zorder=3)
+                ax.fill_between([start, x_hi], row.value_min, row.value_max, color=color, alpha=0.15,
+                                zorder=2, linewidth=0)
+            ax.text(x_hi / 1.15, row.value_max * 1.06, _roof_label(row, "FLOP/s") + tag, ha="right",
+                    va="bottom", fontsize=7.5, color=color, zorder=3)
         for row in bw.itertuples():
             stop = top_peak / row.value_max if np.isfinite(top_peak) else x_hi
             color = LEVEL_COLORS.get(row.name, "#333333")
@@ -314,8 +317,8 @@ def _draw_roofs(ax: Axes, roofs: pd.DataFrame, x_lo: float, x_hi: float, *, mult
                     linewidth=1.6, zorder=3)
             if row.value_min != row.value_max:
                 ax.fill_between([x_lo, stop], [row.value_min * x_lo, row.value_min * stop],
-                                [row.value_max * x_lo, row.value_max * stop], color=color, alpha=0.15, zorder=2,
-                                linewidth=0)
+                                [row.value_max * x_lo, row.value_max * stop], color=color, alpha=0.15,
+                                zorder=2, linewidth=0)
             _bandwidth_label(ax, row, x_lo, stop, color, tag, slot=int(s))
 
 
@@ -325,7 +328,8 @@ def _roof_label(row: Any, unit: str) -> str:
     return f"{name} {value} · {short_source(row.family)}"
 
 
-def _bandwidth_label(ax: Axes, row: Any, x_lo: float, stop: float, color: str, tag: str, *, slot: int = 0) -> None:
+def _bandwidth_label(ax: Axes, row: Any, x_lo: float, stop: float, color: str, tag: str, *,
+                     slot: int = 0) -> None:
     """Text along the diagonal roof; its angle comes from the axes' fixed size and log limits."""
     y_lo_lim, y_hi_lim = ax.get_ylim()
     x_lo_lim, x_hi_lim = ax.get_xlim()
@@ -346,8 +350,8 @@ def _bandwidth_label(ax: Axes, row: Any, x_lo: float, stop: float, color: str, t
     decade_w = bbox.width * w_in / math.log10(x_hi_lim / x_lo_lim)
     decade_h = bbox.height * h_in / math.log10(y_hi_lim / y_lo_lim)
     angle = math.degrees(math.atan2(decade_h, decade_w))
-    ax.text(x_at, y_at * 1.12, _roof_label(row, "B/s") + tag, rotation=angle, rotation_mode="anchor", ha="left",
-            va="bottom", fontsize=7.5, color=color, zorder=3, clip_on=True)
+    ax.text(x_at, y_at * 1.12, _roof_label(row, "B/s") + tag, rotation=angle, rotation_mode="anchor",
+            ha="left", va="bottom", fontsize=7.5, color=color, zorder=3, clip_on=True)
 
 
 # ------------------------------------------------------------------------------------------ output

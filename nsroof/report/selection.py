@@ -82,7 +82,8 @@ def parse_steps(text: str) -> list[int]:
     for part in str(text).split(","):
         m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
         if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
-            raise NsroofError(f"--step {text!r}: give step numbers as N, N-M or N,M,… (e.g. --step 2 or --step 2-4)")
+            raise NsroofError(f"--step {text!r}: give step numbers as N, N-M or N,M,… (e.g. --step 2 or "
+                              "--step 2-4)")
         low = int(m.group(1))
         out += list(range(low, int(m.group(2) or low) + 1))
     return out
@@ -108,7 +109,8 @@ def _search(frame: pd.DataFrame, column: str, pattern: re.Pattern[str]) -> np.nd
 def _kernel_count(frame: pd.DataFrame) -> int:
     from nsroof.schema import kernel_key
 
-    return int(kernel_key(frame).nunique()) if all(c in frame.columns for c in ("source", "kernel_id")) else len(frame)
+    return (int(kernel_key(frame).nunique()) if all(c in frame.columns for c in ("source", "kernel_id"))
+            else len(frame))
 
 
 def from_options(**options: Any) -> Selection:

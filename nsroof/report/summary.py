@@ -109,13 +109,16 @@ def fit_line(line: str, width: int) -> str:
     return "\n".join(textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_on_hyphens=False))
 
 
-def _head_lines(frame: pd.DataFrame, kernels: pd.DataFrame, metadata: dict[str, Any], output: str | None) -> list[str]:
+def _head_lines(frame: pd.DataFrame, kernels: pd.DataFrame, metadata: dict[str, Any],
+                output: str | None) -> list[str]:
     total = kernels["duration_s"].astype("float64").sum(min_count=1)
     # each distinct text once (a report repeats a few over thousands of rows)
-    devices = ", ".join(sorted({str(d) for d in frame["device"].astype(str).unique() if d})) or "unknown device"
+    devices = (", ".join(sorted({str(d) for d in frame["device"].astype(str).unique() if d}))
+               or "unknown device")
     sources = ", ".join(sorted({str(s) for s in frame["source"].astype(str).unique() if s}))
     ceilings = "; ".join(
-        f"{level}: " + ", ".join(_merge_clocks({_ceiling_family(str(c)) for c in sub["ceiling_source"].astype(str).unique()}))
+        f"{level}: " + ", ".join(_merge_clocks({_ceiling_family(str(c))
+                                                for c in sub["ceiling_source"].astype(str).unique()}))
         for level, sub in frame.groupby(frame["level"].astype(str), sort=False, observed=True)
     )
     launches = int(kernels["launches"].fillna(1).sum())
@@ -154,16 +157,17 @@ def _top_table(kernels: pd.DataFrame, top: int, width: int) -> list[str]:
     ranked = kernels.sort_values("duration_s", ascending=False, na_position="last").head(top)
     longest = int(ranked["function"].fillna("").astype(str).str.len().max()) if len(ranked) else 0
     name_w = min(name_w, max(longest, len("function")))  # a wide terminal gives the names room, no more
-    lines = [f"Top {min(top, len(kernels))} {'kernels and copies' if copies.any() else 'kernels'} by time (bound and "
-             "fraction of the attainable roof per level)",
+    lines = [f"Top {min(top, len(kernels))} {'kernels and copies' if copies.any() else 'kernels'} by time "
+             "(bound and fraction of the attainable roof per level)",
              f"  {'id':>{id_w}} {'function':<{name_w}} {'time':>{time_w}} {'share':>6}  "
              + "".join(f"{lv.upper():<{cell_w}}" for lv in levels) + ("limit" if compact else "limiting")]
     for _, k in ranked.iterrows():
         share = k["duration_s"] / total if total and np.isfinite(k["duration_s"]) else np.nan
         share_text = f"{share:.1%}" if np.isfinite(share) else "?"
         copy = str(k.get("kind", "")) in COPY_KINDS
-        cells = "".join(f"{'(copy/set)' if copy else _cell(k[f'bound_{lv}'], k[f'fraction_{lv}'], compact):<{cell_w}}"
-                        for lv in levels)
+        cells = "".join(
+            f"{'(copy/set)' if copy else _cell(k[f'bound_{lv}'], k[f'fraction_{lv}'], compact):<{cell_w}}"
+            for lv in levels)
         name = fit_name(k["function"] or k.get("kernel_name", ""), name_w)
         lines.append(f"  {k['kernel_id']!s:>{id_w}} {name:<{name_w}} {human_time(k['duration_s']):>{time_w}} "
                      f"{share_text:>6}  {cells}{_limit(k['limiting'], compact) or '-'}")
@@ -180,12 +184,13 @@ def _share_lines(frame: pd.DataFrame, kernels: pd.DataFrame) -> list[str]:
     if copies.any():
         total = kernels["duration_s"].astype("float64").sum(min_count=1)
         copy_s = float(kernels.loc[copies, "duration_s"].astype("float64").sum())
-        lines.append(f"Memory copies/sets: {human_time(copy_s)} ({copy_s / total:.1%} of the time), not kernels: "
-                     "timed, never classified")
+        lines.append(f"Memory copies/sets: {human_time(copy_s)} ({copy_s / total:.1%} of the time), not "
+                     "kernels: timed, never classified")
     lines.append("Share of kernel time by bound")
     lines.append(f"  {'level':<6} {'memory':>8} {'compute':>8} {'unknown':>8}")
     for _, row in bound_shares(frame).iterrows():
-        cells = " ".join(f"{row[b]:>8.1%}" if np.isfinite(row[b]) else f"{'?':>8}" for b in ("memory", "compute", "unknown"))
+        cells = " ".join(f"{row[b]:>8.1%}" if np.isfinite(row[b]) else f"{'?':>8}"
+                         for b in ("memory", "compute", "unknown"))
         lines.append(f"  {row['level']:<6} {cells}")
     return lines
 
@@ -200,7 +205,8 @@ def _unknown_lines(frame: pd.DataFrame) -> list[str]:
         rows=("kernel_id", "size"), levels=("level", lambda s: ",".join(sorted(set(map(str, s)))))
     ).sort_values("rows", ascending=False)
     for missing, r in reasons.head(5).iterrows():
-        lines.append(f"  - {r['rows']} row(s) at {r['levels']}: missing {_first_names(missing) or 'FLOPs and bytes are both zero'}")
+        lines.append(f"  - {r['rows']} row(s) at {r['levels']}: missing "
+                     f"{_first_names(missing) or 'FLOPs and bytes are both zero'}")
     return lines
 
 
@@ -209,16 +215,17 @@ def _coverage_lines(frame: pd.DataFrame, metadata: dict[str, Any]) -> list[str]:
     coverage = analytic_coverage(frame, traces)
     if not len(coverage):
         return []
-    lines = ["Coverage of the torch trace(s): share of kernel time (summed over streams) whose op has an analytic "
-             "formula"]
+    lines = ["Coverage of the torch trace(s): share of kernel time (summed over streams) whose op has an "
+             "analytic formula"]
     for _, c in coverage.iterrows():
         if not c["time_s"] > 0:
             lines.append(f"  {_short(c['source'], 44):<44} no kernel durations ({c['kernels']} kernels)")
             continue
-        busy = (f"; GPU busy {human_time(c['busy_s'])} (overlaps once), {c['costed_busy_s'] / c['busy_s']:.1%} of it "
-                "under costed kernels" if _overlapped(c["busy_s"], c["time_s"]) else "")
-        lines.append(f"  {_short(c['source'], 44):<44} {c['share']:>6.1%} of {human_time(c['time_s'])} kernel time "
-                     f"({c['costed']} of {c['kernels']} kernels){busy}"
+        busy = (f"; GPU busy {human_time(c['busy_s'])} (overlaps once), "
+                f"{c['costed_busy_s'] / c['busy_s']:.1%} of it under costed kernels"
+                if _overlapped(c["busy_s"], c["time_s"]) else "")
+        lines.append(f"  {_short(c['source'], 44):<44} {c['share']:>6.1%} of {human_time(c['time_s'])} "
+                     f"kernel time ({c['costed']} of {c['kernels']} kernels){busy}"
                      + (f"; largest uncovered: {_short(c['uncovered'], 70)} ({human_time(c['uncovered_s'])})"
                         if c["uncovered"] else ""))
     return lines
@@ -226,17 +233,18 @@ def _coverage_lines(frame: pd.DataFrame, metadata: dict[str, Any]) -> list[str]:
 
 
 def _above_lines(frame: pd.DataFrame) -> list[str]:
-    """The above-roof note: how many rows, then the first five with their likely cause (`above_roof_cause`)."""
+    """The above-roof note: how many rows, then the first five with their likely
+    cause (`above_roof_cause`)."""
     above = frame[frame["above_roof"].astype(bool)]
     if not len(above):
         return []
-    lines = [f"Above the roof: {len(above)} row(s) achieve more than 105% of a roof; the likely cause per row "
-             "(`above_roof_cause`):"]
+    lines = [f"Above the roof: {len(above)} row(s) achieve more than 105% of a roof; the likely cause per "
+             "row (`above_roof_cause`):"]
     for _, r in above.head(5).iterrows():
         cause = str(r.get("above_roof_cause", "") or "a counting or unit error")
-        lines.append(f"  - {_short(r['function'], 40)} at {r['level']}: {r['achieved_bytes_per_s']:.3g} B/s vs "
-                     f"{r['bandwidth_bytes_per_s']:.3g}, {r['achieved_flop_per_s']:.3g} FLOP/s vs {r['peak_flop_per_s']:.3g}"
-                     f" — {cause}")
+        lines.append(f"  - {_short(r['function'], 40)} at {r['level']}: {r['achieved_bytes_per_s']:.3g} B/s "
+                     f"vs {r['bandwidth_bytes_per_s']:.3g}, {r['achieved_flop_per_s']:.3g} FLOP/s vs "
+                     f"{r['peak_flop_per_s']:.3g} — {cause}")
     return lines
 
 
@@ -249,7 +257,8 @@ def lower_bound_warnings(frame: pd.DataFrame) -> list[str]:
         return []
     counts = frame.groupby([frame["level"].astype(str), frame["bytes_source"].astype(str)], sort=False,
                            observed=True).size()
-    note = re.compile(r"^(?P<counter>.*) \(" + re.escape(READ_ONLY_LOWER_BOUND) + r"; collect (?P<wanted>.*)\)$")
+    note = re.compile(r"^(?P<counter>.*) \(" + re.escape(READ_ONLY_LOWER_BOUND)
+                      + r"; collect (?P<wanted>.*)\)$")
     groups: dict[tuple[str, str, str], int] = {}
     for (level, source), n in counts.items():
         m = note.match(source)
@@ -260,28 +269,33 @@ def lower_bound_warnings(frame: pd.DataFrame) -> list[str]:
         return []
     parts = "; ".join(f"{level.upper()} {counter}: {n} row(s), collect {wanted}"
                       for (level, counter, wanted), n in groups.items())
-    return [f"{sum(groups.values())} row(s) count bytes with a read-only counter that saw fewer bytes than DRAM "
-            f"(stores uncounted): their bytes are a lower bound, so a compute-bound verdict there may be wrong "
-            f"({parts})"]
+    return [f"{sum(groups.values())} row(s) count bytes with a read-only counter that saw fewer bytes than "
+            "DRAM (stores uncounted): their bytes are a lower bound, so a compute-bound verdict there may be "
+            f"wrong ({parts})"]
 
 
 def op_lines(ops: pd.DataFrame | None, top: int, width: int = 80) -> list[str]:
     """The op-level view's costed ops by time (a trace's REPORT.ops.parquet), the calls of one op and shape
     together: their kernels' summed time and their formula's whole FLOPs, so the rate is right even where a
-    helper kernel carries none of them. Bound and roof fraction of the first call (one shape, one intensity)."""
+    helper kernel carries none of them. Bound and roof fraction of the first call
+    (one shape, one intensity)."""
     if ops is None or not len(ops) or not ops["flops"].notna().any():
         return []
     costed = ops[ops["flops"].notna()]
-    groups = costed.groupby([costed["op"].astype(str), costed["flops_source"].astype(str)], sort=False, observed=True)
+    groups = costed.groupby([costed["op"].astype(str), costed["flops_source"].astype(str)], sort=False,
+                            observed=True)
     table = groups.agg(time=("duration_s", "sum"), flops=("flops", "sum"), calls=("op", "size"),
-                       kernels=("launches", "sum"), bound=("bound", "first"), fraction=("roof_fraction", "first"),
-                       level=("level", "first"))
+                       kernels=("launches", "sum"), bound=("bound", "first"),
+                       fraction=("roof_fraction", "first"), level=("level", "first"))
     table = table.sort_values("time", ascending=False).head(top)
     links = bool((table["level"] == LINK_LEVEL).any())
-    op_w = max(12, min(34, width - (2 + 1 + 9 + 1 + 6 + 1 + 7 + 1 + 9 + 2 + 12 + 5 * links)))  # 'compute 100%'
-    lines = ["", f"Top {len(table)} costed ops by time (op-level rows, calls of one op and shape together: their "
+    op_w = max(12, min(34, width - (2 + 1 + 9 + 1 + 6 + 1 + 7 + 1 + 9 + 2
+                                    + 12 + 5 * links)))  # 'compute 100%'
+    lines = ["",
+             f"Top {len(table)} costed ops by time (op-level rows, calls of one op and shape together: their "
              "kernels' time, their formula's FLOPs)",
-             f"  {'op':<{op_w}} {'time':>9} {'calls':>6} {'kernels':>7} {'FLOP/s':>9}  DRAM{'/link' if links else ''}"]
+             f"  {'op':<{op_w}} {'time':>9} {'calls':>6} {'kernels':>7} {'FLOP/s':>9}  "
+             f"DRAM{'/link' if links else ''}"]
     for (op, _), r in table.iterrows():
         rate = r["flops"] / r["time"] if r["time"] > 0 else np.nan
         lines.append(f"  {_short(str(op), op_w):<{op_w}} {human_time(r['time']):>9} {int(r['calls']):>6} "
@@ -291,7 +305,8 @@ def op_lines(ops: pd.DataFrame | None, top: int, width: int = 80) -> list[str]:
 
 
 def _merge_clocks(families: set[str]) -> list[str]:
-    """One entry per machine: launches profiled at slightly different clocks name the first set and a count."""
+    """One entry per machine: launches profiled at slightly different clocks name the first set
+    and a count."""
     by_machine: dict[str, list[str]] = {}
     for family in sorted(families):
         head, _, note = family.partition(" @ ")
@@ -317,7 +332,8 @@ def _ceiling_lines(per_level: str, metadata: dict[str, Any]) -> list[str]:
         lines.append(f"ceilings: --machine {machine.removeprefix('spec:')}{what_if}")
     lines.append(f"ceilings: {per_level}")
     if "spec:" in per_level and not all("@" in part for part in per_level.split("spec:")[1:]):
-        lines.append("  (datasheet roofs without '@ … MHz' are at the boost clock: the export records no clock)")
+        lines.append("  (datasheet roofs without '@ … MHz' are at the boost clock: "
+                     "the export records no clock)")
     return lines
 
 
@@ -325,7 +341,8 @@ def _first_names(missing: str, keep: int = 4) -> str:
     names = [n.strip() for n in missing.split(", ") if n.strip()]
     if len(names) <= keep:
         return ", ".join(names)
-    return ", ".join(names[:keep]) + f" and {len(names) - keep} more (the report's `missing` column lists all)"
+    return (", ".join(names[:keep])
+            + f" and {len(names) - keep} more (the report's `missing` column lists all)")
 
 
 def _ceiling_family(source: str) -> str:
@@ -353,9 +370,10 @@ def _gain_lines(frame: pd.DataFrame, top: int, ledger_used: bool = False, width:
     if table is None or len(table) == 0:
         why = "" if matched else (" — check the mapping's patterns against the kernel names and NVTX paths, "
                                   "and the warnings below")
-        return [f"Ledger: {matched} of {total} kernels matched and evaluated a formula; no ideal time could be computed"
-                f"{' (no roofs: pass --machine)' if matched else ''}{why}"]
-    lines = [f"Time that could be gained (duration - ideal time from the ledger; {matched} of {total} kernels matched)"]
+        return [f"Ledger: {matched} of {total} kernels matched and evaluated a formula; no ideal time could "
+                f"be computed{' (no roofs: pass --machine)' if matched else ''}{why}"]
+    lines = [f"Time that could be gained (duration - ideal time from the ledger; {matched} of {total} "
+             "kernels matched)"]
     label_w = max(20, min(60, width - 2 - 1 - 9 - 2 - 18))
     for _, r in table.head(top).iterrows():
         label = f"[{r['kind']}] {r['name']}"
@@ -365,7 +383,8 @@ def _gain_lines(frame: pd.DataFrame, top: int, ledger_used: bool = False, width:
 
 
 def _overlapped(busy_s: float, summed_s: float) -> bool:
-    """Whether kernels overlapped enough (0.5% of the summed time) for the busy time to be worth its own figure."""
+    """Whether kernels overlapped enough (0.5% of the summed time) for the busy time to be
+    worth its own figure."""
     return bool(np.isfinite(busy_s) and busy_s > 0 and busy_s < 0.995 * summed_s)
 
 
@@ -399,7 +418,8 @@ def analytic_coverage(frame: pd.DataFrame, sources: list[str]) -> pd.DataFrame:
     if "kind" in kernels.columns:  # copies and sets have no formula to cover them
         kernels = kernels[kernels["kind"].astype(str).isin(["kernel", "cpu_op"])]
     source_code, names = pd.factorize(kernels["source"].astype(str).to_numpy(dtype=object))
-    rows_of = dict(zip(names.tolist(), group_rows(source_code, len(names)), strict=True))  # one pass for all sources
+    # one pass for all sources
+    rows_of = dict(zip(names.tolist(), group_rows(source_code, len(names)), strict=True))
     for source in sources:
         if source not in rows_of:
             continue
@@ -407,7 +427,8 @@ def analytic_coverage(frame: pd.DataFrame, sources: list[str]) -> pd.DataFrame:
         d = k["duration_s"].astype("float64").fillna(0.0)
         costed = k["flops_source"].astype(str).str.startswith("analytic:").to_numpy()
         total = float(d.sum())
-        by_reason = d[~costed].groupby(k.loc[~costed, "missing"].astype(str)).sum().sort_values(ascending=False)
+        by_reason = (d[~costed].groupby(k.loc[~costed, "missing"].astype(str)).sum()
+                     .sort_values(ascending=False))
         rows.append({"source": source, "share": float(d[costed].sum()) / total if total > 0 else np.nan,
                      "time_s": total, "costed": int(costed.sum()), "kernels": len(k),
                      "uncovered": str(by_reason.index[0]) if len(by_reason) else "",
@@ -442,15 +463,18 @@ def by_name(frame: pd.DataFrame) -> pd.DataFrame:
     for name, sub in k.groupby("function", sort=False):
         time = float(sub["duration_s"].sum())
         bound_time = sub.groupby(sub["bound"].astype(str))["duration_s"].sum().sort_values(ascending=False)
-        limit_time = sub.groupby(sub["limiting"].fillna("").astype(str))["duration_s"].sum().sort_values(ascending=False)
+        limit_time = (sub.groupby(sub["limiting"].fillna("").astype(str))["duration_s"].sum()
+                      .sort_values(ascending=False))
         has_floor = sub[floored.loc[sub.index]]
         floor_time = float(has_floor["duration_s"].sum())
         rows.append({
             "function": name, "kernels": len(sub), "launches": int(sub["launches"].sum()), "duration_s": time,
             "time_share": time / total if total > 0 else np.nan, "bound": bound_time.index[0],
             "bound_time_share": float(bound_time.iloc[0] / time) if time > 0 else np.nan,
-            "limiting": limit_time.index[0], "time_floor_s": float(has_floor["time_floor_s"].sum()) if len(has_floor) else np.nan,
-            "roof_fraction": float(has_floor["time_floor_s"].sum() / floor_time) if floor_time > 0 else np.nan,
+            "limiting": limit_time.index[0],
+            "time_floor_s": float(has_floor["time_floor_s"].sum()) if len(has_floor) else np.nan,
+            "roof_fraction": (float(has_floor["time_floor_s"].sum() / floor_time) if floor_time > 0
+                              else np.nan),
         })
     out = pd.DataFrame(rows, columns=list(BY_NAME_COLUMNS))
     return out.sort_values("duration_s", ascending=False, kind="stable").reset_index(drop=True)
@@ -475,7 +499,8 @@ def name_table(frame: pd.DataFrame, top: int, width: int) -> list[str]:
              f"{'bound':<{bound_w}}{'limit' if compact else 'limiting':<{limit_w}}{'roof':>5}"]
     for _, n in ranked.iterrows():
         share = f"{n['time_share']:.1%}" if np.isfinite(n["time_share"]) else "?"
-        bound = _cell(str(n["bound"]), n["bound_time_share"] if n["bound_time_share"] < 0.995 else np.nan, compact)
+        bound = _cell(str(n["bound"]), n["bound_time_share"] if n["bound_time_share"] < 0.995 else np.nan,
+                      compact)
         roof = f"{n['roof_fraction']:.0%}" if np.isfinite(n["roof_fraction"]) else "?"
         lines.append(f"  {_short(n['function'], name_w):<{name_w}} {n['kernels']:>5} {n['launches']:>8} "
                      f"{human_time(n['duration_s']):>9} {share:>6}  {bound:<{bound_w}}"

@@ -14,16 +14,17 @@ from nsroof.schema import LEVELS, LINK_LEVEL, kernel_key
 
 LEDGER_COLUMNS: tuple[str, ...] = ("ledger_op", "expected_flops", "min_bytes", "flop_ratio", "excess_traffic",
                                    "ideal_time_s", "headroom")
-PER_LEVEL: tuple[str, ...] = ("bound", "intensity", "ridge", "roof_fraction", "time_floor_s", "achieved_flop_per_s",
-                              "achieved_bytes_per_s", "bytes")
+PER_LEVEL: tuple[str, ...] = ("bound", "intensity", "ridge", "roof_fraction", "time_floor_s",
+                              "achieved_flop_per_s", "achieved_bytes_per_s", "bytes")
 #: the columns of `nsroof analyze --json/--csv`, in order (per level: PER_LEVEL + "_" + level)
-# the levels a kernel's rows may stand at: the memory levels, and a collective's link row (in place of its dram
-# row); --json/--csv print the memory levels' columns, the limiting level's bound and fraction cover the link
+# the levels a kernel's rows may stand at: the memory levels, and a collective's link row (in place of
+# its dram row); --json/--csv print the memory levels' columns, the limiting level's bound and fraction
+# cover the link
 ROW_LEVELS: tuple[str, ...] = (*LEVELS, LINK_LEVEL)
 SCRIPT_COLUMNS: tuple[str, ...] = (
-    "rank", "source", "kernel_id", "step", "function", "kernel_name", "device", "nvtx_path", "launches", "duration_s",
-    "time_share", "precision", "flops", "limiting", "bound", "roof_fraction", "time_floor_s", "floor_ratio",
-    *(f"{c}_{lv}" for lv in LEVELS for c in PER_LEVEL), "headroom", "above_roof", "missing",
+    "rank", "source", "kernel_id", "step", "function", "kernel_name", "device", "nvtx_path", "launches",
+    "duration_s", "time_share", "precision", "flops", "limiting", "bound", "roof_fraction", "time_floor_s",
+    "floor_ratio", *(f"{c}_{lv}" for lv in LEVELS for c in PER_LEVEL), "headroom", "above_roof", "missing",
 )
 
 
@@ -45,9 +46,10 @@ def kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
     rows = df.assign(_key=key.to_numpy())
     first = rows.drop_duplicates("_key").set_index("_key")
     out = k.set_index("key")
-    # each frame reindexed once, all its columns together (a report has hundreds of thousands of keys to look up)
-    firsts = [c for c in ("launches", "limiting", "above_roof", "op", "module", "missing", "cc", "flops", "step")
-              if c in first.columns]
+    # each frame reindexed once, all its columns together (a report has hundreds of thousands of
+    # keys to look up)
+    firsts = [c for c in ("launches", "limiting", "above_roof", "op", "module", "missing", "cc", "flops",
+                          "step") if c in first.columns]
     aligned = first[firsts].reindex(out.index)
     for col in firsts:
         out[col] = aligned[col]
@@ -70,7 +72,8 @@ def kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
     if "ledger_op" in ledger:
         op = ledger["ledger_op"]
         ledger["ledger_op"] = op.astype(object).where(op.astype(str).str.len() > 0)
-    firsts_over_rows = pd.DataFrame(ledger).groupby(rows["_key"]).first().reindex(out.index) if ledger else None
+    firsts_over_rows = (pd.DataFrame(ledger).groupby(rows["_key"]).first().reindex(out.index) if ledger
+                        else None)
     for col in LEDGER_COLUMNS:
         out[col] = firsts_over_rows[col] if firsts_over_rows is not None and col in ledger else np.nan
     return out.reset_index()
@@ -86,7 +89,8 @@ def _missing_names(keys: pd.Series, texts: pd.Series) -> pd.Series:
     # a kernel whose rows all say the same (most: one text per report) takes that text's names as they are
     order = np.argsort(key_code, kind="stable")  # each key's rows together, in row order
     by_key, by_text = key_code[order], text_code[order]
-    starts = np.flatnonzero(np.r_[True, by_key[1:] != by_key[:-1]]) if len(order) else np.empty(0, dtype=np.int64)
+    starts = (np.flatnonzero(np.r_[True, by_key[1:] != by_key[:-1]]) if len(order)
+              else np.empty(0, dtype=np.int64))
     first_text = by_text[starts]
     mixed = np.zeros(len(key_names), dtype=bool)
     changes = np.flatnonzero((by_key[1:] == by_key[:-1]) & (by_text[1:] != by_text[:-1]))
@@ -126,7 +130,8 @@ def _at_limiting(out: pd.DataFrame, limiting: np.ndarray) -> tuple[list[str], np
         fraction[at] = fractions[at, j]
     compute = limiting == "compute"
     finite = np.isfinite(fractions)
-    first = np.where(finite.any(axis=1), fractions[np.arange(n), finite.argmax(axis=1)], np.nan) if n else fraction
+    first = (np.where(finite.any(axis=1), fractions[np.arange(n), finite.argmax(axis=1)], np.nan) if n
+             else fraction)
     bound[compute] = "compute"
     fraction[compute] = first[compute]
     return bound.tolist(), fraction

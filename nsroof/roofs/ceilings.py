@@ -40,7 +40,8 @@ PEAK_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
 # first fragment found in the source type wins ("fp64" before "fp6"; fp4_fp6_fp8 paths mix dtypes:
 # no single roof).
 TENSOR_DTYPES: tuple[tuple[str, str | None], ...] = (
-    ("fp64", "fp64"), ("fp4", None), ("fp6", None), ("int4", None), ("int1", None), ("tf32", "tf32"), ("bf16", "bf16"), ("fp16", "fp16"), ("fp8", "fp8"), ("int8", "int8"),
+    ("fp64", "fp64"), ("fp4", None), ("fp6", None), ("int4", None), ("int1", None), ("tf32", "tf32"),
+    ("bf16", "bf16"), ("fp16", "fp16"), ("fp8", "fp8"), ("int8", "int8"),
 )
 
 
@@ -61,7 +62,8 @@ def _machines_at_clocks(q: pd.DataFrame, dev_codes: np.ndarray, dev_machines: li
                         ) -> tuple[np.ndarray, list[Machine | None]]:
     """Per kernel, an index into machines evaluated at the clocks that kernel's export recorded
     (rounded to 1 MHz, so one machine serves all launches at one clock)."""
-    clocks = [np.round(column(q, f"clock_hz_{u}").astype("float64").to_numpy() / 1e6) * 1e6 for u in CLOCK_UNITS]
+    clocks = [np.round(column(q, f"clock_hz_{u}").astype("float64").to_numpy() / 1e6) * 1e6
+              for u in CLOCK_UNITS]
     if not len(dev_codes):
         return np.zeros(0, dtype=np.int64), []
     codes, first = row_codes(np.asarray(dev_codes), *clocks)
@@ -73,8 +75,8 @@ def _machines_at_clocks(q: pd.DataFrame, dev_codes: np.ndarray, dev_machines: li
     return codes, out
 
 
-def _tensor_estimates(q: pd.DataFrame, cc: np.ndarray, codes: np.ndarray, kernel_machines: list[Machine | None]
-                      ) -> pd.DataFrame:
+def _tensor_estimates(q: pd.DataFrame, cc: np.ndarray, codes: np.ndarray,
+                      kernel_machines: list[Machine | None]) -> pd.DataFrame:
     """Tensor FLOPs estimated from the pipe-instruction count, re-priced per kernel: the largest MMA shape
     of its CC that keeps the estimate within the dense FP16 tensor roof at the profiled clock (and within
     tensor-pipe active cycles × the per-SM-cycle peak when collected). Above the roof at every shape: the
@@ -111,7 +113,8 @@ def _tensor_estimates(q: pd.DataFrame, cc: np.ndarray, codes: np.ndarray, kernel
             fits = [(nm, f) for nm, f in shapes if inst[i] * f <= limit]
             name, factor = fits[0] if fits else shapes[-1]
             why = (f"{name}, the largest shape at CC {cc[i]} within {bound}" if fits else
-                   f"{name}, the smallest shape at CC {cc[i]}: above {bound} even so (check the instruction count)")
+                   f"{name}, the smallest shape at CC {cc[i]}: above {bound} even so "
+                   "(check the instruction count)")
         new_source = f"{metric} × {factor:g} (estimate: {why})"
         value = inst[i] * factor
         if total[i] == total[i]:
@@ -126,7 +129,8 @@ def _tensor_estimates(q: pd.DataFrame, cc: np.ndarray, codes: np.ndarray, kernel
 
 def has_ncu_ceilings(quantities: pd.DataFrame) -> bool:
     """Whether the export carried any ncu ceiling (a --machine then overrides it: a what-if)."""
-    cols = [c for c in quantities.columns if str(c).startswith(("peak_flop_per_s_", "bandwidth_bytes_per_s_"))]
+    cols = [c for c in quantities.columns
+            if str(c).startswith(("peak_flop_per_s_", "bandwidth_bytes_per_s_"))]
     return bool(cols) and bool(quantities[cols].notna().to_numpy().any())
 
 
@@ -143,7 +147,8 @@ def _machine_peak(m: Machine | None, precision: str) -> tuple[float, str]:
     return np.nan, ""
 
 
-def _spec_peak(m: Machine | None, key: str, cache: dict[tuple[int, str], tuple[float, str]]) -> tuple[float, str]:
+def _spec_peak(m: Machine | None, key: str,
+               cache: dict[tuple[int, str], tuple[float, str]]) -> tuple[float, str]:
     found = cache.get((id(m), key))
     if found is None:
         found = cache[(id(m), key)] = _machine_peak(m, key)
@@ -184,7 +189,8 @@ def texts(q: pd.DataFrame, name: str) -> np.ndarray:
             return arr
     elif isinstance(column.dtype, pd.StringDtype):
         # each distinct text converted once (Arrow's dictionary encoding), the rows sharing its str: a new
-        # str per cell cost the conversion, and left the Parquet writer nothing to share (parquet.arrow_column)
+        # str per cell cost the conversion, and left the Parquet writer nothing to share
+        # (parquet.arrow_column)
         codes, distinct = pd.factorize(column)
         return np.append(distinct.to_numpy(dtype=object, na_value=""), "")[codes]
     arr = column.to_numpy(dtype=object, na_value="")
@@ -270,8 +276,10 @@ def _link_roofs(r: Roofs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     found = [_link_roof(m, d) for m, d in zip(r.kernel_machines, _first_devices(r), strict=True)]
     pick = r.mach_codes
     return (np.array([v for v, _, _ in found], dtype=float)[pick] if found else np.zeros(len(pick)),
-            np.array([s_ for _, s_, _ in found], dtype=object)[pick] if found else np.zeros(len(pick), dtype=object),
-            np.array([w for _, _, w in found], dtype=object)[pick] if found else np.zeros(len(pick), dtype=object))
+            (np.array([s_ for _, s_, _ in found], dtype=object)[pick] if found
+             else np.zeros(len(pick), dtype=object)),
+            (np.array([w for _, _, w in found], dtype=object)[pick] if found
+             else np.zeros(len(pick), dtype=object)))
 
 
 def _first_devices(r: Roofs) -> list[str]:
@@ -284,12 +292,14 @@ def _first_devices(r: Roofs) -> list[str]:
 def _link_roof(m: Machine | None, device: str) -> tuple[float, str, str]:
     what = f"bandwidth_bytes_per_s[{LINK_LEVEL}]"
     if m is None:
-        return np.nan, "", f"{what} (the GPU's interconnect: {machines.unknown_device(device)}: pass --machine)"
+        return np.nan, "", (f"{what} (the GPU's interconnect: {machines.unknown_device(device)}: "
+                            "pass --machine)")
     link = machines.interconnect(m.name)
     if link is None:
         return np.nan, "", (f"{what} (no interconnect figure for {m.name}: nsroof's table of NVLink/NVSwitch "
                             "bandwidths from the datasheets has none)")
-    return (float(link["bandwidth_bytes_per_s"]), f"spec:{m.name}#interconnect ({link['link']}: {link['source']})", "")
+    return (float(link["bandwidth_bytes_per_s"]),
+            f"spec:{m.name}#interconnect ({link['link']}: {link['source']})", "")
 
 
 def _peak_reasons(q: pd.DataFrame, r: Roofs) -> np.ndarray:
@@ -297,7 +307,8 @@ def _peak_reasons(q: pd.DataFrame, r: Roofs) -> np.ndarray:
     unroofed = np.flatnonzero(np.isnan(r.peak))
     if unroofed.size:
         reason[unroofed] = map_rows(
-            lambda p, d, c, tm, td: _peak_reason(p, d, r.kernel_machines[c], tm, td), r.roof_precision[unroofed],
+            lambda p, d, c, tm, td: _peak_reason(p, d, r.kernel_machines[c], tm, td),
+            r.roof_precision[unroofed],
             r.devices[unroofed], r.mach_codes[unroofed], texts(q, "tensor_metric")[unroofed],
             r.tensor_dtypes[unroofed])
     return reason
@@ -375,8 +386,8 @@ def _spec_peaks(r: Roofs, precision: str, rows: np.ndarray, cache: dict[tuple[in
     else:
         codes, first = row_codes(machine_codes)
         keys = [precision] * len(first)
-    found = [_spec_peak(r.kernel_machines[c], key, cache) for c, key in zip(machine_codes[first].tolist(), keys,
-                                                                           strict=True)]
+    found = [_spec_peak(r.kernel_machines[c], key, cache)
+             for c, key in zip(machine_codes[first].tolist(), keys, strict=True)]
     return (np.array([value for value, _ in found], dtype=float)[codes],
             np.array([source for _, source in found], dtype=object)[codes])
 
@@ -394,7 +405,8 @@ def _tensor_dtypes(q: pd.DataFrame) -> np.ndarray:
 def _peak_reason(precision: str, device: str, machine: Machine | None, tensor_metric: str,
                  dtype: str | None) -> str:
     if machine is None:
-        return f"peak_flop_per_s[{precision}] (no ncu peak metric; {machines.unknown_device(device)}: pass --machine)"
+        return (f"peak_flop_per_s[{precision}] (no ncu peak metric; {machines.unknown_device(device)}: "
+                "pass --machine)")
     if precision == "tensor":
         what = f"tensor {dtype}" if dtype else f"tensor path {tensor_metric or '(none named)'}"
         return f"peak_flop_per_s[{what}] (no ncu peak metric; {machine.label} has no dense figure for it)"

@@ -50,7 +50,8 @@ def build_report(
     if len(kernels) != len(quantities):
         raise ValueError("kernels and quantities must describe the same rows")
     kernels = kernels.reset_index(drop=True)
-    roofs = resolve_roofs(kernels, quantities.reset_index(drop=True), machine, levels=levels, resolver=resolver)
+    roofs = resolve_roofs(kernels, quantities.reset_index(drop=True), machine, levels=levels,
+                          resolver=resolver)
     q = roofs.quantities
     columns = _row_columns(kernels, q, roofs, levels)
     columns.update(_level_columns(q, roofs, levels))
@@ -59,13 +60,15 @@ def build_report(
                             _text(q, "ledger_label"), levels)
 
 
-def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: Roofs, levels: Sequence[str]) -> dict[str, object]:
-    """The per-kernel columns of the report (identity, duration, FLOPs, compute roof), repeated once per level:
-    kernel-major rows."""
+def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: Roofs,
+                 levels: Sequence[str]) -> dict[str, object]:
+    """The per-kernel columns of the report (identity, duration, FLOPs, compute roof), repeated once per
+    level: kernel-major rows."""
     n, L = len(kernels), len(levels)
 
     def per_kernel(values: object) -> np.ndarray:
-        # one level: the kernel's own array (the report frame is built from copies: pandas copies a dict's data)
+        # one level: the kernel's own array (the report frame is built from copies:
+        # pandas copies a dict's data)
         return np.asarray(values) if L == 1 else np.repeat(np.asarray(values), L)
 
     def text(name: str) -> np.ndarray:
@@ -82,9 +85,11 @@ def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: Roofs, levels: S
         "source": per_kernel(text("source")),
         "kernel_id": pd.array(kernels["kernel_id"] if "kernel_id" in kernels else np.arange(n),
                               dtype="Int64").take(np.repeat(np.arange(n), L)),
-        "launches": ints("launches") if "launches" in kernels else pd.array(np.ones(n * L, dtype=np.int64), dtype="Int64"),
+        "launches": (ints("launches") if "launches" in kernels
+                     else pd.array(np.ones(n * L, dtype=np.int64), dtype="Int64")),
         "kind": per_kernel(np.where(text("kind") == "", "kernel", text("kind"))),  # ncu exports: kernels only
-        **{name: per_kernel(text(name)) for name in ("kernel_name", "function", "op", "input_shapes", "module")},
+        **{name: per_kernel(text(name))
+           for name in ("kernel_name", "function", "op", "input_shapes", "module")},
         "device": per_kernel(roofs.devices),
         "device_id": ints("device_id"),
         "cc": per_kernel(text("cc")),
@@ -129,9 +134,11 @@ def _level_columns(q: pd.DataFrame, roofs: Roofs, levels: Sequence[str]) -> dict
         bw_reason = f"bandwidth_bytes_per_s[{level}] (no ncu peak metric or machine figure)"
         no_bw, missing_level = np.isnan(bw), _text(q, f"missing_{level}")
         missing[:, j] = spread(
-            lambda pr, nb, md, mf, ml, why=bw_reason: _join(pr, why if nb else "", md, mf, ml),  # what blocks first
+            # what blocks first
+            lambda pr, nb, md, mf, ml, why=bw_reason: _join(pr, why if nb else "", md, mf, ml),
             *row_codes(common_key, no_bw, missing_level), peak_reason, no_bw, *missing_common, missing_level)
-    return {"bytes": bytes_.ravel(), "bytes_source": bytes_source.ravel(), "bandwidth_bytes_per_s": bandwidth.ravel(),
+    return {"bytes": bytes_.ravel(), "bytes_source": bytes_source.ravel(),
+            "bandwidth_bytes_per_s": bandwidth.ravel(),
             "ceiling_source": ceiling.ravel(), "missing": missing.ravel(),
             # read by _classified for above_roof_cause, not a report column
             "l2_cache_bytes": np.repeat(roofs.l2_cache_bytes, L)}
@@ -139,14 +146,15 @@ def _level_columns(q: pd.DataFrame, roofs: Roofs, levels: Sequence[str]) -> dict
 
 def _link_rows(columns: dict[str, object], q: pd.DataFrame, roofs: Roofs, levels: Sequence[str]) -> None:
     """A collective costed by its formula (the quantities' bytes_link) is judged against the interconnect: its
-    dram row becomes its link row — level 'link', bytes = its bus bytes, bandwidth = the GPU's interconnect per
-    direction (Roofs.link_bandwidth, from the datasheet), so its time floor is bus bytes / link bandwidth.
-    Without a known interconnect the bandwidth is NaN and `missing` says why: never the DRAM roof. A kernel with
-    DRAM bytes of its own (counters) keeps its dram row."""
+    dram row becomes its link row — level 'link', bytes = its bus bytes, bandwidth = the GPU's interconnect
+    per direction (Roofs.link_bandwidth, from the datasheet), so its time floor is bus bytes / link bandwidth.
+    Without a known interconnect the bandwidth is NaN and `missing` says why: never the DRAM roof. A kernel
+    with DRAM bytes of its own (counters) keeps its dram row."""
     if "dram" not in levels or "bytes_link" not in q.columns:
         return
     link_bytes = _col(q, "bytes_link").astype("float64").to_numpy()
-    kernels = np.flatnonzero(~np.isnan(link_bytes) & np.isnan(_col(q, "bytes_dram").astype("float64").to_numpy()))
+    kernels = np.flatnonzero(~np.isnan(link_bytes)
+                             & np.isnan(_col(q, "bytes_dram").astype("float64").to_numpy()))
     if not kernels.size:
         return
     rows = kernels * len(levels) + list(levels).index("dram")
@@ -158,8 +166,8 @@ def _link_rows(columns: dict[str, object], q: pd.DataFrame, roofs: Roofs, levels
     np.asarray(columns["bytes_source"])[rows] = _text(q, "bytes_source_link")[kernels]
     np.asarray(columns["bandwidth_bytes_per_s"])[rows] = bandwidth
     np.asarray(columns["ceiling_source"])[rows] = [
-        f"compute={p or 'unknown'}; memory={s or 'unknown'}" for p, s in zip(roofs.peak_src[kernels],
-                                                                                 roofs.link_src[kernels], strict=True)]
+        f"compute={p or 'unknown'}; memory={s or 'unknown'}"
+        for p, s in zip(roofs.peak_src[kernels], roofs.link_src[kernels], strict=True)]
     np.asarray(columns["missing"])[rows] = [
         _join(pr, why, md, mf) for pr, why, md, mf in zip(roofs.peak_reason[kernels], reason,
                                                            _text(q, "missing_duration")[kernels],
@@ -178,11 +186,14 @@ def _analytic_ledger(report: pd.DataFrame, labels: np.ndarray, levels: Sequence[
     label = np.repeat(labels, len(levels))
     report["ledger_op"] = pd.Series(np.where(costed, label, report["ledger_op"].to_numpy(dtype=object)),
                                     index=report.index, dtype=object)
-    for column, value in (("expected_flops", "flops"), ("min_bytes", "bytes"), ("ideal_time_s", "time_floor_s")):
-        report[column] = np.where(costed, report[value].to_numpy(dtype="float64"), report[column].to_numpy(dtype="float64"))
+    for column, value in (("expected_flops", "flops"), ("min_bytes", "bytes"),
+                          ("ideal_time_s", "time_floor_s")):
+        report[column] = np.where(costed, report[value].to_numpy(dtype="float64"),
+                                  report[column].to_numpy(dtype="float64"))
     ideal = report["ideal_time_s"].to_numpy(dtype="float64")
     with np.errstate(divide="ignore", invalid="ignore"):
-        headroom = np.where(costed & (ideal > 0), report["duration_s"].to_numpy(dtype="float64") / ideal, np.nan)
+        headroom = np.where(costed & (ideal > 0), report["duration_s"].to_numpy(dtype="float64") / ideal,
+                            np.nan)
     report["headroom"] = np.where(costed, headroom, report["headroom"].to_numpy(dtype="float64"))
     return report
 
@@ -191,7 +202,8 @@ def _ceiling_source(peak_src: str, bw_src: str) -> str:
     if not peak_src and not bw_src:
         return "unknown"
     # both roofs from the same machine profile: name the profile once
-    if peak_src.split("#")[0] == bw_src.split("#")[0] and peak_src.startswith(("spec:", "measured:", "file:")):
+    if (peak_src.split("#")[0] == bw_src.split("#")[0]
+            and peak_src.startswith(("spec:", "measured:", "file:"))):
         return peak_src.split("#")[0]
     return f"compute={peak_src or 'unknown'}; memory={bw_src or 'unknown'}"
 
@@ -226,8 +238,8 @@ def _classified(columns: dict[str, object], index: pd.Index) -> pd.DataFrame:
         memory_s, compute_s = qb / b, w / p
     # kernels told apart by their kernel_id's codes (an Int64 array as objects cost a hash of every boxed int)
     kernel_ids = pd.factorize(pd.array(columns["kernel_id"], dtype="Int64"))[0]
-    derived["limiting"] = pd.Series(limiting(np.asarray(columns["source"], dtype=object), kernel_ids, memory_s,
-                                              compute_s, np.asarray(columns["level"], dtype=object)),
+    derived["limiting"] = pd.Series(limiting(np.asarray(columns["source"], dtype=object), kernel_ids,
+                                             memory_s, compute_s, np.asarray(columns["level"], dtype=object)),
                                     index=index, dtype=object)
     n = len(index)
 
@@ -247,7 +259,8 @@ def _steps(kernels: pd.DataFrame, repeats: int) -> pd.arrays.IntegerArray:
     from nsroof.names.nvtx_paths import steps
 
     n = len(kernels)
-    paths = kernels["nvtx_path"].to_numpy(dtype=object) if "nvtx_path" in kernels else np.full(n, "", dtype=object)
+    paths = (kernels["nvtx_path"].to_numpy(dtype=object) if "nvtx_path" in kernels
+             else np.full(n, "", dtype=object))
     marked = kernels["step"].to_numpy(dtype=object) if "step" in kernels else None
     codes, first = row_codes(paths) if marked is None else row_codes(paths, marked)
     distinct = steps(None if marked is None else marked[first], paths[first])
@@ -265,7 +278,8 @@ def _above_roof_causes(above: object, ach_f: np.ndarray, p: np.ndarray, columns:
         cache = np.asarray(columns.get("l2_cache_bytes", np.full(len(index), np.nan)), dtype=float)
         with np.errstate(invalid="ignore"):
             flops_above = ach_f > (1 + roofline.ABOVE_ROOF_TOLERANCE) * p
-        out[rows] = map_rows(roofline.above_roof_cause, levels[rows], qb[rows], cache[rows], flops_above[rows])
+        out[rows] = map_rows(roofline.above_roof_cause, levels[rows], qb[rows], cache[rows],
+                             flops_above[rows])
     return pd.Series(out, index=index, dtype=object)
 
 

@@ -56,8 +56,8 @@ if TYPE_CHECKING:
     from nsroof.costs.ledger import Operator
     from nsroof.roofs.machines import Machine
 
-__all__ = ["AUTO", "LEDGER_COLUMNS", "GAIN_COLUMNS", "Mapping", "Match", "Rule", "apply", "coverage", "evaluate",
-           "gain_table", "load_mapping", "parse_input_shapes", "parse_markers"]
+__all__ = ["AUTO", "LEDGER_COLUMNS", "GAIN_COLUMNS", "Mapping", "Match", "Rule", "apply", "coverage",
+           "evaluate", "gain_table", "load_mapping", "parse_input_shapes", "parse_markers"]
 # ledger dtype -> the dtype string torch.profiler records, for the collectors' aten readers
 _TORCH_DTYPE = {"fp32": "float", "fp64": "double", "fp16": "c10::Half", "bf16": "c10::BFloat16",
                 "fp8": "c10::Float8_e4m3fn", "int64": "long int", "int32": "int", "int8": "signed char"}
@@ -102,7 +102,8 @@ def evaluate(rule: Rule, nvtx_path: str, op: str, input_shapes: str) -> Match:
 # --------------------------------------------------------------------------- the join
 
 
-LEDGER_COLUMNS = ("ledger_op", "expected_flops", "min_bytes", "flop_ratio", "excess_traffic", "ideal_time_s", "headroom")
+LEDGER_COLUMNS = ("ledger_op", "expected_flops", "min_bytes", "flop_ratio", "excess_traffic", "ideal_time_s",
+                  "headroom")
 
 
 def _text(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -131,7 +132,8 @@ def apply(report_df: pd.DataFrame, mapping: Mapping, *, machine: Machine | None 
     label = per_row([("" if r is None else r.label) for r in results], "object")
     per_flops = per_row([math.nan if r is None else r.flops for r in results], "float64")
     expected = per_flops * launches.to_numpy()
-    min_bytes = per_row([math.nan if r is None else r.bytes for r in results], "float64") * launches.to_numpy()
+    min_bytes = (per_row([math.nan if r is None else r.bytes for r in results], "float64")
+                 * launches.to_numpy())
     measured_dram, peak, bandwidth = _roofs(frame, results, codes, per_flops, machine)
     with np.errstate(divide="ignore", invalid="ignore"):
         compute_s = np.where(expected == 0, 0.0, expected / peak)
@@ -158,12 +160,13 @@ def apply(report_df: pd.DataFrame, mapping: Mapping, *, machine: Machine | None 
         frame["missing"] = pd.Series(joined, index=frame.index, dtype=object)
     matched, total = coverage(frame)
     warnings = _rule_warnings(frame, mapping, rules, results, codes)
-    frame.attrs = dict(frame.attrs) | {"ledger": {"mapping": mapping.path, "matched": matched, "kernels": total,
-                                                  "warnings": warnings}}
+    frame.attrs = dict(frame.attrs) | {"ledger": {"mapping": mapping.path, "matched": matched,
+                                                  "kernels": total, "warnings": warnings}}
     return frame
 
 
-def _evaluate_all(frame: pd.DataFrame, mapping: Mapping) -> tuple[np.ndarray, list[Rule | None], list[Match | None]]:
+def _evaluate_all(frame: pd.DataFrame,
+                  mapping: Mapping) -> tuple[np.ndarray, list[Rule | None], list[Match | None]]:
     """One evaluation per distinct (kernel, nvtx path, op, input shapes): reports repeat them per level and
     launch. Returns each row's code into the per-combination rules and results."""
     combos = pd.DataFrame({"k": _text(frame, "kernel_name"), "n": _text(frame, "nvtx_path"),
@@ -213,8 +216,8 @@ def _roofs(frame: pd.DataFrame, results: list[Match | None], codes: np.ndarray, 
     return measured_dram, peak, bandwidth
 
 
-def _rule_warnings(frame: pd.DataFrame, mapping: Mapping, rules: list[Rule | None], results: list[Match | None],
-                   codes: np.ndarray) -> list[str]:
+def _rule_warnings(frame: pd.DataFrame, mapping: Mapping, rules: list[Rule | None],
+                   results: list[Match | None], codes: np.ndarray) -> list[str]:
     """One line per rule that matched kernels it could not evaluate (first-match-wins: those kernels get no
     other rule): where the rule is, how many kernels, the first of them in report order and why."""
     failed: dict[int, list[int]] = {}  # rule index -> distinct (kernel, nvtx, op, shapes) it failed on
@@ -288,14 +291,17 @@ def gain_table(report_df: pd.DataFrame) -> pd.DataFrame:
     is_matched = matched.to_numpy()
     good = np.flatnonzero(is_matched)
     names, ops = kernels["name"].to_numpy(dtype=object), kernels["ledger_op"].to_numpy(dtype=object)
-    code, first = row_codes(names[good], ops[good])  # groups in order of first appearance, as groupby(sort=False)
+    # groups in order of first appearance, as groupby(sort=False)
+    code, first = row_codes(names[good], ops[good])
     for f, members in zip(first.tolist(), group_rows(code, len(first)), strict=True):
         rows.append(_gain_row("kernel", str(names[good[f]]), str(ops[good[f]]), columns, good[members], 0))
-    # Every NVTX range at every depth, with the matched kernels under it: the ranges of each distinct path once.
+    # Every NVTX range at every depth, with the matched kernels under it: the ranges of each distinct
+    # path once.
     paths = kernels["nvtx_path"].to_numpy(dtype=object)
     path_code, path_first = row_codes(paths)
     path_rows = group_rows(path_code, len(path_first))
-    ranges: dict[str, list[int]] = {}  # range -> codes of the paths under it, ranges in order of first appearance
+    # range -> codes of the paths under it, ranges in order of first appearance
+    ranges: dict[str, list[int]] = {}
     for c, f in enumerate(path_first.tolist()):
         path = paths[f]
         parts = [s for s in str(path).split("/") if s] if path else []
@@ -325,6 +331,6 @@ def _gain_row(kind: str, name: str, op: str, columns: dict[str, np.ndarray], row
     return {
         "kind": kind, "name": name, "ledger_op": op, "kernels": int(len(rows)),
         "launches": int(columns["launches"][rows].sum()), "duration_s": duration, "ideal_time_s": ideal,
-        "gain_s": float(columns["gain_s"][rows].sum()), "headroom": duration / ideal if ideal > 0 else math.nan,
-        "unmatched_kernels": unmatched,
+        "gain_s": float(columns["gain_s"][rows].sum()),
+        "headroom": duration / ideal if ideal > 0 else math.nan, "unmatched_kernels": unmatched,
     }

@@ -14,8 +14,10 @@ from nsroof.roofs.ledger_analysis import Analysis, analyze
 if TYPE_CHECKING:
     from nsroof.roofs.machines import Machine
 
-SWEEP_NS: tuple[int, ...] = (512, 2048, 8192, 32768, 131072)  # sequence lengths from short prompts to long context
-SWEEP_BATCHES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # decode batch sizes, 1 to a full server batch
+# sequence lengths from short prompts to long context
+SWEEP_NS: tuple[int, ...] = (512, 2048, 8192, 32768, 131072)
+# decode batch sizes, 1 to a full server batch
+SWEEP_BATCHES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 # what each sweep supplies when the user does not: the sequence lengths (and decode's batch) are swept;
 # d defaults to 128, the common head size
 SWEEP_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -36,7 +38,8 @@ SEED_TABLE: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("rmsnorm 8192x4096", "rmsnorm", {"rows": 8192, "hidden": 4096, "weight": "resident"}),
     ("elementwise chain n=16.8M fused", "elementwise", {"n": 16 * 1024 * 1024}),
     ("elementwise chain n=16.8M eager", "elementwise", {"n": 16 * 1024 * 1024, "fused": False}),
-    ("qk-norm+rope+quant 4096 tok", "norm-rope-quant", {"tokens": 4096, "q_heads": 32, "kv_heads": 8, "head_dim": 128}),
+    ("qk-norm+rope+quant 4096 tok", "norm-rope-quant",
+     {"tokens": 4096, "q_heads": 32, "kv_heads": 8, "head_dim": 128}),
 )
 
 
@@ -58,7 +61,8 @@ def decode_sweep(shape: Mapping[str, Any], machine: Machine, level: str) -> dict
         a = analyze(operator("decode", **(dict(shape) | {"batch": batch})), machine, level=level)
         d = a.derived
         rows.append({"batch": batch, "intensity": d["intensity"], "step_s": d["step_s"],
-                     "tokens_per_s": d["tokens_per_s"], "mfu": d["mfu"], "regime": a.regime, "bound": a.timing.bound})
+                     "tokens_per_s": d["tokens_per_s"], "mfu": d["mfu"], "regime": a.regime,
+                     "bound": a.timing.bound})
     op = operator("decode", **shape)
     return {"machine": machine.name, "op": op.label, "params": op.shape["params"], "dtype": op.dtype,
             "roof": op.roof.key, "rows": rows}
@@ -86,7 +90,8 @@ def attention_sweep(shape: Mapping[str, Any], machine: Machine, level: str) -> d
     for regime, sq_of in REGIMES:
         rows = []
         for n in SWEEP_NS:
-            t = analyze(operator("attention", **(base | {"sq": sq_of(n), "skv": n})), machine, level=level).timing
+            t = analyze(operator("attention", **(base | {"sq": sq_of(n), "skv": n})), machine,
+                        level=level).timing
             rows.append({"n": n, "flops": t.flops, "bytes": t.bytes, "intensity": t.intensity,
                          "sol_time_s": t.sol_time_s, "bound": t.bound})
         out[regime] = rows
@@ -98,7 +103,8 @@ def seed_table(machine: Machine, level: str) -> dict[str, Any]:
     rows = []
     for label, name, shape in SEED_TABLE:
         a = analyze(operator(name, **shape), machine, level=level)
-        rows.append({"operator": label, "op": a.op.label, "roof": a.op.roof.key, "intensity": a.timing.intensity,
+        rows.append({"operator": label, "op": a.op.label, "roof": a.op.roof.key,
+                     "intensity": a.timing.intensity,
                      "bound": a.timing.bound, "memory_time_s": a.timing.memory_time_s,
                      "compute_time_s": a.timing.compute_time_s, "sol_time_s": a.timing.sol_time_s})
     return {"machine": machine.name, "level": level, "rows": rows}
@@ -107,7 +113,8 @@ def seed_table(machine: Machine, level: str) -> dict[str, Any]:
 def formula_table() -> list[dict[str, Any]]:
     """Every registered formula with its parameters (name, type, default; None when required)."""
     return [{"name": f.name, "summary": f.summary, "source": f.source,
-             "params": [{"name": p.name, "type": p.type.__name__, "default": None if p.required else p.default}
+             "params": [{"name": p.name, "type": p.type.__name__,
+                         "default": None if p.required else p.default}
                         for p in f.params]}
             for f in formulas()]
 
@@ -128,7 +135,8 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
             out[name] = {
                 "elements": jsonable(cost.elements),
                 "bytes": jsonable(cost.bytes),
-                "items": {term.name: jsonable(term.elements) for term in cost.terms if term.elements is not None},
+                "items": {term.name: jsonable(term.elements) for term in cost.terms
+                          if term.elements is not None},
                 "memory_time_s": jsonable(t.memory_time_s),
             }
         out["ratio"] = jsonable(op.facts["ratio_naive_over_tiled"])

@@ -7,12 +7,15 @@ JSON shape (one object; a packaged file may hold a list of them):
 {
   "name": "H100 SXM",
   "aliases": ["h100-sxm", "h100-sxm5", "h100-80gb-hbm3"],      # names `--machine` accepts (case-insensitive)
-  "device_patterns": ["H100 80GB HBM3", "H100[- ]SXM"],    # regexes matched against the device names ncu/torch print
+  "device_patterns": ["H100 80GB HBM3", "H100[- ]SXM"],
+        # regexes matched against the device names ncu/torch print
   "architecture": "Hopper", "cc": "9.0",
   "source": "spec",                               # spec | measured | file
-  "peak_flop_per_s": {"fp64": ..., "fp32": ..., "tf32": ..., "bf16": ..., "fp16": ..., "fp8": ..., "int8": ...},
+  "peak_flop_per_s": {"fp64": ..., "fp32": ..., "tf32": ..., "bf16": ..., "fp16": ..., "fp8": ...,
+                      "int8": ...},
         # dense; the best rate a matmul of that dtype reaches (tensor cores where they serve it)
-  "sparse_peak_flop_per_s": {...},                # 2:4 structured sparsity, kept apart, never used for dense work
+  "sparse_peak_flop_per_s": {...},
+        # 2:4 structured sparsity, kept apart, never used for dense work
   "simt_flop_per_s": {"fp64": ..., "fp32": ..., "fp16": ...},
         # CUDA-core (non-tensor) rates: the roofs for FLOPs ncu counts from SASS FADD/FMUL/FFMA...
   "bandwidth_bytes_per_s": {"dram": ..., "l2": ..., "l1": ...},   # (l3 for CPUs)
@@ -66,7 +69,8 @@ from typing import Any
 from nsroof import markdown
 from nsroof.errors import InputError, MachineError
 
-RATE_TABLES: tuple[str, ...] = ("peak_flop_per_s", "sparse_peak_flop_per_s", "simt_flop_per_s", "bandwidth_bytes_per_s")
+RATE_TABLES: tuple[str, ...] = ("peak_flop_per_s", "sparse_peak_flop_per_s", "simt_flop_per_s",
+                                "bandwidth_bytes_per_s")
 FLOP_TABLES: tuple[str, ...] = RATE_TABLES[:3]  # scaled with the SM clock
 CLOCK_KEYS: tuple[str, ...] = ("boost", "base", "dram", "tensor")
 # Dense-table dtypes a datasheet may quote at clocks_hz.tensor (Hopper's low-precision figures assume
@@ -158,10 +162,12 @@ class Machine:
             try:
                 kwargs[key] = {str(k): float(v) for k, v in table.items() if v is not None}
             except (TypeError, ValueError):
-                raise MachineError(f"{path or d['name']}: '{key}' holds a value that is not a number") from None
+                raise MachineError(
+                    f"{path or d['name']}: '{key}' holds a value that is not a number") from None
             bad = [k for k, v in kwargs[key].items() if not v > 0 or v != v or v == float("inf")]
             if bad:
-                raise MachineError(f"{path or d['name']}: '{key}' must hold positive finite numbers, not {bad}")
+                raise MachineError(f"{path or d['name']}: '{key}' must hold positive finite numbers, not "
+                                   f"{bad}")
             kwargs[key] = _known_keys(kwargs[key], key, path or d["name"])
         where = path or d["name"]
         for key, allowed in (("clocks_hz", CLOCK_KEYS), ("bytes_per_cycle", CYCLE_LEVELS),
@@ -174,7 +180,8 @@ class Machine:
         _derive_cache_bandwidths(kwargs)
         if not kwargs.get("peak_flop_per_s") and not kwargs.get("simt_flop_per_s"):
             also = "" if kwargs.get("bandwidth_bytes_per_s") else " and no bandwidth"
-            raise MachineError(f"{where}: profile holds no compute peak (peak_flop_per_s or simt_flop_per_s){also}")
+            raise MachineError(f"{where}: profile holds no compute peak (peak_flop_per_s or "
+                               f"simt_flop_per_s){also}")
         if not kwargs.get("bandwidth_bytes_per_s"):
             raise MachineError(f"{where}: profile holds no bandwidth (bandwidth_bytes_per_s)")
         return cls(path=path, **kwargs)
@@ -186,7 +193,8 @@ class Machine:
 
     # ------------------------------------------------------------------ queries
 
-    def ridge_flop_per_byte(self, dtype: str, level: str = "dram", *, table: str = "peak_flop_per_s") -> float:
+    def ridge_flop_per_byte(self, dtype: str, level: str = "dram", *,
+                            table: str = "peak_flop_per_s") -> float:
         """peak / bandwidth: the intensity above which a kernel of that dtype is compute-bound at that
         level; NaN when either number is unknown."""
         peak = getattr(self, table).get(dtype)
@@ -236,7 +244,8 @@ class Machine:
         if not used and bandwidth == self.bandwidth_bytes_per_s:
             return self
         return replace(self, peak_flop_per_s=tables.get("peak_flop_per_s", self.peak_flop_per_s),
-                       sparse_peak_flop_per_s=tables.get("sparse_peak_flop_per_s", self.sparse_peak_flop_per_s),
+                       sparse_peak_flop_per_s=tables.get("sparse_peak_flop_per_s",
+                                                         self.sparse_peak_flop_per_s),
                        simt_flop_per_s=tables.get("simt_flop_per_s", self.simt_flop_per_s),
                        bandwidth_bytes_per_s=bandwidth, clock_note=", ".join(used))
 
@@ -292,8 +301,9 @@ def _derive_cache_bandwidths(kwargs: dict[str, Any]) -> None:
         if level in bandwidth or not per_cycle.get(level) or not factor:
             continue
         bandwidth[level] = per_cycle[level] * factor * boost
-        sources.setdefault(f"bandwidth_bytes_per_s.{level}", f"derived: {how} (the clock-scaled figure is used "
-                                                              "when the export records clocks)")
+        sources.setdefault(f"bandwidth_bytes_per_s.{level}",
+                           f"derived: {how} (the clock-scaled figure is used "
+                           "when the export records clocks)")
     kwargs["bandwidth_bytes_per_s"] = bandwidth
     kwargs["sources"] = sources
 
@@ -335,7 +345,8 @@ def _packaged() -> tuple[Machine, ...]:
         try:
             data = json.loads(entry.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
-            raise InputError(where, f"invalid JSON ({exc.msg})", line=exc.lineno, hint="fix the packaged machine table") from None
+            raise InputError(where, f"invalid JSON ({exc.msg})", line=exc.lineno,
+                             hint="fix the packaged machine table") from None
         for item in data if isinstance(data, list) else [data]:
             out.append(Machine.from_dict(item, path=""))
     # oldest architecture first (a stable sort keeps each file's own order)
@@ -360,7 +371,8 @@ def resolve(spec: str | os.PathLike[str] | Machine | None) -> Machine | None:
     JSON profile file (written by `nsroof measure` or by hand: one object in the shape documented
     above), a packaged name or alias (case-insensitive), or a device name exactly as ncu, torch or
     nvidia-smi print it ('NVIDIA A10G', 'Tesla V100-SXM2-16GB'). A family or generic device name
-    that fits several entries ('a100', 'NVIDIA H100') is refused with the candidates named (family_names())."""
+    that fits several entries ('a100', 'NVIDIA H100') is refused with the candidates named
+    (family_names())."""
     if spec is None or isinstance(spec, Machine):
         return spec
     text = os.fspath(spec)
@@ -371,15 +383,17 @@ def resolve(spec: str | os.PathLike[str] | Machine | None) -> Machine | None:
     if found is not None:
         return found
     if text.endswith(".json") or os.sep in text:
-        raise InputError(text, "no such machine profile file", hint="check the path, or pass a name from `nsroof machines`")
+        raise InputError(text, "no such machine profile file",
+                         hint="check the path, or pass a name from `nsroof machines`")
     candidates = device_candidates(text)
     if len(candidates) == 1:
         return candidates[0]
     if len(candidates) > 1:
         raise MachineError(f"machine '{text}' is a family name that fits several entries "
-                           f"({', '.join(m.name for m in candidates)}); the board decides the peaks, so pick one: "
-                           f"--machine '{candidates[0].name}' (or its alias from `nsroof machines`)")
-    names = sorted({m.name for m in _packaged()} | {a for m in _packaged() for a in m.aliases} | set(family_names()))
+                           f"({', '.join(m.name for m in candidates)}); the board decides the peaks, so pick "
+                           f"one: --machine '{candidates[0].name}' (or its alias from `nsroof machines`)")
+    names = sorted({m.name for m in _packaged()} | {a for m in _packaged() for a in m.aliases}
+                   | set(family_names()))
     close = difflib.get_close_matches(text, names, n=4, cutoff=0.5) or difflib.get_close_matches(
         _normal(text), [_normal(n) for n in names], n=4, cutoff=0.5
     )
@@ -406,7 +420,8 @@ def load_file(path: str | os.PathLike[str]) -> Machine:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(p, f"invalid JSON ({exc.msg})", line=exc.lineno, hint="a machine profile is one JSON object") from None
+        raise InputError(p, f"invalid JSON ({exc.msg})", line=exc.lineno,
+                         hint="a machine profile is one JSON object") from None
     if isinstance(data, list) and len(data) == 1:
         data = data[0]
     if not isinstance(data, dict):
@@ -417,7 +432,8 @@ def load_file(path: str | os.PathLike[str]) -> Machine:
     try:
         return Machine.from_dict(data, path=os.fspath(p))
     except MachineError as exc:
-        raise InputError(p, str(exc).removeprefix(f"{p}: "), hint="see `nsroof machines --json` for the shape") from None
+        raise InputError(p, str(exc).removeprefix(f"{p}: "),
+                         hint="see `nsroof machines --json` for the shape") from None
 
 
 def lookup_device(device_name: str) -> Machine | None:
@@ -445,7 +461,8 @@ def _candidates(name: str) -> tuple[Machine, ...]:
     core = " ".join(_VENDOR_WORDS.sub(" ", name).split()).casefold()
     if not core:
         return ()
-    return tuple(m for m in _packaged() if m.name.casefold() == core or m.name.casefold().startswith(core + " "))
+    return tuple(m for m in _packaged() if m.name.casefold() == core
+                 or m.name.casefold().startswith(core + " "))
 
 
 def family_names() -> dict[str, list[str]]:
@@ -518,7 +535,8 @@ def markdown_table(profiles: list[Machine] | None = None) -> str:
         return f"{fmt(value)} ({fmt(sparse)})" if sparse else fmt(value)
 
     def rate(value: float | None) -> str:
-        return "—" if not value else (f"{value / 1e12:,.4g} TB/s" if value >= 1e12 else f"{value / 1e9:,.4g} GB/s")
+        return "—" if not value else (f"{value / 1e12:,.4g} TB/s" if value >= 1e12
+                                      else f"{value / 1e9:,.4g} GB/s")
 
     def mhz(key: str, m: Machine) -> str:
         value = m.clocks_hz.get(key)
@@ -533,15 +551,18 @@ def markdown_table(profiles: list[Machine] | None = None) -> str:
         rows.append([
             f"**{m.name}** ({', '.join(m.aliases[:2])})",
             "<br>".join(f"`{p}`" for p in m.device_patterns) or "(by name only)",
-            *(tera(dense.get(k), sparse.get(k)) for k in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")),
+            *(tera(dense.get(k), sparse.get(k))
+              for k in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")),
             " / ".join(tera(simt.get(k)) for k in ("fp64", "fp32", "fp16")),
             rate(bandwidth.get("dram")), rate(bandwidth.get("l2")), rate(bandwidth.get("l1")),
             f"{m.sm_count or '—'}, {mhz('boost', m)} / {mhz('base', m)}",
             f"{ridge:,.0f}" if ridge == ridge else "—",
         ])
-    header = ["machine", "match (device name regex)", "FP64", "FP32", "TF32", "BF16", "FP16", "FP8", "INT8", "FP4",
-              "SIMT FP64 / FP32 / FP16", "DRAM", "L2", "L1", "SMs, boost / base MHz", "ridge BF16-or-FP16 / DRAM"]
-    lines = [*markdown.table(header, rows), "", "Sources, per machine (each number's own citation is in `sources` of its JSON entry):", ""]
+    header = ["machine", "match (device name regex)", "FP64", "FP32", "TF32", "BF16", "FP16", "FP8", "INT8",
+              "FP4", "SIMT FP64 / FP32 / FP16", "DRAM", "L2", "L1", "SMs, boost / base MHz",
+              "ridge BF16-or-FP16 / DRAM"]
+    lines = [*markdown.table(header, rows), "",
+             "Sources, per machine (each number's own citation is in `sources` of its JSON entry):", ""]
     for m in profiles if profiles is not None else all_machines():
         cites = list(dict.fromkeys(m.sources.values()))
         lines.append(f"- **{m.name}**: " + " | ".join(cites))

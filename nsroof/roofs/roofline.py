@@ -107,10 +107,12 @@ def above_roof(
 
 
 # what most likely puts a row above its roof, by what is above and at which level
-CAUSE_CACHE = "working set {mb:.3g} MB fits the {cache_mb:.3g} MB L2: a cache served bytes counted against the DRAM roof"
+CAUSE_CACHE = ("working set {mb:.3g} MB fits the {cache_mb:.3g} MB L2: a cache served bytes counted against "
+               "the DRAM roof")
 CAUSE_COUNTING = "no cache explains it: a counting or unit error in the bytes, the duration or the roof"
 CAUSE_COUNTER = "a roof of another counter than the bytes' (see ceiling_source), or a counting or unit error"
-CAUSE_FLOPS = "FLOPs counted above what ran (an op's cost on another kernel, or an instruction shape too large)"
+CAUSE_FLOPS = ("FLOPs counted above what ran (an op's cost on another kernel, "
+               "or an instruction shape too large)")
 
 
 def above_roof_cause(level: str, bytes_: float, l2_cache_bytes: float, flops_above: bool) -> str:
