@@ -27,21 +27,24 @@ A100 = "NVIDIA A100-SXM4-40GB"
 FLOP_OPS = ("fadd", "fmul", "ffma", "dadd", "dmul", "dfma", "hadd", "hmul", "hfma")
 
 
-def raw_csv(kernels: list[tuple[str, int, int, int]], *, host: str = "nodeA", pid: int = 4242, device: str = A100) -> str:
+def raw_csv(kernels: list[tuple[str, int, int, int]], *, host: str = "nodeA", pid: int = 4242,
+            device: str = A100) -> str:
     """A small ncu raw-page export (header, units row, one row per launch), C locale.
     kernels: (name, dram bytes, duration ns, FFMA thread instructions)."""
     cols = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
-            "Grid Size", "Device", "CC", "device__attribute_display_name", "dram__bytes.sum", "gpu__time_duration.sum",
-            "lts__t_bytes.sum", "l1tex__t_bytes.sum", *(f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum" for op in FLOP_OPS)]
-    units = ["", "", "", "", "", "", "", "", "", "", "", "", "byte", "nsecond", "byte", "byte", *(["inst"] * len(FLOP_OPS))]
+            "Grid Size", "Device", "CC", "device__attribute_display_name", "dram__bytes.sum",
+            "gpu__time_duration.sum", "lts__t_bytes.sum", "l1tex__t_bytes.sum",
+            *(f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum" for op in FLOP_OPS)]
+    units = ["", "", "", "", "", "", "", "", "", "", "", "", "byte", "nsecond", "byte", "byte",
+             *(["inst"] * len(FLOP_OPS))]
     buf = io.StringIO()
     w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
     w.writerow(cols)
     w.writerow(units)
     for i, (name, dram, ns, ffma) in enumerate(kernels):
         flops = [ffma if op == "ffma" else 0 for op in FLOP_OPS]
-        w.writerow([i, pid, "python", host, name, 1, 7, "(256, 1, 1)", "(1024, 1, 1)", 0, "8.0", device, dram, ns,
-                    2 * dram, 4 * dram, *flops])
+        w.writerow([i, pid, "python", host, name, 1, 7, "(256, 1, 1)", "(1024, 1, 1)", 0, "8.0", device, dram,
+                    ns, 2 * dram, 4 * dram, *flops])
     return buf.getvalue()
 
 
@@ -108,7 +111,8 @@ def test_sniff_reads_content_not_extension(tmp_path: Path) -> None:
 
 
 def _trace_json(events: int) -> bytes:
-    ev = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": i, "dur": 1, "pid": 0, "tid": 7} for i in range(events)]
+    ev = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": i, "dur": 1, "pid": 0, "tid": 7}
+          for i in range(events)]
     return json.dumps({"schemaVersion": 1, "deviceProperties": [], "traceEvents": ev}).encode()
 
 
@@ -131,7 +135,8 @@ def test_damaged_exports_in_a_folder_are_inputs_not_dropped(tmp_path: Path) -> N
 def test_an_ncu_text_page_opening_on_its_pid_line_is_an_export(tmp_path: Path) -> None:
     # "[18548] app@host" starts with '[' like a JSON array: it must not be judged as a non-trace JSON
     page = tmp_path / "details.txt"
-    page.write_text("[18548] MC_EstimatePi.exe@127.0.0.1\n  initRNG(unsigned int) (156160, 1, 1)x(128, 1, 1), "
+    page.write_text("[18548] MC_EstimatePi.exe@127.0.0.1\n"
+                    "  initRNG(unsigned int) (156160, 1, 1)x(128, 1, 1), "
                     "Context 1, Stream 7, Device 0, CC 8.6\n    Section: GPU Speed Of Light\n")
     assert kind(page) == "ncu-text"  # the same answer the importer dispatch gives: one sniffer
     assert sniff(page) == "ncu-text"
@@ -207,7 +212,8 @@ def test_ncu_output_templates(template: str, name: str, host: str | None, rank: 
     ident = identity.infer_identity(path, name_template=template)
     assert (ident.host, ident.rank) == (host, rank)
     if pid is not None:
-        assert identity.template_regex(template).match(name).group("pid") == str(pid)  # type: ignore[union-attr]
+        assert (identity.template_regex(template).match(name).group("pid")  # type: ignore[union-attr]
+                == str(pid))
 
 
 @pytest.mark.parametrize(
@@ -232,9 +238,9 @@ def test_file_name_patterns(rel: str, host: str | None, rank: int | None, tmp_pa
 
 def test_torch_trace_distributed_info_gives_the_rank(tmp_path: Path) -> None:
     path = tmp_path / "worker.pt.trace.json.gz"
-    path.write_bytes(gzip.compress(json.dumps({"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 5,
-                                                                                          "world_size": 8},
-                                               "traceEvents": []}).encode()))
+    path.write_bytes(gzip.compress(json.dumps({
+        "schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 5, "world_size": 8},
+        "traceEvents": []}).encode()))
     ident = identity.infer_identity(path)
     assert ident.rank == 5 and "distributedInfo" in ident.evidence[0]
 
@@ -265,7 +271,8 @@ def test_directory_to_dataset(inputs: Path, tmp_path: Path) -> None:
     assert df["rank"].dtype == "Int64" and sorted(df["rank"].unique()) == [0, 1, 2, 3]
     dram = df[df["level"] == "dram"]
     # bounds from the A100 spec roofs (arithmetic above KERNELS)
-    assert set(zip(dram["function"].astype(str), dram["bound"].astype(str), strict=True)) == {("axpy", "memory"), ("gemm_kernel", "compute")}
+    assert set(zip(dram["function"].astype(str), dram["bound"].astype(str), strict=True)) == {
+        ("axpy", "memory"), ("gemm_kernel", "compute")}
     assert set(dram["ceiling_source"].astype(str)) == {"spec:A100 SXM4 40GB"}
     # each part file is a complete single-file report plus its rank: same columns, same metadata keys
     one = pd.read_parquet(out / parts[0])
@@ -292,7 +299,8 @@ def test_existing_partitions_are_not_overwritten(inputs: Path, tmp_path: Path) -
     before = (part.stat().st_mtime_ns, part.read_bytes())
     again = analyze_many([inputs / "rank0"], out, jobs=1)
     assert again.exit_code == 1
-    assert len(again.failures) == 1 and "already exists" in again.failures[0].error and "--overwrite" in again.failures[0].error
+    assert (len(again.failures) == 1 and "already exists" in again.failures[0].error
+            and "--overwrite" in again.failures[0].error)
     assert (part.stat().st_mtime_ns, part.read_bytes()) == before
     # new inputs still land next to the old partition
     more = analyze_many([inputs / "rank1"], out, jobs=1)
@@ -301,13 +309,15 @@ def test_existing_partitions_are_not_overwritten(inputs: Path, tmp_path: Path) -
     assert forced.exit_code == 0 and len(list(out.rglob("*.parquet"))) == 2
     recorded = json.loads((out / parquet.SUMMARY_FILE).read_text())
     # rank from the folder each run named; the refused run kept the earlier record (and says why)
-    assert [(r["source"], r["rank"], r["ok"]) for r in recorded["inputs"]] == [("profile.csv", 0, True), ("profile.csv", 1, True)]
+    assert [(r["source"], r["rank"], r["ok"]) for r in recorded["inputs"]] == [("profile.csv", 0, True),
+                                                                               ("profile.csv", 1, True)]
 
 
 def test_a_broken_input_is_listed_while_the_others_land(inputs: Path, tmp_path: Path) -> None:
     (inputs / "rank9").mkdir()
     broken = inputs / "rank9" / "profile.csv"
-    broken.write_text("==PROF== Connected to process 77\n==ERROR== The application returned an error code (1).\n")
+    broken.write_text("==PROF== Connected to process 77\n"
+                      "==ERROR== The application returned an error code (1).\n")
     out = tmp_path / "ds"
     result = analyze_many([inputs], out, jobs=1)
     assert result.exit_code == 1
@@ -323,13 +333,17 @@ def test_dask_local_cluster_equals_local_pool(inputs: Path, tmp_path: Path) -> N
     distributed = pytest.importorskip("distributed")
     local = analyze_many([inputs], tmp_path / "local", jobs=2)
     # threads keep the test fast on a 2-core machine; the process pool above already covers pickling
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
-        remote = analyze_many([inputs], tmp_path / "dask", executor="dask", scheduler=cluster.scheduler_address)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        remote = analyze_many([inputs], tmp_path / "dask", executor="dask",
+                              scheduler=cluster.scheduler_address)
     assert local.exit_code == remote.exit_code == 0
     a, b = _sorted(parquet.load(tmp_path / "local")), _sorted(parquet.load(tmp_path / "dask"))
     pd.testing.assert_frame_equal(a, b)
-    rel = sorted(p.relative_to(tmp_path / "local").as_posix() for p in (tmp_path / "local").rglob("*.parquet"))
-    assert rel == sorted(p.relative_to(tmp_path / "dask").as_posix() for p in (tmp_path / "dask").rglob("*.parquet"))
+    rel = sorted(p.relative_to(tmp_path / "local").as_posix()
+                 for p in (tmp_path / "local").rglob("*.parquet"))
+    assert rel == sorted(p.relative_to(tmp_path / "dask").as_posix()
+                         for p in (tmp_path / "dask").rglob("*.parquet"))
 
 
 def test_dask_without_a_scheduler_is_a_clear_error(tmp_path: Path) -> None:
@@ -339,7 +353,8 @@ def test_dask_without_a_scheduler_is_a_clear_error(tmp_path: Path) -> None:
         analyze_many([tmp_path], tmp_path / "ds", executor="dask")
 
 
-def test_inputs_that_name_nothing_are_an_input_error_and_nothing_is_written(inputs: Path, tmp_path: Path) -> None:
+def test_inputs_that_name_nothing_are_an_input_error_and_nothing_is_written(inputs: Path,
+                                                                            tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from nsroof.cli import cli
@@ -367,8 +382,8 @@ def test_several_inputs_into_one_parquet_file_says_use_a_folder(inputs: Path, tm
     from nsroof.cli import cli
 
     target = tmp_path / "merged.parquet"
-    res = CliRunner().invoke(cli, ["analyze", str(inputs / "rank0" / "profile.csv"), str(inputs / "rank1" / "profile.csv"),
-                                   "-o", str(target)])
+    res = CliRunner().invoke(cli, ["analyze", str(inputs / "rank0" / "profile.csv"),
+                                   str(inputs / "rank1" / "profile.csv"), "-o", str(target)])
     assert res.exit_code == 2 and "use -o DIR" in res.stderr and res.stderr.strip().count("\n") == 0
     assert not target.exists()
     res = CliRunner().invoke(cli, ["analyze", str(inputs), "-o", str(target)])  # a folder of inputs too
@@ -389,8 +404,8 @@ def test_shared_real_exports_into_one_dataset(shared_fixtures: Path, tmp_path: P
     job = tmp_path / "job"
     job.mkdir()
     picks = ["csv/averyclapp__metrics.csv", "csv/gardenia__gemm.csv", "csv/llmperfopt__error_only_raw.csv",
-             "csv/olajide__saxpy.csv", "rep/nsighttraining__manual_nvtx.ncu-rep", "rep/bautista__report_name.ncu-rep",
-             "converted/lashi__index.raw_base.csv"]
+             "csv/olajide__saxpy.csv", "rep/nsighttraining__manual_nvtx.ncu-rep",
+             "rep/bautista__report_name.ncu-rep", "converted/lashi__index.raw_base.csv"]
     for rel in picks:
         os.symlink(shared_fixtures / rel, job / Path(rel).name)  # links, not copies
     out = tmp_path / "ds"
@@ -454,28 +469,31 @@ def _engine_trace(path: Path) -> Path:
         return {"ph": "X", "cat": cat, "name": name, "pid": 1 if cat != "kernel" else 0, "tid": 1, "ts": ts,
                 "dur": dur, "args": args}
 
-    events = [x("cpu_op", "vllm::moe_forward", 0, 20, **{"External id": 1, "Input Dims": [[4, 64], [4, 8], []],
-                                                         "Input type": ["c10::BFloat16", "c10::BFloat16", ""]}),
+    events = [x("cpu_op", "vllm::moe_forward", 0, 20,
+                **{"External id": 1, "Input Dims": [[4, 64], [4, 8], []],
+                   "Input type": ["c10::BFloat16", "c10::BFloat16", ""]}),
               x("cuda_runtime", "cudaLaunchKernel", 1, 1, correlation=1, **{"External id": 1}),
               x("kernel", "fused_moe_kernel", 30, 5, correlation=1, device=0, stream=7),
-              x("cpu_op", "mylib::fused_bias_gelu", 40, 20, **{"External id": 2, "Input Dims": [[4, 64], [64]],
-                                                              "Input type": ["float", "float"]}),
+              x("cpu_op", "mylib::fused_bias_gelu", 40, 20,
+                **{"External id": 2, "Input Dims": [[4, 64], [64]], "Input type": ["float", "float"]}),
               x("cuda_runtime", "cudaLaunchKernel", 41, 1, correlation=2, **{"External id": 2}),
               x("kernel", "gelu_kernel", 70, 5, correlation=2, device=0, stream=7)]
     path.write_text(json.dumps({"traceEvents": events, "distributedInfo": {"world_size": 1, "rank": 0}}))
     return path
 
 
-def test_model_config_and_formulas_reach_the_worker_processes(tmp_path: Path, repo: Path, data_dir: Path) -> None:
+def test_model_config_and_formulas_reach_the_worker_processes(tmp_path: Path, repo: Path,
+                                                              data_dir: Path) -> None:
     from tests._cli import invoke
 
     job = tmp_path / "job"
     job.mkdir()
     for name in ("a.json", "b.json"):
         _engine_trace(job / name)
-    config, formulas = data_dir / "models" / "gpt-oss-120b.config.json", repo / "docs" / "examples" / "my_formulas.py"
-    code, out, err = invoke("analyze", str(job), "-o", str(tmp_path / "ds"), "-j", "2", "--model-config", str(config),
-                            "--formulas", str(formulas))
+    config, formulas = (data_dir / "models" / "gpt-oss-120b.config.json",
+                        repo / "docs" / "examples" / "my_formulas.py")
+    code, out, err = invoke("analyze", str(job), "-o", str(tmp_path / "ds"), "-j", "2", "--model-config",
+                            str(config), "--formulas", str(formulas))
     assert code == 0, err
     rows = pd.read_parquet(tmp_path / "ds")
     assert sorted(rows["source"].astype(str)) == ["a.json", "a.json", "b.json", "b.json"]

@@ -65,7 +65,8 @@ def _two_hosts() -> str:
 
 CASES = {
     # the usual one-node run: no rank anywhere (every rank null), one host
-    "no ranks, one host": {"a.csv": raw_csv(KERNELS, host="nodeA"), "b.csv": raw_csv(KERNELS[:1], host="nodeA")},
+    "no ranks, one host": {"a.csv": raw_csv(KERNELS, host="nodeA"),
+                           "b.csv": raw_csv(KERNELS[:1], host="nodeA")},
     # ranks from folder names, two hosts, two inputs named alike
     "ranks, two hosts": {f"rank{r}/profile.csv": raw_csv(KERNELS, host=h, pid=10 + r)
                          for r, h in enumerate(["nodeA", "nodeA", "nodeB", "nodeB"])},

@@ -40,10 +40,11 @@ def quantities(n: int, **columns: Any) -> pd.DataFrame:
         "flops_fp64": [0.0] * n, "flops_fp32": nan, "flops_fp16": [0.0] * n, "flops_tensor": [0.0] * n,
         "flops_source": ["sass"] * n, "flops_estimated": [False] * n,
         "bytes_dram": nan, "bytes_l2": nan, "bytes_l1": nan,
-        "bytes_source_dram": ["dram__bytes.sum"] * n, "bytes_source_l2": [""] * n, "bytes_source_l1": [""] * n,
-        "missing_duration": [""] * n, "missing_flops": [""] * n,
+        "bytes_source_dram": ["dram__bytes.sum"] * n, "bytes_source_l2": [""] * n,
+        "bytes_source_l1": [""] * n, "missing_duration": [""] * n, "missing_flops": [""] * n,
         "tensor_metric": [""] * n,
-        "missing_dram": [""] * n, "missing_l2": ["lts__t_bytes.sum"] * n, "missing_l1": ["l1tex__t_bytes.sum"] * n,
+        "missing_dram": [""] * n, "missing_l2": ["lts__t_bytes.sum"] * n,
+        "missing_l1": ["l1tex__t_bytes.sum"] * n,
     }
     for p in ("fp64", "fp32", "fp16", "tensor"):
         base[f"peak_flop_per_s_{p}"] = nan

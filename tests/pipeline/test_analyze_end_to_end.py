@@ -1,4 +1,5 @@
-"""`nsroof analyze` end to end on a tiny raw-page export written for this test (tests/data/spine/tiny_raw.csv).
+"""`nsroof analyze` end to end on a tiny raw-page export written for this test
+(tests/data/spine/tiny_raw.csv).
 
 Two kernels on an A100-SXM4-40GB, no ceilings in the export, so the datasheet entry is used:
 FP32 (CUDA cores) 19.5e12 FLOP/s and DRAM 1.555e12 B/s.
@@ -64,7 +65,8 @@ def test_sgemm_is_compute_bound_and_limited_by_compute(report: tuple[pd.DataFram
     assert rows.loc["dram", "precision"] == "fp32"
     # the datasheet's L2 and L1 roofs at boost (no clock recorded): 5120 B × 1.41 GHz = 7.219e12 B/s and
     # 128 B × 108 SMs × 1.41 GHz = 1.949e13 B/s; floors L2 402,653,184 / 7.219e12 = 5.58e-5 s, L1
-    # 1,610,612,736 / 1.949e13 = 8.26e-5 s, DRAM 8.1e-6 s, all below compute 2,147,483,648 / 19.5e12 = 1.101e-4 s
+    # 1,610,612,736 / 1.949e13 = 8.26e-5 s, DRAM 8.1e-6 s, all below compute
+    # 2,147,483,648 / 19.5e12 = 1.101e-4 s
     assert rows.loc["l2", "bandwidth_bytes_per_s"] == pytest.approx(5120 * 1.41e9)
     assert rows.loc["l1", "bandwidth_bytes_per_s"] == pytest.approx(128 * 108 * 1.41e9)
     assert set(rows["limiting"]) == {"compute"}
@@ -76,7 +78,8 @@ def test_with_every_roof_known_the_compute_floor_limits_sgemm(tiny_raw_csv: Path
                        ' "peak_flop_per_s": {"fp32": 19.5e12},'
                        ' "bandwidth_bytes_per_s": {"dram": 1.555e12, "l2": 5e12, "l1": 15e12}}')
     out = tmp_path / "r.parquet"
-    result = CliRunner().invoke(cli, ["analyze", str(tiny_raw_csv), "-o", str(out), "--machine", str(profile)])
+    result = CliRunner().invoke(cli,
+                                ["analyze", str(tiny_raw_csv), "-o", str(out), "--machine", str(profile)])
     assert result.exit_code == 0, result.output
     df = pd.read_parquet(out)
     sgemm = df[df["function"] == "sgemm_kernel"]
@@ -137,7 +140,8 @@ def test_an_export_without_byte_counters_still_reports_and_says_what_to_collect(
     assert result.exit_code == 0, result.output
     df = pd.read_parquet(out)
     assert set(df["bound"]) == {"unknown"}
-    for level, metric in (("dram", "dram__bytes.sum"), ("l2", "lts__t_bytes.sum"), ("l1", "l1tex__t_bytes.sum")):
+    for level, metric in (("dram", "dram__bytes.sum"), ("l2", "lts__t_bytes.sum"),
+                          ("l1", "l1tex__t_bytes.sum")):
         assert df.loc[df["level"] == level, "missing"].str.contains(metric, regex=False).all()
     assert "profile with `ncu --metrics" in result.stdout and "dram__bytes" in result.stdout
 
@@ -190,7 +194,7 @@ def test_the_cli_hashes_before_it_imports_pandas(tiny_raw_csv: Path, tmp_path: P
         f"sys.argv = ['nsroof', 'analyze', {str(tiny_raw_csv)!r}, '-o', sys.argv[1]]\n"
         "main()\n"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.parquet")], capture_output=True, text=True,
-                         check=False)
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.parquet")], capture_output=True,
+                         text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert "pandas imported: False" in out.stdout

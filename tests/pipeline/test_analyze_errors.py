@@ -19,10 +19,12 @@ def run(args: list[str]) -> tuple[int, str, str]:
     "make, cause",
     [
         (lambda d: d / "absent.csv", "no such file"),
-        (lambda d: (d / "empty.csv").write_bytes(b"") and d / "empty.csv" or d / "empty.csv", "file is empty"),
+        (lambda d: (d / "empty.csv").write_bytes(b"") and d / "empty.csv" or d / "empty.csv",
+         "file is empty"),
     ],
 )
-def test_bad_input_is_one_clean_line(tmp_path: Path, make, cause: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_is_one_clean_line(tmp_path: Path, make,  # type: ignore[no-untyped-def]
+                                     cause: str) -> None:
     src = make(tmp_path)
     out = tmp_path / "out.parquet"
     code, stdout, stderr = run(["analyze", str(src), "-o", str(out)])
@@ -40,7 +42,8 @@ def test_a_directory_without_exports_is_an_input_error(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     code, stdout, stderr = run(["analyze", str(tmp_path / "empty"), "-o", str(tmp_path / "ds")])
     assert code == 2
-    assert "folder holds no ncu CSV, ncu text page, .ncu-rep or torch trace" in stderr and stderr.count("\n") == 1
+    assert ("folder holds no ncu CSV, ncu text page, .ncu-rep or torch trace" in stderr
+            and stderr.count("\n") == 1)
     assert "Traceback" not in stdout + stderr
     assert not (tmp_path / "ds").exists()
 

@@ -24,14 +24,16 @@ def test_the_device_name_as_ncu_prints_it(tiny_raw_csv: Path, tmp_path: Path) ->
     assert code == 0, err
     assert out.splitlines()[1] == "ceilings: --machine A100 SXM4 40GB"
     # the tiny export records no clock: the datasheet roofs are the boost-clock ones, and the summary says so
-    assert out.splitlines()[3] == "  (datasheet roofs without '@ … MHz' are at the boost clock: the export records no clock)"
+    assert out.splitlines()[3] == ("  (datasheet roofs without '@ … MHz' are at the boost clock: "
+                                   "the export records no clock)")
     assert "warning" not in out
 
 
 def test_over_ncu_peaks_the_machine_is_a_what_if_and_says_so(example_csv: Path, tmp_path: Path) -> None:
     code, out, err = _analyze(tmp_path, str(example_csv), "--machine", "a100-40gb")
     assert code == 0, err
-    assert out.splitlines()[1] == "ceilings: --machine A100 SXM4 40GB (overrides the export's ncu peaks: a what-if)"
+    assert out.splitlines()[1] == ("ceilings: --machine A100 SXM4 40GB "
+                                   "(overrides the export's ncu peaks: a what-if)")
     df = pd.read_parquet(tmp_path / "r.parquet")
     # every roof the machine has replaces ncu's: nothing is left labelled ncu at DRAM
     assert not df.loc[df["level"] == "dram", "ceiling_source"].astype(str).str.contains("ncu").any()
@@ -47,7 +49,8 @@ def test_a_machine_of_another_device_is_a_warning_line(tiny_raw_csv: Path, tmp_p
 def test_a_cpu_profile_for_gpu_kernels_is_refused(tiny_raw_csv: Path, tmp_path: Path) -> None:
     cpu = tmp_path / "cpu.json"
     cpu.write_text(json.dumps({"name": "my cpu", "source": "measured", "simt_flop_per_s": {"fp32": 1e11},
-                               "bandwidth_bytes_per_s": {"dram": 2e10, "l3": 1e11}, "environment": {"device": "cpu"}}))
+                               "bandwidth_bytes_per_s": {"dram": 2e10, "l3": 1e11},
+                               "environment": {"device": "cpu"}}))
     code, out, err = _analyze(tmp_path, str(tiny_raw_csv), "--machine", str(cpu))
     assert code == 2
     assert err.startswith("nsroof: error: ") and "CPU profile, but the export holds GPU kernels" in err

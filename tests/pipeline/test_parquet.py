@@ -74,7 +74,8 @@ def test_input_hash_across_windows(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_input_hash_of_a_pipe(tmp_path: Path) -> None:
-    # not mappable: read instead. sha256("abc") = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad
+    # not mappable: read instead. sha256("abc") =
+    # ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad
     import os
     import threading
 

@@ -32,10 +32,11 @@ def test_every_command_is_in_the_tour() -> None:
 
 
 def test_user_facing_text_names_no_development_path() -> None:
-    """README, docs/readme and the package's own text cite public sources; the development checkout's fixture and
-    notes folders (a sibling `shared/` of the clone) are no path a user has."""
+    """README, docs/readme and the package's own text cite public sources; the development checkout's fixture
+    and notes folders (a sibling `shared/` of the clone) are no path a user has."""
     root = README.parent
     files = [README, *sorted((root / "docs").rglob("*.md")), *sorted((root / "nsroof").rglob("*.py"))]
     offenders = [f"{p.relative_to(root)}:{n}" for p in files
-                 for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if "../shared" in line]
+                 for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                 if "../shared" in line]
     assert not offenders, offenders

@@ -52,7 +52,8 @@ class Comparison:
         return math.isclose(self.nsroof, self.ncu, rel_tol=REL_TOL, abs_tol=1e-9)
 
     def __str__(self) -> str:
-        return f"{self.file} #{self.kernel} {self.check}: nsroof {self.nsroof:.6g} vs ncu {self.ncu:.6g} via {self.path}"
+        return (f"{self.file} #{self.kernel} {self.check}: nsroof {self.nsroof:.6g} vs ncu {self.ncu:.6g} "
+                f"via {self.path}")
 
 
 Exports = dict[str, pd.DataFrame]
@@ -103,7 +104,8 @@ def rate_comparisons(exports: Exports, check: str, level: str, ncu_rate: str, de
         independent = derive(without(k, lambda c: c == ncu_rate or c in drop))
         for i in np.flatnonzero(~np.isnan(ncu)):
             source = str(independent[f"bytes_source_{level}"].iat[i])
-            # a read-only counter's value keeps its formula, with a note in parentheses (quantities._write_inclusive)
+            # a read-only counter's value keeps its formula, with a note in parentheses
+            # (quantities._write_inclusive)
             if source and (definition is None or DEFINITION_OF.get(source.split(" (")[0]) == definition):
                 value, path = independent[f"bytes_{level}"].iat[i], source
             elif "write-inclusive" in str(full[f"bytes_source_{level}"].iat[i]):
@@ -133,7 +135,8 @@ EXPECTED_COVERAGE: dict[str, set[str]] = {
              "converted/alprielse__2025-04-21-77_06-MT.raw_auto_enUS.csv",
              "converted/alprielse__silu-2025-04-18-v1.raw_base.csv",
              "converted/bautista__report_name.raw_base.csv", "converted/lashi__smemTranspose.raw_base.csv",
-             "converted/speedyscan__profile.raw_base.csv", "converted/jakeflasher__standard_window-128.raw_base.csv",
+             "converted/speedyscan__profile.raw_base.csv",
+             "converted/jakeflasher__standard_window-128.raw_base.csv",
              "csv/llmperfopt__k0016_gemm_ncu.details.csv"},
     "l2": {"converted/alprielse__2025-04-21-77_06-MT.raw_base.csv",
            "converted/alprielse__silu-2025-04-18-v1.raw_base.csv"},
@@ -141,11 +144,12 @@ EXPECTED_COVERAGE: dict[str, set[str]] = {
            "converted/alprielse__silu-2025-04-18-v1.raw_base.csv"},
     "fp32": {"converted/alprielse__2025-04-21-77_06-MT.raw_base.csv",
              "converted/alprielse__silu-2025-04-18-v1.raw_base.csv",
-             "converted/averyclapp__profile_output.raw_base.csv", "converted/bautista__report_name.raw_base.csv",
-             "converted/speedyscan__profile.raw_base.csv"},
+             "converted/averyclapp__profile_output.raw_base.csv",
+             "converted/bautista__report_name.raw_base.csv", "converted/speedyscan__profile.raw_base.csv"},
     "peak_flops": {"converted/alprielse__2025-04-21-77_06-MT.raw_base.csv",
                    "converted/alprielse__silu-2025-04-18-v1.raw_base.csv",
-                   "converted/averyclapp__profile_output.raw_base.csv", "converted/bautista__report_name.raw_base.csv",
+                   "converted/averyclapp__profile_output.raw_base.csv",
+                   "converted/bautista__report_name.raw_base.csv",
                    "converted/speedyscan__profile.raw_base.csv",
                    "csv/llmperfopt__k0016_gemm_ncu.section_SpeedOfLight_RooflineChart.csv"},
     "bandwidth": {"converted/alprielse__2025-04-21-77_06-MT.raw_base.csv",
@@ -165,7 +169,8 @@ def assert_covers(check: str, files: set[str]) -> None:
 
 def test_dram_bytes_per_second(exports: Exports) -> None:
     comps = list(rate_comparisons(exports, "dram B/s", "dram", "dram__bytes.sum.per_second", None,
-                                  drop=("dram__bytes_read.sum.per_second", "dram__bytes_write.sum.per_second")))
+                                  drop=("dram__bytes_read.sum.per_second",
+                                        "dram__bytes_write.sum.per_second")))
     assert_all_close(comps)
     assert_covers("dram", covered(comps))
     # the full-set raw pages hold dram__bytes_read/write.sum: the comparison there is from totals
@@ -177,9 +182,10 @@ def test_l2_bytes_per_second(exports: Exports) -> None:
     # without ncu's derived rate, nsroof counts 32 B per lts2xbar active cycle (the raw counter)
     # the write-inclusive lts__t counters are left out, so that lts2xbar's own bytes are what is compared
     # even where a write-heavy kernel's report takes lts__t (quantities.READ_ONLY_DEFINITIONS)
-    lts_t = tuple(c for k in exports.values() for c in k.columns if str(c).startswith(("lts__t_bytes", "lts__t_sectors")))
-    comps = list(rate_comparisons(exports, "L2 B/s", "l2", "derived__lts__lts2xbar_bytes.sum.per_second", "lts2xbar",
-                                  drop=lts_t))
+    lts_t = tuple(c for k in exports.values() for c in k.columns
+                  if str(c).startswith(("lts__t_bytes", "lts__t_sectors")))
+    comps = list(rate_comparisons(exports, "L2 B/s", "l2", "derived__lts__lts2xbar_bytes.sum.per_second",
+                                  "lts2xbar", drop=lts_t))
     comps += list(rate_comparisons(exports, "L2 B/s (lts__t)", "l2", "lts__t_bytes.sum.per_second", "lts__t"))
     assert_all_close(comps)
     assert_covers("l2", covered(comps, independent_only=True))
@@ -191,9 +197,10 @@ def test_l1_bytes_per_second(exports: Exports) -> None:
                     if str(c).startswith(("l1tex__t_bytes", "l1tex__t_sectors")))
     for suffix, definition in (("lgds", "lsu_lgds"), ("lg", "lsu_lg")):
         comps += list(rate_comparisons(exports, f"L1 B/s ({suffix})", "l1",
-                                       f"derived__l1tex__lsu_writeback_bytes_mem_{suffix}.sum.per_second", definition,
-                                       drop=l1tex_t))
-    comps += list(rate_comparisons(exports, "L1 B/s (l1tex__t)", "l1", "l1tex__t_bytes.sum.per_second", "l1tex__t"))
+                                       f"derived__l1tex__lsu_writeback_bytes_mem_{suffix}.sum.per_second",
+                                       definition, drop=l1tex_t))
+    comps += list(rate_comparisons(exports, "L1 B/s (l1tex__t)", "l1", "l1tex__t_bytes.sum.per_second",
+                                   "l1tex__t"))
     assert_all_close(comps)
     assert_covers("l1", covered(comps, independent_only=True))
     # from the writeback-cycle totals (× 128 B), not from the rate read back
@@ -202,11 +209,13 @@ def test_l1_bytes_per_second(exports: Exports) -> None:
 
 
 def ncu_fp32_rate(k: pd.DataFrame) -> np.ndarray:
-    """ncu's achieved FP32 work [S1]: (fadd + fmul + 2 × ffma) per cycle × smsp__cycles_elapsed.avg.per_second,
-    with ncu's own derived__smsp__…ffma_pred_on_x2 for 2 × ffma where the export has it."""
+    """ncu's achieved FP32 work [S1]: (fadd + fmul + 2 × ffma) per cycle ×
+    smsp__cycles_elapsed.avg.per_second, with ncu's own derived__smsp__…ffma_pred_on_x2 for 2 × ffma where the
+    export has it."""
     pc = ".per_cycle_elapsed"
     ffma2 = col(k, "derived__smsp__sass_thread_inst_executed_op_ffma_pred_on_x2")
-    ffma2 = np.where(np.isnan(ffma2), 2 * col(k, f"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum{pc}"), ffma2)
+    ffma2 = np.where(np.isnan(ffma2), 2 * col(k, f"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum{pc}"),
+                     ffma2)
     work = (col(k, f"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum{pc}")
             + col(k, f"smsp__sass_thread_inst_executed_op_fmul_pred_on.sum{pc}") + ffma2)
     return work * col(k, "smsp__cycles_elapsed.avg.per_second")
@@ -244,8 +253,8 @@ def test_compute_ceilings_match_ncu_derived_peaks(exports: Exports) -> None:
             ncu = col(k, metric) * col(k, "sm__cycles_elapsed.avg.per_second")
             for i in np.flatnonzero(~np.isnan(ncu) & ~np.isnan(q[f"peak_flop_per_s_{p}"].to_numpy())):
                 comps.append(Comparison(name, int(k["kernel_id"].iat[i]), f"{p} peak",
-                                        str(q[f"ceiling_source_{p}"].iat[i]), q[f"peak_flop_per_s_{p}"].iat[i],
-                                        float(ncu[i])))
+                                        str(q[f"ceiling_source_{p}"].iat[i]),
+                                        q[f"peak_flop_per_s_{p}"].iat[i], float(ncu[i])))
     assert_all_close(comps)
     assert_covers("peak_flops", covered(comps))
     assert {c.check for c in comps} == {"fp32 peak", "fp64 peak", "fp16 peak"}
@@ -256,8 +265,10 @@ def test_bandwidth_ceilings_match_ncu_percent_of_peak(exports: Exports) -> None:
     probes = (
         ("dram", "dram__bytes_read.sum.per_second", "dram__bytes_read.sum.pct_of_peak_sustained_elapsed"),
         ("dram", "dram__bytes_write.sum.per_second", "dram__bytes_write.sum.pct_of_peak_sustained_elapsed"),
-        ("l2", "derived__lts__lts2xbar_bytes.sum.per_second", "lts__lts2xbar_cycles_active.sum.pct_of_peak_sustained_elapsed"),
-        # a write-heavy kernel's L2 roof is the lts__t one (its bytes come from lts__t_sectors): 32 B per sector
+        ("l2", "derived__lts__lts2xbar_bytes.sum.per_second",
+         "lts__lts2xbar_cycles_active.sum.pct_of_peak_sustained_elapsed"),
+        # a write-heavy kernel's L2 roof is the lts__t one (its bytes come from lts__t_sectors):
+        # 32 B per sector
         ("l2", "lts__t_sectors.sum.per_second", "lts__t_sectors.sum.pct_of_peak_sustained_elapsed"),
         ("l1", "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.per_second",
          "l1tex__lsu_writeback_active_mem_lg.sum.pct_of_peak_sustained_elapsed"),
@@ -273,7 +284,8 @@ def test_bandwidth_ceilings_match_ncu_percent_of_peak(exports: Exports) -> None:
                 implied = col(k, rate) * (32.0 if "_sectors" in rate else 1.0) / (pct_v / 100.0)
             ours = q[f"bandwidth_bytes_per_s_{level}"].to_numpy()
             # each probe checks the roof of its own counter: the row's roof must be of that definition
-            same = np.array([("lts__t" in str(src)) == ("lts__t" in rate) for src in q[f"ceiling_source_{level}"]])
+            same = np.array([("lts__t" in str(src)) == ("lts__t" in rate)
+                             for src in q[f"ceiling_source_{level}"]])
             for i in np.flatnonzero((pct_v >= MIN_PCT) & ~np.isnan(implied) & ~np.isnan(ours) & same):
                 comps.append(Comparison(name, int(k["kernel_id"].iat[i]), f"{level} bandwidth ({pct})",
                                         str(q[f"ceiling_source_{level}"].iat[i]), ours[i], float(implied[i])))
@@ -300,8 +312,8 @@ def test_tensor_ceiling_matches_ncu_peak_rate(exports: Exports) -> None:
             assert (q["tensor_metric"] == p.base).all()
             for i in np.flatnonzero(~np.isnan(ncu)):
                 comps.append(Comparison(name, int(k["kernel_id"].iat[i]), f"tensor peak {p.base}",
-                                        str(q["ceiling_source_tensor"].iat[i]), q["peak_flop_per_s_tensor"].iat[i],
-                                        float(ncu[i])))
+                                        str(q["ceiling_source_tensor"].iat[i]),
+                                        q["peak_flop_per_s_tensor"].iat[i], float(ncu[i])))
     assert_all_close(comps)
     assert_covers("tensor_peak", covered(comps))
 
@@ -323,8 +335,9 @@ def test_duration_from_cycles_agrees_with_gpu_time(exports: Exports) -> None:
         ncu = col(k, "gpu__time_duration.sum")
         q = derive(without(k, lambda c: c == "gpu__time_duration.sum"))
         for i in np.flatnonzero(~np.isnan(ncu) & ~np.isnan(q["duration_s"].to_numpy())):
-            comps.append(Comparison(name, int(k["kernel_id"].iat[i]), "duration", str(q["duration_source"].iat[i]),
-                                    q["duration_s"].iat[i], float(ncu[i])))
+            comps.append(Comparison(name, int(k["kernel_id"].iat[i]), "duration",
+                                    str(q["duration_source"].iat[i]), q["duration_s"].iat[i], float(ncu[i])))
     assert_all_close(comps)
-    assert {"converted/alprielse__2025-04-21-77_06-MT.raw_base.csv", "converted/alprielse__silu-2025-04-18-v1.raw_base.csv",
+    assert {"converted/alprielse__2025-04-21-77_06-MT.raw_base.csv",
+            "converted/alprielse__silu-2025-04-18-v1.raw_base.csv",
             "csv/leleucas__nsight_virtual.csv"} <= covered(comps)

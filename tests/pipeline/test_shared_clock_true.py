@@ -28,20 +28,26 @@ ROOFS: tuple[tuple[str, float, str, str, str], ...] = (
     ("dram__bytes.sum.peak_sustained", 1, "dram", "bandwidth_bytes_per_s", "dram"),
     ("derived__lts__lts2xbar_bytes.sum.peak_sustained", 1, "l2", "bandwidth_bytes_per_s", "l2"),
     ("derived__l1tex__lsu_writeback_bytes_mem_lg.sum.peak_sustained", 1, "l1", "bandwidth_bytes_per_s", "l1"),
-    ("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained", 1, "l1", "bandwidth_bytes_per_s", "l1"),
+    ("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained", 1, "l1", "bandwidth_bytes_per_s",
+     "l1"),
     ("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained", 2, "sm", "simt_flop_per_s", "fp32"),
     ("sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained", 2, "sm", "simt_flop_per_s", "fp64"),
     ("sm__sass_thread_inst_executed_op_hfma_pred_on.sum.peak_sustained", 4, "sm", "simt_flop_per_s", "fp16"),
-    ("sm__ops_path_tensor_src_fp16_dst_fp32_sparsity_off.sum.peak_sustained", 1, "sm", "peak_flop_per_s", "fp16"),
-    ("sm__ops_path_tensor_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained", 1, "sm", "peak_flop_per_s", "bf16"),
-    ("sm__ops_path_tensor_src_tf32_dst_fp32_sparsity_off.sum.peak_sustained", 1, "sm", "peak_flop_per_s", "tf32"),
+    ("sm__ops_path_tensor_src_fp16_dst_fp32_sparsity_off.sum.peak_sustained", 1, "sm", "peak_flop_per_s",
+     "fp16"),
+    ("sm__ops_path_tensor_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained", 1, "sm", "peak_flop_per_s",
+     "bf16"),
+    ("sm__ops_path_tensor_src_tf32_dst_fp32_sparsity_off.sum.peak_sustained", 1, "sm", "peak_flop_per_s",
+     "tf32"),
     ("sm__ops_path_tensor_src_fp64.sum.peak_sustained", 1, "sm", "peak_flop_per_s", "fp64"),
-    ("sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained", 1, "sm", "peak_flop_per_s", "bf16"),
-    ("sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32_sparsity_off.sum.peak_sustained", 1, "sm", "peak_flop_per_s", "tf32"),
+    ("sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained", 1, "sm",
+     "peak_flop_per_s", "bf16"),
+    ("sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32_sparsity_off.sum.peak_sustained", 1, "sm",
+     "peak_flop_per_s", "tf32"),
 )
 # the raw pages that hold both ncu's peaks and its clocks, and how many roofs each must compare
-WITH_PEAKS = {"alprielse__2025-04-21-77_06-MT": 10, "alprielse__silu-2025-04-18-v1": 9, "averyclapp__profile_output": 5,
-              "bautista__report_name": 3, "speedyscan__profile": 3}
+WITH_PEAKS = {"alprielse__2025-04-21-77_06-MT": 10, "alprielse__silu-2025-04-18-v1": 9,
+              "averyclapp__profile_output": 5, "bautista__report_name": 3, "speedyscan__profile": 3}
 
 # exports that name no device: the GPU their authors profiled (shared/fixtures/MANIFEST.md)
 GPU_OF = {"averyclapp__metrics.csv": "NVIDIA A10G", "gardenia__gemm.csv": "a100-pcie-40gb",
@@ -64,7 +70,8 @@ def test_datasheet_at_the_recorded_clock_equals_ncus_ceilings(shared_fixtures: P
     assert m is not None
     compared = set()
     for _, row in k.iterrows():
-        clocks = {unit: float(pd.to_numeric(row.get(metric), errors="coerce")) for unit, metric in CLOCKS.items()}
+        clocks = {unit: float(pd.to_numeric(row.get(metric), errors="coerce"))
+                  for unit, metric in CLOCKS.items()}
         at = m.at_clocks(sm_hz=clocks["sm"], dram_hz=clocks["dram"], l2_hz=clocks["l2"], l1_hz=clocks["l1"])
         for metric, factor, unit, table, key in ROOFS:
             per_cycle = pd.to_numeric(row.get(metric), errors="coerce")
@@ -73,7 +80,8 @@ def test_datasheet_at_the_recorded_clock_equals_ncus_ceilings(shared_fixtures: P
                 continue
             ncu = float(per_cycle) * factor * clock  # e.g. A100: 1280 B/cycle × 1.2149 GHz = 1.5551 TB/s
             ours = getattr(at, table)[key]
-            assert ours == pytest.approx(ncu, rel=TOLERANCE), f"{export} {metric}: {ours:.4g} vs ncu {ncu:.4g}"
+            assert ours == pytest.approx(ncu, rel=TOLERANCE), (
+                f"{export} {metric}: {ours:.4g} vs ncu {ncu:.4g}")
             compared.add(metric)
     assert len(compared) == WITH_PEAKS[export], sorted(compared)
 
@@ -81,7 +89,8 @@ def test_datasheet_at_the_recorded_clock_equals_ncus_ceilings(shared_fixtures: P
 def _exports(root: Path) -> list[Path]:
     out = []
     for folder in ("csv", "converted", "synthetic"):
-        out += [p for p in sorted((root / folder).glob("*")) if "_auto_" not in p.name and p.name != "llmperfopt__error_only_raw.csv"]
+        out += [p for p in sorted((root / folder).glob("*"))
+                if "_auto_" not in p.name and p.name != "llmperfopt__error_only_raw.csv"]
     return out
 
 
@@ -99,8 +108,8 @@ def test_every_kernel_with_counters_is_classified_at_every_level(shared_fixtures
         unknown = rows[rows["bound"].astype(str) == "unknown"]
         assert unknown.empty, f"{path.name}: {unknown[['function', 'level', 'missing']].head().to_string()}"
         classified += len(rows)
-    # the real exports with FLOP and byte counters: A100 (gardenia ×2, leleucas ×2, alprielse), GH200, A10G (×2),
-    # GTX 1650, RTX 3070, RTX 5090 — none may pass by comparing nothing
+    # the real exports with FLOP and byte counters: A100 (gardenia ×2, leleucas ×2, alprielse), GH200,
+    # A10G (×2), GTX 1650, RTX 3070, RTX 5090 — none may pass by comparing nothing
     assert classified >= 90
 
 

@@ -23,8 +23,8 @@ def kernel(kernel_id: int, function: str, duration_s: float, flops: float, bytes
            kernel_name: str | None = None, source: str = "run.csv", **extra: Any) -> dict[str, Any]:
     return {"kernel_id": kernel_id, "function": function, "duration_s": duration_s, "flops": flops,
             "bytes": bytes_, "machine": machine, "precision": precision, "nvtx_path": nvtx_path,
-            "missing": missing, "kernel_name": kernel_name or f"void {function}(float*, int)", "source": source,
-            **extra}
+            "missing": missing, "kernel_name": kernel_name or f"void {function}(float*, int)",
+            "source": source, **extra}
 
 
 def make_report(kernels: list[dict[str, Any]]) -> pd.DataFrame:
@@ -44,8 +44,9 @@ def make_report(kernels: list[dict[str, Any]]) -> pd.DataFrame:
             row = {c: _empty(c) for c in COLUMNS}
             row.update({
                 "source": k["source"], "kernel_id": k["kernel_id"], "launches": 1,
-                "kernel_name": k["kernel_name"], "function": k["function"], "device": m["device"], "cc": "9.0",
-                "nvtx_path": k["nvtx_path"], "duration_s": d, "duration_source": "gpu__time_duration.sum",
+                "kernel_name": k["kernel_name"], "function": k["function"], "device": m["device"],
+                "cc": "9.0", "nvtx_path": k["nvtx_path"], "duration_s": d,
+                "duration_source": "gpu__time_duration.sum",
                 "flops": w, f"flops_{k['precision']}": w, "precision": k["precision"] if w and w > 0 else "",
                 "peak_flop_per_s": p, "level": level, "bytes": q, "bytes_source": f"{level}__bytes.sum",
                 "bandwidth_bytes_per_s": b, "intensity": i, "ridge": ridge,
@@ -56,7 +57,8 @@ def make_report(kernels: list[dict[str, Any]]) -> pd.DataFrame:
                 "above_roof": bool(ach_f > 1.05 * p or ach_b > 1.05 * b),
                 "ceiling_source": m["ceiling_source"], "missing": k["missing"],
             })
-            row["roof_fraction"] = (ach_f / row["attainable_flop_per_s"]) if row["attainable_flop_per_s"] else np.nan
+            row["roof_fraction"] = ((ach_f / row["attainable_flop_per_s"]) if row["attainable_flop_per_s"]
+                                    else np.nan)
             for name in ("ledger_op", "expected_flops", "min_bytes", "flop_ratio", "excess_traffic",
                          "ideal_time_s", "headroom"):
                 if name in k:

@@ -19,14 +19,17 @@ from tests.dataset.test_dataset import raw_csv
 # A100 40GB spec roofs: FP32 SIMT 19.5e12 FLOP/s, DRAM 1.555e12 B/s -> ridge 12.54 FLOP/byte.
 # (name, DRAM bytes, duration ns, FFMA thread instructions; FLOP = 2 x FFMA)
 BEFORE = [
-    ("void axpy<float>(float, float const*, float*, int)", 1_000_000_000, 1_000_000, 250_000_000),  # I = 0.5: memory
-    ("void axpy<float>(float, float const*, float*, int)", 1_000_000_000, 1_000_000, 250_000_000),  # 2nd launch
+    # I = 0.5: memory
+    ("void axpy<float>(float, float const*, float*, int)", 1_000_000_000, 1_000_000, 250_000_000),
+    # 2nd launch
+    ("void axpy<float>(float, float const*, float*, int)", 1_000_000_000, 1_000_000, 250_000_000),
     ("gemm_kernel(float*)", 100_000_000, 6_000_000, 50_000_000_000),  # I = 1e11 / 1e8 = 1000: compute
     ("softmax_kernel(float*)", 1_000_000_000, 800_000, 250_000_000),  # I = 0.5: memory
     ("old_copy(float*)", 400_000_000, 300_000, 0),
 ]
 AFTER = [
-    ("void axpy<float>(float, float const*, float*, int)", 500_000_000, 500_000, 250_000_000),  # half the bytes
+    # half the bytes
+    ("void axpy<float>(float, float const*, float*, int)", 500_000_000, 500_000, 250_000_000),
     ("void axpy<float>(float, float const*, float*, int)", 500_000_000, 500_000, 250_000_000),
     ("gemm_kernel(float*)", 100_000_000, 3_000_000, 50_000_000_000),  # 2x faster, same traffic
     ("softmax_kernel(float*)", 10_000_000, 100_000, 250_000_000),  # I = 5e8 / 1e7 = 50 > 12.54: compute now
@@ -37,7 +40,8 @@ PATHS_BEFORE = ["train/fwd", "train/fwd", "train/fwd", "train/bwd", "train/bwd"]
 PATHS_AFTER = ["train/fwd", "train/fwd", "train/fwd", "train/bwd", "train/bwd"]
 
 
-def report(tmp_path: Path, name: str, kernels: list[tuple[str, int, int, int]], paths: list[str]) -> pd.DataFrame:
+def report(tmp_path: Path, name: str, kernels: list[tuple[str, int, int, int]],
+           paths: list[str]) -> pd.DataFrame:
     src = tmp_path / f"{name}.csv"
     src.write_text(raw_csv(kernels))
     frame = analyze([src]).frame
@@ -60,7 +64,8 @@ def row(table: pd.DataFrame, function: str) -> pd.Series:
 def test_kernels_matched_by_function_and_nvtx_path(pair: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     k = cmp.compare_kernels(*pair)
     assert dict(zip(k["function"], k["status"], strict=True)) == {
-        "axpy": "both", "gemm_kernel": "both", "softmax_kernel": "both", "old_copy": "removed", "fused_epilogue": "added"}
+        "axpy": "both", "gemm_kernel": "both", "softmax_kernel": "both", "old_copy": "removed",
+        "fused_epilogue": "added"}
     axpy = row(k, "axpy")
     # two launches merged on each side: 2 x 1 ms -> 2 x 0.5 ms, 2 x 1e9 B -> 2 x 5e8 B
     assert (axpy.launches_before, axpy.launches_after) == (2, 2)
@@ -70,8 +75,10 @@ def test_kernels_matched_by_function_and_nvtx_path(pair: tuple[pd.DataFrame, pd.
     assert axpy.bytes_l2_before == 4e9  # the generator writes L2 = 2 x DRAM
     gemm = row(k, "gemm_kernel")
     assert gemm.delta_s == pytest.approx(-3e-3) and gemm.delta_bytes_dram == 0
-    assert (gemm.bound_dram_before, gemm.bound_dram_after, gemm.bound_dram_changed) == ("compute", "compute", False)
-    # largest |time change| first: gemm (-3 ms), axpy (-1 ms), softmax (-0.7 ms), old_copy (-0.3 ms), fused (+0.05 ms)
+    assert (gemm.bound_dram_before, gemm.bound_dram_after, gemm.bound_dram_changed) == (
+        "compute", "compute", False)
+    # largest |time change| first: gemm (-3 ms), axpy (-1 ms), softmax (-0.7 ms), old_copy (-0.3 ms),
+    # fused (+0.05 ms)
     assert list(k["function"]) == ["gemm_kernel", "axpy", "softmax_kernel", "old_copy", "fused_epilogue"]
 
 
@@ -150,7 +157,8 @@ def test_cli_on_report_files_and_a_dataset(pair: tuple[pd.DataFrame, pd.DataFram
     a_path, b_path = tmp_path / "a.parquet", tmp_path / "b.parquet"
     parquet.write(pair[0], a_path)
     parquet.write(pair[1], b_path)
-    res = CliRunner().invoke(cli, ["compare", str(a_path), str(b_path), "--top", "3", "-o", str(tmp_path / "k.csv")])
+    res = CliRunner().invoke(cli, ["compare", str(a_path), str(b_path), "--top", "3", "-o",
+                                   str(tmp_path / "k.csv")])
     assert res.exit_code == 0, res.output
     out = res.output
     assert "3 matched by function + NVTX path, 1 only before, 1 only after" in out
@@ -161,7 +169,8 @@ def test_cli_on_report_files_and_a_dataset(pair: tuple[pd.DataFrame, pd.DataFram
     assert len(written) == 5 and (tmp_path / "k.ranges.csv").exists()
     js = CliRunner().invoke(cli, ["compare", str(a_path), str(b_path), "--json"])
     doc = json.loads(js.output)
-    assert {r["function"] for r in doc["kernels"]} == {"axpy", "gemm_kernel", "softmax_kernel", "old_copy", "fused_epilogue"}
+    assert {r["function"] for r in doc["kernels"]} == {"axpy", "gemm_kernel", "softmax_kernel", "old_copy",
+                                                       "fused_epilogue"}
     # a dataset folder compares like a report
     from nsroof.dataset import analyze_many
 
@@ -178,7 +187,8 @@ def test_cli_on_report_files_and_a_dataset(pair: tuple[pd.DataFrame, pd.DataFram
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["compare", str(tmp_path / "absent.parquet"), str(tmp_path / "b.parquet")])
     assert res.exit_code == 2
-    assert res.stderr.strip().count("\n") == 0 and "absent.parquet" in res.stderr and "Traceback" not in res.stderr
+    assert (res.stderr.strip().count("\n") == 0 and "absent.parquet" in res.stderr
+            and "Traceback" not in res.stderr)
 
 
 def test_two_real_reports(shared_fixtures: Path) -> None:
@@ -249,13 +259,15 @@ def test_without_step_counts_launch_counts_are_normalised_per_launch(tmp_path: P
     assert c.per == "launch" and c.steps == (None, None)
     k = c.kernels.set_index("function")
     # axpy: 1 ms per launch on both sides; before scaled to the after run's 4 launches: 4 ms vs 4 ms
-    assert k.loc["axpy", "duration_s_before"] == pytest.approx(4e-3) and k.loc["axpy", "speedup"] == pytest.approx(1.0)
+    assert (k.loc["axpy", "duration_s_before"] == pytest.approx(4e-3)
+            and k.loc["axpy", "speedup"] == pytest.approx(1.0))
     assert (k.loc["axpy", "launches_before"], k.loc["axpy", "launches_after"]) == (2, 4)
     # bytes scale too: 2 launches x 1e9 B -> 4 launches' worth, 4e9 B, equal to the after side
     assert k.loc["axpy", "delta_bytes_dram"] == 0
     # gemm: 6 ms -> 3 ms for 1 launch each; totals (4 + 6) ms -> (4 + 3) ms = 1.43x, the work held equal
     text = cmp.render(c)
-    assert "normalised: per launch" in text and "kernel time: 10.000 ms -> 7.000 ms" in text and "speedup 1.43x" in text
+    assert ("normalised: per launch" in text and "kernel time: 10.000 ms -> 7.000 ms" in text
+            and "speedup 1.43x" in text)
 
 
 def test_same_work_is_compared_as_measured(pair: tuple[pd.DataFrame, pd.DataFrame]) -> None:
@@ -279,11 +291,12 @@ def test_different_ncu_versions_are_said(tmp_path: Path) -> None:
     src.write_text(raw_csv(BEFORE[:1]))
     rep = analyze([src])
     # the pipeline records the export's layout next to its format: what tells ncu versions apart
-    assert rep.metadata["inputs"][0]["format"].startswith("ncu-csv") and rep.metadata["inputs"][0]["layout"] == "new"
+    assert (rep.metadata["inputs"][0]["format"].startswith("ncu-csv")
+            and rep.metadata["inputs"][0]["layout"] == "new")
     old = {"inputs": [{"format": "ncu-csv:raw", "layout": "old"}]}
     c = cmp.compare(rep.frame, rep.frame, metadata=(old, rep.metadata))
-    assert c.warnings == ["ncu versions differ: ncu ≤ 2022.3 (Kernel Time column) vs ncu ≥ 2023 (Block/Grid Size, "
-                          "Device, CC columns) — metric sets and roofs may differ"]
+    assert c.warnings == ["ncu versions differ: ncu ≤ 2022.3 (Kernel Time column) vs ncu ≥ 2023 "
+                          "(Block/Grid Size, Device, CC columns) — metric sets and roofs may differ"]
     assert cmp.compare(rep.frame, rep.frame, metadata=(rep.metadata, rep.metadata)).warnings == []
     # two .ncu-rep file versions; and the same report as a details page and as a raw page is no version change
     rep7, rep9 = ({"inputs": [{"format": "ncu-rep", "report_file_version": v}]} for v in ("7", "9"))
@@ -300,7 +313,8 @@ def test_different_clocks_are_said(tmp_path: Path) -> None:
     # ncu roofs = peak per cycle x the clock the kernel ran at: 19.5 -> 17.55 TFLOP/s is a 10% lower clock
     a["peak_flop_per_s"], b["peak_flop_per_s"] = 19.5e12, 17.55e12
     warnings = cmp.compare(a, b).warnings
-    assert len(warnings) == 1 and warnings[0].startswith("clocks differ: ncu measured the fp32 roof at 19.5 vs 17.6 TFLOP/s")
+    assert len(warnings) == 1 and warnings[0].startswith("clocks differ: ncu measured the fp32 roof at 19.5 "
+                                                         "vs 17.6 TFLOP/s")
     b["peak_flop_per_s"] = 19.3e12  # 1% apart: within the tolerance (2%)
     assert cmp.compare(a, b).warnings == []
 
@@ -326,7 +340,8 @@ def test_step_counts_from_profile_metadata(tmp_path: Path) -> None:
     assert c.per == "run" and "step count known for the before run only (2)" in c.warnings
 
 
-def test_cli_per_step_without_step_counts_is_one_line(pair: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path) -> None:
+def test_cli_per_step_without_step_counts_is_one_line(pair: tuple[pd.DataFrame, pd.DataFrame],
+                                                      tmp_path: Path) -> None:
     from nsroof.report import parquet
 
     a_path, b_path = tmp_path / "a.parquet", tmp_path / "b.parquet"
@@ -351,14 +366,16 @@ def test_a_real_trace_against_one_of_its_steps(shared_fixtures: Path) -> None:
     # per step: the two-step run's kernel time (each launch once, not once per level) halved
     per_launch = full.drop_duplicates(["source", "kernel_id"])
     assert c.kernels["duration_s_before"].sum() == pytest.approx(per_launch["duration_s"].sum() / 2)
-    assert c.kernels["duration_s_after"].sum() == pytest.approx(one.drop_duplicates(["source", "kernel_id"])["duration_s"].sum())
+    assert c.kernels["duration_s_after"].sum() == pytest.approx(
+        one.drop_duplicates(["source", "kernel_id"])["duration_s"].sum())
 
 
 def test_two_real_reports_from_different_devices_say_so(shared_fixtures: Path) -> None:
     a10g = analyze([shared_fixtures / "converted" / "averyclapp__profile_output.raw_base.csv"])
     rtx = analyze([shared_fixtures / "converted" / "lashi__index.raw_base.csv"])
     c = cmp.compare(a10g.frame, rtx.frame, metadata=(a10g.metadata, rtx.metadata))
-    assert c.warnings[0] == ("devices differ: NVIDIA A10G vs NVIDIA GeForce RTX 4090 — the change includes the hardware")
+    assert c.warnings[0] == ("devices differ: NVIDIA A10G vs NVIDIA GeForce RTX 4090 — the change includes "
+                             "the hardware")
 
 
 def test_the_gpu_busy_time_is_compared_beside_the_summed_kernel_time(tmp_path: Path) -> None:
@@ -377,7 +394,8 @@ def test_the_gpu_busy_time_is_compared_beside_the_summed_kernel_time(tmp_path: P
     text = cmp.render(cmp.compare(analyze(before).frame, analyze(after).frame))
     # 20 µs + 20 µs summed on both sides; busy [100, 130) = 30 µs before, [100, 140) = 40 µs after
     assert "kernel time: 40.000 us -> 40.000 us" in text
-    assert "GPU busy (kernels overlapping on streams counted once): 30.000 us -> 40.000 us (+10.000 us" in text
+    assert ("GPU busy (kernels overlapping on streams counted once): 30.000 us -> 40.000 us "
+            "(+10.000 us") in text
 
 
 def test_a_collective_is_compared_at_its_link(tmp_path: Path) -> None:
@@ -397,17 +415,21 @@ def test_a_collective_is_compared_at_its_link(tmp_path: Path) -> None:
     r = row(c.kernels, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")
     # all-reduce over 4 ranks: bus bytes = S·2(n − 1)/n = 1.5·S; S = 1024·1024·4 B -> 6,291,456 B,
     # 512·1024·4 B -> 3,145,728 B; no DRAM row (the link row stands where it would)
-    assert (r["bytes_link_before"], r["bytes_link_after"], r["delta_bytes_link"]) == (6_291_456, 3_145_728, -3_145_728)
+    assert (r["bytes_link_before"], r["bytes_link_after"], r["delta_bytes_link"]) == (
+        6_291_456, 3_145_728, -3_145_728)
     assert pd.isna(r["bytes_dram_before"]) and pd.isna(r["bytes_dram_after"])
-    assert (r["bound_link_before"], r["bound_link_after"], r["bound_link_changed"]) == ("memory", "memory", False)
+    assert (r["bound_link_before"], r["bound_link_after"], r["bound_link_changed"]) == (
+        "memory", "memory", False)
     gemm = row(c.kernels, "ampere_sgemm_64x64_nn")
-    assert pd.isna(gemm["bytes_link_before"]) and gemm["bytes_dram_before"] > 0  # other kernels keep DRAM only
+    # other kernels keep DRAM only
+    assert pd.isna(gemm["bytes_link_before"]) and gemm["bytes_dram_before"] > 0
     text = cmp.render(c)
     assert "LINK bytes: 6.29 MB -> 3.15 MB" in text
     line = next(x for x in text.splitlines() if "ncclDevKernel" in x)
     assert "6.29 MB -> 3.15 MB" in line and "memory->memory link" in line
-    # the range's memory-bound share counts the link-bound collective's time as it counts the DRAM-bound 64×64 GEMM:
-    # (20 + 20) / 40 µs before, (10 + 20) / 30 after = 100% (reading the DRAM rows only it was 20/40 and 20/30)
+    # the range's memory-bound share counts the link-bound collective's time as it counts the DRAM-bound
+    # 64×64 GEMM: (20 + 20) / 40 µs before, (10 + 20) / 30 after = 100% (reading the DRAM rows only it was
+    # 20/40 and 20/30)
     assert c.ranges is not None
     top = c.ranges.iloc[0]
     assert gemm["bound_dram_before"] == "memory"

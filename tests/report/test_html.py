@@ -68,7 +68,8 @@ def test_rows_carry_the_report_verdicts(page: Page) -> None:
     assert page.column("L2") == ["compute", "memory", "unknown", "unknown", "memory"]
     assert page.column("duration") == ["1 ms", "500 us", "200 us", "200 us", "100 us"]
     assert page.column("share") == ["50.0%", "25.0%", "10.0%", "10.0%", "5.0%"]
-    # gemm's floor: max over levels of max(10e9 / 20e12, bytes / bw) = max(0.5 ms, 0.5 ms, 0.4 ms, 0.25 ms) = 500 µs
+    # gemm's floor: max over levels of max(10e9 / 20e12, bytes / bw)
+    # = max(0.5 ms, 0.5 ms, 0.4 ms, 0.25 ms) = 500 µs
     assert page.column("time floor")[0] == "500 us"
     assert page.column("× floor")[0] == "2.00×"  # 1 ms / 0.5 ms
     assert page.column("headroom") == ["—"] * 5  # no ledger join
@@ -80,7 +81,8 @@ def test_rows_carry_the_report_verdicts(page: Page) -> None:
 
 def test_ledger_columns_appear_when_the_join_ran() -> None:
     df = make_report([
-        kernel(0, "gemm", 1e-3, 10e9, {"dram": 1e9, "l2": 2e9, "l1": 5e9}, ledger_op="gemm(m=1024,n=1024,k=4768)",
+        kernel(0, "gemm", 1e-3, 10e9, {"dram": 1e9, "l2": 2e9, "l1": 5e9},
+               ledger_op="gemm(m=1024,n=1024,k=4768)",
                excess_traffic=2.5, headroom=2.0, ideal_time_s=0.5e-3, expected_flops=10e9, min_bytes=0.4e9),
         kernel(1, "copy", 1e-3, 0.0, {"dram": 1e9, "l2": 1e9, "l1": 1e9}),
     ])
@@ -99,7 +101,8 @@ def test_summary_shows_devices_ceilings_and_bound_shares(page_text: str) -> None
     assert "|GPU-A||9.0||5||100.0%|" in text
     for roof in ("|compute||fp32||20 TFLOP/s||spec:GPU-A||3|", "|bandwidth||DRAM||2 TB/s||spec:GPU-A||5|"):
         assert roof in text
-    # DRAM: memory = copy 0.5 + softmax 0.2 + bogus 0.1 = 0.8 of 2.0 ms = 40 %; compute = gemm 50 %; unknown 10 %
+    # DRAM: memory = copy 0.5 + softmax 0.2 + bogus 0.1 = 0.8 of 2.0 ms = 40 %; compute = gemm 50 %;
+    # unknown 10 %
     assert "|DRAM||40.0%||50.0%||10.0%|" in text
     # L2: softmax's L2 bytes are unknown -> memory 0.6/2.0 = 30 %, unknown 0.4/2.0 = 20 %
     assert "|L2||30.0%||50.0%||20.0%|" in text
@@ -110,11 +113,13 @@ def test_summary_shows_devices_ceilings_and_bound_shares(page_text: str) -> None
 def test_bound_shares_frame(report: pd.DataFrame) -> None:
     s = html.bound_shares(report)
     assert list(s.index) == ["dram", "l2", "l1"]
-    np.testing.assert_allclose(s.loc["l1"].to_numpy(float), [0.35, 0.55, 0.10])  # softmax+copy; gemm+bogus; mystery
+    # softmax+copy; gemm+bogus; mystery
+    np.testing.assert_allclose(s.loc["l1"].to_numpy(float), [0.35, 0.55, 0.10])
 
 
 def test_machine_citations_from_the_metadata_are_listed(report: pd.DataFrame) -> None:
-    meta = {"ceilings": [{"label": "spec:GPU-A", "sources": {"bandwidth_bytes_per_s.dram": "GPU-A datasheet p. 3"}},
+    meta = {"ceilings": [{"label": "spec:GPU-A",
+                          "sources": {"bandwidth_bytes_per_s.dram": "GPU-A datasheet p. 3"}},
                          {"label": "spec:Other", "sources": {"peak_flop_per_s.fp32": "unused"}}]}
     text = html.render(report, metadata=meta, with_charts=False)
     assert "GPU-A datasheet p. 3" in text and "unused" not in text
@@ -124,8 +129,8 @@ def test_machine_citations_from_the_metadata_are_listed(report: pd.DataFrame) ->
 
 
 def test_everything_from_the_report_is_escaped() -> None:
-    df = make_report([kernel(0, "evil<T>&co", 1e-3, 1e9, {"dram": 1e8, "l2": 1e8, "l1": 1e8}, kernel_name=EVIL,
-                             nvtx_path="a<b>/c&d", source='x"y.csv')])
+    df = make_report([kernel(0, "evil<T>&co", 1e-3, 1e9, {"dram": 1e8, "l2": 1e8, "l1": 1e8},
+                             kernel_name=EVIL, nvtx_path="a<b>/c&d", source='x"y.csv')])
     text = html.render(df)
     assert "<script>alert" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
@@ -155,7 +160,8 @@ def test_a_long_run_lists_its_longest_kernels_and_says_so(report: pd.DataFrame) 
     assert "The 3 longest of the report's 5 kernels are listed (85.0% of the kernel time)" in text
     assert '<span id="shown">3</span> of 5 kernels shown' in text
     # the groups count the rows listed; their share stays of the whole run's time
-    assert p.groups == ["model/layer1 — 2 kernel(s), 75.0% of time", "model/layer2 — 1 kernel(s), 10.0% of time"]
+    assert p.groups == ["model/layer1 — 2 kernel(s), 75.0% of time",
+                        "model/layer2 — 1 kernel(s), 10.0% of time"]
     every = html.render(report, with_charts=False, max_rows=0)
     assert len(Page(every).rows) == 5 and "longest of the report" not in every
     assert html.render(report, with_charts=False) == html.render(report, with_charts=False, max_rows=5)
@@ -195,12 +201,15 @@ def test_an_empty_report_still_gives_a_page(report: pd.DataFrame) -> None:
 
 
 def test_emit_nvtx_counters_do_not_split_groups() -> None:
-    assert html.group_path("train/aten::linear, seq = 8, op_id = 27/aten::mm, seq = 8, op_id = 28, sizes = [[2]]") \
+    assert html.group_path("train/aten::linear, seq = 8, op_id = 27/aten::mm, seq = 8, op_id = 28, "
+                           "sizes = [[2]]") \
         == "train/aten::linear/aten::mm"
     assert html.group_path("") == "" and html.group_path("a/b") == "a/b"
     df = make_report([
-        kernel(0, "gemm", 1e-3, 1e9, {"dram": 1e8, "l2": 1e8, "l1": 1e8}, nvtx_path="fc1/aten::mm, seq = 1, op_id = 5"),
-        kernel(1, "gemm", 1e-3, 1e9, {"dram": 1e8, "l2": 1e8, "l1": 1e8}, nvtx_path="fc1/aten::mm, seq = 2, op_id = 9"),
+        kernel(0, "gemm", 1e-3, 1e9, {"dram": 1e8, "l2": 1e8, "l1": 1e8},
+               nvtx_path="fc1/aten::mm, seq = 1, op_id = 5"),
+        kernel(1, "gemm", 1e-3, 1e9, {"dram": 1e8, "l2": 1e8, "l1": 1e8},
+               nvtx_path="fc1/aten::mm, seq = 2, op_id = 9"),
     ])
     p = Page(html.render(df, with_charts=False))
     assert p.groups == ["fc1/aten::mm — 2 kernel(s), 100.0% of time"]

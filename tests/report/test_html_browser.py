@@ -23,7 +23,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 if CHROMIUM is None and os.environ.get("NSROOF_REQUIRE_BROWSER") == "1":
     raise RuntimeError("NSROOF_REQUIRE_BROWSER=1 but chromium is not installed (apt-get install -y chromium)")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
+pytestmark = pytest.mark.skipif(CHROMIUM is None,
+                                reason="chromium not installed (apt-get install -y chromium)")
 
 # --no-sandbox: containers run as root, where Chromium's sandbox refuses to start
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
@@ -97,7 +98,8 @@ def test_the_filter_drives_the_charts_and_points_carry_tooltips(example_page: Pa
     tip = re.search(r'<a class="pt" data-k="2"[^>]*><title>([^<]*)</title>', everything)
     assert tip is not None
     assert re.fullmatch(r"2\. ampere_bf16_\S+ \(id \d+\) at DRAM: compute-bound, intensity [\d.]+ FLOP/B, "
-                        r"[\d.]+ TFLOP/s, [\d.]+% of the roof; [\d.]+ us \([\d.]+% of the time\)", tip.group(1))
+                        r"[\d.]+ TFLOP/s, [\d.]+% of the roof; [\d.]+ us \([\d.]+% of the time\)",
+                        tip.group(1))
     assert not re.search(r"\d{8,}", tip.group(1))  # no raw floats
     dom = _raw_dom(example_page.as_uri() + "#bound=compute")
     shown_c, hidden_c = _points(dom)
@@ -126,7 +128,8 @@ def test_filters_run_in_the_browser(page_path: Path) -> None:
 
 def test_sorting_runs_in_the_browser(page_path: Path) -> None:
     # sorted by kernel name inside each NVTX group: [gemm, copy] -> [copy, gemm]; [mystery, softmax] stays
-    assert _shown(_dom(page_path.as_uri() + "#sort=kernel")) == ["copy", "gemm", "mystery", "softmax<float>", "bogus"]
+    assert _shown(_dom(page_path.as_uri() + "#sort=kernel")) == ["copy", "gemm", "mystery", "softmax<float>",
+                                                                 "bogus"]
     desc = _shown(_dom(page_path.as_uri() + "#sort=share&dir=desc"))
     assert desc == ["gemm", "copy", "mystery", "softmax<float>", "bogus"]
 
@@ -136,7 +139,8 @@ def test_screenshot(page_path: Path) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report.png"
     shot.unlink(missing_ok=True)
-    out = subprocess.run([CHROMIUM, *FLAGS, "--window-size=1300,2400", f"--screenshot={shot}", page_path.as_uri()],
+    out = subprocess.run([CHROMIUM, *FLAGS, "--window-size=1300,2400", f"--screenshot={shot}",
+                          page_path.as_uri()],
                          capture_output=True, text=True, timeout=90)
     assert out.returncode == 0, out.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000

@@ -47,7 +47,8 @@ def _frame(n: int) -> pd.DataFrame:
 
 def _from_pandas(frame: pd.DataFrame, metadata: dict[str, object]) -> pa.Table:
     """What nsroof wrote before: pyarrow's from_pandas, categoricals as text, both metadata keys."""
-    plain = frame.astype({c: object for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)})
+    plain = frame.astype({c: object for c in frame.columns
+                          if isinstance(frame[c].dtype, pd.CategoricalDtype)})
     schema = arrow_schema({parquet.METADATA_KEY: json.dumps(metadata).encode()}, REPORT_FIELDS)
     table = pa.Table.from_pandas(plain, schema=schema, preserve_index=False)
     return table.replace_schema_metadata({**(table.schema.metadata or {}),

@@ -43,8 +43,10 @@ def _texts(fig: object) -> list[str]:
 # ----------------------------------------------------------------------------- plotted coordinates
 
 
-def test_points_are_the_reports_intensity_and_achieved_flop_per_s(report: pd.DataFrame, data: pd.DataFrame) -> None:
-    # gemm: 10 GFLOP in 1 ms = 1e13 FLOP/s at every level; I = 10e9 / 1e9 = 10 (DRAM), / 2e9 = 5 (L2), / 5e9 = 2 (L1)
+def test_points_are_the_reports_intensity_and_achieved_flop_per_s(report: pd.DataFrame,
+                                                                  data: pd.DataFrame) -> None:
+    # gemm: 10 GFLOP in 1 ms = 1e13 FLOP/s at every level; I = 10e9 / 1e9 = 10 (DRAM), / 2e9 = 5 (L2),
+    # / 5e9 = 2 (L1)
     for level, x in (("dram", 10.0), ("l2", 5.0), ("l1", 2.0)):
         p = _point(data, "gemm", level)
         assert p["x_intensity"] == pytest.approx(x)
@@ -159,7 +161,8 @@ def test_the_chart_lists_them_under_the_axes(report: pd.DataFrame) -> None:
 
 
 def test_long_listings_are_cut_with_a_count() -> None:
-    ks = [kernel(i, f"k{i}", 1e-3, np.nan, {"dram": 1e6, "l2": 1e6, "l1": 1e6}, missing="flops") for i in range(14)]
+    ks = [kernel(i, f"k{i}", 1e-3, np.nan, {"dram": 1e6, "l2": 1e6, "l1": 1e6}, missing="flops")
+          for i in range(14)]
     lines = plots._unplotted_lines(plots.unplotted(plots.chart_data(make_report(ks))))
     assert lines[0].startswith("Not plotted: 14 kernels (100.0%")
     assert lines[-1] == "  • … and 4 more (see the report's `missing` column)"
@@ -196,14 +199,15 @@ def test_each_roof_is_labelled_with_value_and_source(report: pd.DataFrame) -> No
 
 
 def test_one_roof_set_per_distinct_ceiling() -> None:
-    gpu_b = {"device": "GPU-B", "peak_flop_per_s": 60e12, "bandwidth": {"dram": 3e12, "l2": 10e12, "l1": 30e12},
-             "ceiling_source": "spec:GPU-B"}
+    gpu_b = {"device": "GPU-B", "peak_flop_per_s": 60e12,
+             "bandwidth": {"dram": 3e12, "l2": 10e12, "l1": 30e12}, "ceiling_source": "spec:GPU-B"}
     df = make_report([kernel(0, "gemm", 1e-3, 10e9, {"dram": 1e9, "l2": 2e9, "l1": 5e9}),
                       kernel(1, "gemm", 1e-3, 10e9, {"dram": 1e9, "l2": 2e9, "l1": 5e9}, machine=gpu_b,
                              source="rank1.csv")])
     roofs = plots.roof_lines(df)
     assert len(roofs) == 8  # (1 compute + 3 bandwidth) x 2 devices
-    assert sorted(set(zip(roofs["ceiling_set"], roofs["device"], strict=True))) == [(0, "GPU-A"), (1, "GPU-B")]
+    assert sorted(set(zip(roofs["ceiling_set"], roofs["device"], strict=True))) == [(0, "GPU-A"),
+                                                                                    (1, "GPU-B")]
     assert set(plots.ridge_points(df)["x_ridge"]) == {1.0, 4.0, 10.0, 2.0, 6.0, 20.0}  # 60/30, 60/10, 60/3
     # two devices: one panel each, against its own roofs only (no roof set of the other device drawn)
     fig = plots.plot(df)
@@ -215,7 +219,8 @@ def test_one_roof_set_per_distinct_ceiling() -> None:
 
 
 def _texts_of(ax: Any) -> list[str]:
-    return [a.get_text().replace("\n", " ") for a in ax.findobj(lambda a: hasattr(a, "get_text")) if a.get_text()]
+    return [a.get_text().replace("\n", " ") for a in ax.findobj(lambda a: hasattr(a, "get_text"))
+            if a.get_text()]
 
 
 def test_roofs_measured_per_kernel_are_drawn_as_their_range() -> None:
@@ -233,7 +238,8 @@ def test_roofs_measured_per_kernel_are_drawn_as_their_range() -> None:
     assert set(roofs["family"]) == {"ncu"} and set(roofs["ceiling_set"]) == {0}  # one ceiling, not two
     texts = _texts(plots.plot(df))
     assert "fp32 19–20 TFLOP/s · ncu" in texts
-    assert any(t.replace("\n", " ").startswith("roofs: GPU-A · ncu (per kernel, at the profiled clock)") for t in texts)
+    assert any(t.replace("\n", " ").startswith("roofs: GPU-A · ncu (per kernel, at the profiled clock)")
+               for t in texts)
 
 
 def make_machine(peak: float) -> dict[str, object]:
@@ -241,14 +247,15 @@ def make_machine(peak: float) -> dict[str, object]:
 
 
 def test_source_family_groups_the_roofs_of_one_ceiling() -> None:
-    assert plots.source_family("ncu:2 × sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained") == "ncu"
+    assert plots.source_family(
+        "ncu:2 × sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained") == "ncu"
     assert plots.source_family("spec:RTX 3070#simt_flop_per_s.fp32") == "spec:RTX 3070"
     assert plots.source_family("measured:h100.json") == "measured:h100.json"
 
 
 def test_a_report_without_ceilings_says_so() -> None:
-    no_roofs = {"device": "", "peak_flop_per_s": np.nan, "bandwidth": {"dram": np.nan, "l2": np.nan, "l1": np.nan},
-                "ceiling_source": "unknown"}
+    no_roofs = {"device": "", "peak_flop_per_s": np.nan,
+                "bandwidth": {"dram": np.nan, "l2": np.nan, "l1": np.nan}, "ceiling_source": "unknown"}
     df = make_report([kernel(0, "gemm", 1e-3, 10e9, {"dram": 1e9, "l2": 2e9, "l1": 5e9}, machine=no_roofs)])
     assert plots.roof_lines(df).empty and plots.ridge_points(df).empty
     d = plots.chart_data(df)
@@ -306,7 +313,8 @@ def test_png_and_svg_are_written(report: pd.DataFrame, tmp_path: Path) -> None:
     png = plots.save(fig, tmp_path / "chart.png")
     svg = plots.save(fig, tmp_path / "chart.svg")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert plots.save(fig, tmp_path / "again.png").read_bytes() == png.read_bytes()  # no timestamp in PNGs either
+    # no timestamp in PNGs either
+    assert plots.save(fig, tmp_path / "again.png").read_bytes() == png.read_bytes()
     text = svg.read_text()
     assert text.lstrip().startswith("<?xml") and "<svg" in text and "<path" in text
     assert "gemm" in text  # svg.fonttype none: labels stay text
@@ -329,24 +337,28 @@ def test_two_renders_give_identical_svg(report: pd.DataFrame, tmp_path: Path) ->
 _nsroof, _invoke = nsroof_process, invoke
 
 
-def test_cli_writes_png_and_svg_and_refuses_bad_input(repo: Path, report: pd.DataFrame, tmp_path: Path) -> None:
+def test_cli_writes_png_and_svg_and_refuses_bad_input(repo: Path, report: pd.DataFrame,
+                                                      tmp_path: Path) -> None:
     from nsroof.report import parquet
 
     path = parquet.write(report, tmp_path / "report.parquet", inputs=[])
     r = _nsroof("plot", str(path), "-o", str(tmp_path / "c.svg"), "--top", "3")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == f"wrote {tmp_path / 'c.svg'}: 5 kernels, 8 points; 2 kernels not plotted (listed under the chart)"
+    assert r.stdout.strip() == (f"wrote {tmp_path / 'c.svg'}: 5 kernels, 8 points; "
+                                "2 kernels not plotted (listed under the chart)")
     code, out, _ = _invoke("plot", str(path), "-o", str(tmp_path / "c2.svg"), "--top", "3")
     assert code == 0
-    assert (tmp_path / "c.svg").read_bytes() == (tmp_path / "c2.svg").read_bytes()  # same bytes, other process
+    # same bytes, other process
+    assert (tmp_path / "c.svg").read_bytes() == (tmp_path / "c2.svg").read_bytes()
 
-    code, out, _ = _invoke("plot", str(path), "-o", str(tmp_path / "l1.png"), "--level", "l1", "--nvtx", "layer")
+    code, out, _ = _invoke("plot", str(path), "-o", str(tmp_path / "l1.png"), "--level", "l1", "--nvtx",
+                           "layer")
     assert code == 0 and "4 kernels, 2 points" in out  # gemm, softmax at L1; copy, mystery none
 
     r = _nsroof("plot", str(tmp_path / "missing.parquet"), "-o", str(tmp_path / "x.png"))
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert r.stderr == (f"nsroof: error: {tmp_path / 'missing.parquet'}: no such file or directory — give a report "
-                        "written by `nsroof analyze EXPORT -o report.parquet`\n")
+    assert r.stderr == (f"nsroof: error: {tmp_path / 'missing.parquet'}: no such file or directory — give a "
+                        "report written by `nsroof analyze EXPORT -o report.parquet`\n")
     for args, message in (
         ((str(repo / "pyproject.toml"), "-o", str(tmp_path / "x.png")), "not a readable Parquet report"),
         ((str(path), "-o", str(tmp_path / "x.gif")), "cannot write a chart as '.gif'"),

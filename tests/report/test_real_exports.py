@@ -38,7 +38,8 @@ def _nsroof(*args: str) -> _Result:
     from nsroof.cli import cli
 
     r = CliRunner().invoke(cli, list(args))
-    return _Result(r.exit_code, r.stdout, r.stderr + (repr(r.exception) if r.exception and r.exit_code != 2 else ""))
+    return _Result(r.exit_code, r.stdout,
+                   r.stderr + (repr(r.exception) if r.exception and r.exit_code != 2 else ""))
 
 
 def test_png_svg_and_html_from_a_real_export(avery: tuple[pd.DataFrame, Path], tmp_path: Path) -> None:
@@ -104,10 +105,11 @@ def test_two_devices_in_one_report_get_two_roof_sets(shared_fixtures: Path) -> N
     frame = analyze([shared_fixtures / AVERY, shared_fixtures / NVTX]).frame
     roofs = plots.roof_lines(frame)
     sets = roofs.drop_duplicates("ceiling_set")[["device", "family"]]
-    # the A10G's own ncu roofs and its datasheet L2 roof (the export has no L2 peak), the 3070's datasheet roofs
-    assert sorted(map(tuple, sets.to_numpy().tolist())) == [("NVIDIA A10G", "ncu"),
-                                                            ("NVIDIA A10G", "spec:A10G @ profiled clock"),
-                                                            ("NVIDIA GeForce RTX 3070", "spec:RTX 3070 @ profiled clock")]
+    # the A10G's own ncu roofs and its datasheet L2 roof (the export has no L2 peak), the 3070's
+    # datasheet roofs
+    assert sorted(map(tuple, sets.to_numpy().tolist())) == [
+        ("NVIDIA A10G", "ncu"), ("NVIDIA A10G", "spec:A10G @ profiled clock"),
+        ("NVIDIA GeForce RTX 3070", "spec:RTX 3070 @ profiled clock")]
     # one panel per device: the A10G's two roof sets tagged [1] and [2], the 3070's one set untagged
     a10g, rtx = ([t.get_text().replace("\n", " ") for t in ax.findobj(lambda a: hasattr(a, "get_text"))]
                  for ax in plots.plot(frame).axes)
@@ -144,7 +146,8 @@ def test_a_dataset_folder_of_several_exports(shared_fixtures: Path, tmp_path: Pa
     assert len(page.rows) == 4 + 3
     text = (tmp_path / "page.html").read_text()
     # each part file holds its own input: the page lists both
-    assert "averyclapp__profile_output.raw_base.csv" in text and "nsighttraining__manual_nvtx.raw_base.csv" in text
+    assert ("averyclapp__profile_output.raw_base.csv" in text
+            and "nsighttraining__manual_nvtx.raw_base.csv" in text)
 
 
 def test_the_ledger_join_shows_excess_traffic(data_dir: Path, shared_fixtures: Path) -> None:

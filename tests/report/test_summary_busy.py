@@ -17,7 +17,8 @@ def test_kernels_overlapping_on_streams_count_once_in_the_busy_time(tmp_path: Pa
     # [100, 130) = 30 µs busy
     assert math.isclose(gpu_busy_s(per_kernel(report.frame)), 30e-6, rel_tol=1e-12)
     text = render(report, width=200)
-    assert "(2 launches, 40 us summed; the GPU busy 30 us, kernels overlapping on streams counted once)" in text
+    assert ("(2 launches, 40 us summed; the GPU busy 30 us, "
+            "kernels overlapping on streams counted once)") in text
     c = analytic_coverage(report.frame, ["ar.json"]).iloc[0]
     assert math.isclose(c["time_s"], 40e-6, rel_tol=1e-12) and math.isclose(c["busy_s"], 30e-6, rel_tol=1e-12)
     assert math.isclose(c["costed_busy_s"], 30e-6, rel_tol=1e-12)  # both ops have formulas

@@ -23,7 +23,8 @@ def test_repeated_launches_sum_under_their_name() -> None:
     assert (saxpy["kernels"], saxpy["launches"]) == (3, 3)
     assert saxpy["duration_s"] == pytest.approx(60e-6)  # 10 + 20 + 30 us
     assert saxpy["time_share"] == pytest.approx(60 / 260)  # of 60 + 200 us
-    assert (saxpy["bound"], saxpy["limiting"]) == ("memory", "dram") and saxpy["bound_time_share"] == pytest.approx(1.0)
+    assert ((saxpy["bound"], saxpy["limiting"]) == ("memory", "dram")
+            and saxpy["bound_time_share"] == pytest.approx(1.0))
     # each launch's floor: 12,582,912 B / 1,555 GB/s (A100 SXM4 40GB datasheet DRAM) = 8.0919 us;
     # the name's roof fraction = 3 × 8.0919 / 60 = 0.4046 (not the mean of 0.809, 0.405, 0.270 = 0.495)
     assert saxpy["time_floor_s"] == pytest.approx(3 * 12582912 / 1555e9, rel=1e-6)
@@ -50,7 +51,8 @@ def test_the_example_by_name_agrees_with_its_kernels() -> None:
 def test_the_name_table_fits_the_terminal(width: int) -> None:
     report = analyze([EXAMPLE])
     lines = name_table(report.frame, 10, width)
-    assert lines[0] == "Top 10 of 10 kernel names by total time" and len(lines) == 13  # title, key, header, 10 rows
+    # title, key, header, 10 rows
+    assert lines[0] == "Top 10 of 10 kernel names by total time" and len(lines) == 13
     assert all(len(line) <= width for line in lines)
     text = render(report, top=3, by="name", width=width)
     assert "Top 3 of 10 kernel names" in text and "Top 3 kernels by time" not in text

@@ -32,15 +32,17 @@ def test_a_read_only_l2_count_below_dram_is_a_lower_bound_warned_once(tmp_path: 
     report = analyze(_read_only_l2(tmp_path, ("100", "20000000")))
     l2 = report.frame[report.frame["level"].astype(str) == "l2"].set_index("kernel_id")
     assert l2.loc[0, "bytes"] == 3200.0 and "lower bound" in l2.loc[0, "bytes_source"]
-    # the value is known: the warning, not `missing`, says it is a bound (missing names only the tensor counters
-    # tiny_raw.csv lacks)
+    # the value is known: the warning, not `missing`, says it is a bound (missing names only the tensor
+    # counters tiny_raw.csv lacks)
     assert "lts" not in l2.loc[0, "missing"] and "bytes" not in l2.loc[0, "missing"]
     assert "lower bound" not in l2.loc[1, "bytes_source"]
     warnings = lower_bound_warnings(report.frame)
     assert len(warnings) == 1
-    assert warnings[0].startswith("1 row(s) count bytes with a read-only counter that saw fewer bytes than DRAM")
+    assert warnings[0].startswith("1 row(s) count bytes with a read-only counter that saw fewer bytes than "
+                                  "DRAM")
     assert "L2 32 × lts__lts2xbar_cycles_active.sum: 1 row(s), collect lts__t_bytes.sum" in warnings[0]
-    assert sum(line.startswith("warning: 1 row(s) count bytes") for line in render(report, width=400).splitlines()) == 1
+    assert sum(line.startswith("warning: 1 row(s) count bytes")
+               for line in render(report, width=400).splitlines()) == 1
 
 
 def test_no_warning_when_every_read_only_count_reaches_dram(tmp_path: Path) -> None:

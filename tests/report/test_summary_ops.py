@@ -24,11 +24,13 @@ def _trace(tmp_path: Path) -> Path:
     events = []
     for call in range(2):
         t = 1000.0 * call
-        events.append(_x("cpu_op", "aten::mm", t, 50.0, **{"External id": call, "Input Dims": [[8, 16], [16, 32]],
-                                                          "Input type": ["float", "float"]}))
+        events.append(_x("cpu_op", "aten::mm", t, 50.0,
+                         **{"External id": call, "Input Dims": [[8, 16], [16, 32]],
+                            "Input type": ["float", "float"]}))
         for n, name in enumerate(("ampere_sgemm_32x32", "splitKreduce_kernel")):
             corr = 10 * call + n
-            events += [_x("cuda_runtime", "cudaLaunchKernel", t + 1 + n, 1.0, correlation=corr, **{"External id": call}),
+            events += [_x("cuda_runtime", "cudaLaunchKernel", t + 1 + n, 1.0, correlation=corr,
+                          **{"External id": call}),
                        _x("kernel", name, t + 100 + 20 * n, 10.0, pid=0, tid=7, correlation=corr)]
     path = tmp_path / "mm.json"
     path.write_text(json.dumps({"traceEvents": events}))
@@ -45,8 +47,8 @@ def test_the_summary_shows_ops_with_their_whole_flops_over_their_kernels_time(tm
     assert ops_path(out).name == "r.ops.parquet" and ops_path(out).is_file()
 
 
-def test_the_report_and_its_op_rows_replace_the_old_pair_only_when_both_are_written(tmp_path: Path,
-                                                                                     monkeypatch: Any) -> None:
+def test_the_report_and_its_op_rows_replace_the_old_pair_only_when_both_are_written(
+        tmp_path: Path, monkeypatch: Any) -> None:
     import pandas as pd
     import pytest
 
@@ -55,7 +57,8 @@ def test_the_report_and_its_op_rows_replace_the_old_pair_only_when_both_are_writ
 
     report = analyze(_trace(tmp_path), machine=GPU)
     out = report.write(tmp_path / "r.parquet")
-    assert len(pd.read_parquet(out)) == len(report.frame) and len(pd.read_parquet(ops_path(out))) == len(report.ops)
+    assert (len(pd.read_parquet(out)) == len(report.frame)
+            and len(pd.read_parquet(ops_path(out))) == len(report.ops))
     before = {p.name: p.read_bytes() for p in (out, ops_path(out))}
     write_table = parquet.pq.write_table
 
@@ -68,6 +71,8 @@ def test_the_report_and_its_op_rows_replace_the_old_pair_only_when_both_are_writ
     report.metadata = {**report.metadata, "note": "a second run"}  # files that differ from the first
     with pytest.raises(InputError) as error:
         report.write(out)
-    assert Path(error.value.path).name == "r.ops.parquet" and "No space left" in str(error.value)  # the failing file named
+    # the failing file named
+    assert Path(error.value.path).name == "r.ops.parquet" and "No space left" in str(error.value)
     assert {p.name: p.read_bytes() for p in (out, ops_path(out))} == before  # neither replaced
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["mm.json", "r.ops.parquet", "r.parquet"]  # no temporaries
+    # no temporaries
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mm.json", "r.ops.parquet", "r.parquet"]

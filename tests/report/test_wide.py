@@ -43,7 +43,8 @@ def test_one_row_per_kernel_longest_first(wide: pd.DataFrame) -> None:
 def test_levels_pivoted_into_columns(wide: pd.DataFrame) -> None:
     gemm = wide.iloc[0]
     # 10 GFLOP over 1 / 2 / 5 GB
-    assert (gemm["intensity_dram"], gemm["intensity_l2"], gemm["intensity_l1"]) == pytest.approx((10.0, 5.0, 2.0))
+    assert (gemm["intensity_dram"], gemm["intensity_l2"], gemm["intensity_l1"]) == pytest.approx(
+        (10.0, 5.0, 2.0))
     # ridges 20e12 / 2e12 = 10, / 5e12 = 4, / 20e12 = 1: at or right of each -> compute-bound everywhere
     assert [gemm[f"bound_{lv}"] for lv in ("dram", "l2", "l1")] == ["compute"] * 3
     assert wide.loc[3, "bound_l2"] == "unknown"  # softmax's L2 bytes unknown
@@ -52,13 +53,15 @@ def test_levels_pivoted_into_columns(wide: pd.DataFrame) -> None:
 
 def test_verdict_at_the_limiting_level(wide: pd.DataFrame) -> None:
     gemm = wide.iloc[0]
-    # floors: DRAM max(10e9/20e12, 1e9/2e12) = 0.5 ms, L2 max(0.5, 0.4) ms, L1 max(0.5, 0.25) ms: DRAM (the first max)
+    # floors: DRAM max(10e9/20e12, 1e9/2e12) = 0.5 ms, L2 max(0.5, 0.4) ms, L1 max(0.5, 0.25) ms:
+    # DRAM (the first max)
     assert gemm["limiting"] == "dram" and gemm["bound"] == "compute"
     assert gemm["time_floor_s"] == pytest.approx(0.5e-3)
     assert gemm["roof_fraction"] == pytest.approx(0.5)  # 1e13 FLOP/s of min(20e12, 10 x 2e12)
     assert gemm["floor_ratio"] == pytest.approx(2.0)  # 1 ms / 0.5 ms
     mystery = wide.iloc[2]  # FLOPs unknown: no floor, no level limits it
-    assert mystery["limiting"] == "" and mystery["bound"] == "unknown" and math.isnan(mystery["roof_fraction"])
+    assert (mystery["limiting"] == "" and mystery["bound"] == "unknown"
+            and math.isnan(mystery["roof_fraction"]))
     softmax = wide.iloc[3]
     # compute floor: DRAM's fraction unset, L2's unknown, L1's 5e11 FLOP/s of min(20e12, 0.25 x 20e12) = 0.1
     assert softmax["bound"] == "compute" and softmax["roof_fraction"] == pytest.approx(0.1)

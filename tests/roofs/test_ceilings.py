@@ -15,7 +15,8 @@ def _tables(devices: list[str], ncu_fp32_peak: list[float]) -> tuple[pd.DataFram
         "duration_s": [1e-3] * len(devices),
         "flops": [1e9] * len(devices), "flops_fp32": [1e9] * len(devices),
         "flops_tensor": [np.nan] * len(devices),
-        "peak_flop_per_s_fp32": ncu_fp32_peak, "ceiling_source_fp32": ["ncu:sm__sass_thread_inst_executed"] * len(devices),
+        "peak_flop_per_s_fp32": ncu_fp32_peak,
+        "ceiling_source_fp32": ["ncu:sm__sass_thread_inst_executed"] * len(devices),
     })
     return kernels, quantities
 
@@ -27,7 +28,8 @@ def test_export_peak_first_then_datasheet_then_a_reason():
     # recorded: at boost); kernel 2: an unknown device, no roof and a reason naming it
     assert r.peak[0] == 1.0e13 and r.peak_src[0] == "ncu:sm__sass_thread_inst_executed"
     assert r.peak[1] == 19.5e12 and r.peak_src[1] == "spec:A100 SXM4 40GB#simt_flop_per_s.fp32"
-    assert np.isnan(r.peak[2]) and "Mystery GPU 9000" in r.peak_reason[2] and r.peak_reason[:2].tolist() == ["", ""]
+    assert (np.isnan(r.peak[2]) and "Mystery GPU 9000" in r.peak_reason[2]
+            and r.peak_reason[:2].tolist() == ["", ""])
     # DRAM: no ncu figure in the quantities, so the datasheet's 1,555 GB/s for the A100 rows
     assert r.bandwidth["dram"][:2].tolist() == [1.555e12, 1.555e12]
     assert r.bandwidth_src["dram"][0] == "spec:A100 SXM4 40GB#bandwidth_bytes_per_s.dram"
@@ -54,7 +56,8 @@ def test_has_ncu_ceilings():
 
 
 def test_roofline_counters_one_definition():
-    assert lacking_roofline_counters(["dram__bytes_read.sum", "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"]) == []
+    assert lacking_roofline_counters(["dram__bytes_read.sum",
+                                      "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"]) == []
     assert lacking_roofline_counters(["gpu__time_duration.sum", "dram__sectors_read.sum"]) == ["FLOP"]
     assert lacking_roofline_counters(["sm__inst_executed_pipe_tensor.sum"]) == ["byte"]
     assert lacking_roofline_counters(["gpu__time_duration.sum"]) == ["byte", "FLOP"]

@@ -71,7 +71,8 @@ def test_an_explicit_machine_overrides_the_export_ceilings() -> None:
 
 
 def test_precision_is_the_one_carrying_most_flops() -> None:
-    q = quantities(2, duration_s=[1e-3, 1e-3], flops_fp32=[1e6, 0.0], flops_tensor=[5e9, 0.0], bytes_dram=[1e6, 1e6],
+    q = quantities(2, duration_s=[1e-3, 1e-3], flops_fp32=[1e6, 0.0], flops_tensor=[5e9, 0.0],
+                   bytes_dram=[1e6, 1e6],
                    tensor_metric=["sm__ops_path_tensor_src_bf16_dst_fp32_sparsity_off", ""])
     r = build_report(kernels(2), q, A100ISH)
     first = r[r["kernel_id"] == 0].iloc[0]
@@ -99,7 +100,8 @@ def test_above_roof_is_flagged() -> None:
 
 def test_aggregate_sums_totals_and_reclassifies() -> None:
     k = kernels(3, kernel_name=["void a()", "void a()", "void b()"], function=["a", "a", "b"])
-    q = quantities(3, duration_s=[1e-3, 3e-3, 1e-3], flops_fp32=[1e9, 3e9, 1e9], bytes_dram=[1e8, 3e8, np.nan])
+    q = quantities(3, duration_s=[1e-3, 3e-3, 1e-3], flops_fp32=[1e9, 3e9, 1e9],
+                   bytes_dram=[1e8, 3e8, np.nan])
     ka, qa = aggregate(k, q)
     assert list(ka["launches"]) == [2, 1]
     assert list(ka["kernel_id"]) == [0, 2]
@@ -161,7 +163,8 @@ def _limiting_by_groupby(report: pd.DataFrame) -> pd.Series:
         compute_s = report["flops"].astype("float64") / report["peak_flop_per_s"].astype("float64")
     worst_memory = memory_s.fillna(-1.0).groupby(key, sort=False).transform("max")
     is_worst = (memory_s == worst_memory) & memory_s.notna()
-    level_of_worst = report["level"].astype(object).where(is_worst).groupby(key, sort=False).transform("first")
+    level_of_worst = (report["level"].astype(object).where(is_worst).groupby(key, sort=False)
+                      .transform("first"))
     worst_compute = compute_s.groupby(key, sort=False).transform("max")
     out = level_of_worst.where(~(worst_compute.notna() & (worst_compute >= worst_memory)), "compute")
     known = (memory_s.notna() & compute_s.notna()).groupby(key, sort=False).transform("all")
@@ -172,18 +175,20 @@ _FLOOR = st.sampled_from([float("nan"), 0.0, 1.0, 2.0, 4.0, float("inf")])
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["a.csv", "b.csv"]), st.integers(0, 3), st.sampled_from(["dram", "l2", "l1"]),
-                          _FLOOR, _FLOOR, _FLOOR, _FLOOR), max_size=24))
-def test_limiting_level_equals_the_groupby_reference(rows: list[tuple[str, int, str, float, float, float, float]]) -> None:
+@given(st.lists(st.tuples(st.sampled_from(["a.csv", "b.csv"]), st.integers(0, 3),
+                          st.sampled_from(["dram", "l2", "l1"]), _FLOOR, _FLOOR, _FLOOR, _FLOOR),
+                max_size=24))
+def test_limiting_level_equals_the_groupby_reference(
+        rows: list[tuple[str, int, str, float, float, float, float]]) -> None:
     # rows in any order, repeated levels, unknown and zero roofs: the kernel (source, id) groups them
-    frame = pd.DataFrame(rows, columns=["source", "kernel_id", "level", "bytes", "bandwidth_bytes_per_s", "flops",
-                                        "peak_flop_per_s"])
+    frame = pd.DataFrame(rows, columns=["source", "kernel_id", "level", "bytes", "bandwidth_bytes_per_s",
+                                        "flops", "peak_flop_per_s"])
     frame["kernel_id"] = frame["kernel_id"].astype("Int64")
     with np.errstate(divide="ignore", invalid="ignore"):
         memory_s = frame["bytes"].to_numpy(float) / frame["bandwidth_bytes_per_s"].to_numpy(float)
         compute_s = frame["flops"].to_numpy(float) / frame["peak_flop_per_s"].to_numpy(float)
-    got = limiting(frame["source"].to_numpy(dtype=object), frame["kernel_id"].to_numpy(dtype=object), memory_s,
-                   compute_s, frame["level"].to_numpy(dtype=object))
+    got = limiting(frame["source"].to_numpy(dtype=object), frame["kernel_id"].to_numpy(dtype=object),
+                   memory_s, compute_s, frame["level"].to_numpy(dtype=object))
     assert got.tolist() == _limiting_by_groupby(frame).tolist()
 
 
@@ -198,12 +203,13 @@ def _estimate(inst: float, **extra: list[float]) -> pd.DataFrame:
     """One kernel whose tensor FLOPs derive() estimated at the default 4096 FLOP/instruction (CC 8.0)."""
     source = "sm__inst_executed_pipe_tensor.sum × 4096 (FLOP/instruction at this CC)"
     return quantities(1, duration_s=[1e-3], flops_fp32=[0.0], flops_tensor=[inst * 4096], bytes_dram=[1e6],
-                      tensor_inst=[inst], flops_source_tensor=[source], flops_source=[f"fp32: x; tensor: {source}"],
-                      **extra)
+                      tensor_inst=[inst], flops_source_tensor=[source],
+                      flops_source=[f"fp32: x; tensor: {source}"], **extra)
 
 
 def test_datasheet_roofs_at_the_recorded_sm_clock() -> None:
-    # 765 MHz recorded: FP32 19.5e12 × 765 / 1410 = 10.58e12; L2 5120 B × 765e6 = 3.917e12; L1 128 × 108 × 765e6
+    # 765 MHz recorded: FP32 19.5e12 × 765 / 1410 = 10.58e12; L2 5120 B × 765e6 = 3.917e12;
+    # L1 128 × 108 × 765e6
     q = quantities(1, duration_s=[1e-3], flops_fp32=[2e9], bytes_dram=[4e8], bytes_l2=[4e8], bytes_l1=[4e8],
                    clock_hz_sm=[765e6])
     r = build_report(kernels(1), q, resolver=lambda _d: CLOCKED).set_index("level")
@@ -225,8 +231,8 @@ def test_datasheet_roofs_at_the_recorded_sm_clock() -> None:
     # 1e5 × 4096 = 4.096e8 does not fit, 1e5 × 2048 = 2.048e8 does
     (1e5, np.nan, 1e5, 2.048e8, "HMMA.1688, the largest shape"),
 ])
-def test_tensor_pipe_estimates_take_the_largest_shape_within_the_roof(inst: float, clock: float, active: float,
-                                                                      flops: float, shape: str) -> None:
+def test_tensor_pipe_estimates_take_the_largest_shape_within_the_roof(
+        inst: float, clock: float, active: float, flops: float, shape: str) -> None:
     q = _estimate(inst, clock_hz_sm=[clock], tensor_cycles_active=[active])
     row = build_report(kernels(1), q, resolver=lambda _d: CLOCKED).iloc[0]
     assert row["flops_tensor"] == pytest.approx(flops) and row["flops"] == pytest.approx(flops)
@@ -251,11 +257,13 @@ def test_an_estimate_without_a_machine_keeps_the_default_shape_and_says_so() -> 
 
 
 def test_a_generic_device_name_is_unknown_with_its_candidates_named() -> None:
-    # issue 13: 'NVIDIA H100' is an SXM, PCIe or NVL board (3.35, 2.0 or 3.9 TB/s): no guess, the candidates named
+    # issue 13: 'NVIDIA H100' is an SXM, PCIe or NVL board (3.35, 2.0 or 3.9 TB/s): no guess,
+    # the candidates named
     q = quantities(1, duration_s=[1e-3], flops_fp32=[2e9], bytes_dram=[4e8])
     row = build_report(kernels(1, device=["NVIDIA H100"]), q).iloc[0]
     assert row["bound"] == "unknown"
-    assert "fits several machine table entries (H100 SXM, H100 PCIe, H100 NVL): pass --machine" in row["missing"]
+    assert ("fits several machine table entries (H100 SXM, H100 PCIe, H100 NVL): pass --machine"
+            in row["missing"])
     # the NVL board's own name resolves: 3.9 TB/s
     row = build_report(kernels(1, device=["NVIDIA H100 NVL"]), q).iloc[0]
     assert row["bandwidth_bytes_per_s"] == 3.9e12 and row["ceiling_source"] == "spec:H100 NVL"

@@ -1,5 +1,5 @@
-"""A collective costed by its formula is judged against the GPU's interconnect, not DRAM (nsroof.roofs.classify
-._link_rows, roofs from nsroof.roofs.ceilings.resolve_roofs)."""
+"""A collective costed by its formula is judged against the GPU's interconnect, not DRAM
+(nsroof.roofs.classify._link_rows, roofs from nsroof.roofs.ceilings.resolve_roofs)."""
 
 from __future__ import annotations
 
@@ -47,11 +47,13 @@ def test_a_collective_is_judged_against_the_interconnect_of_its_gpu(tmp_path: Pa
     assert len(row) == 1  # the link row stands where its dram row would: no DRAM judgement of its bus bytes
     r = row.iloc[0]
     assert r["level"] == "link" and r["bound"] == "memory" and r["limiting"] == "link"
-    # all-reduce over n = 4 ranks: S = 1024·1024·4 B = 4,194,304 B; bus bytes = S·2(n − 1)/n = S·1.5 = 6,291,456
+    # all-reduce over n = 4 ranks: S = 1024·1024·4 B = 4,194,304 B;
+    # bus bytes = S·2(n − 1)/n = S·1.5 = 6,291,456
     assert r["bytes"] == 6_291_456 and r["bytes_source"] == "analytic:vllm::all_reduce"
     # H100 SXM NVLink 4: 900 GB/s both ways (datasheet) -> 450 GB/s per direction
     assert r["bandwidth_bytes_per_s"] == 4.5e11 and "H100 datasheet" in r["ceiling_source"]
-    # floor = 6,291,456 B / 4.5e11 B/s = 13.98 µs (the adds, 1,048,576·3/4 = 786,432 FLOP at 66.9 TFLOP/s, 12 ns)
+    # floor = 6,291,456 B / 4.5e11 B/s = 13.98 µs
+    # (the adds, 1,048,576·3/4 = 786,432 FLOP at 66.9 TFLOP/s, 12 ns)
     assert r["flops"] == 786_432
     assert r["time_floor_s"] == pytest.approx(6_291_456 / 4.5e11, rel=1e-12)
     # achieved over attainable: 13.98 µs floor / 20 µs ran = 0.699
@@ -70,7 +72,8 @@ def test_an_unknown_interconnect_is_nan_with_the_missing_fact_never_dram(tmp_pat
     frame = analyze(write_trace(tmp_path, "NVIDIA GeForce RTX 4090")).frame
     r = frame[frame["op"].astype(str) == "vllm::all_reduce"].iloc[0]
     assert r["level"] == "link" and r["bytes"] == 6_291_456
-    assert math.isnan(r["bandwidth_bytes_per_s"]) and math.isnan(r["time_floor_s"]) and r["bound"] == "unknown"
+    assert (math.isnan(r["bandwidth_bytes_per_s"]) and math.isnan(r["time_floor_s"])
+            and r["bound"] == "unknown")
     assert "bandwidth_bytes_per_s[link] (no interconnect figure for RTX 4090" in r["missing"]
 
 
@@ -81,11 +84,13 @@ def test_the_b200_all_reduces_stand_under_nvlink_5() -> None:
     assert len(ar) == 73 and (ar["level"] == "link").all()  # 73 NVLS all-reduces, none judged against DRAM
     assert (ar["bandwidth_bytes_per_s"] == 9e11).all()
     first = ar.iloc[0]
-    # 2,557,440 bf16 values over 8 ranks: S = 5,114,880 B, bus bytes S·2·7/8 = 8,951,040 B; / 9e11 B/s = 9.95 µs
+    # 2,557,440 bf16 values over 8 ranks: S = 5,114,880 B, bus bytes S·2·7/8 = 8,951,040 B;
+    # / 9e11 B/s = 9.95 µs
     assert first["bytes"] == 8_951_040
     assert first["time_floor_s"] == pytest.approx(8_951_040 / 9e11, rel=1e-12)
     assert "NVIDIA DGX B200 / HGX B200 datasheet" in first["ceiling_source"]
     # and the one NCCL all-gather (record_param_comms): 74 link rows, every one a collective's kernel
     links = frame[frame["level"].astype(str) == "link"]
-    assert len(links) == 74 and set(links["op"].astype(str)) == {"symm_mem::multimem_all_reduce_", "record_param_comms"}
+    assert len(links) == 74 and set(links["op"].astype(str)) == {
+        "symm_mem::multimem_all_reduce_", "record_param_comms"}
     assert links["kernel_name"].astype(str).str.contains("all_reduce|AllGather").all()

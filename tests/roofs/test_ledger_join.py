@@ -24,11 +24,13 @@ PEAK, BW = 1e12, 1e11  # round roofs so the arithmetic below stays readable
 
 
 def kernel_rows(kernel_id: int, name: str, *, duration_s: float, flops: float, dram_bytes: float,
-                nvtx_path: str = "", op: str = "", input_shapes: str = "", launches: int = 1) -> list[dict[str, Any]]:
+                nvtx_path: str = "", op: str = "", input_shapes: str = "",
+                launches: int = 1) -> list[dict[str, Any]]:
     """One kernel as the report holds it: a row per level, the same identity and FLOPs on each."""
     rows = []
     for level, nbytes in (("dram", dram_bytes), ("l2", 2 * dram_bytes), ("l1", 4 * dram_bytes)):
-        row: dict[str, Any] = {c: (np.nan if pa.types.is_floating(FIELD_BY_NAME[c].type) else None) for c in COLUMNS}
+        row: dict[str, Any] = {c: (np.nan if pa.types.is_floating(FIELD_BY_NAME[c].type) else None)
+                               for c in COLUMNS}
         row.update(source="t.csv", kernel_id=kernel_id, launches=launches, kernel_name=name, function=name,
                    nvtx_path=nvtx_path, op=op, input_shapes=input_shapes, device="", level=level,
                    duration_s=duration_s, flops=flops, bytes=nbytes, peak_flop_per_s=PEAK,
@@ -42,13 +44,14 @@ def kernel_rows(kernel_id: int, name: str, *, duration_s: float, flops: float, d
 @pytest.fixture()
 def report() -> pd.DataFrame:
     rows = (
-        kernel_rows(0, "sgemm_128x64_nn", duration_s=4.294967296e-3, flops=3_221_225_472, dram_bytes=50_331_648,
-                    nvtx_path="train/step")
+        kernel_rows(0, "sgemm_128x64_nn", duration_s=4.294967296e-3, flops=3_221_225_472,
+                    dram_bytes=50_331_648, nvtx_path="train/step")
         + kernel_rows(1, "ampere_sgemm_32x32", duration_s=1e-4, flops=4_210_688, dram_bytes=460_800,
                       nvtx_path=f"train/step/{ADDMM}")
-        + kernel_rows(2, "cutlass_hgemm", duration_s=2e-6, flops=65_536, dram_bytes=7_168, nvtx_path=f"train/{MM}",
-                      launches=3)
-        + kernel_rows(3, "elementwise_kernel", duration_s=1e-3, flops=0, dram_bytes=1e6, nvtx_path="train/step")
+        + kernel_rows(2, "cutlass_hgemm", duration_s=2e-6, flops=65_536, dram_bytes=7_168,
+                      nvtx_path=f"train/{MM}", launches=3)
+        + kernel_rows(3, "elementwise_kernel", duration_s=1e-3, flops=0, dram_bytes=1e6,
+                      nvtx_path="train/step")
         + kernel_rows(4, "cutlass_hgemm", duration_s=1e-6, flops=1.0, dram_bytes=1.0,
                       nvtx_path="train/aten::mm, seq = 9")
         + kernel_rows(5, "bmm_kernel", duration_s=1e-5, flops=0, dram_bytes=1.0, op="aten::bmm",
@@ -140,18 +143,21 @@ class TestApply:
 
 
 class TestRuleWarnings:
-    """A rule that matches a kernel but cannot be evaluated on it is said once, in attrs["ledger"]["warnings"]:
-    the mapping file and line of the rule, how many kernels, the first one, the expression, why."""
+    """A rule that matches a kernel but cannot be evaluated on it is said once, in
+    attrs["ledger"]["warnings"]: the mapping file and line of the rule, how many kernels, the first one, the
+    expression, why."""
 
     def test_one_warning_per_failing_rule(self, joined: pd.DataFrame, data_dir: Path) -> None:
         # kernel 4's marker 'aten::mm, seq = 9' records no sizes: rule 3 (formula aten, line 13) fails on it
         (warning,) = joined.attrs["ledger"]["warnings"]
         path = str(data_dir / "ledger" / "mapping.yaml")
-        assert warning.startswith(f"{path}:13: rule 3 (aten) matched 1 kernel(s) but could not evaluate them; ")
+        assert warning.startswith(f"{path}:13: rule 3 (aten) matched 1 kernel(s) "
+                                  "but could not evaluate them; ")
         assert "first: cutlass_hgemm (t.csv kernel 4): no recorded sizes for aten::mm" in warning
         assert "\n" not in warning
 
-    def test_the_expression_that_failed_and_the_sizes_it_saw(self, report: pd.DataFrame, tmp_path: Path) -> None:
+    def test_the_expression_that_failed_and_the_sizes_it_saw(self, report: pd.DataFrame,
+                                                             tmp_path: Path) -> None:
         # gemm-bias written for addmm's three recorded inputs (bias, mat1, mat2) meets markers with two
         two_inputs = "aten::addmm, seq = 12, op_id = 5, sizes = [[64, 128], [128, 256]], input_op_ids = []"
         extra = pd.DataFrame(kernel_rows(6, "sgemm_a", duration_s=1e-5, flops=1.0, dram_bytes=1.0,
@@ -160,19 +166,22 @@ class TestRuleWarnings:
                                            nvtx_path=f"y/{two_inputs}"), columns=COLUMNS)
         p = tmp_path / "m.yaml"
         p.write_text("dtype: fp32\nrules:\n  - nvtx: 'aten::addmm'\n    formula: gemm-bias\n"
-                     "    shape: {m: 'sizes[1][0]', k: 'sizes[1][1]', n: 'sizes[2][1]', bias_elements: 'sizes[0][0]'}\n")
+                     "    shape: {m: 'sizes[1][0]', k: 'sizes[1][1]', n: 'sizes[2][1]', "
+                     "bias_elements: 'sizes[0][0]'}\n")
         frame = lj.apply(pd.concat([report, extra], ignore_index=True), lj.load_mapping(p))
         # kernel 1's marker has three inputs and evaluates; kernels 6 and 7 fail at n = sizes[2][1]
         assert lj.coverage(frame) == (1, 8)
         (warning,) = frame.attrs["ledger"]["warnings"]
-        assert warning.startswith(f"{p}:3: rule 1 (gemm-bias) matched 2 kernel(s) but could not evaluate them; ")
+        assert warning.startswith(f"{p}:3: rule 1 (gemm-bias) matched 2 kernel(s) "
+                                  "but could not evaluate them; ")
         assert "first: sgemm_a (t.csv kernel 6): " in warning
         assert "n = sizes[2][1]: no input 2 in the recorded sizes [[64, 128], [128, 256]]" in warning
         # the per-kernel reason stays in `missing` too
         assert "ledger: n = sizes[2][1]: no input 2" in dram(frame, 7)["missing"]
 
     def test_no_warnings_when_every_match_evaluates(self, report: pd.DataFrame, data_dir: Path) -> None:
-        frame = lj.apply(report[report["kernel_id"] != 4], lj.load_mapping(data_dir / "ledger" / "mapping.yaml"))
+        frame = lj.apply(report[report["kernel_id"] != 4],
+                         lj.load_mapping(data_dir / "ledger" / "mapping.yaml"))
         assert frame.attrs["ledger"]["warnings"] == []
         assert frame.attrs["ledger"]["matched"] == 4 and frame.attrs["ledger"]["kernels"] == 5
 
@@ -225,8 +234,8 @@ class TestMarkers:
         assert m.sizes == [[256], [64, 128], [128, 256]]
 
     def test_innermost_marker_wins(self) -> None:
-        markers = lj.parse_markers(f"aten::linear, seq = 4, op_id = 70, sizes = [[64, 128], [256, 128], [256]], "
-                                   f"input_op_ids = []/{ADDMM}")
+        markers = lj.parse_markers("aten::linear, seq = 4, op_id = 70, "
+                                   f"sizes = [[64, 128], [256, 128], [256]], input_op_ids = []/{ADDMM}")
         assert [m.op for m in markers] == ["aten::linear", "aten::addmm"]
 
     def test_scalar_inputs_and_no_op_id(self) -> None:
@@ -259,12 +268,14 @@ class TestMappingFiles:
         [
             ("rules:\n  - kernel: k\n    formula: gemm\n    shape: {m: 1, n: 1}\n    dtype: fp32\n", 2,
              "rule 1: gemm needs k in shape"),
-            ("rules:\n  - kernel: k\n    formula: gemv\n", 3, "rule 1: unknown ledger formula 'gemv'; known:"),
+            ("rules:\n  - kernel: k\n    formula: gemv\n", 3,
+             "rule 1: unknown ledger formula 'gemv'; known:"),
             ("rules:\n  - kernel: '(unclosed'\n    formula: gemm\n", 2, "bad kernel regex '\\(unclosed'"),
             ("rules:\n  - formula: gemm\n", 2, "rule 1 matches nothing: give kernel, nvtx or op"),
-            ("rules:\n  - kernel: k\n    formula: gemm\n    shape: {m: 1, n: 1, k: 1}\n", 2, "no dtype for gemm"),
-            ("rules:\n  - kernel: k\n    formula: gemm\n    shape: {m: 1.5, n: 1, k: 1}\n    dtype: fp32\n", 2,
-             "m must be int"),
+            ("rules:\n  - kernel: k\n    formula: gemm\n    shape: {m: 1, n: 1, k: 1}\n", 2,
+             "no dtype for gemm"),
+            ("rules:\n  - kernel: k\n    formula: gemm\n    shape: {m: 1.5, n: 1, k: 1}\n    dtype: fp32\n",
+             2, "m must be int"),
             ("rules:\n  - kernel: k\n    formual: gemm\n", 3, "unknown key 'formual'"),
             ("dtype: fp12\nrules: []\n", 1, "unknown dtype 'fp12'"),
             ("rules: []\n", 1, "no rules"),
@@ -346,7 +357,8 @@ class TestRealExport:
                                           str(data_dir / "ledger" / "gardenia_gemm.yaml"), "-o", str(out)])
         assert result.exit_code == 0, result.output
         frame = pd.read_parquet(out)
-        assert (frame["min_bytes"].dropna() > 0).all() and frame["ledger_op"].astype(str).str.startswith("gemm").any()
+        assert ((frame["min_bytes"].dropna() > 0).all()
+                and frame["ledger_op"].astype(str).str.startswith("gemm").any())
 
     def test_emit_nvtx_markers_exported_by_ncu(self, shared_fixtures: Path, data_dir: Path) -> None:
         from nsroof.pipeline import analyze
@@ -364,7 +376,8 @@ class TestRealExport:
         assert "ledger: no recorded sizes for aten::relu" in k1["missing"]
 
 
-def test_aten_match_keeps_the_formula_roof_for_the_machine_fallback(report: pd.DataFrame, data_dir: Path) -> None:
+def test_aten_match_keeps_the_formula_roof_for_the_machine_fallback(report: pd.DataFrame,
+                                                                    data_dir: Path) -> None:
     from nsroof.roofs.machines import Machine
 
     report["peak_flop_per_s"] = np.nan
@@ -375,4 +388,5 @@ def test_aten_match_keeps_the_formula_roof_for_the_machine_fallback(report: pd.D
     assert r["ideal_time_s"] == pytest.approx(2.1504e-7)
     report["bandwidth_bytes_per_s"] = np.nan
     r = dram(lj.apply(report, lj.load_mapping(data_dir / "ledger" / "mapping.yaml"), machine=m), 2)
-    assert r["ideal_time_s"] == pytest.approx(max(3 * 65_536 / 4e12, 3 * 7_168 / 1e12))  # both from the machine
+    # both from the machine
+    assert r["ideal_time_s"] == pytest.approx(max(3 * 65_536 / 4e12, 3 * 7_168 / 1e12))

@@ -18,8 +18,8 @@ ALL = machines.all_machines()
 @pytest.mark.parametrize("m", ALL, ids=[m.name for m in ALL])
 def test_every_entry_has_l2_and_l1_roofs_or_says_why_not(m: Machine) -> None:
     for level in ("l2", "l1"):
-        assert level in m.bandwidth_bytes_per_s or any(n.startswith(f"no {level.upper()}") or
-                                                       f"no L2 or {level.upper()}" in n for n in m.notes), level
+        assert level in m.bandwidth_bytes_per_s or any(
+            n.startswith(f"no {level.upper()}") or f"no L2 or {level.upper()}" in n for n in m.notes), level
 
 
 @pytest.mark.parametrize("m", [m for m in ALL if m.sm_count], ids=[m.name for m in ALL if m.sm_count])
@@ -65,8 +65,8 @@ def test_hopper_tensor_figures_scale_from_their_own_clock() -> None:
 
 
 def test_measured_profiles_are_not_rescaled() -> None:
-    m = Machine(name="cpu", source="measured", simt_flop_per_s={"fp32": 1e11}, bandwidth_bytes_per_s={"dram": 1e10},
-                environment={"device": "cpu"})
+    m = Machine(name="cpu", source="measured", simt_flop_per_s={"fp32": 1e11},
+                bandwidth_bytes_per_s={"dram": 1e10}, environment={"device": "cpu"})
     assert m.at_clocks(sm_hz=1e9) is m and m.kind == "cpu"
 
 
@@ -88,7 +88,8 @@ def test_resolve_accepts_names_and_device_names(spec: str, expected: str) -> Non
 def test_resolve_refuses_a_generic_name_naming_the_candidates() -> None:
     with pytest.raises(MachineError, match=r"fits several entries \(H100 SXM, H100 PCIe, H100 NVL\)"):
         machines.resolve("NVIDIA H100")
-    assert [m.name for m in machines.device_candidates("NVIDIA H100")] == ["H100 SXM", "H100 PCIe", "H100 NVL"]
+    assert [m.name for m in machines.device_candidates("NVIDIA H100")] == [
+        "H100 SXM", "H100 PCIe", "H100 NVL"]
     assert machines.lookup_device("NVIDIA H100") is None
 
 
@@ -115,6 +116,7 @@ def test_a_machine_of_another_device_is_a_warning() -> None:
 
 def test_clock_tables_refuse_unknown_keys(tmp_path: Path) -> None:
     with pytest.raises(MachineError, match="unknown key 'turbo' in 'clocks_hz'"):
-        Machine.from_dict({"name": "x", "peak_flop_per_s": {"fp32": 1e12}, "bandwidth_bytes_per_s": {"dram": 1e11},
-                           "clocks_hz": {"turbo": 2e9}})
-    assert math.isnan(machines.resolve("b200").flop_per_cycle_per_sm("peak_flop_per_s", "bf16"))  # type: ignore[union-attr]
+        Machine.from_dict({"name": "x", "peak_flop_per_s": {"fp32": 1e12},
+                           "bandwidth_bytes_per_s": {"dram": 1e11}, "clocks_hz": {"turbo": 2e9}})
+    assert math.isnan(machines.resolve("b200").flop_per_cycle_per_sm(  # type: ignore[union-attr]
+        "peak_flop_per_s", "bf16"))

@@ -43,7 +43,8 @@ def test_names_and_aliases_are_unique() -> None:
     for m in ALL:
         for key in (m.name, *m.aliases):
             norm = re.sub(r"[\s_\-]+", "-", key.casefold())
-            assert norm not in seen or seen[norm] == m.name, f"{key!r} names both {seen.get(norm)} and {m.name}"
+            assert norm not in seen or seen[norm] == m.name, (
+                f"{key!r} names both {seen.get(norm)} and {m.name}")
             seen[norm] = m.name
 
 
@@ -216,8 +217,8 @@ def test_unknown_or_ambiguous_devices_are_none(device: str) -> None:
 def _fixture_device_names(root: Path) -> set[str]:
     # `grep -h` over the real exports, as the brief says: every quoted NVIDIA/GeForce/Tesla name.
     out = subprocess.run(
-        ["grep", "-rhoaE", r'"(NVIDIA |GeForce |Tesla )[^"]{2,40}"', str(root / "csv"), str(root / "converted"),
-         str(root / "synthetic")],
+        ["grep", "-rhoaE", r'"(NVIDIA |GeForce |Tesla )[^"]{2,40}"', str(root / "csv"),
+         str(root / "converted"), str(root / "synthetic")],
         capture_output=True, text=True, check=False,
     ).stdout
     names = {line.strip('"') for line in out.splitlines()}
@@ -239,7 +240,8 @@ def test_trace_device_properties_resolve(shared_fixtures: Path) -> None:
 
     with gzip.open(shared_fixtures / "traces" / "hta__triton_example.json.gz", "rt") as fh:
         props = json.load(fh)["deviceProperties"]
-    assert {machines.lookup_device(p["name"]).name for p in props} == {"A100 SXM4 40GB"}  # type: ignore[union-attr]
+    assert {machines.lookup_device(p["name"]).name  # type: ignore[union-attr]
+            for p in props} == {"A100 SXM4 40GB"}
     kineto = json.loads((shared_fixtures / "traces" / "kineto__after_fix_trace.json").read_text())
     assert {p["name"] for p in kineto["deviceProperties"]} == {"NVIDIA H100"}
     assert machines.lookup_device("NVIDIA H100") is None
@@ -248,7 +250,8 @@ def test_trace_device_properties_resolve(shared_fixtures: Path) -> None:
 # ---------------------------------------------------------------- load(): names, aliases, files
 
 
-@pytest.mark.parametrize("spec", ["h100-sxm", "H100-SXM", "H100 SXM", "h100_sxm", "  H100-SXM5 ", "h100-80gb-hbm3"])
+@pytest.mark.parametrize("spec",
+                         ["h100-sxm", "H100-SXM", "H100 SXM", "h100_sxm", "  H100-SXM5 ", "h100-80gb-hbm3"])
 def test_load_by_name_or_alias_case_insensitive(spec: str) -> None:
     assert machines.load(spec).name == "H100 SXM"
 
@@ -319,7 +322,8 @@ def test_measured_profile_keeps_its_label(tmp_path: Path) -> None:
         ('{"peak_flop_per_s": {}}', None, "name"),
     ],
 )
-def test_bad_profile_files_are_clear_one_line_errors(tmp_path: Path, content: str, line: int | None, needle: str) -> None:
+def test_bad_profile_files_are_clear_one_line_errors(tmp_path: Path, content: str, line: int | None,
+                                                     needle: str) -> None:
     path = tmp_path / "bad.json"
     path.write_text(content)
     with pytest.raises(NsroofError) as exc:
@@ -339,7 +343,8 @@ def test_readme_table_is_generated_from_the_data(repo: Path) -> None:
     if not doc.exists():
         pytest.skip("docs/readme/machines.md not present")
     assert machines.markdown_table() in doc.read_text(encoding="utf-8"), (
-        "regenerate the table: python -c 'from nsroof.roofs.machines import markdown_table; print(markdown_table())'"
+        "regenerate the table: python -c 'from nsroof.roofs.machines import markdown_table; "
+        "print(markdown_table())'"
     )
 
 
@@ -388,7 +393,8 @@ def _write(tmp_path: Path, profile: dict[str, object]) -> Path:
         # only a sparse figure is no roof for dense work
         ({"name": "x", "sparse_peak_flop_per_s": {"bf16": 1e15}, "bandwidth_bytes_per_s": {"dram": 1e12}},
          ["holds no compute peak"]),
-        ({"name": "x", "peak_flop_per_s": {"fp32": 1e13, "FP32": 2e13}, "bandwidth_bytes_per_s": {"dram": 1e12}},
+        ({"name": "x", "peak_flop_per_s": {"fp32": 1e13, "FP32": 2e13},
+          "bandwidth_bytes_per_s": {"dram": 1e12}},
          ["'fp32' twice"]),
     ],
 )
@@ -404,8 +410,9 @@ def test_profiles_with_unknown_keys_or_no_roofs_are_refused(tmp_path: Path, prof
 
 
 def test_rate_keys_are_case_insensitive(tmp_path: Path) -> None:
-    path = _write(tmp_path, {"name": "x", "peak_flop_per_s": {"FP32": 1e13}, "simt_flop_per_s": {"Fp32": 1e13},
-                             "bandwidth_bytes_per_s": {"DRAM": 1e12, "L2": 4e12}})
+    path = _write(tmp_path,
+                  {"name": "x", "peak_flop_per_s": {"FP32": 1e13}, "simt_flop_per_s": {"Fp32": 1e13},
+                   "bandwidth_bytes_per_s": {"DRAM": 1e12, "L2": 4e12}})
     m = machines.load(path)
     assert m.peak_flop_per_s == {"fp32": 1e13} and m.simt_flop_per_s == {"fp32": 1e13}
     assert m.bandwidth_bytes_per_s == {"dram": 1e12, "l2": 4e12}
@@ -417,11 +424,13 @@ def test_measured_cpu_levels_and_every_dense_dtype_are_accepted(tmp_path: Path) 
     path = _write(tmp_path, {"name": "x", "peak_flop_per_s": peaks,
                              "bandwidth_bytes_per_s": {"l1": 4e11, "l2": 2e11, "l3": 1e11, "dram": 5e10}})
     m = machines.load(path)
-    assert set(m.peak_flop_per_s) == DENSE_DTYPES and set(m.bandwidth_bytes_per_s) == {"l1", "l2", "l3", "dram"}
+    assert (set(m.peak_flop_per_s) == DENSE_DTYPES
+            and set(m.bandwidth_bytes_per_s) == {"l1", "l2", "l3", "dram"})
 
 
 def test_issue_19_peaks_that_other_roofs_read() -> None:
-    # A10G: no NVIDIA datasheet; tensor peaks from the A10's per-SM rate: 80 SMs x 1024 FLOP/cycle x 1.71 GHz = 140.1e12
+    # A10G: no NVIDIA datasheet; tensor peaks from the A10's per-SM rate: 80 SMs x 1024 FLOP/cycle x 1.71 GHz
+    # = 140.1e12
     a10g = machines.load("A10G")
     assert a10g.peak_flop_per_s["fp16"] == pytest.approx(80 * 1024 * 1.71e9, rel=1e-9)
     # FP64 tensor-core (DMMA) peaks where the datasheet has one: A100 19.5, H100 SXM 67, H100 PCIe 51 TFLOP/s
@@ -430,10 +439,12 @@ def test_issue_19_peaks_that_other_roofs_read() -> None:
     assert machines.load("H100 PCIe").peak_flop_per_s["fp64_tensor"] == 51e12
     # T4: 320 GB/s = dram__bytes.sum.peak_sustained 64 B/cycle x 5.001 GHz (a public T4 report)
     t4 = machines.load("T4")
-    assert t4.bandwidth_bytes_per_s["dram"] == 320e9 and t4.bytes_per_cycle["dram"] * 5.001e9 == pytest.approx(320e9, rel=1e-3)
+    assert (t4.bandwidth_bytes_per_s["dram"] == 320e9
+            and t4.bytes_per_cycle["dram"] * 5.001e9 == pytest.approx(320e9, rel=1e-3))
 
 
 def test_one_wording_for_an_unknown_device() -> None:
     assert machines.unknown_device("") == "the export names no GPU, so no machine table entry applies"
     assert machines.unknown_device("NVIDIA Z9000") == "device 'NVIDIA Z9000' is not in the machine table"
-    assert machines.unknown_device("NVIDIA H100").startswith("device 'NVIDIA H100' fits several machine table entries (")
+    assert machines.unknown_device("NVIDIA H100").startswith("device 'NVIDIA H100' fits several machine "
+                                                             "table entries (")
