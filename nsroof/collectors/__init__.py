@@ -1,1 +1,2 @@
-"""Collectors: wrap a real run (NVTX ranges, torch.profiler, Nsight Compute) and measure the device's ceilings."""
+"""Collectors: wrap a real run (NVTX ranges, torch.profiler, Nsight Compute) and measure the device's
+ceilings."""

@@ -72,7 +72,8 @@ class quiet_compile_warning:  # noqa: N801 - a handle like the hooks': .remove()
 
         self._saved: Any = warnings.catch_warnings()
         self._saved.__enter__()
-        warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks")
+        warnings.filterwarnings("ignore",
+                                message=r"Using `torch\.compile\(module\)` when there are global hooks")
 
     def remove(self) -> None:
         if self._saved is not None:

@@ -68,7 +68,8 @@ NCU_HINT = ("install the Nsight Compute CLI (it ships with the CUDA toolkit, or 
             "or set NSROOF_NCU to its path")
 
 # emit_nvtx range names: "<op>[, seq = N], op_id = K[, sizes = [[…], …][, input_op_ids = …]]"
-_OP_RANGE = re.compile(r"^(?P<op>[^,]+?)(?:, seq = \d+)?, op_id = \d+(?:, sizes = (?P<sizes>\[.*?\]))?(?:, input_op_ids = .*)?$")
+_OP_RANGE = re.compile(r"^(?P<op>[^,]+?)(?:, seq = \d+)?, op_id = \d+(?:, sizes = (?P<sizes>\[.*?\]))?"
+                       r"(?:, input_op_ids = .*)?$")
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,8 @@ def dry_run(command: Sequence[str], output: str | os.PathLike[str], *, selection
 
 
 def _metric_list(metric_set: str) -> str:
-    """nsroof's metric list for `--set`: its own sets by name; an ncu section set adds to the roofline list."""
+    """nsroof's metric list for `--set`: its own sets by name; an ncu section set adds to the roofline
+    list."""
     return metric_set if metric_set in NSROOF_SETS else "roofline"
 
 
@@ -254,8 +256,8 @@ def run(
     state = bootstrap_state(out.modules)
     if not out.report.is_file() and sel.mode == "step" and not state.get("steps_marked"):
         sel = replace(sel, mode="run", range_name=RUN_RANGE, launch_count=sel.launch_count or FIRST_KERNELS)
-        (say or (lambda _m: None))(f"nsroof: the script marked no step (no optimizer step, no nsroof.step()): "
-                                   f"profiling its first {sel.launch_count} kernels instead")
+        (say or (lambda _m: None))(f"nsroof: the script marked no step (no optimizer step, no "
+                                   f"nsroof.step()): profiling its first {sel.launch_count} kernels instead")
         cmd = _profile(ncu, command, out, metrics, sel)
         state = bootstrap_state(out.modules)
     if not out.report.is_file():
@@ -269,7 +271,8 @@ def run(
     return report, out, cmd
 
 
-def _profile(ncu: str, command: Sequence[str], out: Outputs, metrics: Sequence[str], sel: Selection) -> list[str]:
+def _profile(ncu: str, command: Sequence[str], out: Outputs, metrics: Sequence[str],
+             sel: Selection) -> list[str]:
     cmd = ncu_command(ncu, command, out, metrics=metrics, selection=sel)
     for stale in (out.report, out.modules):
         stale.unlink(missing_ok=True)
@@ -285,17 +288,19 @@ def _no_report_reason(sel: Selection, state: dict[str, Any], out: Outputs) -> st
     where = f"the NVTX range {sel.nvtx_filter()}"
     head = f"ncu wrote no report ({out.report}): "
     if sel.mode == "step" and state and not state.get("range_opened"):
-        return (head + f"no kernel ran inside {where}: it opens at the end of step {sel.warmup_steps} and the script "
-                f"marked {state.get('steps_marked', 0)} step(s): lower --warmup-steps, or use --whole")
+        return (head + f"no kernel ran inside {where}: it opens at the end of step {sel.warmup_steps} and "
+                f"the script marked {state.get('steps_marked', 0)} step(s): lower --warmup-steps, or use "
+                "--whole")
     if state and not state.get("nvtx_listening"):
-        return (head + f"{where} never reached ncu — NVTX backend {state.get('nvtx_backend')} had no tool listening; "
-                f"see {out.log}")
+        return (head + f"{where} never reached ncu — NVTX backend {state.get('nvtx_backend')} had no tool "
+                f"listening; see {out.log}")
     hint = f"; wrap the region with nsroof.annotate({sel.range_name!r})" if sel.mode == "range" else ""
     return head + f"no kernel ran inside {where} — see {out.log}{hint}"
 
 
 def bootstrap_state(path: Path) -> dict[str, Any]:
-    """What the bootstrap wrote about its run: module range names, NVTX backend, steps marked, range opened."""
+    """What the bootstrap wrote about its run: module range names, NVTX backend, steps marked, range
+    opened."""
     if not path.is_file():
         return {}
     try:
@@ -311,7 +316,8 @@ def export(ncu: str, out: Outputs) -> Path:
     proc = subprocess.run(export_command(ncu, out), env=_env(), capture_output=True)
     if proc.returncode != 0:
         first = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip().splitlines()
-        raise NsroofError(f"ncu could not export {out.report}: {first[0] if first else f'status {proc.returncode}'}")
+        raise NsroofError(f"ncu could not export {out.report}: "
+                          f"{first[0] if first else f'status {proc.returncode}'}")
     atomic_write_bytes(out.csv, proc.stdout)
     return out.csv
 
@@ -367,7 +373,8 @@ def join_nvtx(frame: pd.DataFrame, module_ranges: set[str]) -> pd.DataFrame:
         return frame
     ops, shapes, mods = [], [], []
     for path, op0, shapes0, mod0 in zip(frame["nvtx_path"].astype(str), frame["op"].astype(str),
-                                         frame["input_shapes"].astype(str), frame["module"].astype(str), strict=True):
+                                         frame["input_shapes"].astype(str), frame["module"].astype(str),
+                                         strict=True):
         names = [n for n in path.split("/") if n] if path else []
         op, sizes, module = op0, shapes0, mod0
         for n in reversed(names):
@@ -405,8 +412,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--after-steps", type=int, metavar="W",
                         help="open the range at the end of step W and close it at the end of step W+1")
     parser.add_argument("--analyze", metavar="BASE", type=Path,
-                        help="instead of running a script: analyze BASE.csv (an export of BASE.ncu-rep) with the module "
-                             "names in BASE.modules.json and write BASE.parquet (`nsroof ncu --dry-run`'s last step)")
+                        help="instead of running a script: analyze BASE.csv (an export of BASE.ncu-rep) with "
+                             "the module names in BASE.modules.json and write BASE.parquet "
+                             "(`nsroof ncu --dry-run`'s last step)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     ns = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     command = ns.command[1:] if ns.command[:1] == ["--"] else ns.command
@@ -463,12 +471,12 @@ def _check_listening(backend: str, listening: bool, name: str) -> None:
     """Say which NVTX backend is in use; under an NVTX tool (ncu sets NVTX_INJECTION64_PATH) a range that
     would not reach it is an error now, before the script runs, not an empty report later."""
     domain = {"nvtx": "domain nsroof", "torch.cuda.nvtx": "default domain"}.get(backend, "no NVTX")
-    print(f"nsroof: NVTX backend {backend} ({domain}); " + ("a tool is listening" if listening else "no tool listening"),
-          file=sys.stderr)
+    print(f"nsroof: NVTX backend {backend} ({domain}); "
+          + ("a tool is listening" if listening else "no tool listening"), file=sys.stderr)
     if not listening and os.environ.get("NVTX_INJECTION64_PATH"):
-        raise NsroofError(f"the NVTX range {name} cannot reach the profiler: backend {backend} has no tool listening "
-                          "although one is injected (NVTX_INJECTION64_PATH) — install the nvtx package, or use a CUDA "
-                          "build of torch (torch.cuda.nvtx)")
+        raise NsroofError(f"the NVTX range {name} cannot reach the profiler: backend {backend} has no tool "
+                          "listening although one is injected (NVTX_INJECTION64_PATH) — install the nvtx "
+                          "package, or use a CUDA build of torch (torch.cuda.nvtx)")
 
 
 class StepWindow:

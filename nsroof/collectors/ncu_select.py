@@ -86,7 +86,8 @@ class Selection:
     def ncu_options(self) -> list[str]:
         """ncu's selection options, in ncu's names, for the ncu part of the command."""
         opts = ["--nvtx", "--nvtx-include", self.nvtx_filter()]
-        kernel = self.kernel_name if self.kernel_name is not None else (None if self.include_nccl else NCCL_EXCLUDED)
+        kernel = (self.kernel_name if self.kernel_name is not None
+                  else (None if self.include_nccl else NCCL_EXCLUDED))
         pairs = (("-k", kernel), ("-c", self.launch_count), ("-s", self.launch_skip),
                  ("--replay-mode", self.replay_mode), ("--target-processes", self.target_processes),
                  ("--clock-control", self.clock_control), ("--set", self.section_set))
@@ -106,7 +107,8 @@ class Selection:
 
 
 def make_selection(*, range_name: str | None = None, whole: bool = False, warmup_steps: int = 1,
-                   kernel_name: str | None = None, launch_count: int | None = None, launch_skip: int | None = None,
+                   kernel_name: str | None = None, launch_count: int | None = None,
+                   launch_skip: int | None = None,
                    replay_mode: str | None = None, target_processes: str | None = None,
                    clock_control: str | None = None, metric_set: str = "roofline", include_nccl: bool = False,
                    ncu_args: str = "", nvtx_backend: str = "nvtx") -> Selection:
@@ -145,7 +147,8 @@ def check_range_name(name: str) -> str:
     bad = sorted(set(name) & set('/[]+*@"'))
     if not name or bad:
         raise NsroofError(f"range name {name!r} cannot be used in an ncu NVTX filter"
-                          + (f" (it contains {' '.join(bad)})" if bad else "") + "; use letters, digits, '.', '_' or '-'")
+                          + (f" (it contains {' '.join(bad)})" if bad else "")
+                          + "; use letters, digits, '.', '_' or '-'")
     return name
 
 
@@ -167,7 +170,8 @@ def estimated_passes(n_metrics: int) -> int:
 
 
 def estimate(selection: Selection, n_metrics: int) -> str:
-    """One line: kernels × passes × cost per pass -> seconds, every factor named (see the module docstring)."""
+    """One line: kernels × passes × cost per pass -> seconds, every factor named (see the module
+    docstring)."""
     passes = estimated_passes(n_metrics)
     if selection.launch_count is not None:
         kernels, what = selection.launch_count, f"at most {selection.launch_count} kernels (-c)"
@@ -176,8 +180,9 @@ def estimate(selection: Selection, n_metrics: int) -> str:
     else:
         kernels, what = None, f"every kernel in the range {selection.range_name}"
     per_kernel_s = passes * PASS_S
-    head = (f"estimate: {what} × ~{passes} replay passes ({n_metrics} metrics × {PASSES_PER_METRIC} passes/metric, "
-            f"a rough rule) × ~{PASS_S * 1e3:.0f} ms per pass = ~{per_kernel_s:.2f} s per kernel")
+    head = (f"estimate: {what} × ~{passes} replay passes ({n_metrics} metrics × {PASSES_PER_METRIC} "
+            f"passes/metric, a rough rule) × ~{PASS_S * 1e3:.0f} ms per pass = ~{per_kernel_s:.2f} s per "
+            "kernel")
     if kernels is None:
         return head + "; bound it with -c N (the run takes about N × that)"
     return head + f" -> ~{kernels * per_kernel_s:,.0f} s of profiling, plus the script's own run time"
@@ -192,4 +197,5 @@ def log_facts(log: Path) -> dict[str, object]:
     passes = [int(m.group("passes")) for m in map(_PASSES.search, lines) if m is not None]
     if not passes:
         return {"profiled_kernels": 0}
-    return {"profiled_kernels": len(passes), "passes_median": statistics.median(passes), "passes_max": max(passes)}
+    return {"profiled_kernels": len(passes), "passes_median": statistics.median(passes),
+            "passes_max": max(passes)}

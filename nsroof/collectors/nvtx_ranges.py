@@ -133,7 +133,8 @@ def _domain() -> Any:
             import nvtx
         except ImportError:
             if choice == "nvtx":
-                raise NsroofError(f"{BACKEND_ENV}=nvtx but the nvtx package is not installed (pip install nvtx)") from None
+                raise NsroofError(f"{BACKEND_ENV}=nvtx but the nvtx package is not installed "
+                                  "(pip install nvtx)") from None
         else:
             return nvtx.get_domain(DOMAIN)
     if choice in ("", "torch"):
@@ -141,7 +142,8 @@ def _domain() -> Any:
         if module is not None:
             return _TorchDomain(module)
         if choice == "torch":
-            raise NsroofError(f"{BACKEND_ENV}=torch but torch.cuda.nvtx is not usable here (a CPU build of torch)")
+            raise NsroofError(f"{BACKEND_ENV}=torch but torch.cuda.nvtx is not usable here "
+                              "(a CPU build of torch)")
     return _NoDomain()
 
 
@@ -203,8 +205,9 @@ def _torch_profiler_recording() -> bool:
 
 def _push(name: str, record_in_profiler: bool = True, fast: bool = False) -> None:
     """Open range `name` in NVTX and, while torch.profiler records, as ``record_function`` (a
-    ``user_annotation``) or with `fast` (module ranges) as the C++ ``_RecordFunctionFast``, a tenth of the cost
-    (a ``cpu_op`` named by the module; the trace's ``module_ranges`` fact makes the importer read it as a range)."""
+    ``user_annotation``) or with `fast` (module ranges) as the C++ ``_RecordFunctionFast``, a tenth of the
+    cost (a ``cpu_op`` named by the module; the trace's ``module_ranges`` fact makes the importer read it as
+    a range)."""
     domain = _nvtx()
     process_id = None
     if domain is not None:
@@ -303,7 +306,8 @@ class annotate:  # noqa: N801 - used like a function: `with nsroof.annotate("att
             raise ValueError("annotate() needs a non-empty range name")
         if '"' in name:
             # ncu does not escape quotes inside range names: one breaks the CSV row it exports.
-            raise ValueError(f"range name {name!r} contains '\"', which ncu cannot export; use another character")
+            raise ValueError(f"range name {name!r} contains '\"', which ncu cannot export; "
+                             "use another character")
         self.name = name
 
     def __enter__(self) -> annotate:

@@ -46,7 +46,8 @@ def split_command(command: Sequence[str]) -> tuple[str, str, list[str]]:
             raise NsroofError("`-m` needs a module name: nsroof profile -- python -m package.module [args]")
         return "module", words[1], words[2:]
     if words[0].startswith("-"):
-        raise NsroofError(f"python option {words[0]!r} is not supported here; pass the script path or -m MODULE")
+        raise NsroofError(f"python option {words[0]!r} is not supported here; pass the script path or "
+                          "-m MODULE")
     script = Path(words[0])
     if not script.is_file():
         raise InputError(script, "no such script", hint="pass the path of the Python script to profile")

@@ -1,4 +1,5 @@
-"""``nsroof.profile()``: torch.profiler around a region, its chrome trace kept, read back as a roofline report.
+"""``nsroof.profile()``: torch.profiler around a region, its chrome trace kept, read back as a roofline
+report.
 
     with nsroof.profile(machine="h100-sxm", trace="run.trace.json.gz") as prof:
         train_step()
@@ -22,8 +23,8 @@ What the trace lacks goes into it through torch's own means:
     at every optimizer step (a global optimizer post-hook);
   * facts: ``prof.add_metadata_json("nsroof", …)`` before the profiler stops — the module range names, the
     step window asked for (``steps``/``warmup``), the TF32 settings in force (matmul precision and
-    ``allow_tf32`` flags, cuDNN ``allow_tf32``; the ``fp32_precision`` API first), the device and torch version. The importer reads them back,
-    so the saved trace re-analyzed later gives the same report.
+    ``allow_tf32`` flags, cuDNN ``allow_tf32``; the ``fp32_precision`` API first), the device and torch
+    version. The importer reads them back, so the saved trace re-analyzed later gives the same report.
 
 Costs are analytic (nsroof.costs.ledger.aten, the ledger's formulas): flops by precision, compulsory bytes
 at level dram (bytes_source ``analytic:<formula>``). An op without a formula or without recorded shapes gets
@@ -65,11 +66,14 @@ class ProfileResult:
     metadata: dict[str, Any] = field(default_factory=dict)  # what the Parquet file's metadata holds
     trace_facts: dict[str, Any] = field(default_factory=dict)  # what nsroof recorded in the trace
     step_window: str = ""  # the steps kept, when --steps/--warmup selected a window
-    ops: pd.DataFrame | None = None  # the op-level view (one row per costed op call), written beside the report
+    # the op-level view (one row per costed op call), written beside the report
+    ops: pd.DataFrame | None = None
 
     def __repr__(self) -> str:  # one line: the rows and metadata are large (read .report, .metadata)
-        return (f"ProfileResult({len(self.report)} rows, machine={self.machine.name if self.machine else None!r}, "
-                f"trace={str(self.trace)!r}, {self.steps_marked} steps marked, {len(self.warnings)} warning(s))")
+        return (f"ProfileResult({len(self.report)} rows, "
+                f"machine={self.machine.name if self.machine else None!r}, "
+                f"trace={str(self.trace)!r}, {self.steps_marked} steps marked, "
+                f"{len(self.warnings)} warning(s))")
 
 
 # --------------------------------------------------------------------------- the context manager
@@ -112,7 +116,8 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         self.modules = modules
         self.trace = Path(trace) if trace is not None else None
         self.window_optional = window_optional
-        # traces recorded around the capture of the CUDA/HIP graphs the run replays (nsroof.importers.trace.graphs)
+        # traces recorded around the capture of the CUDA/HIP graphs the run replays
+        # (nsroof.importers.trace.graphs)
         self.captures = [Path(c) for c in captures]
         self.notes: list[str] = []
         self.result: ProfileResult | None = None
@@ -203,8 +208,8 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
 
     def _keep_whole_run_if_too_short(self) -> None:
         if self.window_optional and (self.steps is not None or self.warmup) and self._marked() <= self.warmup:
-            self.notes.append(f"the run marked {self._marked()} step(s), not more than the {self.warmup} warm-up "
-                              "step(s) of the default schedule: the whole run is recorded")
+            self.notes.append(f"the run marked {self._marked()} step(s), not more than the {self.warmup} "
+                              "warm-up step(s) of the default schedule: the whole run is recorded")
             self.steps, self.warmup = None, 0
 
     # -- building the report: the saved trace through the importer and the pipeline
@@ -230,14 +235,14 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         source, marked = str(steps_info.get("source", "")), int(steps_info.get("marked", 0))
         if (self.steps is not None or self.warmup) and built.frame.empty:
             raise NsroofError(
-                f"no ops recorded in steps {self.warmup}..{self.warmup + (self.steps or 0) - 1}: the run marked "
-                f"{marked} step(s) ({source or 'no optimizer step and no nsroof.step()'}) — lower --warmup, "
-                "or call nsroof.step() at the end of each step")
+                f"no ops recorded in steps {self.warmup}..{self.warmup + (self.steps or 0) - 1}: the run "
+                f"marked {marked} step(s) ({source or 'no optimizer step and no nsroof.step()'}) — lower "
+                "--warmup, or call nsroof.step() at the end of each step")
         warnings += self.notes + built.warnings
-        window = (f"; recorded steps {steps_info['window']}: {steps_info['kept']} of {steps_info['rows']} rows"
-                  if "window" in steps_info else "")
-        return ProfileResult(built.frame, machine, trace, warnings, marked, source, built.metadata, self._facts,
-                             window, built.ops)
+        window = (f"; recorded steps {steps_info['window']}: {steps_info['kept']} of {steps_info['rows']} "
+                  "rows" if "window" in steps_info else "")
+        return ProfileResult(built.frame, machine, trace, warnings, marked, source, built.metadata,
+                             self._facts, window, built.ops)
 
 
 # zlib's fastest level: the launch-bound bench's 3 MB trace in 9-17 ms, 0.25 MB; level 6 (zlib's default)
@@ -264,14 +269,16 @@ def save_trace(prof: Any, trace: Path) -> None:
             plain.unlink(missing_ok=True)
 
 
-# Inductor settings nsroof.profile turns on for the run (config attribute, its environment form for compile workers
-# and for an Inductor imported later). They change only kernels compiled while they are on.
+# Inductor settings nsroof.profile turns on for the run (config attribute, its environment form for compile
+# workers and for an Inductor imported later). They change only kernels compiled while they are on.
 INDUCTOR_SETTINGS = (
-    # each Triton kernel's launch record carries Inductor's kernel_flop and kernel_num_gb (torch/_inductor/codegen/
-    # triton.py, inductor_meta), which nsroof costs the kernel by; it adds a benchmark harness to the kernel files
+    # each Triton kernel's launch record carries Inductor's kernel_flop and kernel_num_gb
+    # (torch/_inductor/codegen/triton.py, inductor_meta), which nsroof costs the kernel by; it adds a
+    # benchmark harness to the kernel files
     ("benchmark_kernel", "TORCHINDUCTOR_BENCHMARK_KERNEL"),
-    # each fused C++ kernel of the CPU backend runs inside a record function of its name (graph_0_cpp_fused_*), so
-    # its time is its own row instead of part of the compiled region's (torch/_inductor/codegen/cpp.py)
+    # each fused C++ kernel of the CPU backend runs inside a record function of its name
+    # (graph_0_cpp_fused_*), so its time is its own row instead of part of the compiled region's
+    # (torch/_inductor/codegen/cpp.py)
     ("cpp.enable_kernel_profile", "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"),
 )
 
@@ -347,8 +354,8 @@ def tf32_settings() -> dict[str, Any]:
     ``torch.backends.cudnn.conv.fp32_precision`` ('tf32' allows TF32, 'ieee' forbids it, 'none' inherits from
     ``torch.backends.cudnn.fp32_precision`` (convolutions) and ``torch.backends.fp32_precision``). Legacy API,
     read only when the new one says 'none' all the way up: matmul TF32 follows
-    ``torch.get_float32_matmul_precision()`` ('highest' forbids it) or ``torch.backends.cuda.matmul.allow_tf32``;
-    convolutions follow ``torch.backends.cudnn.allow_tf32``."""
+    ``torch.get_float32_matmul_precision()`` ('highest' forbids it) or
+    ``torch.backends.cuda.matmul.allow_tf32``; convolutions follow ``torch.backends.cudnn.allow_tf32``."""
     import torch
 
     backends = torch.backends
@@ -356,13 +363,15 @@ def tf32_settings() -> dict[str, Any]:
     conv_new = _new_api_precision(backends, ("cudnn", "conv"), ("cudnn",))
     out: dict[str, Any] = {"matmul_fp32_precision": matmul_new, "conv_fp32_precision": conv_new}
     # the legacy getter raises once the new API set a value; its answer then follows from the new value
-    precision = str(_quietly(torch.get_float32_matmul_precision, "high" if matmul_new == "tf32" else "highest"))
+    precision = str(_quietly(torch.get_float32_matmul_precision,
+                             "high" if matmul_new == "tf32" else "highest"))
     out["matmul_precision"] = precision
     if matmul_new != "none":
         out |= {"matmul": matmul_new == "tf32", "matmul_api": "torch.backends.cuda.matmul.fp32_precision"}
     else:
         flag = bool(_quietly(lambda: backends.cuda.matmul.allow_tf32, False))
-        out |= {"matmul": precision != "highest" or flag, "cuda_matmul_allow_tf32": flag, "matmul_api": "legacy"}
+        out |= {"matmul": precision != "highest" or flag, "cuda_matmul_allow_tf32": flag,
+                "matmul_api": "legacy"}
     if conv_new != "none":
         out |= {"cudnn": conv_new == "tf32", "cudnn_api": "torch.backends.cudnn.conv.fp32_precision"}
     else:
@@ -393,7 +402,8 @@ def _quietly(read: Any, default: Any) -> Any:
 # --------------------------------------------------------------------------- machine
 
 
-def resolve_machine(spec: Machine | str | os.PathLike[str] | None, *, cuda: bool, warnings: list[str]) -> Machine | None:
+def resolve_machine(spec: Machine | str | os.PathLike[str] | None, *, cuda: bool,
+                    warnings: list[str]) -> Machine | None:
     from nsroof.roofs import machines
 
     if isinstance(spec, Machine):
@@ -406,7 +416,8 @@ def resolve_machine(spec: Machine | str | os.PathLike[str] | None, *, cuda: bool
         from nsroof.collectors.measure.cache import cached_gpu_profile
 
         name = torch.cuda.get_device_name()
-        # the device's own measured roofline when `nsroof measure --device cuda` cached one, else its datasheet
+        # the device's own measured roofline when `nsroof measure --device cuda` cached one, else its
+        # datasheet
         found = cached_gpu_profile(name) or machines.lookup_device(name)
         if found is None:
             warnings.append(f"{machines.unknown_device(name)}: pass --machine or run "
@@ -467,9 +478,11 @@ def top_ops(report: pd.DataFrame, top: int = 10) -> pd.DataFrame:
             "op": op, "calls": len(g), "time_s": t, "share": t / total if total > 0 else math.nan,
             "bound": bound, "roof_fraction": float(g["roof_fraction"].astype("float64").median()),
             "flops": float(g["flops"].astype("float64").sum(min_count=1)),
-            "intensity": float(np.nanmedian(g["intensity"].astype("float64"))) if g["intensity"].notna().any() else math.nan,
+            "intensity": (float(np.nanmedian(g["intensity"].astype("float64")))
+                          if g["intensity"].notna().any() else math.nan),
         })
-    out = pd.DataFrame(rows, columns=["op", "calls", "time_s", "share", "bound", "roof_fraction", "flops", "intensity"])
+    out = pd.DataFrame(rows, columns=["op", "calls", "time_s", "share", "bound", "roof_fraction", "flops",
+                                      "intensity"])
     return out.sort_values("time_s", ascending=False).head(top).reset_index(drop=True)
 
 
@@ -507,8 +520,10 @@ def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, outpu
     if output:
         lines.append(f"report: {output}")
     lines.append("")
-    lines.append(f"Top {min(top, report['op'].nunique())} ops by time (bound at DRAM against the analytic bytes)")
-    lines.append(f"  {'op':<44} {'calls':>6} {'time':>9} {'share':>6}  {'bound':<8} {'roof':>5} {'FLOP/B':>8}")
+    lines.append(f"Top {min(top, report['op'].nunique())} ops by time "
+                 "(bound at DRAM against the analytic bytes)")
+    lines.append(f"  {'op':<44} {'calls':>6} {'time':>9} {'share':>6}  {'bound':<8} {'roof':>5} "
+                 f"{'FLOP/B':>8}")
     for _, row in top_ops(report, top).iterrows():
         frac = f"{row['roof_fraction']:.0%}" if np.isfinite(row["roof_fraction"]) else "-"
         inten = f"{row['intensity']:.3g}" if np.isfinite(row["intensity"]) else "-"
@@ -521,24 +536,27 @@ def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, outpu
         lines.append("Top modules by time (forward and backward; time-weighted bound)")
         for _, row in modules.iterrows():
             name = row["module"] if len(row["module"]) <= 44 else row["module"][:43] + "…"
-            lines.append(f"  {name:<44} {human_time(row['time_s']):>9} {row['share']:>6.1%}  {row['bound']:<8} "
-                         f"memory {row['memory']:.0%} / compute {row['compute']:.0%}")
+            lines.append(f"  {name:<44} {human_time(row['time_s']):>9} {row['share']:>6.1%}  "
+                         f"{row['bound']:<8} memory {row['memory']:.0%} / compute {row['compute']:.0%}")
     lines.append("")
     shares = {b: float(d[report["bound"].astype(str) == b].sum() / total) if total > 0 else math.nan
               for b in ("memory", "compute", "unknown")}
-    lines.append("Share of time: " + ", ".join(f"{b}-bound {shares[b]:.1%}" if b != "unknown" else f"unknown {shares[b]:.1%}"
+    lines.append("Share of time: " + ", ".join(f"{b}-bound {shares[b]:.1%}" if b != "unknown"
+                                               else f"unknown {shares[b]:.1%}"
                                                for b in ("memory", "compute", "unknown")))
     lines.append(f"Coverage: {coverage(report):.1%} of the time is in ops with an analytic formula")
     missing = report.loc[report["flops"].isna(), ["missing", "duration_s"]].copy()
     if len(missing):
         missing["why"] = missing["missing"].astype(str).str.split(",").str[0]
         worst = missing.groupby("why")["duration_s"].sum().sort_values(ascending=False).head(3)
-        lines.append("  largest uncovered: " + "; ".join(f"{why} ({human_time(t)})" for why, t in worst.items()))
+        lines.append("  largest uncovered: "
+                     + "; ".join(f"{why} ({human_time(t)})" for why, t in worst.items()))
     above = report["above_roof"].astype(bool)
     if above.any():
-        lines.append(f"Above a roof: {int(above.sum())} rows ({float(d[above].sum() / total):.1%} of the time) beat the "
-                     "DRAM roof or the compute peak — the analytic bytes are what DRAM must at least move, so a working "
-                     "set served from caches beats the DRAM roof; a compute peak measured low does the same")
+        lines.append(f"Above a roof: {int(above.sum())} rows ({float(d[above].sum() / total):.1%} of the "
+                     "time) beat the DRAM roof or the compute peak — the analytic bytes are what DRAM must "
+                     "at least move, so a working set served from caches beats the DRAM roof; a compute peak "
+                     "measured low does the same")
     if isinstance(result, ProfileResult):
         if result.step_source:
             lines.append(f"Steps: {result.steps_marked} marked ({result.step_source}){result.step_window}")

@@ -25,20 +25,26 @@ from nsroof.errors import InputError
 
 @click.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@output_option("the report file (default: next to the input); with several inputs or a directory, the dataset folder")
+@output_option("the report file (default: next to the input); with several inputs or a directory, the "
+               "dataset folder")
 @machine_option(when_omitted="the datasheet entry of the GPU each export names")
-@click.option("--aggregate", is_flag=True, help="Merge repeated launches of the same kernel under the same NVTX path.")
-@click.option("--ledger", "ledger", type=click.Path(path_type=Path), help="YAML/JSON map of kernel patterns to ledger formulas.")
+@click.option("--aggregate", is_flag=True,
+              help="Merge repeated launches of the same kernel under the same NVTX path.")
+@click.option("--ledger", "ledger", type=click.Path(path_type=Path),
+              help="YAML/JSON map of kernel patterns to ledger formulas.")
 @top_option("kernels (or kernel names, with --by name) in the summary")
 @click.option("--by", type=click.Choice(["kernel", "name"]), default="kernel", show_default=True,
-              help="kernel: the longest kernels; name: time per kernel name across launches (count, total, share, "
-                   "bound, roof fraction), in the summary and in --json/--csv.")
-@click.option("-j", "--jobs", type=int, default=None, help="Dataset mode: worker processes (default: the number of cores).")
+              help="kernel: the longest kernels; name: time per kernel name across launches (count, total, "
+                   "share, bound, roof fraction), in the summary and in --json/--csv.")
+@click.option("-j", "--jobs", type=int, default=None,
+              help="Dataset mode: worker processes (default: the number of cores).")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
               help="Dataset mode: a local process pool, or an existing Dask cluster.")
-@click.option("--scheduler", help="Dataset mode with --executor dask: the scheduler address, e.g. tcp://10.0.0.1:8786.")
+@click.option("--scheduler",
+              help="Dataset mode with --executor dask: the scheduler address, e.g. tcp://10.0.0.1:8786.")
 @click.option("--overwrite", is_flag=True, help="Dataset mode: replace partitions that already exist.")
-@click.option("--name-template", help="Dataset mode: file-name pattern giving host/rank, e.g. 'prof_%h_%q{RANK}.ncu-rep'.")
+@click.option("--name-template",
+              help="Dataset mode: file-name pattern giving host/rank, e.g. 'prof_%h_%q{RANK}.ncu-rep'.")
 @capture_option()
 @selection_options()
 @table_output_options("one wide row per kernel (time, and intensity, bound and roof fraction per level)")
@@ -46,8 +52,8 @@ from nsroof.errors import InputError
 @cost_facts_options()
 def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, aggregate: bool,
             ledger: Path | None, top: int, by: str, jobs: int | None, executor: str, scheduler: str | None,
-            overwrite: bool, name_template: str | None, captures: tuple[Path, ...], quiet: bool, as_json: bool,
-            as_csv: bool, selection: Any) -> None:
+            overwrite: bool, name_template: str | None, captures: tuple[Path, ...], quiet: bool,
+            as_json: bool, as_csv: bool, selection: Any) -> None:
     """Classify every kernel of Nsight Compute exports (CSV of any version/locale, .ncu-rep) or
     torch.profiler traces at DRAM, L2 and L1, and write a Parquet report.
 
@@ -56,8 +62,8 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     listed and the others still land (exit code 1 when any failed).
 
     --kernel/--nvtx/--step/--device/--source keep only the matching kernels (in the report written too);
-    --json or --csv print one row per kernel (per kernel name with --by name) on stdout instead of the summary;
-    -q prints nothing but errors."""
+    --json or --csv print one row per kernel (per kernel name with --by name) on stdout instead of the
+    summary; -q prints nothing but errors."""
     if as_json and as_csv:
         raise click.UsageError("--json and --csv print the same table: give one of them")
     dataset_mode = (len(inputs) > 1 or any(p.is_dir() for p in inputs) or executor == "dask"
@@ -67,8 +73,9 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
             raise InputError(os.fspath(captures[0]), "--capture works on one replay trace at a time",
                              hint="analyze each replay trace separately with its --capture")
         if selection:
-            raise click.UsageError(f"{selection.describe()} selects kernels of one input; a dataset keeps every "
-                                   "kernel (select when reading it: nsroof plot/report/compare DIR --kernel …)")
+            raise click.UsageError(f"{selection.describe()} selects kernels of one input; a dataset keeps "
+                                   "every kernel (select when reading it: nsroof plot/report/compare DIR "
+                                   "--kernel …)")
         _analyze_dataset(inputs, output, machine, aggregate, ledger, jobs, executor, scheduler, overwrite,
                          name_template, Progress(quiet))
         return

@@ -21,9 +21,11 @@ from nsroof.commands.options import check_suffix, machine_option, output_option,
 @output_option("every kernel row: .csv or .parquet (per-range rows go to <name>.ranges.<ext>)")
 @click.option("--json", "as_json", is_flag=True, help="Print the kernel and range tables as JSON.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print the kernel table as CSV.")
-@click.option("--per", type=click.Choice(["auto", "run", "step", "launch"]), default="auto", show_default=True,
-              help="Normalise: per step (both step counts known), per launch (before scaled to the after run's launch "
-                   "counts), or per run (as measured); auto picks step, then launch when launch counts differ.")
+@click.option("--per", type=click.Choice(["auto", "run", "step", "launch"]), default="auto",
+              show_default=True,
+              help="Normalise: per step (both step counts known), per launch (before scaled to the after "
+                   "run's launch counts), or per run (as measured); auto picks step, then launch when launch "
+                   "counts differ.")
 @selection_options()
 def compare(before: Path, after: Path, top: int, ranges: bool, machine: str | None, output: Path | None,
             as_json: bool, as_csv: bool, per: str, selection: Any) -> None:
@@ -69,7 +71,8 @@ def _side(path: Path, machine: str | None) -> tuple[Any, dict[str, Any]]:
     from nsroof.report import parquet
 
     if not path.exists():
-        raise InputError(path, "no such file or directory", hint="pass a report (.parquet), a dataset folder or an export")
+        raise InputError(path, "no such file or directory",
+                         hint="pass a report (.parquet), a dataset folder or an export")
     if path.is_dir() or _is_parquet(path):
         frame, metadata = parquet.load(path), parquet.read_metadata(path)
     else:

@@ -22,14 +22,18 @@ EXAMPLE_EXPORT = Path(__file__).resolve().parents[1] / "data" / "examples" / "ex
 
 
 @click.command()
-@click.option("--steps", default=3, show_default=True, type=click.IntRange(min=1), help="Training steps recorded.")
-@click.option("--warmup", default=1, show_default=True, type=click.IntRange(min=0), help="Steps run first, not recorded.")
-@machine_option(when_omitted="this CPU's measured profile (measured on first use, about a minute, then cached)")
+@click.option("--steps", default=3, show_default=True, type=click.IntRange(min=1),
+              help="Training steps recorded.")
+@click.option("--warmup", default=1, show_default=True, type=click.IntRange(min=0),
+              help="Steps run first, not recorded.")
+@machine_option(when_omitted="this CPU's measured profile (measured on first use, about a minute, then "
+                             "cached)")
 @threads_option(default=1)
 @output_option("the report of the profiled steps", default=Path("nsroof-demo.parquet"))
 @top_option("ops in the summary")
 @quiet_option()
-def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Path, top: int, quiet: bool) -> None:
+def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Path, top: int,
+         quiet: bool) -> None:
     """The main job on any machine: a small transformer (embedding, causal attention, MLP, layer norm,
     AdamW) profiled on the CPU, every op call classified against the CPU's roofline."""
     import torch
@@ -51,8 +55,8 @@ def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Pat
 
         pending = cpu_profile_pending()
         echo("Ceilings: this CPU's measured roofline (nsroof measure's quick CPU sweep" +
-                   (f"; not cached yet: measured after the steps, about a minute, saved to {pending})" if pending
-                    else ", cached)"))
+                   (f"; not cached yet: measured after the steps, about a minute, saved to {pending})"
+                    if pending else ", cached)"))
     trace = output.with_name(output.name.removesuffix(".parquet") + ".trace.json.gz")
     session = profile(machine=machine, steps=steps, warmup=warmup, cuda=False, trace=trace)
     with Progress(quiet).waiting("training, profiling and building the report"):

@@ -29,7 +29,8 @@ def fold_metrics_hints(hints: Sequence[str], list_path: Path) -> list[str]:
         tmp.write_text(",".join(metrics) + "\n", encoding="utf-8")
     kernels = sum(h.kernels for h in found)
     files = len({h.source for h in found})
-    line = Hint(f"{kernels} kernel(s) in {files} file{'s' if files != 1 else ''} lack roofline counters; profile "
-                f"with `ncu --metrics $(cat {list_path})` (the {len(metrics)} metrics the roofline needs, written to "
-                f"{list_path})", kind=MISSING_COUNTERS, metrics=tuple(metrics), kernels=kernels)
+    line = Hint(f"{kernels} kernel(s) in {files} file{'s' if files != 1 else ''} lack roofline counters; "
+                f"profile with `ncu --metrics $(cat {list_path})` (the {len(metrics)} metrics the roofline "
+                f"needs, written to {list_path})", kind=MISSING_COUNTERS, metrics=tuple(metrics),
+                kernels=kernels)
     return [*(h for h in hints if h not in found), line]

@@ -125,7 +125,8 @@ def render(a: Analysis, source: str) -> str:
     lines.append(f"                source: {a.peak.source or 'not in this machine profile'}")
     lines.append(f"bandwidth       {a.level}: {si(a.bandwidth.value, 'B/s')}")
     same = a.bandwidth.source and a.bandwidth.source == a.peak.source
-    lines.append(f"                source: {'(as above)' if same else a.bandwidth.source or 'not in this machine profile'}")
+    lines.append("                source: "
+                 f"{'(as above)' if same else a.bandwidth.source or 'not in this machine profile'}")
     lines.append(f"ridge           {ratio(a.ridge)} FLOP/byte")
     lines.append(f"memory time     {duration(t.memory_time_s)}")
     lines.append(f"compute time    {duration(t.compute_time_s)}")
@@ -134,13 +135,15 @@ def render(a: Analysis, source: str) -> str:
     for name, vt in a.variants.items():
         if op.formula == "attention-traffic":
             continue
-        lines.append(f"{name + ' case':<16}{count(op.variants[name].bytes)} bytes, I = {ratio(vt.intensity)}: "
-                     f"memory {duration(vt.memory_time_s)}, SOL {duration(vt.sol_time_s)} -> {_bound(vt.bound)} "
-                     f"({'; '.join(op.variants[name].notes)})")
+        lines.append(f"{name + ' case':<16}{count(op.variants[name].bytes)} bytes, "
+                     f"I = {ratio(vt.intensity)}: "
+                     f"memory {duration(vt.memory_time_s)}, SOL {duration(vt.sol_time_s)} -> "
+                     f"{_bound(vt.bound)} ({'; '.join(op.variants[name].notes)})")
     if a.missing:
         lines.append(f"missing         {', '.join(a.missing)} (times are n/a without them)")
         if not a.peak.known and a.op.roof.kind == "matmul":
-            lines.append(f"                this machine's matmul roofs: {', '.join(a.machine_peaks) or 'none'}; "
+            lines.append("                this machine's matmul roofs: "
+                         f"{', '.join(a.machine_peaks) or 'none'}; "
                          "choose one with --dtype (decode: --compute-dtype)")
     if op.formula == "decode":
         d = a.derived
@@ -152,7 +155,8 @@ def render(a: Analysis, source: str) -> str:
             f"(ridge · {op.dtype} bytes / 2)",
         ]
         if d["kv_cache_bytes"]:
-            lines.append(f"KV cache        {count(d['kv_cache_bytes'])} bytes ({si(d['kv_cache_bytes'], 'B')})")
+            lines.append(f"KV cache        {count(d['kv_cache_bytes'])} bytes "
+                         f"({si(d['kv_cache_bytes'], 'B')})")
     if a.other_roofs:
         lines += ["", "the other roofs, for contrast:"]
         for r in a.other_roofs:
@@ -192,7 +196,7 @@ def _traffic_lines(a: Analysis) -> list[str]:
     return lines
 
 
-# --------------------------------------------------------------------------- sweeps (computed in roofs.ledger_tables)
+# ------------------------------------------------------------------- sweeps (computed in roofs.ledger_tables)
 
 
 def sweep_text(name: str, data: dict[str, Any]) -> str:
@@ -208,16 +212,17 @@ def _decode_text(data: dict[str, Any]) -> str:
             f"(roof {data['roof']})",
             f"{'batch':>7}{'I (F/B)':>10}{'step ms':>10}{'tok/s':>12}{'MFU':>8}   regime"]
     for r in data["rows"]:
-        text.append(f"{r['batch']:>7}{r['intensity']:>10.1f}{r['step_s'] * 1e3:>10.3f}{r['tokens_per_s']:>12.0f}"
-                    f"{r['mfu'] * 100:>7.1f}%   {r['regime']}")
+        text.append(f"{r['batch']:>7}{r['intensity']:>10.1f}{r['step_s'] * 1e3:>10.3f}"
+                    f"{r['tokens_per_s']:>12.0f}{r['mfu'] * 100:>7.1f}%   {r['regime']}")
     return "\n".join(text)
 
 
 def _traffic_text(data: dict[str, Any]) -> str:
     text = []
     for regime in ("prefill", "decode"):
-        text.append(f"{'prefill-like: Sq = Skv = N' if regime == 'prefill' else 'decode-like: Sq = 1, Skv = N'}"
-                    f" (block_m = {data['block_m']}, d = {data['d']})")
+        text.append(
+            f"{'prefill-like: Sq = Skv = N' if regime == 'prefill' else 'decode-like: Sq = 1, Skv = N'}"
+            f" (block_m = {data['block_m']}, d = {data['d']})")
         text.append(f"{'N':>8}{'naive':>18}{'tiled':>18}{'ratio':>9}")
         for r in data[regime]:
             text.append(f"{r['n']:>8}{count(r['naive']):>18}{count(r['tiled']):>18}{r['ratio']:>8.2f}x")
@@ -228,8 +233,8 @@ def _traffic_text(data: dict[str, Any]) -> str:
 def _attention_text(data: dict[str, Any]) -> str:
     text = []
     for regime in ("prefill", "decode"):
-        text.append(f"fused attention, {regime} ({'Sq = Skv = N' if regime == 'prefill' else 'Sq = 1, Skv = N'}), "
-                    f"{data['machine']}")
+        text.append(f"fused attention, {regime} "
+                    f"({'Sq = Skv = N' if regime == 'prefill' else 'Sq = 1, Skv = N'}), {data['machine']}")
         text.append(f"{'N':>8}{'FLOP':>22}{'bytes':>18}{'I':>10}{'SOL':>14}  bound")
         for r in data[regime]:
             text.append(f"{r['n']:>8}{count(r['flops']):>22}{count(r['bytes']):>18}{r['intensity']:>10.1f}"
@@ -239,11 +244,13 @@ def _attention_text(data: dict[str, Any]) -> str:
 
 
 def seed_table_text(data: dict[str, Any]) -> str:
-    text = [f"operator table on {data['machine']} (each operator under its own roof; {data['level']} bandwidth)",
+    text = [f"operator table on {data['machine']} (each operator under its own roof; {data['level']} "
+            "bandwidth)",
             f"{'operator':<34}{'roof':>13}{'AI':>10}{'bound':>9}{'memory':>13}{'compute':>13}{'SOL':>13}"]
     for r in data["rows"]:
         text.append(f"{r['operator']:<34}{r['roof']:>13}{r['intensity']:>10.2f}{r['bound']:>9}"
-                    f"{duration(r['memory_time_s']):>13}{duration(r['compute_time_s']):>13}{duration(r['sol_time_s']):>13}")
+                    f"{duration(r['memory_time_s']):>13}{duration(r['compute_time_s']):>13}"
+                    f"{duration(r['sol_time_s']):>13}")
     return "\n".join(text)
 
 
@@ -270,15 +277,18 @@ class _LedgerCommand(click.Command):
             formatter.write(line + "\n")
 
 
-@click.command(cls=_LedgerCommand, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.command(cls=_LedgerCommand,
+               context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("op", required=False)
 @machine_option(when_omitted="the H100 datasheet entry", default="h100-sxm")
 @level_option(LEVELS, default="dram", what="Memory level whose bandwidth the bytes are timed at.")
 @click.option("--sweep", "do_sweep", is_flag=True,
-              help="decode: batch 1…512; attention/attention-traffic: N 512…131072; no OP: the operator table.")
+              help="decode: batch 1…512; attention/attention-traffic: N 512…131072; no OP: the operator "
+                   "table.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @click.pass_context
-def ledger(ctx: click.Context, op: str | None, machine: str, level: str, do_sweep: bool, as_json: bool) -> None:
+def ledger(ctx: click.Context, op: str | None, machine: str, level: str, do_sweep: bool,
+           as_json: bool) -> None:
     """What operator OP has to do: FLOPs and compulsory bytes term by term, intensity, memory /
     compute / SOL time on a machine, the bound, and the other roofs. Shape options are the formula's
     parameters, e.g. `nsroof ledger gemm --m 4096 --n 4096 --k 4096 --dtype bf16`; run `nsroof ledger`
@@ -287,7 +297,8 @@ def ledger(ctx: click.Context, op: str | None, machine: str, level: str, do_swee
     from nsroof.roofs import machines
 
     if op is not None and op.startswith("-"):  # unknown options are let through, so an option can land here
-        raise lg.LedgerError(f"options {' '.join([op, *ctx.args])} need an OP; run `nsroof ledger` to list them")
+        raise lg.LedgerError(f"options {' '.join([op, *ctx.args])} need an OP; run `nsroof ledger` to list "
+                             "them")
     if op is None and ctx.args:
         raise lg.LedgerError(f"options {' '.join(ctx.args)} need an OP; run `nsroof ledger` to list them")
     if op is None and not do_sweep:
@@ -302,7 +313,8 @@ def ledger(ctx: click.Context, op: str | None, machine: str, level: str, do_swee
     raw = parse_shape(formula, ctx.args)
     if do_sweep:
         if formula.name not in SWEEP_OPS:
-            raise lg.LedgerError(f"--sweep is available for {', '.join(SWEEP_OPS)} (or with no OP), not {formula.name}")
+            raise lg.LedgerError(f"--sweep is available for {', '.join(SWEEP_OPS)} (or with no OP), "
+                                 f"not {formula.name}")
         data = sweep(formula.name, formula.bind(SWEEP_DEFAULTS[formula.name] | raw), m, level)
         click.echo(_json(data) if as_json else sweep_text(formula.name, data))
         return

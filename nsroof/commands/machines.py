@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
-OVERVIEW_ROOFS: tuple[str, ...] = ("peak_flop_per_s.bf16", "peak_flop_per_s.fp16")  # what the overview's ridge names
+# what the overview's ridge names
+OVERVIEW_ROOFS: tuple[str, ...] = ("peak_flop_per_s.bf16", "peak_flop_per_s.fp16")
 
 
 def _tflops(value: float | None) -> str:
@@ -42,7 +43,8 @@ def sparse_traps(m: Machine) -> list[str]:
     """One line per dtype whose datasheet headline is the 2:4-sparse figure, bf16/fp16 (the usual
     headline) first."""
     out = []
-    order = sorted(m.sparse_peak_flop_per_s, key=lambda d: (d not in ("bf16", "fp16"), DTYPES.index(d) if d in DTYPES else 99))
+    order = sorted(m.sparse_peak_flop_per_s,
+                   key=lambda d: (d not in ("bf16", "fp16"), DTYPES.index(d) if d in DTYPES else 99))
     for dt in order:
         sparse = m.sparse_peak_flop_per_s[dt]
         dense = m.peak_flop_per_s.get(dt)
@@ -74,11 +76,14 @@ def overview(profiles: list[Machine]) -> str:
     from nsroof.roofs import ledger_analysis
     from nsroof.roofs.machines import family_names
 
-    head = (f"{'machine':<18}" + "".join(f"{d.upper():>8}" for d in DTYPES[:6]) + f"{'DRAM':>12}{'L2':>12}{'L1':>12}"
-            + f"{'ridge':>8}   decode batch bf16 / fp16 / fp8 / fp32")
-    lines = ["Dense peaks in TFLOP/s (tensor cores where they serve the dtype) and bandwidths at the boost clock (an",
-             "export that records its clocks gets them at those clocks); ridge = dense bf16 (else fp16) peak / DRAM",
-             "bandwidth in FLOP/byte; decode batch = ridge · weight bytes / 2, the batch that leaves the memory-bound regime.",
+    head = (f"{'machine':<18}" + "".join(f"{d.upper():>8}" for d in DTYPES[:6])
+            + f"{'DRAM':>12}{'L2':>12}{'L1':>12}" + f"{'ridge':>8}   decode batch bf16 / fp16 / fp8 / fp32")
+    lines = [("Dense peaks in TFLOP/s (tensor cores where they serve the dtype) and bandwidths at the boost "
+              "clock (an"),
+             ("export that records its clocks gets them at those clocks); ridge = dense bf16 (else fp16) "
+              "peak / DRAM"),
+             ("bandwidth in FLOP/byte; decode batch = ridge · weight bytes / 2, the batch that leaves the "
+              "memory-bound regime."),
              "", head, "-" * len(head)]
     traps: list[str] = []
     no_half: list[str] = []
@@ -90,7 +95,8 @@ def overview(profiles: list[Machine]) -> str:
             # decode_batch_table falls back to another roof (fp32 for CPUs, named in --machine/--json);
             # under this header's "bf16 (else fp16)" label that number would claim the wrong dtype
             ridge, batches = math.nan, [math.nan] * len(batches)
-            no_half.append(f"  {m.name}: no dense bf16 or fp16 figure; `nsroof machines --machine '{m.name}'` "
+            no_half.append(f"  {m.name}: no dense bf16 or fp16 figure; "
+                           f"`nsroof machines --machine '{m.name}'` "
                            f"gives the decode table at its {table['roof']} roof, named as such")
         batch = " / ".join(_fmt(b, 0) for b in batches)
         lines.append(f"{m.name:<18}" + "".join(f"{_tflops(m.peak_flop_per_s.get(d)):>8}" for d in DTYPES[:6])
@@ -100,18 +106,24 @@ def overview(profiles: list[Machine]) -> str:
                      + f"{_fmt(ridge, 0):>8}   {batch}")
         traps += [f"  {m.name} {t}" for t in sparse_traps(m)[:1]]
     if no_half:
-        lines += ["", "— under ridge and decode batch: no dense bf16 or fp16 peak to take them from.", *no_half]
+        lines += ["", "— under ridge and decode batch: no dense bf16 or fp16 peak to take them from.",
+                  *no_half]
     why_not = [f"  {m.name}: {note}" for m in profiles for note in m.notes
                if note.startswith(("no L2", "no L1")) and not {"l2", "l1"} <= set(m.bandwidth_bytes_per_s)]
     if why_not:
         lines += ["", "— under L2 or L1: no cache roof, and why:", *why_not]
     if traps:
-        lines += ["", "The 2:4-sparse trap: datasheet headlines often double the dense rate with structured sparsity,",
-                  "which a dense GEMM never reaches. nsroof keeps them apart and never uses them for dense work:",
+        lines += ["",
+                  ("The 2:4-sparse trap: datasheet headlines often double the dense rate with structured "
+                   "sparsity,"),
+                  ("which a dense GEMM never reaches. nsroof keeps them apart and never uses them for dense "
+                   "work:"),
                   *traps]
     families = family_names()
     if families:
-        lines += ["", "Family names, refused by --machine as ambiguous (the board decides the peaks; pass an entry):",
+        lines += ["",
+                  ("Family names, refused by --machine as ambiguous (the board decides the peaks; pass an "
+                   "entry):"),
                   *[f"  {w}: {', '.join(names)}" for w, names in families.items()]]
     lines += ["", "Each number's source: nsroof machines --machine NAME (or --json)."]
     return "\n".join(lines)
@@ -119,10 +131,12 @@ def overview(profiles: list[Machine]) -> str:
 
 def _per_cycle_lines(m: Machine) -> list[str]:
     if not m.sm_count or not m.clocks_hz.get("boost"):
-        return ["  no SM count or boost clock: ceilings stay at the datasheet figures whatever clock an export recorded"]
+        return ["  no SM count or boost clock: ceilings stay at the datasheet figures whatever clock an "
+                "export recorded"]
     clocks = ", ".join(f"{k} {v / 1e6:,.0f} MHz" for k, v in m.clocks_hz.items())
     out = [f"  {m.sm_count} SMs; clocks: {clocks}"]
-    for key in ("simt_flop_per_s.fp32", "simt_flop_per_s.fp64", "peak_flop_per_s.fp16", "peak_flop_per_s.bf16"):
+    for key in ("simt_flop_per_s.fp32", "simt_flop_per_s.fp64", "peak_flop_per_s.fp16",
+                "peak_flop_per_s.bf16"):
         table, dtype = key.split(".")
         value = m.flop_per_cycle_per_sm(table, dtype)
         if value == value:
@@ -144,16 +158,19 @@ def detail(m: Machine) -> str:
     if m.architecture or m.cc:
         lines.append(f"architecture {m.architecture or '?'}, compute capability {m.cc or '?'}")
     lines += ["", "compute roofs and their ridge points (peak / bandwidth, FLOP/byte):",
-              f"  {'roof':<26}{'TFLOP/s':>10}" + "".join(f"{'ridge ' + lvl:>13}" for lvl in levels) + "   source"]
+              f"  {'roof':<26}{'TFLOP/s':>10}" + "".join(f"{'ridge ' + lvl:>13}" for lvl in levels)
+              + "   source"]
     for key, by_level in ridges.items():
         rates, dt = key.split(".", 1)
         value = getattr(m, rates)[dt]
-        lines.append(f"  {key:<26}{_tflops(value):>10}" + "".join(f"{_fmt(by_level[lvl]):>13}" for lvl in levels)
+        lines.append(f"  {key:<26}{_tflops(value):>10}"
+                     + "".join(f"{_fmt(by_level[lvl]):>13}" for lvl in levels)
                      + f"   {m.sources.get(key, m.label)}")
     lines += ["", "bandwidth:"]
     for lvl in levels:
         key = f"bandwidth_bytes_per_s.{lvl}"
-        lines.append(f"  {lvl:<6}{_bandwidth(m.bandwidth_bytes_per_s[lvl]):>12}   {m.sources.get(key, m.label)}")
+        lines.append(f"  {lvl:<6}{_bandwidth(m.bandwidth_bytes_per_s[lvl]):>12}   "
+                     f"{m.sources.get(key, m.label)}")
     missing = [lvl for lvl in LEVELS if lvl not in m.bandwidth_bytes_per_s]
     if missing:
         lines.append(f"  {', '.join(missing)}: no published figure; kernels are 'unknown' at that level "
@@ -161,7 +178,8 @@ def detail(m: Machine) -> str:
     lines += ["", "per cycle (what ncu's ceilings multiply by the profiled clock):"] + _per_cycle_lines(m)
     traps = sparse_traps(m)
     if traps:
-        lines += ["", "the 2:4-sparse trap (kept apart, never used for dense work):", *[f"  {t}" for t in traps]]
+        lines += ["", "the 2:4-sparse trap (kept apart, never used for dense work):",
+                  *[f"  {t}" for t in traps]]
     table = ledger_analysis.decode_batch_table(m)
     lines += ["", f"decode: batch needed to leave the memory-bound regime (batch = ridge · weight bytes / 2, "
                   f"roof {table['roof']}, ridge {_fmt(table['ridge'])}):",

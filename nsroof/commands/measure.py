@@ -14,7 +14,8 @@ SECTIONS = ("gemm", "stream", "ladder")
 
 
 @click.command()
-@click.option("--quick", is_flag=True, help="Short sweep: under a minute on a 2-core CPU; the sweep `make gpu-check` runs on a GPU.")
+@click.option("--quick", is_flag=True,
+              help="Short sweep: under a minute on a 2-core CPU; the sweep `make gpu-check` runs on a GPU.")
 @click.option("--dtype", "dtypes", multiple=True, type=click.Choice(DTYPES),
               help="GEMM dtype to sweep; repeat for several (default: all on CUDA, fp32/fp16/bf16 on CPU).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
@@ -23,10 +24,12 @@ SECTIONS = ("gemm", "stream", "ladder")
 @click.option("--only", "sections", multiple=True, type=click.Choice(SECTIONS),
               help="Run only these parts (repeatable; default: all).")
 @click.option("--budget", "budget_s", type=float,
-              help="Wall-clock seconds for the GEMM sweep (default: 20 quick / 900 full on CPU, 90 / 1200 on GPU); "
-                   "points that do not fit are recorded as skipped.")
-@output_option("the machine profile (JSON) here too, for `analyze --machine FILE` (it is always saved in the cache)")
-@click.option("--csv", "csv_path", type=click.Path(path_type=Path), help="Also write every measured point as CSV.")
+              help="Wall-clock seconds for the GEMM sweep (default: 20 quick / 900 full on CPU, 90 / 1200 on "
+                   "GPU); points that do not fit are recorded as skipped.")
+@output_option("the machine profile (JSON) here too, for `analyze --machine FILE` (it is always saved in the "
+               "cache)")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path),
+              help="Also write every measured point as CSV.")
 @quiet_option()
 def measure(quick: bool, dtypes: tuple[str, ...], device: str, threads: int | None, sections: tuple[str, ...],
             budget_s: float | None, output: Path | None, csv_path: Path | None, quiet: bool) -> None:
@@ -58,8 +61,9 @@ def measure(quick: bool, dtypes: tuple[str, ...], device: str, threads: int | No
                          hint="choose a writable path") from None
     echo = click.echo if not quiet else (lambda *a, **k: None)  # -q: nothing but errors
     echo(render(result))
-    echo(f"\ncached as {cached}" + (" (the CPU profile `nsroof profile` and `nsroof demo` read at these threads)"
-                                          if result.environment.get("device") == "cpu" else "")
+    echo(f"\ncached as {cached}"
+         + (" (the CPU profile `nsroof profile` and `nsroof demo` read at these threads)"
+            if result.environment.get("device") == "cpu" else "")
                if cached is not None else f"\nnot cached: {why_not}")
     if output is not None:
         echo(f"\nwrote {output} (use: nsroof analyze --machine {output} …)")
@@ -77,7 +81,8 @@ def _check_writable(path: Path) -> None:
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".probe"):
             pass
     except OSError as exc:
-        raise InputError(path, f"cannot write here: {exc.strerror or exc}", hint="choose a writable path") from None
+        raise InputError(path, f"cannot write here: {exc.strerror or exc}",
+                         hint="choose a writable path") from None
 
 
 def cache_path(result: object) -> tuple[Path | None, str]:
@@ -88,8 +93,8 @@ def cache_path(result: object) -> tuple[Path | None, str]:
 
     peaks, bandwidths = getattr(result, "peak_flop_per_s", {}), getattr(result, "bandwidth_bytes_per_s", {})
     if not peaks or not bandwidths:
-        return None, ("only part of the roofline was measured (--only): run without --only to cache a profile "
-                      "`nsroof profile` can use")
+        return None, ("only part of the roofline was measured (--only): run without --only to cache a "
+                      "profile `nsroof profile` can use")
     env = getattr(result, "environment", {})
     if env.get("device") == "cpu":
         return resolve_cache_dir() / f"cpu-{cache_key()}.json", ""

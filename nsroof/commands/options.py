@@ -21,41 +21,43 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-MACHINE_HELP = ("Machine ceilings: a name or alias from `nsroof machines`, the device name as ncu or nvidia-smi print "
-                "it, or a JSON profile (as `nsroof measure` writes); over an export's own ncu peaks it is a what-if")
+MACHINE_HELP = ("Machine ceilings: a name or alias from `nsroof machines`, the device name as ncu or "
+                "nvidia-smi print it, or a JSON profile (as `nsroof measure` writes); over an export's own "
+                "ncu peaks it is a what-if")
 
 
 def machine_option(*, when_omitted: str, default: str | None = None) -> Callable[[F], F]:
-    """--machine NAME|DEVICE|FILE. Its meaning is roofs.machines.resolve()'s; `when_omitted` says what the command
-    uses without it."""
-    return click.option("--machine", "machine", default=default, metavar="NAME|DEVICE|FILE", show_default=default is not None,
-                        help=f"{MACHINE_HELP}. Without it: {when_omitted}.")
+    """--machine NAME|DEVICE|FILE. Its meaning is roofs.machines.resolve()'s; `when_omitted` says what the
+    command uses without it."""
+    return click.option("--machine", "machine", default=default, metavar="NAME|DEVICE|FILE",
+                        show_default=default is not None, help=f"{MACHINE_HELP}. Without it: {when_omitted}.")
 
 
 def output_option(what: str, *, default: Path | None = None, required: bool = False) -> Callable[[F], F]:
     """-o/--output PATH: `what` the command writes there."""
     return click.option("-o", "--output", "output", type=click.Path(path_type=Path), default=default,
-                        required=required, show_default=default is not None, metavar="PATH", help=f"Write {what}.")
+                        required=required, show_default=default is not None, metavar="PATH",
+                        help=f"Write {what}.")
 
 
 def top_option(what: str, *, default: int = 10, order: str = "longest first") -> Callable[[F], F]:
     """--top N: how many rows (kernels, ops, labels) the command shows, in `order`."""
-    return click.option("--top", "top", type=click.IntRange(min=0), default=default, show_default=True, metavar="N",
-                        help=f"Number of {what}, {order} (0: none).")
+    return click.option("--top", "top", type=click.IntRange(min=0), default=default, show_default=True,
+                        metavar="N", help=f"Number of {what}, {order} (0: none).")
 
 
 def threads_option(*, default: int | None = None) -> Callable[[F], F]:
     """--threads N: torch's CPU (intra-op) threads for the run; 0 or omitted is torch's own choice."""
     return click.option("--threads", "threads", type=click.IntRange(min=0), default=default, metavar="N",
                         show_default=default is not None,
-                        help="torch CPU threads for the run (0: torch's own choice, the core count). Fewer threads "
-                             "give steadier times on a busy machine.")
+                        help="torch CPU threads for the run (0: torch's own choice, the core count). Fewer "
+                             "threads give steadier times on a busy machine.")
 
 
 def capture_option() -> Callable[[F], F]:
     return click.option("--capture", "captures", multiple=True, type=click.Path(path_type=Path),
-                        help="A torch.profiler trace recorded around the capture of the CUDA/HIP graphs the trace "
-                             "replays: replayed kernels get the ops recorded at capture (repeatable).")
+                        help="A torch.profiler trace recorded around the capture of the CUDA/HIP graphs the "
+                             "trace replays: replayed kernels get the ops recorded at capture (repeatable).")
 
 
 def quiet_option() -> Callable[[F], F]:
@@ -66,12 +68,13 @@ def quiet_option() -> Callable[[F], F]:
 
 def level_option(levels: Sequence[str], *, default: str, what: str) -> Callable[[F], F]:
     """--level, one of `levels`: anything else is a usage error (exit 2), never a silent 'n/a'."""
-    return click.option("--level", "level", type=click.Choice(list(levels)), default=default, show_default=True,
-                        help=what)
+    return click.option("--level", "level", type=click.Choice(list(levels)), default=default,
+                        show_default=True, help=what)
 
 
 SELECTION_OPTIONS: tuple[tuple[str, str, str], ...] = (
-    ("kernel", "REGEX", "Only kernels whose function or kernel name matches (case-insensitive search, e.g. gemm)."),
+    ("kernel", "REGEX",
+     "Only kernels whose function or kernel name matches (case-insensitive search, e.g. gemm)."),
     ("nvtx", "REGEX", "Only kernels whose NVTX path matches (e.g. 'layer0/attn')."),
     ("step", "N|N-M|N,M", "Only kernels of these training steps (the report's `step` column)."),
     ("device", "REGEX", "Only kernels that ran on a matching device (e.g. H100)."),
@@ -102,8 +105,10 @@ def selection_options() -> Callable[[F], F]:
 def table_output_options(what: str) -> Callable[[F], F]:
     """--json / --csv: print `what` on stdout for scripts (one wide row per kernel), instead of the tables."""
     def decorate(command: F) -> F:
-        command = click.option("--csv", "as_csv", is_flag=True, help=f"Print {what} as CSV on stdout.")(command)
-        return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON on stdout.")(command)
+        command = click.option("--csv", "as_csv", is_flag=True,
+                               help=f"Print {what} as CSV on stdout.")(command)
+        return click.option("--json", "as_json", is_flag=True,
+                            help=f"Print {what} as JSON on stdout.")(command)
 
     return decorate
 
@@ -112,8 +117,8 @@ def check_suffix(path: Path | None, suffixes: Sequence[str], what: str) -> None:
     """A usage error (exit 2) when `path` has a suffix the command cannot write, naming the ones it can."""
     if path is None or path.suffix.lower() in suffixes:
         return
-    raise click.BadParameter(f"{path}: cannot write {what} as {path.suffix or 'a file without suffix'!r}; name it "
-                             + " or ".join(f"*{s}" for s in suffixes), param_hint="-o/--output")
+    raise click.BadParameter(f"{path}: cannot write {what} as {path.suffix or 'a file without suffix'!r}; "
+                             "name it " + " or ".join(f"*{s}" for s in suffixes), param_hint="-o/--output")
 
 
 def apply_threads(threads: int | None) -> int:
@@ -235,7 +240,8 @@ def cost_facts_options() -> Callable[[F], F]:
         import functools
 
         @functools.wraps(fn)
-        def run(*args: Any, model_config: Path | None = None, formulas: tuple[Path, ...] = (), **kwargs: Any) -> Any:
+        def run(*args: Any, model_config: Path | None = None, formulas: tuple[Path, ...] = (),
+                **kwargs: Any) -> Any:
             if model_config is None and not formulas:  # the ledger is imported where a cost is worked out
                 return fn(*args, **kwargs)
             from nsroof.costs.ledger.custom import load_file, using_model
@@ -246,12 +252,14 @@ def cost_facts_options() -> Callable[[F], F]:
             with using_model(read_model_config(str(model_config)) if model_config else None):
                 return fn(*args, **kwargs)
 
-        run = click.option("--formulas", "formulas", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
-                           metavar="FILE.py", help="Python file of @nsroof.formula(\"ns::op\") functions costing "
-                           "your own ops (repeatable).")(run)
+        run = click.option("--formulas", "formulas", multiple=True,
+                           type=click.Path(path_type=Path, dir_okay=False),
+                           metavar="FILE.py", help="Python file of @nsroof.formula(\"ns::op\") functions "
+                           "costing your own ops (repeatable).")(run)
         run = click.option("--model-config", "model_config", type=click.Path(path_type=Path, dir_okay=False),
-                           metavar="CONFIG.json", help="The model's Hugging Face config.json: experts, top-k, "
-                           "expert size, heads, sliding window for engine ops (vllm::moe_forward, attention).")(run)
+                           metavar="CONFIG.json", help="The model's Hugging Face config.json: experts, "
+                           "top-k, expert size, heads, sliding window for engine ops (vllm::moe_forward, "
+                           "attention).")(run)
         return run  # type: ignore[return-value]
 
     return decorate

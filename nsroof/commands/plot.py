@@ -37,10 +37,13 @@ def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> tupl
 @level_option(["all", *LEVELS], default="all",
               what="One memory level, or all of them joined per kernel (the hierarchical view).")
 @top_option("kernels labelled on the chart")
-@click.option("--precision", type=click.Choice(list(PRECISIONS)), help="Only kernels whose FLOPs are mostly of this precision.")
+@click.option("--precision", type=click.Choice(list(PRECISIONS)),
+              help="Only kernels whose FLOPs are mostly of this precision.")
 @click.option("--title", help="Chart title (default: what is shown, on which devices).")
-@click.option("--size", callback=_size, metavar="WxH", help="Plot area in inches, e.g. 8x5 (default 6.6x5.4).")
-@click.option("--dpi", type=click.IntRange(30, 1200), default=None, metavar="N", help="PNG resolution (default 110).")
+@click.option("--size", callback=_size, metavar="WxH",
+              help="Plot area in inches, e.g. 8x5 (default 6.6x5.4).")
+@click.option("--dpi", type=click.IntRange(30, 1200), default=None, metavar="N",
+              help="PNG resolution (default 110).")
 @selection_options()
 @quiet_option()
 def plot(report: Path, output: Path, level: str, top: int, precision: str | None, title: str | None,

@@ -1,4 +1,5 @@
-"""`nsroof profile [--steps N] [--warmup N | --all-steps] [--machine …] -o report.parquet -- python script.py args…`
+"""`nsroof profile [--steps N] [--warmup N | --all-steps] [--machine …] -o report.parquet --
+python script.py args…`
 
 The script runs in this process (nsroof.collectors.script) inside nsroof.profile; the chrome trace is kept
 next to the report (REPORT.trace.json.gz) and the report is built from it, as `nsroof analyze` would.
@@ -45,10 +46,11 @@ def trace_path(output: Path) -> Path:
               help=f"Record N steps (optimizer steps, or nsroof.step() marks)  [default: {DEFAULT_STEPS}, "
                    f"after {DEFAULT_WARMUP} warm-up step]")
 @click.option("--warmup", type=click.IntRange(min=0), metavar="N",
-              help=f"Steps to skip first  [default: {DEFAULT_WARMUP}; none when the script marks no more steps]")
+              help=f"Steps to skip first  [default: {DEFAULT_WARMUP}; none when the script marks no more "
+                   "steps]")
 @click.option("--all-steps", is_flag=True, help="Record the whole run (no step window).")
-@machine_option(when_omitted="on a GPU its profile cached by `nsroof measure --device cuda`, else its datasheet "
-                              "entry; on CPU this CPU's measured profile (measured once, cached)")
+@machine_option(when_omitted="on a GPU its profile cached by `nsroof measure --device cuda`, else its "
+                              "datasheet entry; on CPU this CPU's measured profile (measured once, cached)")
 @output_option("the report (Parquet); the chrome trace is kept next to it as REPORT.trace.json.gz",
                default=Path("nsroof-profile.parquet"))
 @top_option("ops in the summary")
@@ -57,8 +59,9 @@ def trace_path(output: Path) -> Path:
 @cost_facts_options()
 @capture_option()
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str | None, output: Path, top: int,
-            threads: int | None, quiet: bool, captures: tuple[Path, ...], command: tuple[str, ...]) -> None:
+def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str | None, output: Path,
+            top: int, threads: int | None, quiet: bool, captures: tuple[Path, ...],
+            command: tuple[str, ...]) -> None:
     """Run a Python script under torch.profiler and write a roofline report of every kernel (CUDA) or op
     call (CPU) with analytic FLOPs and bytes from the ledger formulas, e.g.
     `nsroof profile -o r.parquet -- python train.py --epochs 1`."""
@@ -81,18 +84,20 @@ def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str
     apply_threads(threads)  # before the announcement: the cached CPU profile is per thread count
     pending = _announce_cpu_measurement(machine)
     progress, load = Progress(quiet), LoadWatch()
-    session = nsroof_profile(machine=machine, steps=steps, warmup=warmup, trace=trace_path(output), captures=captures,
-                             window_optional=window_optional)
+    session = nsroof_profile(machine=machine, steps=steps, warmup=warmup, trace=trace_path(output),
+                             captures=captures, window_optional=window_optional)
     stop = None
     try:
         with filtered_stderr(), session:
             run_script(kind, target, args)
             # leaving the block stops the profiler and builds the report (and measures the CPU the first time)
-            stop = progress.start("building the report" + (" and measuring this CPU's roofline (once)" if pending else ""))
+            stop = progress.start("building the report"
+                                  + (" and measuring this CPU's roofline (once)" if pending else ""))
     except KeyboardInterrupt:
         saved = session.interrupted_trace
-        click.echo("nsroof: interrupted; " + (f"the trace recorded so far is saved as {saved} (`nsroof analyze {saved}` "
-                                              "makes its report)" if saved else "nothing was recorded"), err=True)
+        click.echo("nsroof: interrupted; " + (f"the trace recorded so far is saved as {saved} "
+                                              f"(`nsroof analyze {saved}` makes its report)" if saved
+                                              else "nothing was recorded"), err=True)
         raise SystemExit(130) from None
     finally:
         if stop is not None:

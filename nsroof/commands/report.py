@@ -16,11 +16,12 @@ from nsroof.commands.options import check_suffix, output_option, quiet_option, s
 @top_option("kernels labelled on the charts")
 @click.option("--title", default="nsroof report", show_default=True, help="Page title.")
 @click.option("--rows", type=click.IntRange(min=0), default=None,
-              help="Kernels listed in the page's table, longest first (default 5000; 0: every kernel); the charts "
-                   "show them all.")
+              help="Kernels listed in the page's table, longest first (default 5000; 0: every kernel); the "
+                   "charts show them all.")
 @selection_options()
 @quiet_option()
-def report(report: Path, output: Path, top: int, title: str, rows: int | None, selection: Any, quiet: bool) -> None:
+def report(report: Path, output: Path, top: int, title: str, rows: int | None, selection: Any,
+           quiet: bool) -> None:
     """Write REPORT as one HTML file: run summary (devices, ceilings and their sources, share of time per
     bound per level), roofline charts as inline SVG, and a sortable, filterable table of kernels grouped
     by NVTX path; hover a point for its kernel, and the table's filter filters the charts too. Nothing on
@@ -39,4 +40,5 @@ def report(report: Path, output: Path, top: int, title: str, rows: int | None, s
     n = int(kernel_key(df).nunique())
     if not quiet:
         listed = f" (the {rows:,} longest in its table)" if 0 < rows < n else ""
-        click.echo(f"wrote {output}: {n} kernel{'s' if n != 1 else ''}{listed}, {output.stat().st_size / 1e3:.0f} kB")
+        click.echo(f"wrote {output}: {n} kernel{'s' if n != 1 else ''}{listed}, "
+                   f"{output.stat().st_size / 1e3:.0f} kB")

@@ -48,15 +48,16 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
     stated = as_str(a["analytic_tensor_dtype"])
     added = {"tensor_dtype": np.where(take_f, stated, ""), "ledger_label": np.where(take_f, label, ""),
              "bytes_link": np.where(take_link, ab, np.nan),
-             "bytes_source_link": map_rows(lambda o, s, t: _sourced(o, s) if t else "", origin, formula, take_link)}
+             "bytes_source_link": map_rows(lambda o, s, t: _sourced(o, s) if t else "", origin, formula,
+                                           take_link)}
     for f in ANALYTIC_QUANTITY_FIELDS:
         q[f.name] = added[f.name] if f.type == pa.float64() else pd.Series(added[f.name], dtype=object)
     return q
 
 
 def _sourced(origin: str, what: str) -> str:
-    """'<origin>:<label or formula>': made once per distinct pair (thousands of launches share a few), the rows
-    sharing its str."""
+    """'<origin>:<label or formula>': made once per distinct pair (thousands of launches share a few), the
+    rows sharing its str."""
     return f"{origin}:{what}"
 
 

@@ -25,7 +25,8 @@ class Row:
 
     op_id: int = -1
     role: str = ""
-    cost: OpCost = _UNSET  # frozen: one shared placeholder (every kernel row's cost is set or the row replaced)
+    # frozen: one shared placeholder (every kernel row's cost is set or the row replaced)
+    cost: OpCost = _UNSET
     share: float = 1.0
     note: str = ""
     origin: str = "analytic"
@@ -85,7 +86,8 @@ def analytic_table(kernels: pd.DataFrame, rows: Rows) -> pd.DataFrame:
     known = distinct.of(lambda c: c.known, bool)
     codes, first = row_codes(distinct.codes, rows.share, rows.note)
     labels = np.array([label(c, s, n) for c, s, n in zip(cost[first].tolist(), rows.share[first].tolist(),
-                                                          rows.note[first].tolist(), strict=True)], dtype=object)
+                                                          rows.note[first].tolist(), strict=True)],
+                      dtype=object)
     columns: dict[str, Any] = {
         "source": texts(kernels, "source"),
         "kernel_id": pd.array(kernels["kernel_id"], dtype="Int64") if "kernel_id" in kernels
@@ -100,7 +102,8 @@ def analytic_table(kernels: pd.DataFrame, rows: Rows) -> pd.DataFrame:
         "analytic_label": labels[codes],
         "analytic_missing": distinct.of(lambda c: c.missing),
         "analytic_origin": np.where(known, rows.origin, ""),
-        "analytic_roof": np.where(known & distinct.of(lambda c: c.roof_kind == LINK_LEVEL, bool), LINK_LEVEL, ""),
+        "analytic_roof": np.where(known & distinct.of(lambda c: c.roof_kind == LINK_LEVEL, bool), LINK_LEVEL,
+                                  ""),
     }
     out = pd.DataFrame({c: (pd.Series(v, dtype=object) if isinstance(v, list | np.ndarray) and
                             ANALYTIC_COLUMNS[c][0] == "object" else v) for c, v in columns.items()})

@@ -17,8 +17,8 @@ launching op) and hands over the ops table (nsroof.schema.OP_COLUMNS). Here, and
    precedence over the formula, with provenance ``trace_cost_source``.
 
 CPU traces (no kernels) have one row per op call: an op with a cost is one row with its whole time (its
-children folded in), an op without one, not under a costed op, a row with its self time (a composite's, whose work is costed on
-the ops it calls, says so: nsroof.costs.ledger.aten.COMPOSITE_REASON).
+children folded in), an op without one, not under a costed op, a row with its self time (a composite's,
+whose work is costed on the ops it calls, says so: nsroof.costs.ledger.aten.COMPOSITE_REASON).
 
 The op-level view (`OpLevel`): one row per unit with its kernels' summed time and its formula's whole
 FLOPs and bytes (for CPU traces: the innermost costed ops with their own time).
@@ -56,14 +56,14 @@ TF32_CONV_PREFIX = "conv"
 
 # Kernels that move or reduce data around a GEMM/conv/attention (matched on the short function name, which
 # carries no template arguments): layout transforms, copies, fills, split-K reductions, im2col.
-AUX_KERNEL = re.compile(r"splitk|reduce|quantize|finalize|routing|nchwtonhwc|nhwctonchw|transpose|copy|memcpy|memset|fill|elementwise|"
-                        r"catarray|im2col|col2im", re.IGNORECASE)
-WORK_KERNEL = re.compile(r"gemm|gemv|bmm|cublas|cutlass|xmma|wgrad|dgrad|fprop|conv|implicit|winograd|fft|flash|fmha|"
-                         r"attention|attn|sdpa|mma", re.IGNORECASE)
+AUX_KERNEL = re.compile(r"splitk|reduce|quantize|finalize|routing|nchwtonhwc|nhwctonchw|transpose|copy|"
+                        r"memcpy|memset|fill|elementwise|catarray|im2col|col2im", re.IGNORECASE)
+WORK_KERNEL = re.compile(r"gemm|gemv|bmm|cublas|cutlass|xmma|wgrad|dgrad|fprop|conv|implicit|winograd|fft|"
+                         r"flash|fmha|attention|attn|sdpa|mma", re.IGNORECASE)
 # Child ops (without a formula of their own) that only move data, and those that do matmul/conv work.
-DATA_MOVEMENT_OPS = frozenset({"copy", "contiguous", "clone", "_to_copy", "to", "fill", "zero", "transpose", "t",
-                               "permute", "reshape", "view", "_unsafe_view", "cat", "expand", "as_strided",
-                               "empty", "empty_strided", "zeros", "ones", "resize"})
+DATA_MOVEMENT_OPS = frozenset({"copy", "contiguous", "clone", "_to_copy", "to", "fill", "zero", "transpose",
+                               "t", "permute", "reshape", "view", "_unsafe_view", "cat", "expand",
+                               "as_strided", "empty", "empty_strided", "zeros", "ones", "resize"})
 WORK_OP = re.compile(r"mm|matmul|linear|conv|attention", re.IGNORECASE)
 # conv backward kernels by the gradient they compute (cuDNN/CUTLASS names)
 GRADIENT_KERNELS: tuple[tuple[int, re.Pattern[str]], ...] = (
@@ -102,7 +102,8 @@ class _Groups:
     def of(cls, kernels: np.ndarray, ops: np.ndarray, costed: np.ndarray) -> _Groups:
         order = np.argsort(ops, kind="stable")
         by_op = ops[order]
-        start = np.flatnonzero(np.r_[True, by_op[1:] != by_op[:-1]]) if len(by_op) else np.zeros(0, dtype="int64")
+        start = (np.flatnonzero(np.r_[True, by_op[1:] != by_op[:-1]]) if len(by_op)
+                 else np.zeros(0, dtype="int64"))
         size = np.diff(np.r_[start, len(by_op)])
         return cls(by_op[start], start, size, kernels[order], costed[order][start])
 
@@ -122,7 +123,8 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
     table = OpTable(ops if ops is not None else _no_ops())
     kernels = kernels.reset_index(drop=True)
     kinds = texts(kernels, "kind")
-    if len(kernels) and ("kind" not in kernels or (kinds == "cpu_op").all()):  # (a table without kinds: CPU rows)
+    # (a table without kinds: CPU rows)
+    if len(kernels) and ("kind" not in kernels or (kinds == "cpu_op").all()):
         return _attribute_cpu(kernels, table)
     op_ids = ints(kernels, "op_id")
     kinds = np.where(kinds == "", "kernel", kinds)
@@ -142,14 +144,16 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
     groups = _Groups.of(launched, np.where(unit < 0, op_ids[launched], unit), unit >= 0)
     cc = texts(kernels, "cc")
     plain = _plain_units(table, groups, rows)
-    _tensor_units(table, groups, np.flatnonzero(groups.costed & ~plain), rows, (op_ids, names, full, cc), tf32)
+    _tensor_units(table, groups, np.flatnonzero(groups.costed & ~plain), rows, (op_ids, names, full, cc),
+                  tf32)
     _trace_costs(kernels, rows)
     analytic = analytic_table(kernels, rows)
     tf32_rows = int((analytic["analytic_tensor_dtype"] == "tf32").sum()) if tf32 != (None, None) else 0
-    warnings = [f"{tf32_rows} fp32 matmul/conv kernel(s) judged against the TF32 tensor roof: the trace records "
-                f"TF32 allowed (matmul {tf32[0]}, cuDNN {tf32[1]})"] if tf32_rows else []
+    warnings = [f"{tf32_rows} fp32 matmul/conv kernel(s) judged against the TF32 tensor roof: the trace "
+                f"records TF32 allowed (matmul {tf32[0]}, cuDNN {tf32[1]})"] if tf32_rows else []
     op_kernels, op_analytic = _gpu_units(kernels, table, groups, rows)
-    return Attribution(kernels, analytic, op_kernels, op_analytic, facts={"tf32_rows": tf32_rows}, warnings=warnings)
+    return Attribution(kernels, analytic, op_kernels, op_analytic, facts={"tf32_rows": tf32_rows},
+                       warnings=warnings)
 
 
 def _plain_units(table: OpTable, groups: _Groups, rows: Rows) -> np.ndarray:
@@ -158,7 +162,8 @@ def _plain_units(table: OpTable, groups: _Groups, rows: Rows) -> np.ndarray:
     those are."""
     cost = table.costs_at(table.rows_of(groups.ids))
     plain = groups.costed & per_cost(cost, lambda c: c.roof_kind != "matmul" and c.formula not in
-                                      TF32_MATMUL_FORMULAS and not c.formula.startswith(TF32_CONV_PREFIX), bool)
+                                      TF32_MATMUL_FORMULAS and not c.formula.startswith(TF32_CONV_PREFIX),
+                                      bool)
     g = groups.of_member()
     at = plain[g]
     kernels, n = groups.members[at], groups.size[g][at]
@@ -183,8 +188,8 @@ def _tensor_units(table: OpTable, groups: _Groups, todo: np.ndarray, rows: Rows,
     member = member[g]
     kernels, unit = groups.members[member], groups.ids[g][member]
     position = (np.arange(len(g)) - groups.start[g])[member]
-    alike = row_codes(op_ids[kernels] == unit, table.name_codes(table.rows_of(op_ids[kernels])), names[kernels],
-                      full[kernels], cc[kernels])[0].tolist()
+    alike = row_codes(op_ids[kernels] == unit, table.name_codes(table.rows_of(op_ids[kernels])),
+                      names[kernels], full[kernels], cc[kernels])[0].tolist()
     base = Distinct(table.costs_at(table.rows_of(groups.ids[todo])))
     flat: list[tuple[str, OpCost, float, str, str]] = []  # each kind's rows, kind after kind
     offset: dict[Any, int] = {}
@@ -192,17 +197,20 @@ def _tensor_units(table: OpTable, groups: _Groups, todo: np.ndarray, rows: Rows,
     at = np.zeros(len(kernels), dtype="int64")
     for k, (g_, code) in enumerate(zip(todo.tolist(), base.codes.tolist(), strict=True)):
         u, name = int(groups.ids[g_]), table.name(int(groups.ids[g_]))
-        key = (code, name, u if base_name(name) == "convolution_backward" else -1, tuple(alike[starts[k]:starts[k + 1]]))
+        key = (code, name, u if base_name(name) == "convolution_backward" else -1,
+               tuple(alike[starts[k]:starts[k + 1]]))
         if key not in offset:
             members = groups.kernels(g_)
-            split = _split(table, u, fp64(policy(base.objects[code], members), members), members, op_ids, (names, full))
+            split = _split(table, u, fp64(policy(base.objects[code], members), members), members, op_ids,
+                           (names, full))
             offset[key] = len(flat)
             flat += [(r.role, r.cost, r.share, r.note, r.origin) for r in (split[i] for i in members)]
         at[starts[k]:starts[k + 1]] = offset[key]
     at += position
     role, cost, share, note, origin = (objects([r[f] for r in flat]) for f in range(5))
     rows.op_id[kernels], rows.role[kernels], rows.cost[kernels] = unit, role[at], cost[at]
-    rows.share[kernels], rows.note[kernels], rows.origin[kernels] = share[at].astype("float64"), note[at], origin[at]
+    rows.share[kernels], rows.note[kernels], rows.origin[kernels] = (
+        share[at].astype("float64"), note[at], origin[at])
 
 
 def _split(table: OpTable, u: int, cost: OpCost, members: list[int], op_ids: np.ndarray,
@@ -215,11 +223,13 @@ def _split(table: OpTable, u: int, cost: OpCost, members: list[int], op_ids: np.
     if len(members) == 1 and not aux:
         return {members[0]: Row(u, "own", cost)}
     work = [i for i in members if i not in aux]
-    recognized = [i for i in work if WORK_KERNEL.search(str(full[i])) or _work_child(table, u, int(op_ids[i]))]
+    recognized = [i for i in work
+                  if WORK_KERNEL.search(str(full[i])) or _work_child(table, u, int(op_ids[i]))]
     if recognized:  # the other kernels beside a recognized GEMM/conv/attention kernel are helpers
         aux, work = [i for i in members if i not in recognized], recognized
-    out = {i: Row(u, "aux", unknown(f"{_aux_kind(str(names[i]))} of {table.name(u)}: its tensors are not recorded; "
-                                    "the op's FLOPs and bytes are on its GEMM/conv/attention kernels"))
+    out = {i: Row(u, "aux", unknown(f"{_aux_kind(str(names[i]))} of {table.name(u)}: its tensors are not "
+                                    "recorded; the op's FLOPs and bytes are on its GEMM/conv/attention "
+                                    "kernels"))
            for i in aux}
     parts = _gradient_parts(table, u, [*work, *aux], full)
     if parts:
@@ -272,7 +282,8 @@ def _gradient_parts(table: OpTable, u: int, members: list[int], names: np.ndarra
         return {}
     mask = [bool(m) for m in concrete[10]]
     which = {i: next((g for g, rx in GRADIENT_KERNELS if rx.search(str(names[i]))), -1) for i in members}
-    if any(g < 0 or not mask[g] for g in which.values()) or {g for g in range(3) if mask[g]} != set(which.values()):
+    if (any(g < 0 or not mask[g] for g in which.values())
+            or {g for g in range(3) if mask[g]} != set(which.values())):
         return {}
     out: dict[int, tuple[OpCost, int, str]] = {}
     for g, what in enumerate(("input gradient", "weight gradient", "bias gradient")):
@@ -306,7 +317,8 @@ def _tf32_rule(tf32: tuple[bool | None, bool | None], cc: np.ndarray, names: np.
             return cost
         allowed = ((cost.formula in TF32_MATMUL_FORMULAS and bool(matmul))
                    or (cost.formula.startswith(TF32_CONV_PREFIX) and bool(cudnn)))
-        if cost.known and cost.precision == "fp32" and allowed and any(_has_tf32(str(cc[i])) for i in members):
+        if (cost.known and cost.precision == "fp32" and allowed
+                and any(_has_tf32(str(cc[i])) for i in members)):
             return once(_tf32_allowed, cost)
         return cost
 
@@ -329,7 +341,8 @@ def _fp64_tensor_rule(cc: np.ndarray, names: np.ndarray) -> Callable[[OpCost, li
         if (cost.known and cost.precision == "fp64" and cost.formula in TF32_MATMUL_FORMULAS
                 and any(str(cc[i]) in FP64_TENSOR_CC for i in members)
                 and not any(FP64_SIMT_KERNEL.search(str(names[i])) for i in members)):
-            return replace(cost, precision="tensor", tensor_dtype="fp64", label=f"{cost.label} [FP64 tensor cores]")
+            return replace(cost, precision="tensor", tensor_dtype="fp64",
+                           label=f"{cost.label} [FP64 tensor cores]")
         return cost
 
     return rule
@@ -360,7 +373,8 @@ def _trace_costs(kernels: pd.DataFrame, rows: Rows) -> None:
         source = str(origin[i]) or "trace"
         prefix, _, label = source.partition(":")
         rows.put(i, Row(int(rows.op_id[i]), rows.role[i] or "own",
-                         OpCost(flops[i], nbytes[i], label or prefix, label or prefix, old.precision or "fp32", "",
+                         OpCost(flops[i], nbytes[i], label or prefix, label or prefix,
+                                old.precision or "fp32", "",
                                 # the trace's bytes are DRAM bytes, whatever roof the formula's had
                                 old.tensor_dtype, "" if old.roof_kind == LINK_LEVEL else old.roof_kind),
                          1.0, "", prefix))
@@ -387,15 +401,15 @@ def _attribute_cpu(kernels: pd.DataFrame, table: OpTable) -> Attribution:
     unit[in_table] = table.outermost_costed_at(rows[in_table])
     keep = np.flatnonzero((unit < 0) | (unit == op_ids))  # an op under a costed op is counted by that op
     kept_rows = rows[keep]
-    self_us = np.where(kept_rows >= 0, np.maximum(durations[kept_rows] - children_us[kept_rows], 0.0), np.nan) \
-        if n else np.full(len(keep), np.nan)
+    self_us = np.where(kept_rows >= 0, np.maximum(durations[kept_rows] - children_us[kept_rows], 0.0),
+                       np.nan) if n else np.full(len(keep), np.nan)
     own = np.where(unit[keep] == op_ids[keep], np.nan, self_us)
     out = kernels.iloc[keep].reset_index(drop=True)
     if len(out):
         seconds = out["gpu__time_duration.sum"].astype("float64").to_numpy()
         out["gpu__time_duration.sum"] = np.where(np.isnan(own), seconds, own * 1e-6)
-        out["duration_source"] = pd.Series(np.where(np.isnan(own), "cpu_op dur", "cpu_op dur - op children dur"),
-                                           dtype=object)
+        out["duration_source"] = pd.Series(np.where(np.isnan(own), "cpu_op dur",
+                                                    "cpu_op dur - op children dur"), dtype=object)
     out["kernel_id"] = pd.array(range(len(out)), dtype="Int64")
     rows_out = Rows(len(out))
     present = np.flatnonzero(kept_rows >= 0)  # (every kept row: its op is in the table it came from)
@@ -422,7 +436,8 @@ def _cpu_units(table: OpTable, known: np.ndarray, any_below: np.ndarray) -> np.n
     formula, unless an op inside it has a formula for the same kind of work (tensor work under a
     matmul/conv/attention op, any formula under another op): then it is a composite and adds nothing
     (aten::linear under which aten::addmm runs; aten::addmm's own copy of the bias is no such cover).
-    `known`: the rows with a known cost; `any_below`: the rows with one of them inside (OpTable.costed_inside)."""
+    `known`: the rows with a known cost; `any_below`: the rows with one of them inside
+    (OpTable.costed_inside)."""
     every = np.arange(len(table.ids), dtype="int64")
     matmul = np.zeros(len(every), dtype=bool)
     matmul[known] = per_cost(table.costs_at(every[known]), lambda c: c.roof_kind == "matmul", bool)
@@ -467,8 +482,8 @@ def _gpu_units(kernels: pd.DataFrame, table: OpTable, groups: _Groups, rows: Row
     total = _sums(seconds, groups)
     source = np.full(len(groups.ids), "sum of its kernels' gpu__time_duration.sum", dtype=object)
     for g in np.flatnonzero(only_aux).tolist():  # its helpers alone: the sample lost the work kernel
-        source[g] = (f"its GEMM/conv/attention kernel is not in the trace (its {groups.size[g]} helper kernel(s) "
-                     f"ran {total[g] * 1e6:.3g} us)")
+        source[g] = (f"its GEMM/conv/attention kernel is not in the trace (its {groups.size[g]} helper "
+                     f"kernel(s) ran {total[g] * 1e6:.3g} us)")
     total[only_aux] = np.nan
     return _units_table(kernels, table, _Units(groups.ids, cost, total, source, members[start], groups.size))
 
@@ -496,7 +511,8 @@ def _units_table(kernels: pd.DataFrame, table: OpTable, units: _Units) -> tuple[
         values = texts(kernels, name)
         return values[np.maximum(units.first, 0)] if len(values) else np.full(len(ids), "", dtype=object)
 
-    at = table.rows_of(units.ids)  # a column read whole, then indexed (a DataFrame cell lookup per op is slow)
+    # a column read whole, then indexed (a DataFrame cell lookup per op is slow)
+    at = table.rows_of(units.ids)
     of_op = {c: table.columns[c].to_numpy(dtype=object)[at].tolist() for c in ("module", "nvtx_path")}
 
     names = [str(v) for v in table.names[at].tolist()]

@@ -1,7 +1,7 @@
-"""The one way to fill a file's analytic costs: its roofline quantities (nsroof.counters.quantities.derive) with
-the costs of the ops that launched its kernels filled in (nsroof.costs.attribution, for the formats that have
-ops: traces). An export without ops (Nsight Compute) is derived alone, and the ledger and the attribution rule
-are not imported for it.
+"""The one way to fill a file's analytic costs: its roofline quantities (nsroof.counters.quantities.derive)
+with the costs of the ops that launched its kernels filled in (nsroof.costs.attribution, for the formats that
+have ops: traces). An export without ops (Nsight Compute) is derived alone, and the ledger and the
+attribution rule are not imported for it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ class Costed:
 
 def costed(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
            tf32: tuple[bool | None, bool | None] = (None, None)) -> Costed:
-    """derive(kernels) with the analytic costs of `attribute` filled in (a table without ops: derive alone)."""
+    """derive(kernels) with the analytic costs of `attribute` filled in (a table without ops: derive
+    alone)."""
     from nsroof.counters.quantities import derive
 
     if ops is None and "op_id" not in kernels.columns:

@@ -38,9 +38,9 @@ def with_index_evidence(table: Any, op_id: int, shapes: Any, concrete: Any) -> A
 
 
 def causal_math(table: Any, op_id: int, cost: OpCost) -> OpCost:
-    """A bmm's cost, its FLOPs scaled to the visible scores when it is a causal math-path attention's (forward,
-    or backward by its autograd node's forward op); the label says so, or says that is_causal was not recorded
-    (then every score is counted)."""
+    """A bmm's cost, its FLOPs scaled to the visible scores when it is a causal math-path attention's
+    (forward, or backward by its autograd node's forward op); the label says so, or says that is_causal was
+    not recorded (then every score is counted)."""
     if not cost.known:
         return cost
     forward = int(table.forward[table.row[op_id]])
@@ -52,14 +52,15 @@ def causal_math(table: Any, op_id: int, cost: OpCost) -> OpCost:
     shapes, causal = table.args[0][r], arg(concrete_values(table.args[2][r]), IS_CAUSAL_AT)
     path = "math path, backward" if source != op_id else "math path"
     if causal is None:
-        return replace(cost, label=f"{cost.label} [attention ({path}) whose is_causal is not recorded: every score "
-                                   "counted]")
-    ok = isinstance(shapes, list) and len(shapes) >= 2 and all(isinstance(x, list) and len(x) >= 2 for x in shapes[:2])
+        return replace(cost, label=f"{cost.label} [attention ({path}) whose is_causal is not recorded: every "
+                                   "score counted]")
+    ok = (isinstance(shapes, list) and len(shapes) >= 2
+          and all(isinstance(x, list) and len(x) >= 2 for x in shapes[:2]))
     if causal is not True or not ok:
         return cost
     sq, skv = int(shapes[0][-2]), int(shapes[1][-2])
     visible = causal_pairs(sq, skv, UPPER_LEFT)  # torch's is_causal: tril(ones(sq, skv))
     share = visible / max(sq * skv, 1)
     return replace(cost, flops=float(np.float64(cost.flops) * share),
-                   label=f"{cost.label} [causal attention ({path}): {visible:,} of {sq * skv:,} scores visible per "
-                         "head, counted as the fused kernels count them]")
+                   label=f"{cost.label} [causal attention ({path}): {visible:,} of {sq * skv:,} scores "
+                         "visible per head, counted as the fused kernels count them]")

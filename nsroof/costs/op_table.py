@@ -41,7 +41,8 @@ class OpTable:
         self.ids = ids
         self.row = dict(zip(ids.tolist(), range(n), strict=True))
         parents = ops["parent_op_id"].astype("Int64").fillna(-1).to_numpy(dtype="int64") if n else ids
-        self._index = pd.Index(ids) if len(self.row) == n else None  # None: op_ids repeat (the last row counts)
+        # None: op_ids repeat (the last row counts)
+        self._index = pd.Index(ids) if len(self.row) == n else None
         self._parents = parents
         self._parent_row = np.where(parents >= 0, self.rows_of(parents), -1)
         self.names = as_str(ops["name"]) if n else np.zeros(0, dtype=object)
@@ -50,7 +51,8 @@ class OpTable:
         self._distinct_names = [str(x) for x in distinct]
         self._pricing = np.array([_pricing(x) for x in self._distinct_names], dtype="int64")
         # the recorded arguments as plain object arrays (a DataFrame cell lookup per op is slow)
-        self.args = [ops[c].to_numpy(dtype=object) for c in ("input_shapes", "input_dtypes", "concrete_inputs")]
+        self.args = [ops[c].to_numpy(dtype=object)
+                     for c in ("input_shapes", "input_dtypes", "concrete_inputs")]
         self._cost = np.full(n, None, dtype=object)  # OpCost per row, once priced
         self._known = np.zeros(n, dtype=bool)
         self._priced = np.zeros(n, dtype=bool)
@@ -60,7 +62,8 @@ class OpTable:
         self._shape_text = np.full(n, None, dtype=object)  # shape_text of each row's input shapes, once known
         self._units: dict[int, int] = {}
         self._contexts: dict[int, dict[int, Any]] = {}  # by name code
-        self._children: tuple[np.ndarray, np.ndarray] | None = None  # (parent op_id, op row) by parent, then start
+        # (parent op_id, op row) by parent, then start
+        self._children: tuple[np.ndarray, np.ndarray] | None = None
         self.forward = ops["forward_op_id"].astype("Int64").fillna(-1).to_numpy(dtype="int64") \
             if n and "forward_op_id" in ops else np.full(n, -1, dtype="int64")
 
@@ -119,7 +122,8 @@ class OpTable:
             found[k] = self._one_cost(int(rows[k]))
         for k in np.flatnonzero(code == self._bmm).tolist():
             found[k] = op_evidence.causal_math(self, int(self.ids[rows[k]]), found[k])
-        self._cost[rows], self._known[rows], self._priced[rows] = found, per_cost(found, lambda c: c.known, bool), True
+        self._cost[rows], self._known[rows], self._priced[rows] = (
+            found, per_cost(found, lambda c: c.known, bool), True)
 
     def _call_costs(self, rows: np.ndarray) -> np.ndarray:
         """Ops priced by their name and arguments alone: once per distinct call."""
@@ -139,8 +143,8 @@ class OpTable:
     def shape_texts(self, rows: np.ndarray) -> list[str]:
         """shape_text of each op row's recorded input shapes."""
         known = self._shape_text[rows]
-        return [str(t) if t is not None else shape_text(self.args[0][r]) for t, r in zip(known.tolist(), rows.tolist(),
-                                                                                         strict=True)]
+        return [str(t) if t is not None else shape_text(self.args[0][r])
+                for t, r in zip(known.tolist(), rows.tolist(), strict=True)]
 
     def _one_cost(self, r: int) -> OpCost:
         """An op whose cost needs more than its arguments: an index op's child ops, an engine op's context."""
@@ -159,8 +163,8 @@ class OpTable:
     def children(self, op_id: int) -> list[int]:
         """The ops directly inside op_id, by start."""
         if self._children is None:
-            order = self.columns["start_us"].astype("float64").to_numpy().argsort(kind="stable") if len(self.ids) \
-                else np.zeros(0, dtype="int64")
+            order = self.columns["start_us"].astype("float64").to_numpy().argsort(kind="stable") \
+                if len(self.ids) else np.zeros(0, dtype="int64")
             parents = self._parents[order] if self._index is not None else \
                 np.array([self.parent.get(j, -1) for j in self.ids[order].tolist()], dtype="int64")
             by_parent = np.argsort(parents, kind="stable")
@@ -170,7 +174,8 @@ class OpTable:
         return self.ids[rows[lo:hi]].tolist()
 
     def context(self, op_id: int) -> Any:
-        """The facts an engine op or collective needs beyond its arguments (nsroof.costs.ledger.custom.OpContext):
+        """The facts an engine op or collective needs beyond its arguments
+        (nsroof.costs.ledger.custom.OpContext):
         the step annotation on its path, its order among the same-named ops of that step (its layer), the
         process-group size and the event's attributes the importer kept (ops.attrs); None for aten ops."""
         if self.name(op_id).startswith("aten::"):
@@ -182,8 +187,8 @@ class OpTable:
             from nsroof.costs.ledger.engine_context import op_contexts
 
             rows = np.flatnonzero(self._name_code == code) if code >= 0 else np.arange(len(self.ids))
-            # the table's attrs (world_size, op_attributes) handed over, not carried by the rows (pandas deep-copies
-            # a frame's attrs on every column read)
+            # the table's attrs (world_size, op_attributes) handed over, not carried by the rows (pandas
+            # deep-copies a frame's attrs on every column read)
             self._contexts[code] = op_contexts(self.columns.iloc[rows], self.frame.attrs)
         return self._contexts[code].get(op_id)
 
@@ -230,8 +235,9 @@ class OpTable:
         return self._costed_at(rows, outermost=True)
 
     def _costed_at(self, rows: np.ndarray, *, outermost: bool) -> np.ndarray:
-        """The innermost (`outermost`: the outermost) op at or above each row's op with a known cost: the chains
-        walked up together, a level at a time; the outermost walk goes on past a cost, a later one overwriting it."""
+        """The innermost (`outermost`: the outermost) op at or above each row's op with a known cost: the
+        chains walked up together, a level at a time; the outermost walk goes on past a cost, a later one
+        overwriting it."""
         one_by_one = self.outermost_costed if outermost else self.unit
         rows = np.asarray(rows, dtype="int64")
         if self._index is None:  # op_ids repeat: walk by op_id, one by one

@@ -49,7 +49,8 @@ def saturation(points: Iterable[dict[str, Any]], fraction: float = 0.9) -> dict[
         for label, series in by_label.items():
             peak = max(p["flop_per_s"] for p in series)
             hit = min((p for p in series if p["flop_per_s"] >= fraction * peak), key=lambda p: p["m"])
-            per_label[label] = {"m": hit["m"], "flop_per_s": hit["flop_per_s"], "series_best_flop_per_s": peak,
+            per_label[label] = {"m": hit["m"], "flop_per_s": hit["flop_per_s"],
+                                "series_best_flop_per_s": peak,
                                 "largest_m_measured": max(p["m"] for p in series)}
         out[dtype] = {"fraction": fraction, "m": first["m"], "n": first["n"], "k": first["k"],
                       "label": first["label"], "flop_per_s": first["flop_per_s"], "projections": per_label}
@@ -63,7 +64,8 @@ def best_stream(points: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
 
 def ridges(peaks: Mapping[str, float], bandwidths: Mapping[str, float]) -> dict[str, dict[str, float]]:
     """level -> dtype -> peak / bandwidth (FLOP per byte)."""
-    return {level: {dtype: peak / bw for dtype, peak in peaks.items()} for level, bw in bandwidths.items() if bw > 0}
+    return {level: {dtype: peak / bw for dtype, peak in peaks.items()}
+            for level, bw in bandwidths.items() if bw > 0}
 
 
 def t_star(ridge_flop_per_byte: float, d: int, elem_bytes: int) -> float:
@@ -75,7 +77,8 @@ def t_star(ridge_flop_per_byte: float, d: int, elem_bytes: int) -> float:
 
 
 def reference_workloads(
-    peaks: Mapping[str, float], dram_bytes_per_s: float, *, d: int = 4096, gqa_group: int = 4, tokens: int = 2048
+    peaks: Mapping[str, float], dram_bytes_per_s: float, *, d: int = 4096, gqa_group: int = 4,
+    tokens: int = 2048
 ) -> list[dict[str, Any]]:
     """Where the lab's three reference workloads land on this machine's DRAM roofline, per dtype."""
     rows: list[dict[str, Any]] = []
@@ -111,5 +114,6 @@ def efficiency(
                                 ("bandwidth_bytes_per_s", bandwidths, spec.bandwidth_bytes_per_s)):
         for key, value in mine.items():
             if theirs.get(key):
-                out[f"{table}.{key}"] = {"measured": value, "datasheet": theirs[key], "fraction": value / theirs[key]}
+                out[f"{table}.{key}"] = {"measured": value, "datasheet": theirs[key],
+                                         "fraction": value / theirs[key]}
     return out

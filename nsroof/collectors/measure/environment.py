@@ -144,7 +144,8 @@ def gpu_caches(props: Any) -> list[CacheLevel]:
     levels: list[CacheLevel] = []
     l1 = getattr(props, "shared_memory_per_multiprocessor", None)
     if l1:
-        levels.append(CacheLevel("l1", int(l1), "torch.cuda.get_device_properties().shared_memory_per_multiprocessor"))
+        levels.append(CacheLevel("l1", int(l1),
+                                 "torch.cuda.get_device_properties().shared_memory_per_multiprocessor"))
     l2 = getattr(props, "L2_cache_size", None)
     if l2:
         levels.append(CacheLevel("l2", int(l2), "torch.cuda.get_device_properties().L2_cache_size"))
@@ -170,7 +171,8 @@ def nvidia_smi_query(device: str | None) -> dict[str, str]:
         return {}
     try:
         out = subprocess.run(
-            ["nvidia-smi", f"--id={device}", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+            ["nvidia-smi", f"--id={device}", f"--query-gpu={','.join(fields)}",
+             "--format=csv,noheader,nounits"],
             capture_output=True, text=True, timeout=15, check=False,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
@@ -196,7 +198,8 @@ def describe_cuda(index: int | None = None) -> dict[str, Any]:
         "memory_bytes": int(props.total_memory),
         "caches": {c.name: {"bytes": c.bytes, "source": c.source} for c in gpu_caches(props)},
         "driver_version": smi.get("driver_version"),
-        "clocks_mhz_at_start": {k: smi.get(k) for k in ("clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem")},
+        "clocks_mhz_at_start": {k: smi.get(k)
+                                for k in ("clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem")},
         "power_limit_w": smi.get("power.limit"),
         "pstate": smi.get("pstate"),
         "cuda_runtime": torch.version.cuda,
@@ -220,4 +223,5 @@ def _versions() -> dict[str, Any]:
 
 
 def cache_levels(environment: dict[str, Any]) -> list[CacheLevel]:
-    return [CacheLevel(name, int(v["bytes"]), str(v.get("source", ""))) for name, v in environment.get("caches", {}).items()]
+    return [CacheLevel(name, int(v["bytes"]), str(v.get("source", "")))
+            for name, v in environment.get("caches", {}).items()]

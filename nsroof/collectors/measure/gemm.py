@@ -136,17 +136,20 @@ def make_call(dtype: str, shape: GemmShape, plan: Plan, seed: int) -> tuple[Call
     n_sets = rotation_sets(set_bytes, plan)
     a_sets = [a0] + [a0.clone() for _ in range(n_sets - 1)]
     if dtype == "fp8":
-        # _scaled_mm wants B column-major: the transpose of a row-major [N, K] weight, as LLM weights are stored.
+        # _scaled_mm wants B column-major: the transpose of a row-major [N, K] weight, as LLM weights are
+        # stored.
         b_sets = [b0.t().contiguous().t()] + [b0.t().contiguous().t() for _ in range(n_sets - 1)]
         scale = torch.ones((), device=timing.allocation_device(device), dtype=torch.float32)
 
         def call_fp8(i: int) -> Any:
             j = i % n_sets
-            return torch._scaled_mm(a_sets[j], b_sets[j], scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16)
+            return torch._scaled_mm(a_sets[j], b_sets[j], scale_a=scale, scale_b=scale,
+                                    out_dtype=torch.bfloat16)
 
         return call_fp8, n_sets
     b_sets = [b0] + [b0.clone() for _ in range(n_sets - 1)]
-    out = torch.empty((shape.m, shape.n), device=timing.allocation_device(device), dtype=src)  # reused: time the product, not the allocator
+    # reused: time the product, not the allocator
+    out = torch.empty((shape.m, shape.n), device=timing.allocation_device(device), dtype=src)
 
     def call(i: int) -> Any:
         j = i % n_sets
@@ -164,7 +167,8 @@ def random_tensor(shape: tuple[int, ...], dtype: Any, device: str, seed: int, *,
     numel = math.prod(shape)
     device = timing.allocation_device(device)
     gen = torch.Generator(device=device).manual_seed(seed)
-    first = torch.rand(min(numel, block), generator=gen, device=device, dtype=torch.float32).mul_(2).sub_(1).to(dtype)
+    first = torch.rand(min(numel, block), generator=gen, device=device,
+                       dtype=torch.float32).mul_(2).sub_(1).to(dtype)
     out = torch.empty(numel, device=device, dtype=dtype)
     whole = numel // first.numel()
     if whole:
@@ -201,7 +205,8 @@ def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or "out of memory" in str(exc).lower()
 
 
-def run_gemm_sweep(plan: Plan, timer: Timer, progress: Progress | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def run_gemm_sweep(plan: Plan, timer: Timer,
+                   progress: Progress | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Every GEMM point (measured or skipped, with the reason) and the dtypes not measured at all."""
     import torch
 
@@ -218,7 +223,8 @@ def run_gemm_sweep(plan: Plan, timer: Timer, progress: Progress | None = None) -
                 with matmul_precision(dtype):
                     anchors = [_probe(dtype, plan, timer)]
             except (RuntimeError, NotImplementedError, TypeError) as exc:
-                reason = f"torch refused a 64x64x64 {dtype} product on {plan.device}: {str(exc).splitlines()[0][:160]}"
+                reason = (f"torch refused a 64x64x64 {dtype} product on {plan.device}: "
+                          f"{str(exc).splitlines()[0][:160]}")
         if reason is not None:
             not_measured[dtype] = reason
             say(f"gemm {dtype}: not measured — {reason}")
@@ -229,14 +235,15 @@ def run_gemm_sweep(plan: Plan, timer: Timer, progress: Progress | None = None) -
         with matmul_precision(dtype):
             for i, shape in enumerate(shapes):
                 nbytes = compulsory_bytes(shape, dtype)
-                base: dict[str, Any] = {"kind": "gemm", "dtype": dtype, "label": shape.label, "m": shape.m, "n": shape.n,
-                        "k": shape.k, "flop": shape.flop, "bytes": nbytes,
+                base: dict[str, Any] = {"kind": "gemm", "dtype": dtype, "label": shape.label, "m": shape.m,
+                        "n": shape.n, "k": shape.k, "flop": shape.flop, "bytes": nbytes,
                         "path": "torch._scaled_mm" if dtype == "fp8" else "torch.matmul"}
                 skip = shape_reason(dtype, shape)
                 predicted_s = predict_time_s(shape.flop, anchors)
                 calls = plan.warmup + 1 + plan.reps
                 if skip is None and predicted_s > plan.point_budget_s:
-                    skip = f"predicted {predicted_s:.2g} s per call > the {plan.point_budget_s:g} s point budget"
+                    skip = (f"predicted {predicted_s:.2g} s per call > the {plan.point_budget_s:g} s point "
+                            "budget")
                 if skip is None and time.perf_counter() + predicted_s * calls > dtype_deadline:
                     skip = "the sweep's time budget is spent"
                 if skip is not None:

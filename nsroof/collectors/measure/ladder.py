@@ -63,7 +63,8 @@ class Plateau:
     points: int
 
 
-def find_plateaus(working_sets: Sequence[int], bandwidths: Sequence[float], *, drop: float = 0.25) -> list[Plateau]:
+def find_plateaus(working_sets: Sequence[int], bandwidths: Sequence[float], *,
+                  drop: float = 0.25) -> list[Plateau]:
     """Split the ladder where bandwidth falls by more than `drop` below the running plateau's median
     and stays there at the next point too (one noisy point on a shared machine is not a level)."""
     pts = sorted((w, b) for w, b in zip(working_sets, bandwidths, strict=True) if b > 0 and math.isfinite(b))
@@ -91,7 +92,8 @@ class LevelBandwidth:
     note: str
 
 
-def level_bandwidths(working_sets: Sequence[int], bandwidths: Sequence[float], caches: Sequence[CacheLevel]) -> list[LevelBandwidth]:
+def level_bandwidths(working_sets: Sequence[int], bandwidths: Sequence[float],
+                     caches: Sequence[CacheLevel]) -> list[LevelBandwidth]:
     """Bandwidth of each cache level: the median over working sets that fit comfortably in it (at most
     half its capacity) and not in the level before (above that level's capacity). DRAM is the median
     over working sets of at least 4x the last cache."""
@@ -100,15 +102,18 @@ def level_bandwidths(working_sets: Sequence[int], bandwidths: Sequence[float], c
     lower = 0
     for cache in sorted(caches, key=lambda c: c.bytes):
         window = [(w, b) for w, b in pts if lower < w <= cache.bytes // 2]
-        note = f"working sets in ({human_bytes(lower)}, {human_bytes(cache.bytes // 2)}]: half of {human_bytes(cache.bytes)}"
+        note = (f"working sets in ({human_bytes(lower)}, {human_bytes(cache.bytes // 2)}]: "
+                f"half of {human_bytes(cache.bytes)}")
         if not window:
             window = [(w, b) for w, b in pts if lower < w <= cache.bytes]
-            note = f"working sets in ({human_bytes(lower)}, {human_bytes(cache.bytes)}] (none fit in half the level)"
+            note = (f"working sets in ({human_bytes(lower)}, {human_bytes(cache.bytes)}] "
+                    "(none fit in half the level)")
         out.append(_level(cache.name, window, note))
         lower = cache.bytes
     if caches:
         last = max(c.bytes for c in caches)
-        out.append(_level("dram", [(w, b) for w, b in pts if w >= 4 * last], f"working sets >= 4x {human_bytes(last)}"))
+        out.append(_level("dram", [(w, b) for w, b in pts if w >= 4 * last],
+                          f"working sets >= 4x {human_bytes(last)}"))
     return out
 
 
@@ -120,8 +125,8 @@ def levels_from_plateaus(plateaus: Sequence[Plateau]) -> list[LevelBandwidth]:
     names = [f"l{i + 1}" for i in range(len(plateaus) - 1)] + ["dram"]
     return [
         LevelBandwidth(name, p.bytes_per_s, p.first_bytes, p.last_bytes, p.points,
-                       f"plateau {human_bytes(p.first_bytes)}–{human_bytes(p.last_bytes)} (cache sizes unknown: "
-                       "levels named by order)")
+                       f"plateau {human_bytes(p.first_bytes)}–{human_bytes(p.last_bytes)} "
+                       "(cache sizes unknown: levels named by order)")
         for name, p in zip(names, plateaus, strict=True)
     ]
 
@@ -129,4 +134,5 @@ def levels_from_plateaus(plateaus: Sequence[Plateau]) -> list[LevelBandwidth]:
 def _level(name: str, window: list[tuple[int, float]], note: str) -> LevelBandwidth:
     if not window:
         return LevelBandwidth(name, math.nan, None, None, 0, "no measured working set in its window: " + note)
-    return LevelBandwidth(name, statistics.median(b for _, b in window), window[0][0], window[-1][0], len(window), note)
+    return LevelBandwidth(name, statistics.median(b for _, b in window), window[0][0], window[-1][0],
+                          len(window), note)

@@ -101,7 +101,8 @@ def make_plan(
     sizes = ladder_sizes(last_cache_bytes)
     fitting = tuple(s for s in sizes if s <= 3 * stream_bytes)  # the ladder reads views of the stream pool
     if len(fitting) < len(sizes):
-        notes.append(f"cache ladder stops at {fitting[-1] / MIB:.0f} MiB (free memory), short of 4x the last cache")
+        notes.append(f"cache ladder stops at {fitting[-1] / MIB:.0f} MiB (free memory), "
+                     "short of 4x the last cache")
     if gpu:
         return Plan(
             device=device, quick=quick, dtypes=dtypes,
@@ -112,7 +113,8 @@ def make_plan(
             point_budget_s=0.25 if quick else 2.0, gemm_budget_s=90.0 if quick else 1200.0,
             rotate_target_bytes=2 * last_cache_bytes, rotate_cap_bytes=4 * GIB,
             stream_buffer_bytes=stream_bytes, ladder_sizes=fitting,
-            ladder_bytes_per_call=1 * GIB, min_sample_s=1e-3, spin_up_s=1.0 if quick else 3.0, spin_up_size=4096,
+            ladder_bytes_per_call=1 * GIB, min_sample_s=1e-3, spin_up_s=1.0 if quick else 3.0,
+            spin_up_size=4096,
             sections=sections, notes=tuple(notes),
         )
     return Plan(

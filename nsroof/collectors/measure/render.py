@@ -24,7 +24,8 @@ def _table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] = (
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(),
              "  ".join("-" * w for w in widths)]
     for r in rows:
-        lines.append("  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip())
+        lines.append("  ".join(c.rjust(w) if i in right else c.ljust(w)
+                               for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip())
     return lines
 
 
@@ -32,8 +33,9 @@ def _environment(result: Any) -> list[str]:
     """The device, its caches and how it was timed."""
     env = result.environment
     if env.get("device") == "cuda":
-        device = (f"device   {env['device_name']}  CC {env.get('compute_capability')}  {env.get('sm_count')} SMs  "
-                  f"{human_bytes(env.get('memory_bytes'))}  driver {env.get('driver_version')}  CUDA {env.get('cuda_runtime')}  "
+        device = (f"device   {env['device_name']}  CC {env.get('compute_capability')}  "
+                  f"{env.get('sm_count')} SMs  {human_bytes(env.get('memory_bytes'))}  "
+                  f"driver {env.get('driver_version')}  CUDA {env.get('cuda_runtime')}  "
                   f"torch {env.get('torch')}")
     else:
         device = (f"device   {env['device_name']}  {env.get('logical_cpus')} logical CPUs, "
@@ -50,7 +52,8 @@ def _gemm_peaks(result: Any) -> list[str]:
     rows = []
     for dtype in ("fp32", "tf32", "fp16", "bf16", "fp8"):
         if dtype in result.peak_flop_per_s:
-            best = max((p for p in measured(result.points, "gemm") if p["dtype"] == dtype), key=lambda p: p["flop_per_s"])
+            best = max((p for p in measured(result.points, "gemm") if p["dtype"] == dtype),
+                       key=lambda p: p["flop_per_s"])
             s = sat.get(dtype, {})
             rows.append([dtype, _si(result.peak_flop_per_s[dtype], "FLOP/s"),
                          f"{best['label']} {best['m']}x{best['n']}x{best['k']}",
@@ -58,7 +61,8 @@ def _gemm_peaks(result: Any) -> list[str]:
         elif dtype in result.not_measured:
             rows.append([dtype, "not measured", "", result.not_measured[dtype]])
     return ["GEMM peak per dtype (2·M·N·K / time)",
-            *_table(["dtype", "peak", "best shape MxNxK", "first shape >= 90% of peak"], rows, right=(1,)), ""]
+            *_table(["dtype", "peak", "best shape MxNxK", "first shape >= 90% of peak"], rows, right=(1,)),
+            ""]
 
 
 def _memory_sweeps(result: Any) -> list[str]:
@@ -67,8 +71,8 @@ def _memory_sweeps(result: Any) -> list[str]:
     streams = measured(result.points, "stream")
     if streams:
         out.append("Streaming kernels (DRAM)")
-        rows = [[f"{p['kernel']}: {p['description']}", human_bytes(p["buffer_bytes"]), human_bytes(p["bytes"]),
-                 _si(p["bytes_per_s"], "B/s")] for p in streams]
+        rows = [[f"{p['kernel']}: {p['description']}", human_bytes(p["buffer_bytes"]),
+                 human_bytes(p["bytes"]), _si(p["bytes_per_s"], "B/s")] for p in streams]
         out += _table(["kernel", "buffer", "bytes moved", "rate"], rows, right=(1, 2, 3))
         out.append("")
     ladder = measured(result.points, "ladder")
@@ -80,7 +84,8 @@ def _memory_sweeps(result: Any) -> list[str]:
             out.append("  " + " | ".join(row[i : i + 4]))
         if plateaus:
             out.append("  plateaus: " + "; ".join(
-                f"{human_bytes(p['first_bytes'])}–{human_bytes(p['last_bytes'])} ≈ {_si(p['bytes_per_s'], 'B/s')}" for p in plateaus))
+                f"{human_bytes(p['first_bytes'])}–{human_bytes(p['last_bytes'])} ≈ "
+                f"{_si(p['bytes_per_s'], 'B/s')}" for p in plateaus))
         out.append("")
     return out
 
@@ -93,7 +98,8 @@ def _ceilings(result: Any) -> list[str]:
     if ridges and result.peak_flop_per_s and result.bandwidth_bytes_per_s:  # --only stream/gemm: no ridge
         dtypes = list(result.peak_flop_per_s)
         out.append("Ridge I* = peak / bandwidth (FLOP/byte)")
-        out += _table(["level", *dtypes], [[lvl, *(f"{r[d]:,.1f}" for d in dtypes)] for lvl, r in ridges.items()],
+        out += _table(["level", *dtypes],
+                      [[lvl, *(f"{r[d]:,.1f}" for d in dtypes)] for lvl, r in ridges.items()],
                       right=tuple(range(1, len(dtypes) + 1)))
     eff = result.derived.get("efficiency", {})
     if eff:
@@ -115,7 +121,8 @@ def _reference_workloads(result: Any) -> list[str]:
         if "t_star_tokens" in w:
             t = w["t_star_tokens"]
             rows.append([w["dtype"], w["workload"], "", "",
-                         f"T* = {t:,.0f} tokens" if t is not None and math.isfinite(t) else "never compute-bound"])
+                         f"T* = {t:,.0f} tokens" if t is not None and math.isfinite(t)
+                         else "never compute-bound"])
         else:
             rows.append([w["dtype"], w["workload"], f"{w['intensity_flop_per_byte']:,.1f}", w["bound"],
                          _si(w["attainable_flop_per_s"], "FLOP/s")])

@@ -47,7 +47,8 @@ def resolve_device(device: str | None) -> str:
     if device not in ("cpu", "cuda"):
         raise NsroofError(f"unknown device '{device}' — use cpu or cuda")
     if device == "cuda" and not torch.cuda.is_available():
-        build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}, but no device is visible"
+        build = ("a CPU-only build" if torch.version.cuda is None
+                 else f"CUDA {torch.version.cuda}, but no device is visible")
         raise NsroofError(f"--device cuda: torch {torch.__version__} sees no CUDA device ({build}) — "
                           "run `nsroof measure --device cpu`, or run on a machine with a GPU")
     return device
@@ -79,8 +80,8 @@ def build_plan(
     caches = cache_levels(environment)
     # Without a reported last cache, assume a large one: buffers too big are safe, too small are not.
     last = max((c.bytes for c in caches), default=256 * 2**20)
-    return make_plan(device, quick=quick, dtypes=tuple(dtypes or default_dtypes(device)), last_cache_bytes=last,
-                     free_memory_bytes=_free_memory_bytes(device), sections=sections)
+    return make_plan(device, quick=quick, dtypes=tuple(dtypes or default_dtypes(device)),
+                     last_cache_bytes=last, free_memory_bytes=_free_memory_bytes(device), sections=sections)
 
 
 def measure(
@@ -138,7 +139,8 @@ def _measure(
     for dtype in ALL_DTYPES:
         if dtype not in plan.dtypes:
             if dtype == "fp8" and dev == "cpu" and _has_scaled_mm():
-                not_measured[dtype] = "not in the default CPU set; pass --dtype fp8 to time torch._scaled_mm on the CPU"
+                not_measured[dtype] = ("not in the default CPU set; pass --dtype fp8 to time "
+                                       "torch._scaled_mm on the CPU")
             else:
                 not_measured[dtype] = unsupported_reason(dtype, dev) or "not requested (--dtype)"
     if "gemm" in plan.sections:
@@ -175,7 +177,8 @@ def _has_scaled_mm() -> bool:
     return hasattr(torch, "_scaled_mm") and hasattr(torch, "float8_e4m3fn")
 
 
-def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]], not_measured: dict[str, str]) -> MeasureResult:
+def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]],
+              not_measured: dict[str, str]) -> MeasureResult:
     """Peaks, level bandwidths, sources and the derived tables from the raw points (pure)."""
     timing = f"{'CUDA events' if plan.device == 'cuda' else 'perf_counter'} median of {plan.reps}"
     peaks: dict[str, float] = {}
@@ -212,8 +215,8 @@ def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]], not
         for (lo, lo_bw), (hi, hi_bw) in zip(cache_rates, cache_rates[1:], strict=False):
             if abs(lo_bw - hi_bw) <= SAME_LEVEL_TOLERANCE * max(lo_bw, hi_bw):
                 derived["notes"].append(
-                    f"{lo} and {hi} read at the same rate here ({lo_bw / 1e9:.1f} vs {hi_bw / 1e9:.1f} GB/s): "
-                    f"the reduction kernel, not the {lo} cache, limits the smaller working sets"
+                    f"{lo} and {hi} read at the same rate here ({lo_bw / 1e9:.1f} vs {hi_bw / 1e9:.1f} "
+                    f"GB/s): the reduction kernel, not the {lo} cache, limits the smaller working sets"
                 )
     best = analysis.best_stream(points)
     if best is not None:
@@ -237,7 +240,8 @@ def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]], not
     derived["efficiency"] = analysis.efficiency(peaks, bandwidths, _datasheet(env))
     derived["dtype_bytes"] = {d: DTYPE_BYTES[d] for d in peaks}
     return MeasureResult(plan=plan, environment=env, points=points, peak_flop_per_s=peaks,
-                         bandwidth_bytes_per_s=bandwidths, sources=sources, not_measured=not_measured, derived=derived)
+                         bandwidth_bytes_per_s=bandwidths, sources=sources, not_measured=not_measured,
+                         derived=derived)
 
 
 def busy_note(env: dict[str, Any]) -> str | None:
@@ -246,8 +250,9 @@ def busy_note(env: dict[str, Any]) -> str | None:
     loads = [la[0] for la in (env.get("load_average_at_start"), env.get("load_average_at_end")) if la]
     if not cpus or not loads or max(loads) <= cpus:
         return None
-    return (f"load average up to {max(loads):.1f} on {cpus} CPUs: other processes shared the CPU during this run, "
-            "so these figures are lower bounds (rerun on an idle machine, or with --threads 1 for steadier ratios)")
+    return (f"load average up to {max(loads):.1f} on {cpus} CPUs: other processes shared the CPU during this "
+            "run, so these figures are lower bounds (rerun on an idle machine, or with --threads 1 for "
+            "steadier ratios)")
 
 
 def _datasheet(env: dict[str, Any]) -> Any | None:
@@ -304,9 +309,10 @@ def to_machine(result: MeasureResult) -> Any:
     for dtype, value in result.peak_flop_per_s.items():
         for key in peak_keys(dtype, env)[1:]:
             peaks[key] = value
-            sources[f"peak_flop_per_s.{key}"] = (f"{result.sources.get(f'peak_flop_per_s.{dtype}', 'measured')} "
-                                                 f"(the {dtype} GEMM: cuBLAS runs it on the FP64 tensor cores of "
-                                                 f"CC {env.get('compute_capability')})")
+            sources[f"peak_flop_per_s.{key}"] = (
+                f"{result.sources.get(f'peak_flop_per_s.{dtype}', 'measured')} "
+                f"(the {dtype} GEMM: cuBLAS runs it on the FP64 tensor cores of "
+                f"CC {env.get('compute_capability')})")
     return Machine(name=name, source="measured", peak_flop_per_s=peaks,
                    bandwidth_bytes_per_s=dict(result.bandwidth_bytes_per_s), sources=sources,
                    environment=environment, points=json_safe(result.points))

@@ -55,7 +55,8 @@ def _call(kernel: str, a: Any, b: Any, c: Any) -> Callable[[int], Any]:
     raise ValueError(kernel)
 
 
-def run_streams(pool: Any, plan: Plan, timer: Timer, progress: Progress | None = None) -> list[dict[str, Any]]:
+def run_streams(pool: Any, plan: Plan, timer: Timer,
+                progress: Progress | None = None) -> list[dict[str, Any]]:
     """Time the four kernels on three disjoint float32 views a, b, c of `pool` (each
     plan.stream_buffer_bytes long)."""
     say = progress or (lambda _msg: None)
@@ -73,5 +74,6 @@ def run_streams(pool: Any, plan: Plan, timer: Timer, progress: Progress | None =
                        "bytes_written": written, "bytes": read + written, "time_s": t.median_s,
                        "time_min_s": t.min_s, "time_max_s": t.max_s, "reps": t.reps, "inner": t.inner,
                        "clock": t.clock, "bytes_per_s": bytes_per_s})
-        say(f"stream {kernel.name} over {n * ELEM_BYTES / 2**20:,.0f} MiB buffers: {bytes_per_s / 1e9:,.1f} GB/s")
+        say(f"stream {kernel.name} over {n * ELEM_BYTES / 2**20:,.0f} MiB buffers: "
+            f"{bytes_per_s / 1e9:,.1f} GB/s")
     return points

@@ -44,7 +44,8 @@ def inner_count(one_call_s: float, min_sample_s: float) -> int:
     """Calls per sample so that one sample lasts at least min_sample_s (1 for calls already that long)."""
     if one_call_s <= 0:
         return MAX_INNER
-    return max(1, min(MAX_INNER, math.ceil(round(min_sample_s / one_call_s, 9))))  # round: 2e-3/1e-6 is 2000.0000000000002
+    # round: 2e-3/1e-6 is 2000.0000000000002
+    return max(1, min(MAX_INNER, math.ceil(round(min_sample_s / one_call_s, 9))))
 
 
 def summarize(samples_s: list[float], *, inner: int, clock: str) -> Timing:

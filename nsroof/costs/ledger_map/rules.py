@@ -62,12 +62,14 @@ def load_mapping(path: str | os.PathLike[str]) -> Mapping:
         raise InputError(p, f"cannot read ledger mapping ({exc.__class__.__name__})",
                          hint="a mapping is a UTF-8 YAML or JSON file") from None
     if not text.strip():
-        raise InputError(p, "empty ledger mapping", line=1, hint="give at least one rule (see nsroof.roofs.ledger_join)")
+        raise InputError(p, "empty ledger mapping", line=1,
+                         hint="give at least one rule (see nsroof.roofs.ledger_join)")
     if p.suffix.lower() == ".json":
         try:
             json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InputError(p, f"invalid JSON ({exc.msg})", line=exc.lineno, hint="fix the JSON syntax") from None
+            raise InputError(p, f"invalid JSON ({exc.msg})", line=exc.lineno,
+                             hint="fix the JSON syntax") from None
     node = _compose(p, text)
     return _parse(p, node)
 
@@ -108,7 +110,8 @@ def _parse(p: Path, root: Any) -> Mapping:
             raise InputError(p, f"unknown top-level key {unknown[0]!r}", line=_line(k),
                              hint="a mapping has 'rules' (a list) and optionally 'dtype'")
         if "rules" not in keys:
-            raise InputError(p, "no 'rules' list", line=_line(root), hint="add rules: [{kernel: REGEX, formula: NAME, shape: {...}}]")
+            raise InputError(p, "no 'rules' list", line=_line(root),
+                             hint="add rules: [{kernel: REGEX, formula: NAME, shape: {...}}]")
         if "dtype" in keys:
             default_dtype = _dtype(p, keys["dtype"][1])
         rules_node = keys["rules"][1]
@@ -148,11 +151,12 @@ def _rule(p: Path, index: int, node: Any, default_dtype: str | None) -> Rule:
     where = (index, _line(node), patterns.get("kernel"), patterns.get("nvtx"), patterns.get("op"))
     if formula == AUTO:
         if shape:
-            raise InputError(p, f"rule {index + 1}: formula '{AUTO}' takes its shape from the op's recorded sizes; "
-                             "drop 'shape' or name a formula", line=_line(fields["shape"][0]))
+            raise InputError(p, f"rule {index + 1}: formula '{AUTO}' takes its shape from the op's recorded "
+                             "sizes; drop 'shape' or name a formula", line=_line(fields["shape"][0]))
         if dtype is None:
-            raise InputError(p, f"rule {index + 1}: formula '{AUTO}' needs a dtype (NVTX markers do not record one)",
-                             line=_line(node), hint="add dtype: fp32 (or bf16, fp16, ...) to the rule or the file")
+            raise InputError(p, f"rule {index + 1}: formula '{AUTO}' needs a dtype (NVTX markers do not "
+                             "record one)", line=_line(node),
+                             hint="add dtype: fp32 (or bf16, fp16, ...) to the rule or the file")
         return Rule(where[0], where[1], formula, *where[2:], {}, dtype, name)
     try:
         spec = ledger.get(formula)
@@ -179,19 +183,22 @@ def _rule_fields(p: Path, index: int, node: Any) -> dict[str, tuple[Any, Any]]:
     return fields
 
 
-def _patterns(p: Path, index: int, node: Any, fields: dict[str, tuple[Any, Any]]) -> dict[str, re.Pattern[str]]:
+def _patterns(p: Path, index: int, node: Any,
+              fields: dict[str, tuple[Any, Any]]) -> dict[str, re.Pattern[str]]:
     """The rule's kernel/nvtx/op regexes, at least one."""
     patterns: dict[str, re.Pattern[str]] = {}
     for key in ("kernel", "nvtx", "op"):
         if key in fields:
             value = _plain(fields[key][1])
             if not isinstance(value, str) or not value:
-                raise InputError(p, f"rule {index + 1}: {key} must be a non-empty regex string", line=_line(fields[key][1]))
+                raise InputError(p, f"rule {index + 1}: {key} must be a non-empty regex string",
+                                 line=_line(fields[key][1]))
             try:
                 patterns[key] = re.compile(value)
             except re.error as exc:
                 raise InputError(p, f"rule {index + 1}: bad {key} regex {value!r} ({exc.msg})",
-                                 line=_line(fields[key][1]), hint="escape ( ) [ ] < > * + ? with \\ where meant literally") from None
+                                 line=_line(fields[key][1]),
+                                 hint="escape ( ) [ ] < > * + ? with \\ where meant literally") from None
     if not patterns:
         raise InputError(p, f"rule {index + 1} matches nothing: give kernel, nvtx or op", line=_line(node))
     return patterns
@@ -202,7 +209,8 @@ def _shape(p: Path, index: int, shape_node: Any) -> dict[str, Any]:
     import yaml
 
     if not isinstance(shape_node, yaml.MappingNode):
-        raise InputError(p, f"rule {index + 1}: shape must be a mapping of parameter: value", line=_line(shape_node))
+        raise InputError(p, f"rule {index + 1}: shape must be a mapping of parameter: value",
+                         line=_line(shape_node))
     shape: dict[str, Any] = {}
     for k, v in shape_node.value:
         value = _plain(v)
@@ -211,13 +219,14 @@ def _shape(p: Path, index: int, shape_node: Any) -> dict[str, Any]:
                 parse_expression(value)
             except ValueError as exc:
                 raise InputError(p, f"rule {index + 1}: {k.value}: {exc}", line=_line(v),
-                                 hint="write sizes[i][j], or a product like sizes[0][0]*sizes[0][1]") from None
+                                 hint="write sizes[i][j], or a product like "
+                                      "sizes[0][0]*sizes[0][1]") from None
         shape[str(k.value).replace("-", "_")] = value
     return shape
 
 
-def _checked_shape(p: Path, index: int, node: Any, fields: dict[str, tuple[Any, Any]], formula: str, spec: Any,
-                   shape: dict[str, Any], dtype: str | None) -> dict[str, Any]:
+def _checked_shape(p: Path, index: int, node: Any, fields: dict[str, tuple[Any, Any]], formula: str,
+                   spec: Any, shape: dict[str, Any], dtype: str | None) -> dict[str, Any]:
     """The shape against the formula's parameters: known names, coercible literals, a dtype, no gap."""
     from nsroof.costs import ledger
 
@@ -234,14 +243,17 @@ def _checked_shape(p: Path, index: int, node: Any, fields: dict[str, tuple[Any, 
     if "dtype" in params and "dtype" not in shape:
         if dtype is None:
             raise InputError(p, f"rule {index + 1}: no dtype for {formula}", line=_line(node),
-                             hint="add dtype: fp32 (or bf16, fp16, ...) to the rule or at the top of the file")
+                             hint="add dtype: fp32 (or bf16, fp16, ...) to the rule or at the top of the "
+                                  "file")
         shape["dtype"] = dtype
     elif dtype is not None and "dtype" not in params and "dtype" in fields:
-        raise InputError(p, f"rule {index + 1}: {formula} has no dtype parameter", line=_line(fields["dtype"][0]),
+        raise InputError(p, f"rule {index + 1}: {formula} has no dtype parameter",
+                         line=_line(fields["dtype"][0]),
                          hint=f"give its dtypes in shape ({', '.join(n for n in params if 'dtype' in n)})")
     missing = [prm.name for prm in spec.params if prm.required and prm.name not in shape]
     if missing:
-        raise InputError(p, f"rule {index + 1}: {formula} needs {', '.join(missing)} in shape", line=_line(node))
+        raise InputError(p, f"rule {index + 1}: {formula} needs {', '.join(missing)} in shape",
+                         line=_line(node))
     return shape
 
 

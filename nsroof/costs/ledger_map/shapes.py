@@ -59,7 +59,8 @@ def parse_input_shapes(text: str) -> list[list[int]] | None:
     return out
 
 
-def op_and_sizes(rule: Rule, nvtx_path: str, op: str, input_shapes: str) -> tuple[str, list[list[int]] | None]:
+def op_and_sizes(rule: Rule, nvtx_path: str, op: str,
+                 input_shapes: str) -> tuple[str, list[list[int]] | None]:
     markers = parse_markers(nvtx_path)
     if rule.nvtx is not None:
         chosen = [mk for mk in markers if rule.nvtx.search(mk.op)] or markers
@@ -95,6 +96,7 @@ def size_value(name: str, value: Any, sizes: list[list[int]] | None) -> Any:
             raise LookupError(f"{name} = {value}: no input {i} in the recorded sizes {sizes} "
                               f"({len(sizes)} input(s))")
         if not -len(sizes[i]) <= j < len(sizes[i]):
-            raise LookupError(f"{name} = {value}: input {i} of the recorded sizes {sizes} has no dimension {j}")
+            raise LookupError(f"{name} = {value}: input {i} of the recorded sizes {sizes} has no dimension "
+                              f"{j}")
         product *= sizes[i][j]
     return product
