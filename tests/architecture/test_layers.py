@@ -1,5 +1,5 @@
-"""The layout stays true: nsroof's modules import only downward through the layers, with no cycle (their sizes:
-tests/architecture/test_sizes.py).
+"""The layout stays true: nsroof's modules import only downward through the layers, with no cycle (their
+sizes: tests/architecture/test_sizes.py).
 
 Layers, bottom to top (README, "Architecture"):
     base (schema, units, errors, frames, names) → counters → importers → costs → roofs → report → pipeline

@@ -30,8 +30,8 @@ ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "
 
 
 def dry(clone: Path, target: str) -> list[str]:
-    out = subprocess.run(["make", "--no-print-directory", "-n", target], cwd=clone, capture_output=True, text=True,
-                         check=True, env=ENV).stdout
+    out = subprocess.run(["make", "--no-print-directory", "-n", target], cwd=clone, capture_output=True,
+                         text=True, check=True, env=ENV).stdout
     return [line for line in out.splitlines() if line.strip()]
 
 
@@ -72,8 +72,8 @@ def test_pytest_collecting_nothing_fails_make_test(clone: Path, tmp_path: Path) 
     fake.chmod(0o755)
     assert subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(empty)],
                           capture_output=True).returncode == 5
-    run = subprocess.run(["make", "--no-print-directory", "test", f"PY={fake}"], cwd=clone, capture_output=True,
-                         text=True, env=ENV)
+    run = subprocess.run(["make", "--no-print-directory", "test", f"PY={fake}"], cwd=clone,
+                         capture_output=True, text=True, env=ENV)
     assert run.returncode != 0 and "Error 5" in run.stderr
 
 

@@ -40,14 +40,19 @@ _DTYPE_KIND = {"object": "O", "Int64": "i", "float64": "f", "int64": "i"}
 
 
 def _trace(tmp_path: Path) -> Path:
-    def x(cat: str, name: str, ts: float, dur: float, pid: int = 1, tid: int = 1, **args: object) -> dict[str, object]:
-        return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+    def x(cat: str, name: str, ts: float, dur: float, pid: int = 1, tid: int = 1,
+          **args: object) -> dict[str, object]:
+        return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur,
+                "args": args}
 
     events = [
-        x("cpu_op", "aten::linear", 101.0, 20.0, **{"External id": 10, "Input Dims": [[8, 16], [32, 16], [32]],
+        x("cpu_op", "aten::linear", 101.0, 20.0, **{"External id": 10,
+                                                   "Input Dims": [[8, 16], [32, 16], [32]],
                                                    "Input type": ["float", "float", "float"]}),
-        x("cpu_op", "aten::addmm", 102.0, 10.0, **{"External id": 11, "Input Dims": [[32], [8, 16], [16, 32], [], []],
-                                                  "Input type": ["float", "float", "float", "Scalar", "Scalar"],
+        x("cpu_op", "aten::addmm", 102.0, 10.0, **{"External id": 11,
+                                                  "Input Dims": [[32], [8, 16], [16, 32], [], []],
+                                                  "Input type": ["float", "float", "float", "Scalar",
+                                                                 "Scalar"],
                                                   "Concrete Inputs": ["", "", "", "1", "1"]}),
         x("cuda_runtime", "cudaLaunchKernel", 103.0, 2.0, correlation=100, **{"External id": 11}),
         x("kernel", "ampere_sgemm_32x32_sliced1x4_tn", 130.0, 12.5, pid=0, tid=7, correlation=100,
@@ -64,7 +69,8 @@ def test_a_trace_gives_kernels_naming_their_innermost_op_and_the_declared_ops_ta
     kernels, facts = importers.read(_trace(tmp_path))
     ops = facts.ops
     assert list(ops.columns) == list(OP_COLUMNS)
-    assert {c: ops[c].dtype.kind for c in ops.columns} == {c: _DTYPE_KIND[d] for c, (d, _, _) in OP_COLUMNS.items()}
+    assert ({c: ops[c].dtype.kind for c in ops.columns}
+            == {c: _DTYPE_KIND[d] for c, (d, _, _) in OP_COLUMNS.items()})
     assert str(kernels["op_id"].dtype) == TRACE_KERNEL_COLUMNS["op_id"][0]
     # the kernel's launch names External id 11: aten::addmm (op 1), whose parent is aten::linear (op 0)
     op = ops.set_index("op_id").loc[int(kernels["op_id"].iloc[0])]
@@ -96,7 +102,8 @@ def test_the_analytic_tables_and_the_filled_quantities_are_the_declared_ones(tmp
     a = attribute(kernels, facts.ops)
     for table in (a.analytic, a.op_analytic):
         assert list(table.columns) == list(ANALYTIC_COLUMNS)
-        assert {c: table[c].dtype.kind for c in table} == {c: _DTYPE_KIND[d] for c, (d, _, _) in ANALYTIC_COLUMNS.items()}
+        assert ({c: table[c].dtype.kind for c in table}
+                == {c: _DTYPE_KIND[d] for c, (d, _, _) in ANALYTIC_COLUMNS.items()})
     assert list(a.op_kernels.columns) == list(OP_LEVEL_KERNEL_COLUMNS)
     c = costed(kernels, facts.ops)
     declared = [f.name for f in (*QUANTITY_FIELDS, *ANALYTIC_QUANTITY_FIELDS)]

@@ -35,7 +35,8 @@ def _tiny_trace() -> dict[str, Any]:
             {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 10,
              "dur": 5, "args": {"External id": corr - 2, "correlation": corr}},
             {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 1, "tid": 1, "ts": t + 10},
-            {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 0, "tid": 7, "ts": t + 30, "bp": "e"},
+            {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 0, "tid": 7, "ts": t + 30,
+             "bp": "e"},
             {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": t + 30, "dur": 40,
              "args": {"External id": corr - 2, "correlation": corr, "device": 0, "stream": 7}},
         ]
@@ -55,7 +56,8 @@ def test_scaled_trace_is_shifted_copies(tmp_path: Path) -> None:
     # every copy's launches keep their own correlation, flow id and op id: none shared between copies
     assert max(Counter(e["args"]["correlation"] for e in kernels).values()) == 1
     assert max(Counter((e["id"], e["ph"]) for e in events if e["ph"] in "sf").values()) == 1
-    assert max(Counter(e["args"]["Profiler Event Index"] for e in events if e.get("cat") == "cpu_op").values()) == 1
+    assert max(Counter(e["args"]["Profiler Event Index"] for e in events
+                       if e.get("cat") == "cpu_op").values()) == 1
     # steps 7, 8 then 9, 10 then 11, 12; the span is 100 .. 290 (191 µs): copy k starts 191·k later
     assert [e["name"] for e in events if e.get("cat") == "user_annotation"] == [
         f"ProfilerStep#{n}" for n in range(7, 13)]

@@ -68,7 +68,8 @@ def _install(monkeypatch: pytest.MonkeyPatch, cuda: FakeCuda) -> None:
 
     monkeypatch.setattr(torch.cuda, "Event", lambda enable_timing=True: FakeEvent(cuda))
     monkeypatch.setattr(torch.cuda, "synchronize", cuda.synchronize)
-    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: cuda.enqueue("sleep", cycles / cuda.cycles_per_s))
+    monkeypatch.setattr(torch.cuda, "_sleep",
+                        lambda cycles: cuda.enqueue("sleep", cycles / cuda.cycles_per_s))
     monkeypatch.setattr(timing.time, "perf_counter", cuda.perf_counter)
 
 
@@ -91,7 +92,8 @@ def test_the_cuda_timer_times_the_device_not_python(monkeypatch: pytest.MonkeyPa
 
 def test_a_sleep_too_short_is_noticed_and_doubled(monkeypatch: pytest.MonkeyPatch) -> None:
     """Python slows down after the warm-up (e.g. the allocator): the device catches up with the host, the
-    start event has completed before the batch is queued, and the sample is taken again with a longer sleep."""
+    start event has completed before the batch is queued, and the sample is taken again with a longer
+    sleep."""
     from nsroof.collectors.measure.timing import CudaTimer
 
     cuda = FakeCuda(launch_s=1e-6)
@@ -127,8 +129,8 @@ def test_measure_asks_nvidia_smi_by_uuid(monkeypatch: pytest.MonkeyPatch, tmp_pa
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     props = SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0, multi_processor_count=132,
-                            total_memory=80 << 30, shared_memory_per_multiprocessor=233472, L2_cache_size=50 << 20,
-                            uuid="8b1f7a3e-0c55-11ee-be56-0242ac120002")
+                            total_memory=80 << 30, shared_memory_per_multiprocessor=233472,
+                            L2_cache_size=50 << 20, uuid="8b1f7a3e-0c55-11ee-be56-0242ac120002")
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props)
     env = environment.describe_cuda()
@@ -146,7 +148,8 @@ def test_fp8_shapes_follow_scaled_mm_requirements() -> None:
 
     assert shape_reason("fp8", GemmShape(1, 4096, 4096, "gemv")) is None  # decode: M = 1 is allowed
     assert shape_reason("fp8", GemmShape(7, 4096, 4096, "x")) is None
-    assert shape_reason("fp8", GemmShape(16, 4100, 4096, "x")) == "torch._scaled_mm needs K and N divisible by 16"
+    assert (shape_reason("fp8", GemmShape(16, 4100, 4096, "x"))
+            == "torch._scaled_mm needs K and N divisible by 16")
     assert shape_reason("fp8", GemmShape(16, 4096, 4104, "x")) is not None
 
 
@@ -162,7 +165,8 @@ def _event_metadata() -> Any:
     return EventMetadata(**fields)
 
 
-def test_profile_on_cuda_builds_the_report_from_the_trace(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_profile_on_cuda_builds_the_report_from_the_trace(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
     """torch.cuda says an H100 is there. The profiler's FunctionEvents carry a real EventMetadata (what
     crashed the old FunctionEvent path with AttributeError: 'EventMetadata' has no 'lstrip'); the exported
     trace gets the kernel and launch kineto writes on a GPU, correlated to the aten::mm of the run."""
@@ -195,10 +199,12 @@ def test_profile_on_cuda_builds_the_report_from_the_trace(monkeypatch: pytest.Mo
         data = json.loads(plain.read_text())
         mm = next(e for e in data["traceEvents"] if e.get("name") == "aten::mm")
         launch_ts = mm["ts"] + mm["dur"] / 2
-        data["deviceProperties"] = [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0}]
+        data["deviceProperties"] = [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9,
+                                     "computeMinor": 0}]
         data["traceEvents"] += [
             {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": mm["pid"], "tid": mm["tid"],
-             "ts": launch_ts, "dur": 0.001, "args": {"External id": mm["args"]["External id"], "correlation": 77}},
+             "ts": launch_ts, "dur": 0.001,
+             "args": {"External id": mm["args"]["External id"], "correlation": 77}},
             {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n", "pid": 0, "tid": 7,
              "ts": launch_ts + 5, "dur": 40.0,
              "args": {"correlation": 77, "device": 0, "stream": 7, "grid": [132, 1, 1], "block": [256, 1, 1],
@@ -234,12 +240,14 @@ def test_profile_on_cuda_builds_the_report_from_the_trace(monkeypatch: pytest.Mo
     assert row["peak_flop_per_s"] == 4.95e14
     facts = prof.result.trace_facts
     assert facts["device"] == "NVIDIA H100 80GB HBM3"
-    assert (facts["tf32"]["matmul"], facts["tf32"]["matmul_precision"], facts["tf32"]["cudnn"]) == (True, "high", True)
+    assert ((facts["tf32"]["matmul"], facts["tf32"]["matmul_precision"], facts["tf32"]["cudnn"])
+            == (True, "high", True))
     assert prof.result.metadata["inputs"][0]["facts"]["tf32"]["rows"] == 1
     assert issubclass(nsroof.profile, tp.profile)  # the facade's: the same session, .report a Report
 
 
-def test_profile_on_cuda_prefers_the_gpus_measured_profile(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_profile_on_cuda_prefers_the_gpus_measured_profile(monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
     """`nsroof measure --device cuda` caches one profile per GPU name; `nsroof profile` then judges against
     it instead of the datasheet (a measured roof is the one the device really reaches)."""
     from nsroof.collectors.measure.cache import gpu_cache_path
@@ -248,7 +256,8 @@ def test_profile_on_cuda_prefers_the_gpus_measured_profile(monkeypatch: pytest.M
     monkeypatch.setenv("NSROOF_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H100 80GB HBM3")
     warnings: list[str] = []
-    assert resolve_machine(None, cuda=True, warnings=warnings).name == "H100 SXM"  # nothing cached: the datasheet
+    # nothing cached: the datasheet
+    assert resolve_machine(None, cuda=True, warnings=warnings).name == "H100 SXM"
     measured = Machine(name="H100 measured", source="measured", environment={"device": "cuda"},
                        peak_flop_per_s={"bf16": 7.1e14},
                        bandwidth_bytes_per_s={"dram": 2.9e12})

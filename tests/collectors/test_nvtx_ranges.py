@@ -85,7 +85,8 @@ def test_step_marks_and_notifies_listeners(domain: RecordingDomain) -> None:
 def test_import_has_no_side_effects() -> None:
     code = ("import sys, nsroof, nsroof.collectors.nvtx_ranges as r; "
             "print('nvtx' in sys.modules, 'torch' in sys.modules, r._domain.cache_info().currsize)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
     assert out == ["False", "False", "0"]
 
 
@@ -113,13 +114,16 @@ def test_module_ranges_nest_in_forward_and_backward(domain: RecordingDomain) -> 
     pushes = [e[1] for e in domain.log if e[0] == "push"]
     assert pushes == [
         "Sequential", "Sequential.0", "Sequential.1", "Sequential.2",
-        "Sequential (backward)", "Sequential.2 (backward)", "Sequential.1 (backward)", "Sequential.0 (backward)",
+        "Sequential (backward)", "Sequential.2 (backward)", "Sequential.1 (backward)",
+        "Sequential.0 (backward)",
     ]
-    # Balanced: every push popped, the outer backward range (input needs no grad) closed at the end of backward.
+    # Balanced: every push popped, the outer backward range (input needs no grad) closed at the end of
+    # backward.
     assert sum(1 for e in domain.log if e[0] == "pop") == len(pushes)
     assert nr.current_path() == []
     # Each forward range is closed before the next sibling opens.
-    assert domain.log[:4] == [("push", "Sequential"), ("push", "Sequential.0"), ("pop",), ("push", "Sequential.1")]
+    assert domain.log[:4] == [("push", "Sequential"), ("push", "Sequential.0"), ("pop",),
+                              ("push", "Sequential.1")]
 
 
 def test_module_hooks_do_nothing_when_nothing_listens() -> None:
@@ -154,7 +158,7 @@ def test_ranges_show_up_in_torch_profiler_as_record_functions() -> None:
     assert add.cpu_parent is not None and add.cpu_parent.name == "attention block"
 
 
-# --------------------------------------------------------------------------- real NVTX calls, as a tool sees them
+# ---------------------------------------------------------------------- real NVTX calls, as a tool sees them
 
 
 def _nvtx_include_dir() -> Path | None:
@@ -179,7 +183,8 @@ def nvtx_logger(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
         pytest.skip("needs a C compiler and the NVTX v3 headers (CUDA toolkit include/nvtx3)")
     lib = tmp_path_factory.mktemp("nvtx") / "libnvtx_logger.so"
     source = data_dir / "collectors" / "nvtx_logger.c"
-    subprocess.run([compiler, "-shared", "-fPIC", "-O1", f"-I{include}", "-o", str(lib), str(source)], check=True)
+    subprocess.run([compiler, "-shared", "-fPIC", "-O1", f"-I{include}", "-o", str(lib), str(source)],
+                   check=True)
     return lib
 
 
@@ -199,16 +204,19 @@ def test_a_tool_sees_nested_ranges_and_marks_in_the_nsroof_domain(nvtx_logger: P
             "        pass\n"
             "nsroof.step()\n")
     assert _run_with_tool(nvtx_logger, tmp_path, code) == [
-        "domain nsroof", "push nsroof outer", "push nsroof inner", "pop nsroof", "pop nsroof", "mark nsroof step 1",
+        "domain nsroof", "push nsroof outer", "push nsroof inner", "pop nsroof", "pop nsroof",
+        "mark nsroof step 1",
     ]
 
 
 def test_a_tool_sees_module_ranges_forward_then_backward(nvtx_logger: Path, tmp_path: Path) -> None:
     code = ("import torch, nsroof\n"
-            "m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(inplace=True), torch.nn.Linear(4, 2))\n"
+            "m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(inplace=True), "
+            "torch.nn.Linear(4, 2))\n"
             "with nsroof.annotate_modules(m):\n"
             "    m(torch.randn(3, 4)).sum().backward()\n")
-    log = [line for line in _run_with_tool(nvtx_logger, tmp_path, code) if line.startswith(("push nsroof", "pop nsroof"))]
+    log = [line for line in _run_with_tool(nvtx_logger, tmp_path, code)
+           if line.startswith(("push nsroof", "pop nsroof"))]
     pushes = [line.removeprefix("push nsroof ") for line in log if line.startswith("push")]
     assert pushes == ["Sequential", "Sequential.0", "Sequential.1", "Sequential.2", "Sequential (backward)",
                       "Sequential.2 (backward)", "Sequential.1 (backward)", "Sequential.0 (backward)"]
@@ -220,14 +228,16 @@ def test_a_tool_sees_module_ranges_forward_then_backward(nvtx_logger: Path, tmp_
     assert depth == 0
 
 
-def test_the_ncu_bootstrap_opens_the_run_range_around_module_ranges(nvtx_logger: Path, tmp_path: Path) -> None:
+def test_the_ncu_bootstrap_opens_the_run_range_around_module_ranges(nvtx_logger: Path,
+                                                                    tmp_path: Path) -> None:
     # What `nsroof ncu` runs under ncu: the filter nsroof@nsroof.run (a start/end range, process-wide, so
     # autograd's backward threads are inside it) must enclose every module range, backward included.
     script = tmp_path / "train.py"
     script.write_text("import torch\nm = torch.nn.Linear(4, 2)\nm(torch.randn(3, 4)).sum().backward()\n")
     modules = tmp_path / "modules.json"
     code = ("from nsroof.collectors.ncu_run import main\n"
-            f"raise SystemExit(main(['--range', 'nsroof.run', '--modules-file', {str(modules)!r}, '--', {str(script)!r}]))\n")
+            f"raise SystemExit(main(['--range', 'nsroof.run', '--modules-file', {str(modules)!r}, "
+            f"'--', {str(script)!r}]))\n")
     log = [line for line in _run_with_tool(nvtx_logger, tmp_path, code)
            if line.startswith(("push nsroof", "pop nsroof", "start nsroof", "end nsroof"))]
     assert log[:2] == ["start nsroof nsroof.run -> 1", "push nsroof Linear"]
@@ -279,8 +289,8 @@ def test_the_ncu_bootstrap_runs_a_compiled_script(repo: Path, tmp_path: Path) ->
     pytest.importorskip("torch")
     modules = tmp_path / "modules.json"
     env = {**os.environ, "PYTHONPATH": str(repo), "COMPILE_BACKEND": "eager"}
-    proc = subprocess.run([sys.executable, "-m", "nsroof.collectors.ncu_run", "--modules-file", str(modules), "--",
-                           "python", str(repo / "tests" / "data" / "collectors" / "compiled_step.py")],
+    proc = subprocess.run([sys.executable, "-m", "nsroof.collectors.ncu_run", "--modules-file", str(modules),
+                           "--", "python", str(repo / "tests" / "data" / "collectors" / "compiled_step.py")],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "global hooks" not in proc.stderr  # torch's warning about global hooks and compile is silenced
@@ -300,7 +310,8 @@ def test_profile_sessions_leave_no_name_table_behind() -> None:
 
     def live_finalizers() -> int:
         gc.collect()
-        return sum(1 for f in gc.get_objects() if type(f) is weakref.finalize and f.alive)  # type(): no proxy asked
+        # type(): no proxy asked
+        return sum(1 for f in gc.get_objects() if type(f) is weakref.finalize and f.alive)
 
     counts = []
     for _ in range(3):

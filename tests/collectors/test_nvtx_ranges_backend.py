@@ -49,10 +49,11 @@ def install(tool):
 
 
 def _run(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if k not in ("NSROOF_NVTX_BACKEND", "NVTX_INJECTION64_PATH")}
+    full_env = {k: v for k, v in os.environ.items()
+                if k not in ("NSROOF_NVTX_BACKEND", "NVTX_INJECTION64_PATH")}
     full_env.update(PYTHONPATH=str(REPO), **(env or {}))
-    return subprocess.run([sys.executable, "-c", PRELUDE + code], capture_output=True, text=True, env=full_env,
-                          timeout=120, cwd=REPO)
+    return subprocess.run([sys.executable, "-c", PRELUDE + code], capture_output=True, text=True,
+                          env=full_env, timeout=120, cwd=REPO)
 
 
 def test_without_nvtx_the_ranges_go_through_torch_cuda_nvtx() -> None:
@@ -74,8 +75,8 @@ print(FAKE.log)
     backend, log = proc.stdout.splitlines()
     assert backend == "('torch.cuda.nvtx', True)"
     # the probe push/pop that found the tool, then the ranges as a tool sees them
-    assert eval(log) == [("push", "nsroof.probe"), ("pop",), ("push", "outer"), ("push", "inner"), ("pop",), ("pop",),
-                         ("start", "nsroof.run", 1), ("end", 1), ("mark", "step 1")]
+    assert eval(log) == [("push", "nsroof.probe"), ("pop",), ("push", "outer"), ("push", "inner"), ("pop",),
+                         ("pop",), ("start", "nsroof.run", 1), ("end", 1), ("mark", "step 1")]
 
 
 def test_without_a_tool_torch_cuda_nvtx_ranges_cost_nothing() -> None:
@@ -101,7 +102,8 @@ def test_a_cpu_torch_without_nvtx_has_no_backend_and_a_forced_one_is_an_error() 
     assert proc.stdout.strip() == "('none', False)"  # the CPU build's stub is not a backend
     for forced, message in (("nvtx", "NSROOF_NVTX_BACKEND=nvtx but the nvtx package is not installed"),
                             ("torch", "NSROOF_NVTX_BACKEND=torch but torch.cuda.nvtx is not usable here")):
-        proc = _run("from nsroof.collectors import nvtx_ranges as nr\nnr.backend()\n", {"NSROOF_NVTX_BACKEND": forced})
+        proc = _run("from nsroof.collectors import nvtx_ranges as nr\nnr.backend()\n",
+                    {"NSROOF_NVTX_BACKEND": forced})
         assert proc.returncode != 0 and message in proc.stderr
 
 
@@ -122,7 +124,8 @@ def test_the_ncu_bootstrap_opens_one_step_in_the_default_domain(tmp_path: Path) 
     code = f'''
 install(tool=True)
 from nsroof.collectors.ncu_run import main
-rc = main(["--range", "nsroof.step", "--modules-file", {str(state)!r}, "--after-steps", "1", "--", {str(script)!r}])
+rc = main(["--range", "nsroof.step", "--modules-file", {str(state)!r}, "--after-steps", "1",
+           "--", {str(script)!r}])
 print([e for e in FAKE.log if e[0] in ("start", "end")])
 raise SystemExit(rc)
 '''
@@ -131,11 +134,13 @@ raise SystemExit(rc)
     assert "nsroof: NVTX backend torch.cuda.nvtx (default domain); a tool is listening" in proc.stderr
     assert eval(proc.stdout.strip()) == [("start", "nsroof.step", 1), ("end", 1)]
     facts = json.loads(state.read_text())
-    assert (facts["nvtx_backend"], facts["nvtx_listening"], facts["range_opened"]) == ("torch.cuda.nvtx", True, True)
+    assert ((facts["nvtx_backend"], facts["nvtx_listening"], facts["range_opened"])
+            == ("torch.cuda.nvtx", True, True))
     assert (facts["steps_marked"], facts["step_source"]) == (3, "optimizer")
 
 
-def test_under_a_tool_a_range_that_cannot_reach_it_stops_before_the_script(repo: Path, tmp_path: Path) -> None:
+def test_under_a_tool_a_range_that_cannot_reach_it_stops_before_the_script(repo: Path,
+                                                                           tmp_path: Path) -> None:
     script, state = tmp_path / "train.py", tmp_path / "state.json"
     script.write_text("open('ran', 'w').write('yes')\n")
     code = f'''

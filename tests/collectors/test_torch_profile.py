@@ -154,25 +154,30 @@ def test_summary_names_top_ops_bounds_and_coverage() -> None:
 @pytest.mark.parametrize(
     ("op", "shapes", "dtypes", "concrete", "flops", "nbytes"),
     [
-        # addmm(bias[64], [16,32]·[32,64]): 2·16·32·64 + 16·64 = 66,560; 4·(16·32 + 32·64 + 16·64 + 64) = 14,592
+        # addmm(bias[64], [16,32]·[32,64]): 2·16·32·64 + 16·64 = 66,560;
+        # 4·(16·32 + 32·64 + 16·64 + 64) = 14,592
         ("aten::addmm", [[64], [16, 32], [32, 64], [], []], ["float"] * 3 + ["Scalar"] * 2, None,
          2 * 16 * 32 * 64 + 16 * 64, 4 * (16 * 32 + 32 * 64 + 16 * 64 + 64)),
         # bmm 4×[8,16]·[16,2] in bf16: 2·4·8·16·2 = 2,048; 2·4·(8·16 + 16·2 + 8·2) = 1,408
-        ("aten::bmm", [[4, 8, 16], [4, 16, 2]], ["c10::BFloat16"] * 2, None, 2 * 4 * 8 * 16 * 2, 2 * 4 * (128 + 32 + 16)),
+        ("aten::bmm", [[4, 8, 16], [4, 16, 2]], ["c10::BFloat16"] * 2, None, 2 * 4 * 8 * 16 * 2,
+         2 * 4 * (128 + 32 + 16)),
         # matmul [2,3,8]·[8,5] folds the batch into m = 6: 2·6·8·5 = 480; 4·(6·8 + 8·5 + 6·5) = 472
         ("aten::matmul", [[2, 3, 8], [8, 5]], ["float"] * 2, None, 480, 4 * (48 + 40 + 30)),
         # causal SDPA b=2, h=4, s=16, d=8: scores = 16·17/2 = 136 per head; QK^T+PV 4·8·136·8 = 34,816,
         # softmax 5·8·136 + 8·16·8 = 6,464 -> 41,280; bytes 4·4·(8·16·8) = 16,384
         ("aten::scaled_dot_product_attention", [[2, 4, 16, 8]] * 3 + [[]] * 5, ["float"] * 3 + [""] * 5,
          [None, None, None, None, 0.0, True, None, False], 41280, 16384),
-        # layer_norm rows = 4·16 = 64, hidden 32, affine: FLOPs 8·2048 + 4·64 = 16,640; bytes 4·(2·2048 + 2·32)
-        ("aten::layer_norm", [[4, 16, 32], [], [32], [32], [], []], ["float", "ScalarList", "float", "float", "Scalar", "Scalar"],
+        # layer_norm rows = 4·16 = 64, hidden 32, affine: FLOPs 8·2048 + 4·64 = 16,640;
+        # bytes 4·(2·2048 + 2·32)
+        ("aten::layer_norm", [[4, 16, 32], [], [32], [32], [], []],
+         ["float", "ScalarList", "float", "float", "Scalar", "Scalar"],
          [None, [32], None, None, 1e-5, True], 8 * 2048 + 4 * 64, 4 * (2 * 2048 + 2 * 32)),
         # softmax over the last dim of [64, 100]: 5·6,400 = 32,000 FLOP; 4·2·6,400 = 51,200 bytes
-        ("aten::_softmax", [[64, 100], [], []], ["float", "Scalar", "Scalar"], [None, -1, False], 32000, 51200),
+        ("aten::_softmax", [[64, 100], [], []], ["float", "Scalar", "Scalar"], [None, -1, False], 32000,
+         51200),
         # embedding 64 tokens of a [100, 32] fp32 table: 0 FLOP; 8·64 + 4·64·32 + 4·64·32 = 16,896 bytes
-        ("aten::embedding", [[100, 32], [4, 16], [], [], []], ["float", "long int", "Scalar", "Scalar", "Scalar"],
-         None, 0, 8 * 64 + 2 * 4 * 64 * 32),
+        ("aten::embedding", [[100, 32], [4, 16], [], [], []],
+         ["float", "long int", "Scalar", "Scalar", "Scalar"], None, 0, 8 * 64 + 2 * 4 * 64 * 32),
         # add with a broadcast bias: out [8, 32] (256), reads 256 + 32, writes 256 -> 4·544 bytes, 256 FLOP
         ("aten::add", [[8, 32], [32], []], ["float", "float", "Scalar"], None, 256, 4 * (256 + 32 + 256)),
         # where(mask, a, b) over [16] fp32 with a bool mask: a, b and the output at 4 B, the mask at 1 B:
@@ -185,7 +190,8 @@ def test_summary_names_top_ops_bounds_and_coverage() -> None:
         ("aten::copy_", [[10], [10], []], ["float", "long int", "Scalar"], None, 0, 8 * 10 + 4 * 10),
     ],
 )
-def test_op_costs_golden(op: str, shapes: list, dtypes: list, concrete: list | None, flops: float, nbytes: float) -> None:
+def test_op_costs_golden(op: str, shapes: list, dtypes: list, concrete: list | None, flops: float,
+                         nbytes: float) -> None:
     cost = op_cost(op, shapes, dtypes, concrete)
     assert cost.missing == ""
     assert (cost.flops, cost.bytes) == (flops, nbytes)
@@ -196,7 +202,8 @@ def test_op_costs_without_shapes_or_formula_are_nan_with_a_reason() -> None:
     assert math.isnan(no_shapes.flops) and "no input shapes recorded" in no_shapes.missing
     unknown = op_cost("aten::nonzero", [[10]], ["float"])
     assert math.isnan(unknown.bytes) and unknown.missing == "no formula for aten::nonzero"
-    odd = op_cost("aten::conv2d", [[1, 3, 8, 8], [4, 3, 3, 5], []], ["float"] * 3, [None, None, None, [1, 1], [0, 0], [1, 1], 1])
+    odd = op_cost("aten::conv2d", [[1, 3, 8, 8], [4, 3, 3, 5], []], ["float"] * 3,
+                  [None, None, None, [1, 1], [0, 0], [1, 1], 1])
     assert math.isnan(odd.flops) and "square kernel" in odd.missing
 
 
@@ -292,7 +299,8 @@ def test_a_report_that_cannot_be_built_keeps_the_trace_and_names_the_command(
 
     monkeypatch.setattr(pipeline, "analyze", broken)
     trace = tmp_path / "t.json.gz"
-    with pytest.raises(NsroofError, match=r"ValueError: boom; the profile's trace is kept: `nsroof analyze .*t\.json\.gz`"):
+    with pytest.raises(NsroofError, match=r"ValueError: boom; the profile's trace is kept: "
+                                          r"`nsroof analyze .*t\.json\.gz`"):
         with profile(machine=MACHINE, trace=trace):
             torch.ones(2) + 1
     assert trace.is_file()
@@ -340,7 +348,8 @@ def test_a_compiled_module_is_attributed_to_the_module_it_wraps() -> None:
     assert len(linear) == 1 and linear["flops"].iloc[0] == 2 * 4 * 8 * 8 + 4 * 8
 
 
-def test_inductor_records_its_kernel_estimates_and_cpu_kernels_while_profiling(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_inductor_records_its_kernel_estimates_and_cpu_kernels_while_profiling(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
     import torch._inductor.config as inductor_config
@@ -355,7 +364,8 @@ def test_inductor_records_its_kernel_estimates_and_cpu_kernels_while_profiling(m
     monkeypatch.setattr(inductor_config.cpp, "enable_kernel_profile", False)
     seen = {}
     with profile(machine=MACHINE):
-        seen = {"estimates": inductor_config.benchmark_kernel, "cpu kernels": inductor_config.cpp.enable_kernel_profile,
+        seen = {"estimates": inductor_config.benchmark_kernel,
+                "cpu kernels": inductor_config.cpp.enable_kernel_profile,
                 "env": [os.environ.get(env) for env in envs]}
         torch.ones(2) + 1
     assert seen == {"estimates": True, "cpu kernels": True, "env": ["1", "1"]}

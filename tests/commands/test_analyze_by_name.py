@@ -22,7 +22,8 @@ def _run(*args: str, columns: int = 80) -> tuple[int, str, str]:
 
 
 def test_summary_by_name_at_80_columns(example_csv: Path, tmp_path: Path) -> None:
-    code, out, err = _run("analyze", str(example_csv), "-o", str(tmp_path / "r.parquet"), "--by", "name", "--top", "3")
+    code, out, err = _run("analyze", str(example_csv), "-o", str(tmp_path / "r.parquet"), "--by", "name",
+                          "--top", "3")
     assert code == 0, err
     assert "Top 3 of 10 kernel names by total time" in out and "Top 3 kernels" not in out
     assert max(len(line) for line in out.splitlines()) <= 80
@@ -32,15 +33,18 @@ def test_summary_by_name_at_80_columns(example_csv: Path, tmp_path: Path) -> Non
 
 
 def test_json_and_csv_by_name(tmp_path: Path) -> None:
-    code, out, err = _run("analyze", str(THREE_SAXPY), "-o", str(tmp_path / "r.parquet"), "--by", "name", "--json")
+    code, out, err = _run("analyze", str(THREE_SAXPY), "-o", str(tmp_path / "r.parquet"), "--by", "name",
+                          "--json")
     assert code == 0, err
     rows = json.loads(out)
     assert [(r["function"], r["launches"]) for r in rows] == [("sgemm_kernel", 1), ("saxpy", 3)]
     assert rows[1]["duration_s"] == pytest.approx(60e-6) and rows[1]["bound"] == "memory"
-    code, out, err = _run("analyze", str(THREE_SAXPY), "-o", str(tmp_path / "r.parquet"), "--by", "name", "--csv")
+    code, out, err = _run("analyze", str(THREE_SAXPY), "-o", str(tmp_path / "r.parquet"), "--by", "name",
+                          "--csv")
     assert code == 0, err
     table = pd.read_csv(io.StringIO(out))
-    assert list(table["function"]) == ["sgemm_kernel", "saxpy"] and table["time_share"].sum() == pytest.approx(1.0)
+    assert (list(table["function"]) == ["sgemm_kernel", "saxpy"]
+            and table["time_share"].sum() == pytest.approx(1.0))
 
 
 def test_by_rejects_an_unknown_grouping(tmp_path: Path) -> None:

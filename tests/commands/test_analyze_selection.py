@@ -19,7 +19,8 @@ def _run(*args: str, columns: int = 80) -> tuple[int, str, str]:
     return r.exit_code, r.stdout, r.stderr
 
 
-def test_kernel_keeps_only_the_gemms_and_json_prints_one_row_per_kernel(example_csv: Path, tmp_path: Path) -> None:
+def test_kernel_keeps_only_the_gemms_and_json_prints_one_row_per_kernel(example_csv: Path,
+                                                                        tmp_path: Path) -> None:
     out = tmp_path / "g.parquet"
     code, stdout, err = _run("analyze", str(example_csv), "-o", str(out), "--kernel", "gemm", "--json")
     assert code == 0, err
@@ -43,7 +44,8 @@ def test_csv_prints_the_same_table(example_csv: Path, tmp_path: Path) -> None:
     assert (table["duration_s"].diff().dropna() <= 0).all()  # longest first
 
 
-def test_a_selection_that_keeps_nothing_is_one_line_and_writes_nothing(example_csv: Path, tmp_path: Path) -> None:
+def test_a_selection_that_keeps_nothing_is_one_line_and_writes_nothing(example_csv: Path,
+                                                                       tmp_path: Path) -> None:
     out = tmp_path / "r.parquet"
     code, stdout, err = _run("analyze", str(example_csv), "-o", str(out), "--kernel", "no-such-kernel")
     assert code == 2 and stdout == "" and not out.exists()
@@ -54,7 +56,8 @@ def test_a_selection_that_keeps_nothing_is_one_line_and_writes_nothing(example_c
     assert code == 2 and "marks no steps" in err
 
 
-def test_quiet_prints_nothing_and_an_unwritable_suffix_is_a_usage_error(tiny_raw_csv: Path, tmp_path: Path) -> None:
+def test_quiet_prints_nothing_and_an_unwritable_suffix_is_a_usage_error(tiny_raw_csv: Path,
+                                                                        tmp_path: Path) -> None:
     code, stdout, err = _run("analyze", str(tiny_raw_csv), "-o", str(tmp_path / "r.parquet"), "-q")
     assert code == 0 and stdout == "" and err == ""
     code, stdout, err = _run("analyze", str(tiny_raw_csv), "-o", str(tmp_path / "r.csv"))

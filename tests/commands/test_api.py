@@ -17,7 +17,8 @@ def test_dir_lists_the_public_api_and_importing_loads_nothing_heavy(repo: Path) 
     assert {"analyze", "load", "summary", "plot", "html", "profile", "Report", "NsroofError", "annotate",
             "step"} <= set(names)
     assert "TYPE_CHECKING" not in names and "annotations" not in names and set(names) == set(nsroof.__all__)
-    code = "import sys, nsroof; dir(nsroof); print(sorted(m for m in ('pandas', 'torch', 'matplotlib') if m in sys.modules))"
+    code = ("import sys, nsroof; dir(nsroof); "
+            "print(sorted(m for m in ('pandas', 'torch', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=repo, check=True)
     assert out.stdout.strip() == "[]"
     assert (repo / "nsroof" / "py.typed").exists()

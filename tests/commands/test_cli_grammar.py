@@ -45,9 +45,11 @@ def test_shared_options_read_the_same_in_every_command() -> None:
                 assert (p.help or "").startswith("Write "), name
             elif option == "top":
                 assert p.opts == ["--top"] and isinstance(p.type, click.IntRange) and p.type.min == 0, name
-                assert re.fullmatch(r"Number of .+, (longest|largest time change) first \(0: none\)\.", p.help or ""), name
+                assert re.fullmatch(r"Number of .+, (longest|largest time change) first \(0: none\)\.",
+                                    p.help or ""), name
             elif option == "threads":
-                assert p.opts == ["--threads"] and isinstance(p.type, click.IntRange) and p.type.min == 0, name
+                assert (p.opts == ["--threads"] and isinstance(p.type, click.IntRange)
+                        and p.type.min == 0), name
             elif option == "quiet":
                 assert p.opts == ["-q", "--quiet"] and p.is_flag, name
     # --machine in every command that resolves ceilings; --threads where torch runs on the CPU
@@ -74,7 +76,8 @@ def test_the_ledger_refuses_an_unknown_level_itself() -> None:
     from nsroof.roofs import ledger_analysis, machines
 
     with pytest.raises(ledger.LedgerError, match="unknown memory level 'foo'"):
-        ledger_analysis.analyze(ledger.operator("gemm", m=8, n=8, k=8), machines.load("h100-sxm"), level="foo")
+        ledger_analysis.analyze(ledger.operator("gemm", m=8, n=8, k=8), machines.load("h100-sxm"),
+                                level="foo")
 
 
 # --------------------------------------------------------------------------- progress
@@ -100,7 +103,7 @@ def test_progress_lines_only_on_a_terminal_and_not_when_quiet() -> None:
     assert pipe.getvalue() == "" and quiet.getvalue() == ""
 
 
-# --------------------------------------------------------------------------- measure caches what profile reads
+# ------------------------------------------------------------------------- measure caches what profile reads
 
 
 def _tiny_measure(calls: list[tuple[str, ...]]) -> Any:
@@ -120,14 +123,16 @@ def _tiny_measure(calls: list[tuple[str, ...]]) -> Any:
     return tiny
 
 
-def test_measure_always_caches_the_profile_profile_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_measure_always_caches_the_profile_profile_reads(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     import nsroof.collectors.measure as measure_pkg
     from nsroof.collectors.measure import cache, runner
 
     calls: list[tuple[str, ...]] = []
     monkeypatch.setattr(measure_pkg, "measure", _tiny_measure(calls))
     monkeypatch.setenv("NSROOF_CACHE_DIR", str(tmp_path))
-    result = CliRunner().invoke(cli, ["measure", "--device", "cpu", "--quick", "--only", "gemm", "--only", "ladder"])
+    result = CliRunner().invoke(cli, ["measure", "--device", "cpu", "--quick", "--only", "gemm", "--only",
+                                      "ladder"])
     assert result.exit_code == 0, result.output
     path = tmp_path / f"cpu-{cache.cache_key()}.json"
     assert f"cached as {path} (the CPU profile `nsroof profile` and `nsroof demo` read" in result.stdout
@@ -137,8 +142,8 @@ def test_measure_always_caches_the_profile_profile_reads(tmp_path: Path, monkeyp
     assert cache.cpu_profile().path == str(path)
 
 
-def test_a_partial_measure_prints_no_empty_ridge_table_and_is_not_cached(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_partial_measure_prints_no_empty_ridge_table_and_is_not_cached(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import nsroof.collectors.measure as measure_pkg
 
     monkeypatch.setattr(measure_pkg, "measure", _tiny_measure([]))
@@ -210,7 +215,8 @@ def test_the_metrics_hint_is_one_line_per_run_with_the_list_in_a_file(data_dir: 
     lines = [h for h in hints if "lack roofline counters" in h]
     (cc,) = set(report.frame["cc"].astype(str))  # the list is the one for the exports' compute capability
     metrics = list(required_metrics(cc))
-    assert lines == [f"4 kernel(s) in 2 files lack roofline counters; profile with `ncu --metrics $(cat {listing})` "
+    assert lines == [f"4 kernel(s) in 2 files lack roofline counters; profile with "
+                     f"`ncu --metrics $(cat {listing})` "
                      f"(the {len(metrics)} metrics the roofline needs, written to {listing})"]
     assert listing.read_text().strip().split(",") == metrics
 
@@ -220,7 +226,8 @@ def test_analyze_prints_the_hint_once_and_names_a_text_log_as_text(tmp_path: Pat
 
     log = tmp_path / "run.txt"
     log.write_text(TEXT_2024)
-    result = CliRunner().invoke(cli, ["analyze", str(log), "-o", str(tmp_path / "run.parquet"), "--machine", "h100-sxm"])
+    result = CliRunner().invoke(cli, ["analyze", str(log), "-o", str(tmp_path / "run.parquet"), "--machine",
+                                      "h100-sxm"])
     assert result.exit_code == 0, result.output
     assert result.stdout.count("lack roofline counters") == 1 and "--metrics gpu__" not in result.stdout
     assert (tmp_path / "run.ncu-metrics.txt").is_file()
@@ -248,8 +255,8 @@ def test_one_time_formatter() -> None:
     from nsroof.units import human_time
 
     # 3 significant digits for tables, fixed decimals for the ledger's arithmetic lines
-    assert [human_time(x) for x in (1.76e-6, 0.0107, 12.3, 2e-10, 0.0)] == ["1.76 us", "10.7 ms", "12.3 s", "0.2 ns",
-                                                                             "0 ns"]
+    assert [human_time(x) for x in (1.76e-6, 0.0107, 12.3, 2e-10, 0.0)] == ["1.76 us", "10.7 ms", "12.3 s",
+                                                                             "0.2 ns", "0 ns"]
     assert human_time(138.911e-6, decimals=3) == "138.911 us" and human_time(float("nan")) == "n/a"
     import nsroof.commands.ledger as ledger_cmd
     import nsroof.report.summary as summary
@@ -263,7 +270,8 @@ def test_one_kernel_key() -> None:
     from nsroof.report import chart_data
     from nsroof.schema import kernel_key
 
-    frame = pd.DataFrame({"source": ["a.csv", "a.csv", None], "kernel_id": pd.array([1, 1, 2], dtype="Int64")})
+    frame = pd.DataFrame({"source": ["a.csv", "a.csv", None],
+                          "kernel_id": pd.array([1, 1, 2], dtype="Int64")})
     assert list(kernel_key(frame)) == ["a.csv\x001", "a.csv\x001", "\x002"]
     assert chart_data.kernel_key is kernel_key
     import nsroof.roofs.classify as build
@@ -272,12 +280,14 @@ def test_one_kernel_key() -> None:
     assert not hasattr(build, "kernel_key") and not hasattr(join, "_kernel_keys")
 
 
-def test_a_dataset_run_prints_the_hint_once_with_the_list_beside_its_parts(data_dir: Path, tmp_path: Path) -> None:
-    for name in ("a.csv", "b.csv"):  # two exports without FLOP/byte counters: two per-file hints fold into one
+def test_a_dataset_run_prints_the_hint_once_with_the_list_beside_its_parts(data_dir: Path,
+                                                                           tmp_path: Path) -> None:
+    # two exports without FLOP/byte counters: two per-file hints fold into one
+    for name in ("a.csv", "b.csv"):
         shutil.copy(data_dir / "ncu" / "details_new.csv", tmp_path / name)
     out = tmp_path / "ds"
-    result = CliRunner().invoke(cli, ["analyze", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "-o", str(out),
-                                      "--machine", "h100-sxm", "-j", "1"])
+    result = CliRunner().invoke(cli, ["analyze", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "-o",
+                                      str(out), "--machine", "h100-sxm", "-j", "1"])
     assert result.exit_code == 0, result.output
     (line,) = [ln for ln in result.stdout.splitlines() if "lack roofline counters" in ln]
     assert line.startswith("hint: ") and "in 2 files" in line and f"$(cat {out / '_ncu-metrics.txt'})" in line

@@ -16,8 +16,8 @@ pytest.importorskip("torch")
 def test_demo_profiles_the_tiny_transformer(cpu_machine_json: Path, tmp_path: Path) -> None:
     out = tmp_path / "demo.parquet"
     # An explicit machine: the default measures this CPU first (about a minute).
-    result = CliRunner().invoke(cli, ["demo", "--steps", "1", "--warmup", "0", "--machine", str(cpu_machine_json),
-                                      "-o", str(out)])
+    result = CliRunner().invoke(cli, ["demo", "--steps", "1", "--warmup", "0", "--machine",
+                                      str(cpu_machine_json), "-o", str(out)])
     assert result.exit_code == 0, result.output
     for op in ("aten::embedding", "aten::scaled_dot_product_attention", "aten::layer_norm", "aten::linear"):
         assert op in result.output or op in _ops(out)
@@ -59,8 +59,8 @@ def test_demo_also_analyzes_the_packaged_example_export(
     example = data_dir / "collectors" / "ncu_raw_nvtx.csv"
     monkeypatch.setattr(demo, "EXAMPLE_EXPORT", example)
     out = tmp_path / "demo.parquet"
-    result = CliRunner().invoke(cli, ["demo", "--steps", "1", "--warmup", "0", "--machine", str(cpu_machine_json),
-                                      "-o", str(out)])
+    result = CliRunner().invoke(cli, ["demo", "--steps", "1", "--warmup", "0", "--machine",
+                                      str(cpu_machine_json), "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert "The packaged Nsight Compute example (ncu_raw_nvtx.csv)" in result.output
     assert "ampere_sgemm_128x64_nn" in result.output
@@ -73,8 +73,8 @@ def test_demo_output_has_no_kineto_noise(cpu_machine_json: Path, repo: Path, tmp
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "nsroof", "demo", "--steps", "1", "--warmup", "0", "--machine",
-                           str(cpu_machine_json), "-o", str(tmp_path / "d.parquet")],
+    proc = subprocess.run([sys.executable, "-m", "nsroof", "demo", "--steps", "1", "--warmup", "0",
+                           "--machine", str(cpu_machine_json), "-o", str(tmp_path / "d.parquet")],
                           cwd=repo, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "Coverage:" in proc.stdout

@@ -24,7 +24,8 @@ def run_json(*args: str) -> Any:
 
 class TestSeedNumbersThroughJson:
     def test_gemm_4096_cubed(self) -> None:
-        d = run_json("gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "bf16", "--machine", "h100-sxm")
+        d = run_json("gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "bf16", "--machine",
+                     "h100-sxm")
         assert d["flops"] == 137_438_953_472  # 2·4096³
         assert d["bytes"] == 100_663_296  # 3·4096²·2 B, each matrix once
         assert d["bytes_worst"] == 137_506_062_336  # (4096² + 4096³ + 4096²)·2 B, B re-read per row of A
@@ -51,8 +52,8 @@ class TestSeedNumbersThroughJson:
         assert d["bound"] == bound
 
     def test_layer_against_v100_l2(self) -> None:
-        d = run_json("linear", "--tokens", "1", "--in-features", "1024", "--out-features", "4096", "--dtype", "fp16",
-                     "--machine", "v100-sxm2", "--level", "l2")
+        d = run_json("linear", "--tokens", "1", "--in-features", "1024", "--out-features", "4096", "--dtype",
+                     "fp16", "--machine", "v100-sxm2", "--level", "l2")
         assert round(d["ridge"]) == 40  # 125e12 / 3.1e12
         assert d["bound"] == "memory"  # 1.0 < 40 as well
 
@@ -81,8 +82,8 @@ class TestSeedNumbersThroughJson:
 
     def test_decode_sweep_reproduces_the_seed_table(self) -> None:
         d = run_json("decode", "--params", "7e9", "--machine", "h100-sxm", "--sweep")
-        printed = [(r["batch"], f"{r['intensity']:.1f}", f"{r['step_s'] * 1e3:.3f}", f"{r['tokens_per_s']:.0f}",
-                    f"{r['mfu'] * 100:.1f}", r["regime"]) for r in d["rows"]]
+        printed = [(r["batch"], f"{r['intensity']:.1f}", f"{r['step_s'] * 1e3:.3f}",
+                    f"{r['tokens_per_s']:.0f}", f"{r['mfu'] * 100:.1f}", r["regime"]) for r in d["rows"]]
         assert printed == [
             (1, "1.0", "4.179", "239", "0.3", "memory"),
             (2, "2.0", "4.179", "479", "0.7", "memory"),
@@ -110,7 +111,8 @@ class TestSeedNumbersThroughJson:
         fused = run_json("elementwise", "--n", "16777216")
         eager = run_json("elementwise", "--n", "16777216", "--no-fused")
         assert (fused["bytes"], eager["bytes"]) == (67_108_864, 134_217_728)  # 2 vs 4 passes of 2 B
-        q = run_json("norm-rope-quant", "--tokens", "4096", "--q-heads", "32", "--kv-heads", "8", "--head-dim", "128")
+        q = run_json("norm-rope-quant", "--tokens", "4096", "--q-heads", "32", "--kv-heads", "8",
+                     "--head-dim", "128")
         assert (q["flops"], q["bytes"]) == (210_206_720, 67_764_736)
         assert q["roof"] == "simt:fp32"
 
@@ -158,7 +160,8 @@ class TestMachineFile:
         profile = tmp_path / "cpu.json"
         profile.write_text(json.dumps({"name": "cpu-server", "peak_flop_per_s": {"fp32": 5.1e12},
                                        "bandwidth_bytes_per_s": {"dram": 307e9}}))
-        d = run_json("gemm", "--m", "512", "--n", "512", "--k", "512", "--dtype", "fp32", "--machine", str(profile))
+        d = run_json("gemm", "--m", "512", "--n", "512", "--k", "512", "--dtype", "fp32", "--machine",
+                     str(profile))
         assert d["machine"] == "cpu-server"
         assert d["ridge"] == pytest.approx(5.1e12 / 307e9)  # 16.6
         assert d["bound"] == "compute"  # 2·512³ / (3·512²·4) = 85.3 > 16.6
@@ -170,7 +173,8 @@ class TestErrors:
         [
             (("gemv",), "unknown ledger formula 'gemv'; known: attention"),
             (("gemm", "--m", "4", "--n", "4"), "gemm: missing parameter(s) k"),
-            (("gemm", "--m", "4", "--n", "4", "--k", "4", "--x", "1"), "gemm: unknown option --x; options: --m, --n"),
+            (("gemm", "--m", "4", "--n", "4", "--k", "4", "--x", "1"),
+             "gemm: unknown option --x; options: --m, --n"),
             (("gemm", "--m", "four", "--n", "4", "--k", "4"), "gemm: m must be int, got 'four'"),
             (("gemm", "--m", "4", "--n", "4", "--k", "4", "--dtype", "fp12"), "unknown dtype 'fp12'"),
             (("gemm", "--m", "4", "--n", "4", "--k", "4", "--sweep"), "--sweep is available for decode"),
@@ -201,8 +205,8 @@ class TestMissingRoof:
 
 
 def test_the_text_fits_an_80_column_terminal() -> None:
-    result = CliRunner().invoke(cli, ["ledger", "attention-traffic", "--sq", "8192", "--skv", "8192", "--d", "128"],
-                                env={"COLUMNS": "80"})
+    result = CliRunner().invoke(cli, ["ledger", "attention-traffic", "--sq", "8192", "--skv", "8192", "--d",
+                                      "128"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     assert max(len(line) for line in result.output.splitlines()) <= 80
     assert "block_m > d/2 = 64" in " ".join(result.output.split())  # wrapped, not cut

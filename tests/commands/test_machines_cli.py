@@ -32,7 +32,8 @@ class TestJson:
         for m in data:
             assert isinstance(m["name"], str) and m["name"]
             assert isinstance(m["peak_flop_per_s"], dict) and m["peak_flop_per_s"]
-            assert set(m["peak_flop_per_s"]) <= {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "fp64_tensor"}
+            assert set(m["peak_flop_per_s"]) <= {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4",
+                                                 "fp64_tensor"}
             assert set(m["bandwidth_bytes_per_s"]) >= {"dram"}
             assert m["sources"].get("bandwidth_bytes_per_s.dram")  # every number has its source
 
@@ -55,7 +56,8 @@ class TestJson:
         ("machine", "expected"),
         [  # seeds/roofline.py `table`: batch = ridge · bytes / 2
             ("h100-sxm", {"bf16": "295", "fp16": "295", "fp8": "148", "fp32": "591"}),  # 989.4/3.35 = 295.3
-            ("a100-80gb", {"bf16": "153", "fp16": "153", "fp8": "77", "fp32": "306"}),  # 312/2.039 = 153.0 (80 GB SXM)
+            # 312/2.039 = 153.0 (80 GB SXM)
+            ("a100-80gb", {"bf16": "153", "fp16": "153", "fp8": "77", "fp32": "306"}),
         ],
     )
     def test_seed_decode_batch_table(self, machine: str, expected: dict[str, str]) -> None:
@@ -67,9 +69,11 @@ class TestJson:
     @pytest.mark.parametrize(
         ("profile", "expected"),
         [  # the seed's two non-GPU rows, as JSON profiles
-            ({"name": "cpu-server", "peak_flop_per_s": {"fp32": 5.1e12}, "bandwidth_bytes_per_s": {"dram": 307e9}},
+            ({"name": "cpu-server", "peak_flop_per_s": {"fp32": 5.1e12},
+              "bandwidth_bytes_per_s": {"dram": 307e9}},
              {"bf16": "17", "fp16": "17", "fp8": "8", "fp32": "33"}),  # ridge 16.6
-            ({"name": "laptop", "peak_flop_per_s": {"fp32": 1.0e12}, "bandwidth_bytes_per_s": {"dram": 200e9}},
+            ({"name": "laptop", "peak_flop_per_s": {"fp32": 1.0e12},
+              "bandwidth_bytes_per_s": {"dram": 200e9}},
              {"bf16": "5", "fp16": "5", "fp8": "2", "fp32": "10"}),  # ridge 5; 2.5 prints as 2
         ],
     )
@@ -141,7 +145,8 @@ class TestText:
 class TestProfileValidation:
     def test_misspelled_rate_keys_exit_2(self, tmp_path: Path) -> None:
         path = tmp_path / "u.json"
-        path.write_text(json.dumps({"name": "x", "peak_flop_per_s": {"fp23": 1e13}, "bandwidth_bytes_per_s": {"dram": 1e12}}))
+        path.write_text(json.dumps({"name": "x", "peak_flop_per_s": {"fp23": 1e13},
+                                    "bandwidth_bytes_per_s": {"dram": 1e12}}))
         result = run("--machine", str(path))
         assert result.exit_code == 2
         assert result.stderr.startswith(f"nsroof: error: {path}: ")

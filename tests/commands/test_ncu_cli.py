@@ -99,9 +99,11 @@ def test_profiles_exports_and_joins_kernels_to_ops_and_modules(standin: Path, tm
     assert profile_call["LC_ALL"] == "C"
     # the default: one step after one warm-up step, in a start/end range (no trailing '/': process-wide, so
     # backward and optimizer kernels are inside it), NCCL's kernels left out by ncu's kernel filter
-    assert argv[:6] == ["--nvtx", "--nvtx-include", "nsroof@nsroof.step", "-k", "regex:^(?!nccl)", "--metrics"]
+    assert argv[:6] == ["--nvtx", "--nvtx-include", "nsroof@nsroof.step", "-k", "regex:^(?!nccl)",
+                        "--metrics"]
     assert argv[6].split(",") == required_metrics(None, "minimal")  # no CUDA here: the generic list
-    assert argv[7:14] == ["--print-units", "base", "-o", str(Path("run.ncu-rep")), "-f", "--log-file", "run.log"]
+    assert argv[7:14] == ["--print-units", "base", "-o", str(Path("run.ncu-rep")), "-f", "--log-file",
+                          "run.log"]
     assert argv[14:17] == [sys.executable, "-m", "nsroof.collectors.ncu_run"]
     assert argv[17:] == ["--range", "nsroof.step", "--modules-file", "run.modules.json", "--after-steps", "1",
                          "--", "train.py"]
@@ -133,20 +135,22 @@ def test_profiles_exports_and_joins_kernels_to_ops_and_modules(standin: Path, tm
     # no --clock-control: ncu's default, base clocks, recorded as such; the log's two kernels, 9 and 7 passes
     assert meta["ncu_clock_control"] == "base"
     sel = meta["ncu_selection"]
-    assert (sel["mode"], sel["nvtx_filter"], sel["kernel_name"]) == ("step", "nsroof@nsroof.step", "regex:^(?!nccl)")
+    assert (sel["mode"], sel["nvtx_filter"], sel["kernel_name"]) == ("step", "nsroof@nsroof.step",
+                                                                     "regex:^(?!nccl)")
     assert (sel["profiled_kernels"], sel["passes_median"], sel["passes_max"]) == (2, 8, 9)
     assert meta["nvtx_backend"] == "nvtx"
 
 
-def test_a_script_that_marks_no_step_is_profiled_again_its_first_kernels(standin: Path, tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_script_that_marks_no_step_is_profiled_again_its_first_kernels(
+        standin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No optimizer step, no nsroof.step(): the step range never opens, ncu writes no report, and the run
     is repeated over the whole script bounded to its first FIRST_KERNELS kernels."""
     from nsroof.collectors.ncu_select import FIRST_KERNELS
 
     monkeypatch.setenv("NCU_STANDIN_NEEDS_RANGE", "1")
     (tmp_path / "train.py").write_text("x = 1\n")
-    result = CliRunner().invoke(cli, ["ncu", "--machine", "h100-sxm", "-o", "run", "--", sys.executable, "train.py"])
+    result = CliRunner().invoke(cli, ["ncu", "--machine", "h100-sxm", "-o", "run", "--", sys.executable,
+                                      "train.py"])
     assert result.exit_code == 0, result.output
     first, second, _export = _calls(standin)
     assert "nsroof@nsroof.step" in first["argv"] and "-c" not in first["argv"]
@@ -163,7 +167,8 @@ def test_a_step_window_that_never_opens_says_how_many_steps_ran(standin: Path, t
     (tmp_path / "train.py").write_text(
         "import torch\np = torch.nn.Parameter(torch.ones(2))\nopt = torch.optim.SGD([p], lr=0.1)\n"
         "p.sum().backward(); opt.step()\n")  # one optimizer step: a window after 3 warm-up steps never opens
-    result = CliRunner().invoke(cli, ["ncu", "--warmup-steps", "3", "-o", "run", "--", sys.executable, "train.py"])
+    result = CliRunner().invoke(cli, ["ncu", "--warmup-steps", "3", "-o", "run", "--", sys.executable,
+                                      "train.py"])
     assert result.exit_code == 2
     assert "no kernel ran inside the NVTX range nsroof@nsroof.step" in result.output
     assert "opens at the end of step 3 and the script marked 1 step(s): lower --warmup-steps" in result.output
@@ -174,8 +179,8 @@ def test_a_named_range_is_the_nvtx_filter_and_the_script_opens_it(standin: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NCU_STANDIN_SKIP_APP", "1")
     (tmp_path / "train.py").write_text("pass\n")
-    result = CliRunner().invoke(cli, ["ncu", "--range", "train_step", "--machine", "h100-sxm", "-o", "out/step",
-                                      "--", "train.py", "--lr", "0.1"])
+    result = CliRunner().invoke(cli, ["ncu", "--range", "train_step", "--machine", "h100-sxm", "-o",
+                                      "out/step", "--", "train.py", "--lr", "0.1"])
     assert result.exit_code == 0, result.output
     argv = _calls(standin)[0]["argv"]
     assert argv[argv.index("--nvtx-include") + 1] == "nsroof@train_step"
@@ -200,8 +205,8 @@ def test_ncus_selection_options_go_to_ncu_never_to_the_script(standin: Path, tmp
     ncu_part, app = argv[:argv.index("--log-file")], argv[argv.index("--log-file") + 2:]
     assert ncu_part[:3] == ["--nvtx", "--nvtx-include", "nsroof@nsroof.run"]
     assert ncu_part[3:22] == ["-k", "regex:gemm", "-c", "50", "-s", "5", "--replay-mode", "application",
-                              "--target-processes", "application-only", "--clock-control", "none", "--set", "full",
-                              "--cache-control", "none", "--import-source", "yes", "--metrics"]
+                              "--target-processes", "application-only", "--clock-control", "none", "--set",
+                              "full", "--cache-control", "none", "--import-source", "yes", "--metrics"]
     assert app[-5:] == ["train.py", "-k", "mine", "-c", "3"]  # the script's own arguments, untouched
     from nsroof.report.parquet import read_metadata
 
@@ -223,7 +228,8 @@ def test_bad_selection_options_are_one_line_errors(args: list[str], message: str
     assert len(result.output.strip().splitlines()) == 1
 
 
-def test_missing_ncu_is_one_line_saying_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_ncu_is_one_line_saying_how_to_get_it(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("NSROOF_NCU", raising=False)
     result = CliRunner().invoke(cli, ["ncu", "--", "python", "train.py"])
@@ -259,7 +265,7 @@ def test_join_keeps_rows_without_nvtx_as_they_were() -> None:
     assert list(out["module"]) == ["", "TinyNet.fc1"]
 
 
-# --------------------------------------------------------------------------- the whole step, dry run, real ncu
+# ------------------------------------------------------------------------- the whole step, dry run, real ncu
 
 
 def _ncu_help_start_end_syntax() -> str:
@@ -280,7 +286,8 @@ def test_the_nvtx_filter_is_a_start_end_range_in_ncus_documented_syntax() -> Non
     assert domain and name  # the documented form has both parts
 
 
-def test_the_bootstraps_range_is_process_wide_so_backward_threads_are_inside(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_bootstraps_range_is_process_wide_so_backward_threads_are_inside(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The bootstrap opens a start/end range (Domain.start_range) around the script: kernels of autograd's
     threads are inside it. A fake domain records the calls, as an NVTX tool would see them."""
     from nsroof.collectors import nvtx_ranges
@@ -319,12 +326,13 @@ def test_the_bootstraps_range_is_process_wide_so_backward_threads_are_inside(mon
                      ("pop", None), ("end", 7)]
 
 
-def test_dry_run_prints_the_commands_and_runs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dry_run_prints_the_commands_and_runs_nothing(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no ncu here: written as `ncu`, resolved where it will run
     monkeypatch.delenv("NSROOF_NCU", raising=False)
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(cli, ["ncu", "--dry-run", "--set", "minimal", "-o", "run", "--", "python", "train.py",
-                                      "--lr", "0.1"])
+    result = CliRunner().invoke(cli, ["ncu", "--dry-run", "--set", "minimal", "-o", "run", "--", "python",
+                                      "train.py", "--lr", "0.1"])
     assert result.exit_code == 0, result.output
     lines = [line for line in result.output.splitlines() if not line.startswith("#")]
     assert len(lines) == 3
@@ -349,7 +357,8 @@ def test_the_dry_runs_last_step_analyzes_an_export(tmp_path: Path) -> None:
     from nsroof.collectors.ncu_run import main
 
     (tmp_path / "run.csv").write_bytes((DATA / "ncu_raw_nvtx.csv").read_bytes())
-    (tmp_path / "run.modules.json").write_text(json.dumps({"module_ranges": ["TinyNet", "TinyNet.fc1", "TinyNet.act"]}))
+    (tmp_path / "run.modules.json").write_text(
+        json.dumps({"module_ranges": ["TinyNet", "TinyNet.fc1", "TinyNet.act"]}))
     assert main(["--analyze", str(tmp_path / "run")]) == 0
     from nsroof.report.parquet import load
 
@@ -363,7 +372,8 @@ def _real_ncu() -> str | None:
     explicit = os.environ.get("NSROOF_NCU")
     if explicit and Path(explicit).is_file():
         return explicit
-    cached = sorted(Path.home().glob(".cache/nsroof-ncu/usr/lib/x86_64-linux-gnu/nsight-compute/target/*/ncu"))
+    cached = sorted(Path.home().glob(
+        ".cache/nsroof-ncu/usr/lib/x86_64-linux-gnu/nsight-compute/target/*/ncu"))
     return str(cached[0]) if cached else shutil.which("ncu")
 
 
@@ -386,7 +396,8 @@ def test_a_real_ncu_accepts_the_built_command(tmp_path: Path) -> None:
         text = proc.stdout + proc.stderr + log
         errors = [line for line in text.splitlines() if line.startswith("==ERROR==")]
         assert errors and "failed to connect to the CUDA driver" in errors[0], text
-        assert not any("option" in e.lower() or "metric" in e.lower() or "nvtx" in e.lower() for e in errors), errors
+        assert not any("option" in e.lower() or "metric" in e.lower() or "nvtx" in e.lower()
+                       for e in errors), errors
 
 
 def _dry_run_profile_line(args: list[str], command: list[str]) -> list[str]:
@@ -399,11 +410,11 @@ def _dry_run_profile_line(args: list[str], command: list[str]) -> list[str]:
     return words[next(i for i, w in enumerate(words) if "=" not in w):]  # without the VAR=value prefix
 
 
-def test_the_issue_dry_run_puts_ncus_options_in_ncus_part_and_estimates(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_issue_dry_run_puts_ncus_options_in_ncus_part_and_estimates(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(cli, ["ncu", "--dry-run", "-k", "regex:gemm", "-c", "50", "-s", "5", "--clock-control",
-                                      "none", "--", "python", "x.py"])
+    result = CliRunner().invoke(cli, ["ncu", "--dry-run", "-k", "regex:gemm", "-c", "50", "-s", "5",
+                                      "--clock-control", "none", "--", "python", "x.py"])
     assert result.exit_code == 0, result.output
     n = len(required_metrics(None, "roofline"))
     passes = -(-n * 6 // 10)  # ceil(n × 0.6)
@@ -420,14 +431,15 @@ def test_the_issue_dry_run_puts_ncus_options_in_ncus_part_and_estimates(tmp_path
     assert list(tmp_path.iterdir()) == []
 
 
-def test_without_the_nvtx_package_the_filter_names_the_default_domain(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_nvtx_package_the_filter_names_the_default_domain(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The profiled interpreter cannot import nvtx (blocked in sitecustomize, as on a machine without the
     package): the probe says so, the filter is the default domain's start/end range and the profiled
     process is told to use torch.cuda.nvtx."""
     block = tmp_path / "block"
     block.mkdir()
-    (block / "sitecustomize.py").write_text("import sys\nsys.modules['nvtx'] = None  # import nvtx -> ImportError\n")
+    (block / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['nvtx'] = None  # import nvtx -> ImportError\n")
     monkeypatch.setenv("PYTHONPATH", str(block))
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["ncu", "--dry-run", "--", sys.executable, "x.py"])
@@ -439,10 +451,12 @@ def test_without_the_nvtx_package_the_filter_names_the_default_domain(tmp_path: 
 
     if importlib.util.find_spec("nvtx") is not None:  # the same interpreter with the package: its own domain
         result = CliRunner().invoke(cli, ["ncu", "--dry-run", "--", sys.executable, "x.py"])
-        assert " --nvtx-include nsroof@nsroof.step " in result.output and "NSROOF_NVTX_BACKEND=nvtx" in result.output
+        assert (" --nvtx-include nsroof@nsroof.step " in result.output
+                and "NSROOF_NVTX_BACKEND=nvtx" in result.output)
 
 
-def test_a_real_ncu_accepts_the_issues_dry_run_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_real_ncu_accepts_the_issues_dry_run_command(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The profile line `nsroof ncu --dry-run -k regex:gemm -c 50 -s 5 --clock-control none` prints, run by
     Nsight Compute 2024.1: every option parses (a bad one would be '==ERROR== the argument for option …'),
     and its one complaint is the missing CUDA driver."""
@@ -456,8 +470,8 @@ def test_a_real_ncu_accepts_the_issues_dry_run_command(tmp_path: Path, monkeypat
     (tmp_path / "x.py").write_text("pass\n")
     for extra in ([], ["--whole", "--replay-mode", "application", "--target-processes", "application-only",
                        "--set", "full", "--ncu-args", "--cache-control none"]):
-        words = _dry_run_profile_line(["-k", "regex:gemm", "-c", "50", "-s", "5", "--clock-control", "none", *extra],
-                                      [sys.executable, "x.py"])
+        words = _dry_run_profile_line(["-k", "regex:gemm", "-c", "50", "-s", "5", "--clock-control", "none",
+                                       *extra], [sys.executable, "x.py"])
         assert words[0] == ncu
         proc = subprocess.run(words, capture_output=True, text=True, timeout=120, cwd=tmp_path,
                               env={**os.environ, "LC_ALL": "C"})
@@ -508,7 +522,8 @@ def test_the_step_window_follows_nsroof_step_over_optimizer_steps(monkeypatch: p
     assert (state["steps_marked"], state["step_source"], state["range_opened"]) == (3, "nsroof", True)
 
 
-def test_ncu_judges_against_the_gpus_cached_measured_profile(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_ncu_judges_against_the_gpus_cached_measured_profile(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     from nsroof.collectors.measure.cache import gpu_cache_path
     from nsroof.collectors.ncu_run import local_machine

@@ -34,7 +34,8 @@ def test_machines_and_their_sources() -> None:
 def test_every_ledger_formula_and_its_source() -> None:
     from nsroof.costs.ledger import registry
 
-    texts = [_out("ledger"), _out("ledger", "--sweep"), _out("ledger", "gemm", "--m", "64", "--n", "64", "--k", "64"),
+    texts = [_out("ledger"), _out("ledger", "--sweep"),
+             _out("ledger", "gemm", "--m", "64", "--n", "64", "--k", "64"),
              _out("ledger", "gemm", "--m", "64", "--n", "64", "--k", "64", "--json")]
     sources = [f.source for f in registry.formulas()]
     assert sources and not [s for s in sources if DEV_PATH.search(s)]

@@ -27,14 +27,16 @@ print(json.dumps({"pool": pa.default_memory_pool().backend_name,
 
 
 def _probe(when: str, **env: str) -> dict[str, str | None]:
-    clean = {k: v for k, v in os.environ.items() if k not in ("ARROW_DEFAULT_MEMORY_POOL", "OPENBLAS_NUM_THREADS")}
-    out = subprocess.run([sys.executable, "-c", _PROBE, when], capture_output=True, text=True, check=True, cwd=REPO,
-                         env={**clean, "PYTHONPATH": str(REPO), **env})
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("ARROW_DEFAULT_MEMORY_POOL", "OPENBLAS_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", _PROBE, when], capture_output=True, text=True, check=True,
+                         cwd=REPO, env={**clean, "PYTHONPATH": str(REPO), **env})
     result: dict[str, str | None] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the system allocator pool is checked on Linux")
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="the system allocator pool is checked on Linux")
 def test_arrow_allocates_through_the_c_library() -> None:
     assert _probe("early") == {"pool": "system", "env": "system", "blas": "1"}
 

@@ -23,7 +23,8 @@ MM_FLOPS = 2 * 512 * 1024 * 256  # = 268,435,456
 MM_BYTES = 4 * (512 * 1024 + 1024 * 256 + 512 * 256)  # = 3,670,016
 
 
-def test_profile_a_script_end_to_end_gives_exact_costs(cpu_machine_json: Path, repo: Path, tmp_path: Path) -> None:
+def test_profile_a_script_end_to_end_gives_exact_costs(cpu_machine_json: Path, repo: Path,
+                                                       tmp_path: Path) -> None:
     out = tmp_path / "r.parquet"
     env = {**os.environ, "PYTHONPATH": str(repo)}
     proc = subprocess.run(
@@ -50,8 +51,9 @@ def test_profile_a_script_end_to_end_gives_exact_costs(cpu_machine_json: Path, r
     trace = tmp_path / "r.trace.json.gz"
     assert meta["inputs"][0]["name"] == trace.name and meta["trace"] == str(trace)
     again = tmp_path / "again.parquet"
-    proc = subprocess.run([sys.executable, "-m", "nsroof", "analyze", str(trace), "--machine", str(cpu_machine_json),
-                           "-o", str(again)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240)
+    proc = subprocess.run([sys.executable, "-m", "nsroof", "analyze", str(trace), "--machine",
+                           str(cpu_machine_json), "-o", str(again)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240)
     assert proc.returncode == 0, proc.stderr
     replay = load(again)
     for column in ("op", "kernel_name", "input_shapes", "nvtx_path", "flops", "bytes", "duration_s", "bound"):
@@ -64,7 +66,8 @@ def test_profile_a_script_end_to_end_gives_exact_costs(cpu_machine_json: Path, r
 
 
 def test_a_missing_script_is_a_one_line_error(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["profile", "-o", str(tmp_path / "r.parquet"), "--", "python", "nope.py"])
+    result = CliRunner().invoke(cli, ["profile", "-o", str(tmp_path / "r.parquet"), "--", "python",
+                                      "nope.py"])
     assert result.exit_code == 2
     assert "nsroof: error: nope.py: no such script" in result.output
     assert not (tmp_path / "r.parquet").exists()
@@ -90,7 +93,8 @@ def test_script_sees_its_own_argv_and_main(cpu_machine_json: Path, tmp_path: Pat
         "    torch.ones(4).sum()\n"
     )
     result = CliRunner().invoke(cli, ["profile", "--machine", str(cpu_machine_json),
-                                      "-o", str(tmp_path / "r.parquet"), "--", "python", str(script), "--lr", "3"])
+                                      "-o", str(tmp_path / "r.parquet"), "--", "python", str(script),
+                                      "--lr", "3"])
     assert result.exit_code == 0, result.output
     assert marker.read_text() == f"{script} --lr 3"
     assert (tmp_path / "r.parquet").exists()
@@ -125,8 +129,8 @@ def _profile(tmp_path: Path, script: str, *extra: str) -> tuple[subprocess.Compl
     out = tmp_path / "r.parquet"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
-        [sys.executable, "-m", "nsroof", "profile", "--machine", str(COLLECTORS / "test-cpu.json"), *extra, "-o", str(out),
-         "--", "python", str(COLLECTORS / script)],
+        [sys.executable, "-m", "nsroof", "profile", "--machine", str(COLLECTORS / "test-cpu.json"), *extra,
+         "-o", str(out), "--", "python", str(COLLECTORS / script)],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=400,
     )
     return proc, out
@@ -146,8 +150,9 @@ def test_a_compiled_training_step_gives_the_original_module_names_and_costs(tmp_
     modules = set(report["module"].astype(str)) - {""}
     assert modules == {"Net"}  # the compiled region: the module torch.compile wrapped, not OptimizedModule
     addmm = report[report["op"].astype(str) == "aten::addmm"]
-    # Inductor calls addmm for each Linear: fc1 (8×16)·(16×32): 2·8·16·32 + 8·32 = 8,448 FLOP; fc2 (8×32)·(32×16):
-    # 2·8·32·16 + 8·16 = 8,320; head (8×16)·(16×4): 2·8·16·4 + 8·4 = 1,056 — once per recorded step
+    # Inductor calls addmm for each Linear: fc1 (8×16)·(16×32): 2·8·16·32 + 8·32 = 8,448 FLOP;
+    # fc2 (8×32)·(32×16): 2·8·32·16 + 8·16 = 8,320; head (8×16)·(16×4): 2·8·16·4 + 8·4 = 1,056 — once
+    # per recorded step
     assert sorted(addmm["flops"].tolist()) == sorted([8448.0, 8320.0, 1056.0] * 3)
     assert (addmm["module"] == "Net").all()
     backward_mm = report[(report["op"].astype(str) == "aten::mm") & (report["module"] == "Net")]
@@ -155,10 +160,12 @@ def test_a_compiled_training_step_gives_the_original_module_names_and_costs(tmp_
     assert report["nvtx_path"].astype(str).str.contains("Net (backward)", regex=False).any()
     from nsroof.costs.ledger.aten import INDUCTOR_CPU_REASON
 
-    # Inductor's fused C++ kernels are rows of their own (nsroof profile turns on cpp.enable_kernel_profile), in
-    # the compiled module, uncosted with the cause said: fc1's relu forward, its threshold_backward backward
+    # Inductor's fused C++ kernels are rows of their own (nsroof profile turns on
+    # cpp.enable_kernel_profile), in the compiled module, uncosted with the cause said: fc1's relu
+    # forward, its threshold_backward backward
     fused = report[report["op"].astype(str).str.contains("cpp_fused_", regex=False)]
-    assert {"graph_0_cpp_fused_relu_0", "graph_0_cpp_fused_sum_threshold_backward_1"} <= set(fused["op"].astype(str))
+    assert ({"graph_0_cpp_fused_relu_0", "graph_0_cpp_fused_sum_threshold_backward_1"}
+            <= set(fused["op"].astype(str)))
     assert (fused["module"] == "Net").all() and (fused["missing"].astype(str) == INDUCTOR_CPU_REASON).all()
 
 
@@ -177,13 +184,15 @@ def test_a_script_setting_tf32_through_the_new_api_profiles(tmp_path: Path) -> N
     assert set(linear["module"]) == {"Linear"}
 
 
-def test_profile_capture_traces_reach_the_report(cpu_machine_json: Path, data_dir: Path, tmp_path: Path) -> None:
+def test_profile_capture_traces_reach_the_report(cpu_machine_json: Path, data_dir: Path,
+                                                 tmp_path: Path) -> None:
     # --capture hands the capture traces to the report's import (nsroof.importers.trace.graphs); a CPU run has
     # no graph replay for them to map, and the report says so rather than dropping them silently
     script = tmp_path / "one.py"
     script.write_text("import torch\ntorch.ones(4).sum()\n")
     capture = data_dir / "traces" / "graph_capture.json"
-    result = CliRunner().invoke(cli, ["profile", "--all-steps", "--machine", str(cpu_machine_json), "--capture",
-                                      str(capture), "-o", str(tmp_path / "r.parquet"), "--", "python", str(script)])
+    result = CliRunner().invoke(cli, ["profile", "--all-steps", "--machine", str(cpu_machine_json),
+                                      "--capture", str(capture), "-o", str(tmp_path / "r.parquet"), "--",
+                                      "python", str(script)])
     assert result.exit_code == 0, result.output
     assert "--capture maps nothing" in result.output

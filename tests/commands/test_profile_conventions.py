@@ -47,8 +47,8 @@ def script(tmp_path: Path) -> Path:
 
 
 def _profile(tmp_path: Path, script: Path, *args: str) -> tuple[int, str]:
-    r = CliRunner().invoke(cli, ["profile", "--machine", str(MACHINE), "-o", str(tmp_path / "r.parquet"), "--",
-                                 "python", str(script), *args])
+    r = CliRunner().invoke(cli, ["profile", "--machine", str(MACHINE), "-o", str(tmp_path / "r.parquet"),
+                                 "--", "python", str(script), *args])
     return r.exit_code, r.stderr
 
 
@@ -74,9 +74,11 @@ def test_kineto_lines_are_filtered_from_file_descriptor_2(capfd: pytest.CaptureF
     from nsroof.collectors.script import filtered_stderr
 
     with filtered_stderr():
-        os.write(2, b"USDT:2026-12-01 22:03:02 11683:11683 SyncActivityProfilerHandler.cpp:52] profiler_start\n")
+        os.write(2, b"USDT:2026-12-01 22:03:02 11683:11683 SyncActivityProfilerHandler.cpp:52] "
+                    b"profiler_start\n")
         os.write(2, b"a line of the user's own\n")
-        os.write(2, b"USDT:2026-12-01 22:03:02 11683:11683 SyncActivityProfilerHandler.cpp:59] profiler_stop\n")
+        os.write(2, b"USDT:2026-12-01 22:03:02 11683:11683 SyncActivityProfilerHandler.cpp:59] "
+                    b"profiler_stop\n")
     assert capfd.readouterr().err == "a line of the user's own\n"
 
 
@@ -86,8 +88,9 @@ def test_ctrl_c_exits_130_and_keeps_the_trace(
     ready = tmp_path / "ready"
     env = {**os.environ, "PYTHONPATH": str(repo)}
     # SIGINT as a shell delivers it (a parent started in the background may have it ignored)
-    proc = subprocess.Popen([sys.executable, "-m", "nsroof", "profile", "--machine", str(cpu_machine_json), "-o",
-                             str(tmp_path / "r.parquet"), "--", "python", str(script), "wait", str(ready)],
+    proc = subprocess.Popen([sys.executable, "-m", "nsroof", "profile", "--machine", str(cpu_machine_json),
+                             "-o", str(tmp_path / "r.parquet"), "--", "python", str(script), "wait",
+                             str(ready)],
                             env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120

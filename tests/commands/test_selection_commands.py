@@ -43,7 +43,8 @@ def test_plot_selects_titles_and_sizes(reports: tuple[Path, Path], tmp_path: Pat
     assert Image.open(out).size[0] == pytest.approx((5 + 10.0 - 6.6) * 50, abs=2)
 
 
-def test_an_empty_selection_is_an_error_not_an_empty_chart(reports: tuple[Path, Path], tmp_path: Path) -> None:
+def test_an_empty_selection_is_an_error_not_an_empty_chart(reports: tuple[Path, Path],
+                                                           tmp_path: Path) -> None:
     full, _ = reports
     for command, out in (("plot", tmp_path / "c.png"), ("report", tmp_path / "r.html")):
         code, stdout, err = _run(command, str(full), "-o", str(out), "--nvtx", "nomatch")
@@ -63,7 +64,8 @@ def test_compare_of_an_empty_and_a_full_report_is_one_line(reports: tuple[Path, 
     for args in ((str(empty), str(full)), (str(empty), str(full), "--no-ranges")):
         code, stdout, err = _run("compare", *args)
         assert code == 0 and err == ""
-        assert stdout == f"nothing to compare: {empty} has no kernels ({full} has 15; every kernel is added)\n"
+        assert stdout == (f"nothing to compare: {empty} has no kernels "
+                          f"({full} has 15; every kernel is added)\n")
     code, stdout, _ = _run("compare", str(full), str(empty))
     assert code == 0 and "every kernel is removed" in stdout and stdout.count("\n") == 1
     code, stdout, _ = _run("compare", str(empty), str(full), "--json")

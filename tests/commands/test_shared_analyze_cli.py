@@ -14,7 +14,8 @@ from nsroof.cli import cli
 from tests._paths import SHARED_FIXTURES
 
 FOLDERS = ("csv", "converted", "synthetic", "rep", "traces")
-FILES = sorted(f"{p.parent.name}/{p.name}" for folder in FOLDERS for p in (SHARED_FIXTURES / folder).glob("*") if p.is_file())
+FILES = sorted(f"{p.parent.name}/{p.name}" for folder in FOLDERS for p in (SHARED_FIXTURES / folder).glob("*")
+               if p.is_file())
 
 # ncu could not run at all: the file is two ==ERROR== lines and no CSV (MANIFEST.md)
 ERROR_ONLY = {"csv/llmperfopt__error_only_raw.csv"}
@@ -36,7 +37,8 @@ def _needs_module(relative: str) -> bool:
     return ncu_rep._load_ncu_report_module() is None and ncu_rep.shutil.which("ncu") is None
 
 
-@pytest.mark.parametrize("relative", [_param(f) for f in FILES if f not in ERROR_ONLY] or ["<no shared fixtures>"])
+@pytest.mark.parametrize("relative",
+                         [_param(f) for f in FILES if f not in ERROR_ONLY] or ["<no shared fixtures>"])
 def test_analyze_writes_a_full_report(shared_fixtures: Path, tmp_path: Path, relative: str) -> None:
     from nsroof.schema import COLUMNS
 

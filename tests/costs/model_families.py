@@ -1,6 +1,7 @@
 """Small versions of the model families issue #25 measures (LSTM+GRU, transformer encoder in eval on its fast
 path, a depthwise/pointwise CNN with norms and resize, an MoE with F.grouped_mm, a llama-style block), each as
-one training or inference step to run under nsroof.profile. Sizes are small so the five run in seconds on CPU."""
+one training or inference step to run under nsroof.profile. Sizes are small so the five run in seconds on
+CPU."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from torch import nn
 
 
 def lstm_gru() -> Callable[[], None]:
-    lstm, gru, head = nn.LSTM(32, 64, num_layers=2, batch_first=True), nn.GRU(64, 64, batch_first=True), nn.Linear(64, 8)
+    lstm, gru, head = (nn.LSTM(32, 64, num_layers=2, batch_first=True), nn.GRU(64, 64, batch_first=True),
+                       nn.Linear(64, 8))
     x, y = torch.randn(4, 16, 32), torch.randint(0, 8, (4,))
     params = [*lstm.parameters(), *gru.parameters(), *head.parameters()]
     opt = torch.optim.SGD(params, lr=0.01)
@@ -73,7 +75,8 @@ def moe_grouped_mm() -> Callable[[], None]:
             rows = x.index_select(0, order // top_k)
             h = F.silu(F.grouped_mm(rows, w1, offs=offs))
             out = F.grouped_mm(h, w2, offs=offs)
-            y = torch.zeros_like(x).index_add_(0, order // top_k, out * weights.flatten().index_select(0, order).unsqueeze(1))
+            y = torch.zeros_like(x).index_add_(0, order // top_k,
+                                               out * weights.flatten().index_select(0, order).unsqueeze(1))
             y.sum()
 
     return step

@@ -1,5 +1,5 @@
-"""nsroof.costs.analytic_rows: the text columns read without pandas' string round trip hold what the round trip
-gives, and the analytic table reads each distinct cost once."""
+"""nsroof.costs.analytic_rows: the text columns read without pandas' string round trip hold what the round
+trip gives, and the analytic table reads each distinct cost once."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def test_texts_and_as_str_are_the_round_trip_through_str(kind: str) -> None:
     assert texts(frame, "c", "kernel").tolist() == [v or "kernel" for v in slow.tolist()]
     got, want = as_str(column), column.astype(str).to_numpy()
     assert [type(v) for v in got] == [type(v) for v in want]
-    assert pd.isna(got).tolist() == pd.isna(want).tolist() and got[~pd.isna(got)].tolist() == want[~pd.isna(want)].tolist()
+    assert (pd.isna(got).tolist() == pd.isna(want).tolist()
+            and got[~pd.isna(got)].tolist() == want[~pd.isna(want)].tolist())
 
 
 def test_the_analytic_table_of_rows_sharing_costs_is_that_of_each_row() -> None:
@@ -41,7 +42,7 @@ def test_the_analytic_table_of_rows_sharing_costs_is_that_of_each_row() -> None:
     assert table["analytic_op_id"].tolist() == [3, 4, pd.NA, 3, pd.NA]
     # add: 4·8 = 32 FLOP, each kernel its share
     assert table["analytic_flops"].tolist()[:2] == [add.flops, add.flops * 0.5] == [32.0, 16.0]
-    assert table["analytic_label"].tolist() == [add.label, f"{add.label} ×0.5 (1 of 2 kernels)", "", add.label,
-                                                add.label]
+    assert table["analytic_label"].tolist() == [add.label, f"{add.label} ×0.5 (1 of 2 kernels)", "",
+                                                add.label, add.label]
     assert table["analytic_origin"].tolist() == ["analytic", "analytic", "", "analytic", "trace"]
     assert table["analytic_missing"].tolist() == ["", "", "why", "", ""]

@@ -40,9 +40,11 @@ def _kernel(name: str, ts: float, dur: float, corr: int) -> dict[str, Any]:
 def _linear(*kernels: tuple[str, float]) -> list[dict[str, Any]]:
     """aten::linear -> aten::addmm(bias 32, 8×16 · 16×32), which launches `kernels` (name, dur µs)."""
     events = [
-        _x("cpu_op", "aten::linear", 101.0, 40.0, **{"External id": 10, "Input Dims": [[8, 16], [32, 16], [32]],
+        _x("cpu_op", "aten::linear", 101.0, 40.0, **{"External id": 10,
+                                                    "Input Dims": [[8, 16], [32, 16], [32]],
                                                     "Input type": FLOAT3}),
-        _x("cpu_op", "aten::addmm", 102.0, 30.0, **{"External id": 11, "Input Dims": [[32], [8, 16], [16, 32], [], []],
+        _x("cpu_op", "aten::addmm", 102.0, 30.0, **{"External id": 11,
+                                                   "Input Dims": [[32], [8, 16], [16, 32], [], []],
                                                    "Input type": [*FLOAT3, "Scalar", "Scalar"]}),
     ]
     for n, (name, dur) in enumerate(kernels):
@@ -62,12 +64,13 @@ def _costs(tmp_path: Path, events: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.concat([kernels[["kernel_name", "op"]], a.analytic], axis=1)
 
 
-# addmm = gemm-bias(m=8, n=32, k=16, bias 32): 2·8·32·16 + 8·32 = 8,448 FLOP; bytes 4·(32 + 8·16 + 16·32 + 8·32) =
-# 4·928 = 3,712
+# addmm = gemm-bias(m=8, n=32, k=16, bias 32): 2·8·32·16 + 8·32 = 8,448 FLOP; bytes
+# 4·(32 + 8·16 + 16·32 + 8·32) = 4·928 = 3,712
 ADDMM_FLOPS, ADDMM_BYTES = 8448, 3712
 
 
-def test_a_kernel_is_costed_by_its_innermost_launching_op_and_the_composite_adds_nothing(tmp_path: Path) -> None:
+def test_a_kernel_is_costed_by_its_innermost_launching_op_and_the_composite_adds_nothing(
+        tmp_path: Path) -> None:
     k = _costs(tmp_path, _linear(("ampere_sgemm_32x32_sliced1x4_tn", 12.5))).iloc[0]
     assert (k["analytic_flops"], k["analytic_bytes"]) == (ADDMM_FLOPS, ADDMM_BYTES)
     assert (k["analytic_formula"], k["analytic_role"], k["analytic_op_id"]) == ("gemm-bias", "own", 1)
@@ -85,11 +88,13 @@ def test_a_split_k_reduction_carries_none_of_the_gemm_flops(tmp_path: Path) -> N
 
 def test_a_copy_under_a_matmul_carries_none_of_the_bmm_flops(tmp_path: Path) -> None:
     events = [
-        _x("cpu_op", "aten::matmul", 100.0, 50.0, **{"External id": 1, "Input Dims": [[4, 16, 32], [4, 32, 8]],
+        _x("cpu_op", "aten::matmul", 100.0, 50.0, **{"External id": 1,
+                                                    "Input Dims": [[4, 16, 32], [4, 32, 8]],
                                                     "Input type": ["float", "float"]}),
         _x("cpu_op", "aten::contiguous", 101.0, 10.0, **{"External id": 2}),
         _x("cpu_op", "aten::copy_", 102.0, 5.0, **{"External id": 3}),  # no shapes: no cost of its own
-        _launch(103.0, 200, 3), _kernel("void at::native::unrolled_elementwise_kernel<copy>", 300.0, 20.0, 200),
+        _launch(103.0, 200, 3),
+        _kernel("void at::native::unrolled_elementwise_kernel<copy>", 300.0, 20.0, 200),
         _x("cpu_op", "aten::bmm", 120.0, 20.0, **{"External id": 4, "Input Dims": [[4, 16, 32], [4, 32, 8]],
                                                  "Input type": ["float", "float"]}),
         _launch(121.0, 201, 4), _kernel("ampere_sgemm_64x32_sliced1x4_nn", 330.0, 5.0, 201),
@@ -107,18 +112,19 @@ def test_a_conv_backward_splits_by_gradient_never_by_time(tmp_path: Path) -> Non
     concrete = ["", "", "", "[8]", "[1, 1]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "1", mask]
     events = [
         _x("cpu_op", "aten::convolution_backward", 100.0, 50.0, **{
-            "External id": 1, "Input Dims": [[2, 8, 14, 14], [2, 4, 16, 16], [8, 4, 3, 3]], "Input type": FLOAT3,
-            "Concrete Inputs": concrete}),
+            "External id": 1, "Input Dims": [[2, 8, 14, 14], [2, 4, 16, 16], [8, 4, 3, 3]],
+            "Input type": FLOAT3, "Concrete Inputs": concrete}),
         _launch(101.0, 300, 1), _kernel("sm80_xmma_dgrad_implicit_gemm_f32f32", 200.0, 30.0, 300),
         _launch(102.0, 301, 1), _kernel("sm80_xmma_wgrad_implicit_gemm_f32f32", 240.0, 10.0, 301),
         _launch(103.0, 302, 1), _kernel("void cudnn::reduce_kernel<float>", 260.0, 2.0, 302),
     ]
     rows = _costs(tmp_path, events)
-    # conv2d-backward(N=2, C=4, 16×16 -> K=8, 14×14, 3×3): dX = dW = 2·2·8·14·14·4·9 = 225,792 FLOP; dB = one add
-    # per dY element 2·8·14·14 = 3,136; the whole op 454,720
+    # conv2d-backward(N=2, C=4, 16×16 -> K=8, 14×14, 3×3): dX = dW = 2·2·8·14·14·4·9 = 225,792 FLOP;
+    # dB = one add per dY element 2·8·14·14 = 3,136; the whole op 454,720
     assert list(rows["analytic_flops"]) == [225792, 225792, 3136]
     assert rows["analytic_flops"].sum() == 454720
-    assert "input gradient" in rows["analytic_label"].iloc[0] and "weight gradient" in rows["analytic_label"].iloc[1]
+    assert ("input gradient" in rows["analytic_label"].iloc[0]
+            and "weight gradient" in rows["analytic_label"].iloc[1])
 
 
 def test_two_gemm_kernels_of_one_op_share_evenly_and_say_so(tmp_path: Path) -> None:
@@ -129,7 +135,8 @@ def test_two_gemm_kernels_of_one_op_share_evenly_and_say_so(tmp_path: Path) -> N
 
 def test_copies_and_ops_without_shapes_say_why_they_have_no_cost(tmp_path: Path) -> None:
     events = _linear(("ampere_sgemm", 10.0))
-    events += [_launch(110.0, 150, 10), _x("gpu_memcpy", "Memcpy HtoD", 400.0, 3.0, pid=0, tid=7, correlation=150)]
+    events += [_launch(110.0, 150, 10),
+               _x("gpu_memcpy", "Memcpy HtoD", 400.0, 3.0, pid=0, tid=7, correlation=150)]
     rows = _costs(tmp_path, events).set_index("kernel_name")
     assert rows.loc["Memcpy HtoD", "analytic_missing"].startswith("a memory copy or set, not a kernel")
     for e in events:
@@ -212,7 +219,8 @@ def test_an_op_levels_time_is_its_kernels_summed_as_numpy_sums_them() -> None:
 
 def test_cpu_rows_count_the_op_time_once(tmp_path: Path) -> None:
     kernels, facts = _read(tmp_path, [
-        _x("cpu_op", "aten::linear", 100.0, 40.0, **{"Input Dims": [[8, 16], [32, 16], [32]], "Input type": FLOAT3}),
+        _x("cpu_op", "aten::linear", 100.0, 40.0,
+           **{"Input Dims": [[8, 16], [32, 16], [32]], "Input type": FLOAT3}),
         _x("cpu_op", "aten::t", 101.0, 2.0),
         _x("cpu_op", "aten::addmm", 105.0, 30.0, **{"Input Dims": [[32], [8, 16], [16, 32], [], []],
                                                    "Input type": [*FLOAT3, "Scalar", "Scalar"]}),
@@ -234,8 +242,9 @@ def test_cpu_rows_count_the_op_time_once(tmp_path: Path) -> None:
 def test_a_composite_ops_own_time_says_its_work_is_on_the_ops_it_calls(tmp_path: Path) -> None:
     kernels, facts = _read(tmp_path, [
         _x("cpu_op", "aten::cross_entropy_loss", 100.0, 50.0, **{"Input Dims": [[4, 10], [4], [], [], [], []],
-                                                                 "Input type": ["float", "long int", "", "Scalar",
-                                                                                "Scalar", "Scalar"]}),
+                                                                 "Input type": ["float", "long int", "",
+                                                                                "Scalar", "Scalar",
+                                                                                "Scalar"]}),
         _x("cpu_op", "aten::log_softmax", 110.0, 30.0, **{"Input Dims": [[4, 10], [], []],
                                                           "Input type": ["float", "Scalar", ""],
                                                           "Concrete Inputs": ["", "1", ""]}),
@@ -243,13 +252,14 @@ def test_a_composite_ops_own_time_says_its_work_is_on_the_ops_it_calls(tmp_path:
     ])
     c = costed(kernels, facts.ops)
     rows = c.kernels.assign(missing=c.quantities["missing_flops"].to_numpy()).set_index("op")
-    assert rows.loc["aten::cross_entropy_loss", "gpu__time_duration.sum"] == pytest.approx(20e-6)  # 50 − 30 µs
+    # 50 − 30 µs
+    assert rows.loc["aten::cross_entropy_loss", "gpu__time_duration.sum"] == pytest.approx(20e-6)
     assert rows.loc["aten::cross_entropy_loss", "missing"] == COMPOSITE_REASON
     assert rows.loc["aten::log_softmax", "missing"] == ""
     assert rows.loc["aten::randperm", "missing"] == "no formula for aten::randperm"
 
 
-# --------------------------------------------------------------------------- FlopCounterMode and the shared traces
+# --------------------------------------------------------------------- FlopCounterMode and the shared traces
 
 
 def test_op_level_flops_equal_flop_counter_mode(tmp_path: Path) -> None:
@@ -300,7 +310,8 @@ def test_no_copy_transpose_elementwise_or_reduce_kernel_carries_gemm_conv_or_att
         kernels, facts = imported(path)  # importers.read, parsed once per process
         c = costed(kernels, facts.ops)
         k, q = c.kernels, c.quantities
-        helper = k["function"].astype(str).str.contains(AUX).to_numpy() if "function" in k else np.zeros(len(k), bool)
+        helper = (k["function"].astype(str).str.contains(AUX).to_numpy() if "function" in k
+                  else np.zeros(len(k), bool))
         heavy = q["flops_source"].astype(str).str.contains(HEAVY).to_numpy()
         wrong = k.reindex(columns=["function", "op"])[helper & heavy]
         assert wrong.empty, f"{path.name}: {wrong.head().to_dict('records')}"

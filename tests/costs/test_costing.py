@@ -32,9 +32,11 @@ def test_analyzing_an_ncu_export_imports_neither_the_ledger_nor_the_attribution_
               f"try:\n    cli.main(['analyze', {str(NCU_EXPORT)!r}, '-o', {str(out)!r}, '-q'])\n"
               "except SystemExit as exc:\n    assert exc.code in (0, None), exc.code\n"
               "print(json.dumps(sorted(m for m in sys.modules if m.startswith('nsroof.'))))\n")
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, check=True)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
+                         check=True)
     loaded = json.loads(run.stdout.strip().splitlines()[-1])
     assert out.is_file()
     assert "nsroof.counters.quantities" in loaded and "nsroof.costs.costing" in loaded  # the analysis ran
     assert not [m for m in loaded if m.startswith(("nsroof.costs.ledger", "nsroof.costs.attribution",
-                                                   "nsroof.costs.op_table", "nsroof.costs.analytic_fill"))], loaded
+                                                   "nsroof.costs.op_table",
+                                                   "nsroof.costs.analytic_fill"))], loaded

@@ -1,8 +1,8 @@
 """The model families of issue #25 under nsroof.profile on CPU: at least 95% of their op time costed and no op
 with 1% or more uncosted. Pure views and allocations (they move no data) and the autograd engine's and
-optimizer's own bookkeeping (rows that are no operator: `autograd::engine::evaluate_function: …`, `…Backward0`
-nodes, AccumulateGrad) and a composite op's own dispatch time (its work is on the ops it calls) are set aside, by
-the reason nsroof.costs.ledger.aten gives them."""
+optimizer's own bookkeeping (rows that are no operator: `autograd::engine::evaluate_function: …`,
+`…Backward0` nodes, AccumulateGrad) and a composite op's own dispatch time (its work is on the ops it calls)
+are set aside, by the reason nsroof.costs.ledger.aten gives them."""
 
 from __future__ import annotations
 

@@ -35,9 +35,11 @@ def _bmms(path: Path) -> list[tuple[float, str]]:
 def test_a_causal_math_attention_counts_the_visible_scores_forward_and_backward(tmp_path: Path) -> None:
     bmms = _bmms(_math_attention_trace(tmp_path, causal=True))
     # 2 forward bmm's (QKᵀ, PV) and 4 backward (dV, dP, dQ, dK), each 2·bh·scores·d; sq = skv = 64 causal:
-    # 64·65/2 = 2,080 of 4,096 scores visible per head -> 2·2·2,080·16 = 133,120 FLOP (not 2·2·4,096·16 = 262,144)
+    # 64·65/2 = 2,080 of 4,096 scores visible per head -> 2·2·2,080·16 = 133,120 FLOP
+    # (not 2·2·4,096·16 = 262,144)
     assert [f for f, _ in bmms] == [2 * 2 * 2_080 * 16] * 6
-    assert sum("(math path, backward)" in s for _, s in bmms) == 4 and all("2,080 of 4,096" in s for _, s in bmms)
+    assert (sum("(math path, backward)" in s for _, s in bmms) == 4
+            and all("2,080 of 4,096" in s for _, s in bmms))
     # the forward's two equal the fused formula's matmul term, 4·bh·pairs·d = 4·2·2,080·16 = 266,240
     from nsroof.costs.ledger.aten import op_cost
 

@@ -1,5 +1,5 @@
-"""nsroof.costs.op_table: the ops table's costs and units, computed once per distinct call and a tree level at a
-time for all ops, are those of pricing each op by itself (op_cost) and walking up its parents one by one."""
+"""nsroof.costs.op_table: the ops table's costs and units, computed once per distinct call and a tree level at
+a time for all ops, are those of pricing each op by itself (op_cost) and walking up its parents one by one."""
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def forest(seed: int, hostile: bool = True) -> list[tuple[int, int, int]]:
 
 
 def reference_unit(rows: list[tuple[int, int, int]], op_id: int) -> int:
-    """The innermost op at or above op_id whose op_cost is known, walking parents one by one (each op once)."""
+    """The innermost op at or above op_id whose op_cost is known, walking parents one by one (each op
+    once)."""
     parent = {r[0]: r[1] for r in rows}
     call = {r[0]: CALLS[r[2]] for r in rows}
     seen: set[int] = set()
@@ -72,8 +73,8 @@ def reference_unit(rows: list[tuple[int, int, int]], op_id: int) -> int:
 
 def same_cost(a: OpCost, b: OpCost) -> bool:
     nan = (math.isnan(a.flops) and math.isnan(b.flops)) and (math.isnan(a.bytes) and math.isnan(b.bytes))
-    return (nan or (a.flops, a.bytes) == (b.flops, b.bytes)) and (a.label, a.missing, a.precision, a.formula) == (
-        b.label, b.missing, b.precision, b.formula)
+    return (nan or (a.flops, a.bytes) == (b.flops, b.bytes)) and (
+        (a.label, a.missing, a.precision, a.formula) == (b.label, b.missing, b.precision, b.formula))
 
 
 def test_units_walked_together_are_each_ops_own_walk(monkeypatch: Any) -> None:
@@ -107,12 +108,14 @@ def reference_enclosing(rows: list[tuple[int, int, int]], op_id: int) -> list[in
 
 
 def test_outermost_costed_walked_together_is_each_ops_own_walk() -> None:
-    for seed, hostile in ((0, False), (1, False), (3, True)):  # hostile: a cycle, a chain deeper than the levels
+    # hostile: a cycle, a chain deeper than the levels
+    for seed, hostile in ((0, False), (1, False), (3, True)):
         rows = forest(seed, hostile=hostile)
         table = OpTable(ops_frame(rows))
         ids = [r[0] for r in rows]
         known = {r[0] for r in rows if op_cost(*CALLS[r[2]]).known}
-        expected = [next((j for j in reversed([i, *reference_enclosing(rows, i)]) if j in known), -1) for i in ids]
+        expected = [next((j for j in reversed([i, *reference_enclosing(rows, i)]) if j in known), -1)
+                    for i in ids]
         assert table.outermost_costed_at(table.rows_of(np.array(ids))).tolist() == expected
     assert expected[-1] == 600  # the deep chain: its costed root
 
@@ -125,7 +128,8 @@ def test_ops_with_a_costed_op_inside_are_marked_once_each() -> None:
         inside = {j for i in known for j in reference_enclosing(rows, rows[i][0])}
         marked = table.costed_inside(np.array(known, dtype="int64"))
         assert {rows[i][0] for i in np.flatnonzero(marked).tolist()} == inside
-    assert not marked[[r[0] for r in rows].index(600)]  # the deep chain's costed root has nothing costed inside
+    # the deep chain's costed root has nothing costed inside
+    assert not marked[[r[0] for r in rows].index(600)]
     # a costed op at the bottom of a chain deeper than the levels walked at once marks the whole chain
     chain = [(700, -1, 3)] + [(701 + d, 700 + d, 3) for d in range(_LEVELS + 10)]
     chain.append((900, chain[-1][0], 2))
@@ -137,7 +141,8 @@ def test_ops_with_a_costed_op_inside_are_marked_once_each() -> None:
 def test_every_op_is_priced_as_op_cost_prices_it_alone() -> None:
     rows = forest(7)
     frame = ops_frame(rows)
-    # half the calls with arguments of their own (equal lists, other objects), half sharing them as a decoder does
+    # half the calls with arguments of their own (equal lists, other objects), half sharing them as a decoder
+    # does
     for column in ("input_shapes", "input_dtypes"):
         frame[column] = [copy.deepcopy(v) if i % 2 else v for i, v in enumerate(frame[column])]
     table = OpTable(frame)

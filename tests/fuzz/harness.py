@@ -214,8 +214,8 @@ def run_cases(numbers: list[int], seeds: list[Any], seed: int, *, jobs: int = 1,
             done.append(result)
             if progress and len(done) % 250 == 0:
                 counts = Counter(r.outcome for r in done)
-                print(f"  {len(done)}/{len(numbers)}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
-                      flush=True)
+                print(f"  {len(done)}/{len(numbers)}: "
+                      + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), flush=True)
         return result
 
     try:
@@ -238,11 +238,13 @@ def summary(results: list[Result]) -> str:
         c = by_mutation[m]
         lines.append(f"  {m:<18} " + ", ".join(f"{o} {c[o]}" for o in OUTCOMES if c[o]))
     slow = sorted(results, key=lambda r: r.seconds, reverse=True)[:3]
-    lines.append("slowest: " + "; ".join(f"case {r.number} ({r.mutation} of {r.seed}) {r.seconds:.2f} s" for r in slow))
+    lines.append("slowest: " + "; ".join(f"case {r.number} ({r.mutation} of {r.seed}) {r.seconds:.2f} s"
+                                         for r in slow))
     seen: dict[tuple[str, str], Result] = {}
     for r in results:
         if r.outcome in BAD:
-            seen.setdefault((r.outcome, r.detail.split(" at ")[-1] if r.outcome == "crash" else r.detail[:60]), r)
+            seen.setdefault((r.outcome,
+                             r.detail.split(" at ")[-1] if r.outcome == "crash" else r.detail[:60]), r)
     for (outcome, _), r in sorted(seen.items()):
         lines.append(f"{outcome.upper()}: case {r.number} ({r.mutation} of {r.seed}): {r.detail}")
     return "\n".join(lines)
@@ -255,8 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="the mutation seed (default 1)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds before a case counts as a hang")
-    ap.add_argument("--no-shared", action="store_true", help="the repo's own seeds only, not ../shared/fixtures")
-    ap.add_argument("--blank-count", type=int, default=1_000_000, help="blank lines the blank_lines mutation adds")
+    ap.add_argument("--no-shared", action="store_true",
+                    help="the repo's own seeds only, not ../shared/fixtures")
+    ap.add_argument("--blank-count", type=int, default=1_000_000,
+                    help="blank lines the blank_lines mutation adds")
     ap.add_argument("--save", type=Path, help="keep the bytes of every bad case (or of --case) here")
     ap.add_argument("--case", type=int, help="run this one case number")
     args = ap.parse_args(argv)

@@ -153,9 +153,9 @@ def unbalanced_quote(rng: random.Random, data: bytes) -> bytes:
 
 
 def rename_header(rng: random.Random, data: bytes) -> bytes:
-    names = [b'"ID"', b'"Kernel Name"', b'"Metric Name"', b'"Metric Value"', b'"Metric Unit"', b'"Section Name"',
-             b'"gpu__time_duration.sum"', b'"dram__bytes.sum"', b'"traceEvents"', b'"name"', b'"dur"', b'"ts"',
-             b"Section:", b"gpu__time_duration.sum"]
+    names = [b'"ID"', b'"Kernel Name"', b'"Metric Name"', b'"Metric Value"', b'"Metric Unit"',
+             b'"Section Name"', b'"gpu__time_duration.sum"', b'"dram__bytes.sum"', b'"traceEvents"',
+             b'"name"', b'"dur"', b'"ts"', b"Section:", b"gpu__time_duration.sum"]
     present = [n for n in names if n in data]
     if not present:
         return flip_bytes(rng, data)
@@ -166,9 +166,9 @@ def rename_header(rng: random.Random, data: bytes) -> bytes:
 
 # unit -> a unit of another dimension: a value that would be converted and used with the wrong meaning
 _WRONG_UNITS = {
-    b"usecond": b"Kbyte", b"nsecond": b"Gbyte", b"msecond": b"byte", b"Mbyte": b"usecond", b"Kbyte": b"nsecond",
-    b"Gbyte": b"msecond", b"byte": b"usecond", b"Ghz": b"Kbyte", b"cycle/nsecond": b"byte", b"inst": b"nsecond",
-    b"cycle": b"Mbyte",
+    b"usecond": b"Kbyte", b"nsecond": b"Gbyte", b"msecond": b"byte", b"Mbyte": b"usecond",
+    b"Kbyte": b"nsecond", b"Gbyte": b"msecond", b"byte": b"usecond", b"Ghz": b"Kbyte",
+    b"cycle/nsecond": b"byte", b"inst": b"nsecond", b"cycle": b"Mbyte",
 }
 
 
@@ -215,7 +215,8 @@ def swap_unit(rng: random.Random, data: bytes) -> bytes:
                 at.append(pos + (1 if k == 0 else 0))
                 pos += len(cell) + 3
             for k, (name, unit) in enumerate(zip(names, units, strict=False)):
-                if _KNOWN.search(name) and _read_by_roofline(name.strip(b'"')) and re.fullmatch(_UNIT, unit.strip(b'"\r')):
+                if (_KNOWN.search(name) and _read_by_roofline(name.strip(b'"'))
+                        and re.fullmatch(_UNIT, unit.strip(b'"\r'))):
                     u = unit.strip(b'"\r')
                     spots.append((i + 1, at[k], at[k] + len(u)))
     spots = [s for s in spots if lines[s[0]][s[1]:s[2]] in _WRONG_UNITS]
@@ -226,7 +227,8 @@ def swap_unit(rng: random.Random, data: bytes) -> bytes:
     return b"\n".join(lines)
 
 
-_SPECIAL = [b"-1", b"-inf", b"inf", b"nan", b"NaN", b"1e400", b"-1e400", b"-0", b"1e-400", b"-2.5", b"Infinity"]
+_SPECIAL = [b"-1", b"-inf", b"inf", b"nan", b"NaN", b"1e400", b"-1e400", b"-0", b"1e-400", b"-2.5",
+            b"Infinity"]
 
 
 def special_value(rng: random.Random, data: bytes) -> bytes:
@@ -246,7 +248,8 @@ def special_value(rng: random.Random, data: bytes) -> bytes:
 def huge_name(rng: random.Random, data: bytes) -> bytes:
     """A kernel name (or any long quoted cell, or a JSON "name") of ~1 MB."""
     big = b"void k<" + b"A" * (1 << 20) + b">(float *)"
-    m = re.search(rb'"(void [^"\n]*|[a-z_]*kernel[^"\n]*|ampere_[^"\n]*)"', data) or re.search(rb'"name": ?"([^"]*)"', data)
+    m = (re.search(rb'"(void [^"\n]*|[a-z_]*kernel[^"\n]*|ampere_[^"\n]*)"', data)
+         or re.search(rb'"name": ?"([^"]*)"', data))
     if m is None:
         i = rng.randrange(len(data) + 1)
         return data[:i] + big + data[i:]
@@ -355,8 +358,8 @@ TEXT_MUTATIONS: dict[str, Mutation] = {
     "truncate": truncate, "flip_bytes": flip_bytes, "nul_bytes": nul_bytes, "invalid_utf8": invalid_utf8,
     "duplicate_line": duplicate_line, "delete_line": delete_line, "shuffle_lines": shuffle_lines,
     "ragged_row": ragged_row, "unbalanced_quote": unbalanced_quote, "rename_header": rename_header,
-    "swap_unit": swap_unit, "special_value": special_value, "huge_name": huge_name, "blank_lines": blank_lines,
-    "stray_newline": stray_newline,
+    "swap_unit": swap_unit, "special_value": special_value, "huge_name": huge_name,
+    "blank_lines": blank_lines, "stray_newline": stray_newline,
 }
 JSON_MUTATIONS: dict[str, Mutation] = {
     "truncate": truncate, "flip_bytes": flip_bytes, "nul_bytes": nul_bytes, "invalid_utf8": invalid_utf8,
@@ -378,7 +381,8 @@ def make_case(number: int, seeds: list[Seed], seed: int, *, blank_count: int = 1
     expect_error = name == "swap_unit" and data != s.data
     # gzip: the seeds that came gzipped, and now and then damaged content compressed whole
     gz = s.gz or (s.kind != "rep" and rng.random() < 0.08)
-    suffix = ".ncu-rep" if s.kind == "rep" else ".json" if s.kind == "json" else ".txt" if s.name.endswith(".txt") else ".csv"
+    suffix = (".ncu-rep" if s.kind == "rep" else ".json" if s.kind == "json"
+              else ".txt" if s.name.endswith(".txt") else ".csv")
     if gz:
         data = gzip.compress(data, compresslevel=1, mtime=0)
         suffix += ".gz"

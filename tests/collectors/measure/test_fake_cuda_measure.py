@@ -137,7 +137,8 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[HostD
     # only fields torch 2.13's _CudaDeviceProperties has (torch/_C/__init__.pyi): a read of one a real GPU
     # lacks could not pass here and fail there
     props = SimpleNamespace(name=NAME, major=9, minor=0, multi_processor_count=132, total_memory=80 << 30,
-                            shared_memory_per_multiprocessor=L1_BYTES, L2_cache_size=L2_BYTES, uuid=CUuuid(UUID))
+                            shared_memory_per_multiprocessor=L1_BYTES, L2_cache_size=L2_BYTES,
+                            uuid=CUuuid(UUID))
 
     def counted(name: str, value: Any) -> Any:
         def fn(*args: Any, **kwargs: Any) -> Any:
@@ -169,11 +170,13 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[HostD
     log = tmp_path / "nvidia-smi.log"
     smi = tmp_path / "bin" / "nvidia-smi"
     smi.parent.mkdir()
-    smi.write_text(f"#!{sys.executable}\nimport sys\nopen({str(log)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+    smi.write_text(f"#!{sys.executable}\nimport sys\n"
+                   f"open({str(log)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
                    "print('550.54.15, 1980, 2619, 1980, 2619, 700.00, P0, 35')\n")
     smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{smi.parent}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("NSROOF_CACHE_DIR", str(tmp_path / "cache"))  # measure caches its profile: not the user's
+    # measure caches its profile: not the user's
+    monkeypatch.setenv("NSROOF_CACHE_DIR", str(tmp_path / "cache"))
     device.smi_log = log
     threads = torch.get_num_threads()
     yield device
@@ -187,7 +190,8 @@ def _small_plan(monkeypatch: pytest.MonkeyPatch, **changes: Any) -> list[plan.Pl
     built: list[plan.Plan] = []
 
     def make(*args: Any, **kwargs: Any) -> plan.Plan:
-        built.append(dataclasses.replace(plan.make_plan(*args, **kwargs), ladder_bytes_per_call=4 * MIB, **changes))
+        built.append(dataclasses.replace(plan.make_plan(*args, **kwargs), ladder_bytes_per_call=4 * MIB,
+                                         **changes))
         return built[-1]
 
     monkeypatch.setattr(runner, "make_plan", make)
@@ -217,7 +221,8 @@ def _check_structure(result: Any, swept: plan.Plan, device: HostDevice) -> None:
         else:
             assert result.not_measured[dtype], dtype
             assert result.sources[f"peak_flop_per_s.{dtype}"] == f"not measured: {result.not_measured[dtype]}"
-    # every planned GEMM point of every swept dtype is there once: measured with its numbers, or skipped with why
+    # every planned GEMM point of every swept dtype is there once: measured with its numbers, or skipped
+    # with why
     gemm = [p for p in result.points if p["kind"] == "gemm"]
     for dtype in swept.dtypes:
         mine = [p for p in gemm if p["dtype"] == dtype]
@@ -236,8 +241,8 @@ def _check_structure(result: Any, swept: plan.Plan, device: HostDevice) -> None:
     # streams: all four kernels over the planned buffers; ladder: every planned working set
     streams = [p for p in result.points if p["kind"] == "stream"]
     assert [p["kernel"] for p in streams] == [k.name for k in STREAM_KERNELS]
-    assert all(p["status"] == "measured" and p["buffer_bytes"] == swept.stream_buffer_bytes and p["bytes_per_s"] > 0
-               for p in streams)
+    assert all(p["status"] == "measured" and p["buffer_bytes"] == swept.stream_buffer_bytes
+               and p["bytes_per_s"] > 0 for p in streams)
     ladder = [p for p in result.points if p["kind"] == "ladder"]
     assert [p["working_set_bytes"] for p in ladder] == list(swept.ladder_sizes)
     assert all(p["status"] == "measured" and p["bytes_per_s"] > 0 for p in ladder)
@@ -248,7 +253,8 @@ def _check_structure(result: Any, swept: plan.Plan, device: HostDevice) -> None:
     assert result.derived["reference_workloads"] and result.derived["ridges_flop_per_byte"]["dram"]
 
 
-def test_a_cuda_measurement_runs_every_step_on_a_fake_device(fake_cuda: HostDevice, monkeypatch: pytest.MonkeyPatch,
+def test_a_cuda_measurement_runs_every_step_on_a_fake_device(fake_cuda: HostDevice,
+                                                             monkeypatch: pytest.MonkeyPatch,
                                                              tmp_path: Path) -> None:
     """The runner with a plan of tiny shapes: all five dtypes through their real paths (tf32 at 'high'
     precision, fp8 through torch._scaled_mm, which the CPU build has), including an fp8 shape whose N is
@@ -268,7 +274,8 @@ def test_a_cuda_measurement_runs_every_step_on_a_fake_device(fake_cuda: HostDevi
     assert swept.device == "cuda" and swept.dtypes == plan.ALL_DTYPES  # every dtype by default on CUDA
     # make_plan derived the memory sweeps from the fake's caches and free memory
     assert swept.stream_buffer_bytes == FREE_BYTES // 8
-    assert swept.ladder_sizes == (16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, 512 * KIB, 1 * MIB, 2 * MIB)
+    assert swept.ladder_sizes == (16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, 512 * KIB, 1 * MIB,
+                                  2 * MIB)
     assert any("limited to 6 MiB by free memory" in n for n in swept.notes)
     _check_structure(result, swept, fake_cuda)
     assert result.duration_s > 0 and result.environment["spin_up_s"] == 0.0
@@ -279,7 +286,8 @@ def test_a_cuda_measurement_runs_every_step_on_a_fake_device(fake_cuda: HostDevi
     # nothing fell to the budget: every dtype measured, and fp8's only skips are the shapes _scaled_mm refuses
     assert set(result.peak_flop_per_s) == set(plan.ALL_DTYPES) and not result.not_measured
     fp8 = [p for p in result.points if p["kind"] == "gemm" and p["dtype"] == "fp8"]
-    assert {p["reason"] for p in fp8 if p["status"] == "skipped"} == {"torch._scaled_mm needs K and N divisible by 16"}
+    assert ({p["reason"] for p in fp8 if p["status"] == "skipped"}
+            == {"torch._scaled_mm needs K and N divisible by 16"})
     assert {p["label"] for p in fp8 if p["status"] == "skipped"} == {"odd N 128->40"}
     assert any(p["status"] == "measured" and p["m"] == 1 for p in fp8)
     others = [p for p in result.points if p["kind"] == "gemm" and p["dtype"] != "fp8"]
@@ -292,7 +300,8 @@ def test_a_cuda_measurement_runs_every_step_on_a_fake_device(fake_cuda: HostDevi
     machine = to_machine(result)
     assert (machine.kind, machine.source, machine.name) == ("gpu", "measured", NAME)
     # fp64 on a GH100 is the FP64 tensor roof too, where the machine table has that key (runner.peak_keys)
-    assert set(machine.peak_flop_per_s) == {k for d in plan.ALL_DTYPES for k in runner.peak_keys(d, result.environment)}
+    assert set(machine.peak_flop_per_s) == {k for d in plan.ALL_DTYPES
+                                            for k in runner.peak_keys(d, result.environment)}
     assert set(machine.bandwidth_bytes_per_s) == {"l1", "l2", "dram"}
     machine.save(tmp_path / "h100.json")
     again = load(tmp_path / "h100.json")
@@ -301,8 +310,9 @@ def test_a_cuda_measurement_runs_every_step_on_a_fake_device(fake_cuda: HostDevi
     json.loads((tmp_path / "h100.json").read_text())  # strict JSON: no NaN left in it
 
 
-def test_nsroof_measure_device_cuda_quick_on_a_fake_device(fake_cuda: HostDevice, monkeypatch: pytest.MonkeyPatch,
-                                                           tmp_path: Path, data_dir: Path, repo: Path) -> None:
+def test_nsroof_measure_device_cuda_quick_on_a_fake_device(fake_cuda: HostDevice,
+                                                           monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                           data_dir: Path, repo: Path) -> None:
     """The command a user types, with the quick plan as make_plan derives it for the fake device (1 s bf16
     spin-up, squares to 8192, the Llama projections) but 4 MiB ladder calls, 256² spin-up products (a
     4096² bf16 product takes minutes on a CPU without AVX512-BF16) and a 2 s GEMM budget: the points that
@@ -310,11 +320,12 @@ def test_nsroof_measure_device_cuda_quick_on_a_fake_device(fake_cuda: HostDevice
     analyze` as a measured GPU profile."""
     built = _small_plan(monkeypatch, spin_up_size=256)
     out = tmp_path / "machine.json"
-    res = CliRunner().invoke(cli, ["measure", "--device", "cuda", "--quick", "--budget", "2", "--threads", "1",
-                                   "-o", str(out), "--csv", str(tmp_path / "points.csv")])
+    res = CliRunner().invoke(cli, ["measure", "--device", "cuda", "--quick", "--budget", "2", "--threads",
+                                   "1", "-o", str(out), "--csv", str(tmp_path / "points.csv")])
     assert res.exit_code == 0, res.output
     assert f"device   {NAME}  CC 9.0" in res.stdout
-    cached = tmp_path / "cache" / "cuda-nvidia-h100-80gb-hbm3.json"  # commands.measure.cache_path: one per device name
+    # commands.measure.cache_path: one per device name
+    cached = tmp_path / "cache" / "cuda-nvidia-h100-80gb-hbm3.json"
     assert f"cached as {cached}" in res.stdout and cached.is_file()
     assert f"wrote {out}" in res.stdout and "points)" in res.stdout
 
@@ -327,8 +338,10 @@ def test_nsroof_measure_device_cuda_quick_on_a_fake_device(fake_cuda: HostDevice
     assert (swept.quick, swept.reps, swept.warmup, swept.gemm_budget_s) == (True, 7, 3, 90.0)
     assert env["plan"]["gemm_budget_s"] == 2.0
     result = runner.MeasureResult(plan=swept, environment=env, points=raw["points"],
-                                  peak_flop_per_s=raw["peak_flop_per_s"], bandwidth_bytes_per_s=raw["bandwidth_bytes_per_s"],
-                                  sources=raw["sources"], not_measured=env["not_measured"], derived=env["derived"])
+                                  peak_flop_per_s=raw["peak_flop_per_s"],
+                                  bandwidth_bytes_per_s=raw["bandwidth_bytes_per_s"],
+                                  sources=raw["sources"], not_measured=env["not_measured"],
+                                  derived=env["derived"])
     _check_structure(result, swept, fake_cuda)
     budget = [p for p in raw["points"] if p["kind"] == "gemm" and p["status"] == "skipped"]
     assert budget and all(p["reason"] for p in budget)  # 8192³ on a CPU in 2 s: most of the sweep is skipped
@@ -338,12 +351,14 @@ def test_nsroof_measure_device_cuda_quick_on_a_fake_device(fake_cuda: HostDevice
     assert len(pd.read_csv(tmp_path / "points.csv")) == len(raw["points"])  # the --csv of `make gpu-check`
 
     # what `make gpu-check` writes into docs/measurements.md from this profile
-    spec = importlib.util.spec_from_file_location("gpu_check_report", repo / "scripts" / "gpu_check_report.py")
+    spec = importlib.util.spec_from_file_location("gpu_check_report",
+                                                  repo / "scripts" / "gpu_check_report.py")
     assert spec is not None and spec.loader is not None
     report_script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report_script)
     entry = report_script._machine_lines(out)
-    assert entry[0].startswith(f"- device: {NAME} (CC 9.0, 132 SMs, uuid GPU-{UUID}), driver 550.54.15, CUDA 12.8")
+    assert entry[0].startswith(f"- device: {NAME} (CC 9.0, 132 SMs, uuid GPU-{UUID}), "
+                               "driver 550.54.15, CUDA 12.8")
     assert any(line.startswith("- bandwidth dram: ") for line in entry)
 
     machine = load(out)
@@ -358,4 +373,5 @@ def test_nsroof_measure_device_cuda_quick_on_a_fake_device(fake_cuda: HostDevice
     frame = pd.read_parquet(report)
     # every row's roofs come from the profile (the compute roof only where the run measured the row's dtype
     # within its 2 s budget on this shared CPU: "compute=unknown; memory=measured:machine.json#…" otherwise)
-    assert len(frame) == 6 and frame["ceiling_source"].str.contains("measured:machine.json", regex=False).all()
+    assert (len(frame) == 6
+            and frame["ceiling_source"].str.contains("measured:machine.json", regex=False).all())

@@ -61,12 +61,14 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     threads = torch.get_num_threads()
     cache = os.environ.get("NSROOF_CACHE_DIR")
     try:
-        os.environ["NSROOF_CACHE_DIR"] = str(out / "cache")  # measure caches its profile: not in the user's cache
+        # measure caches its profile: not in the user's cache
+        os.environ["NSROOF_CACHE_DIR"] = str(out / "cache")
         torch.set_num_threads(1)
         t0 = time.perf_counter()
-        res = CliRunner().invoke(cli, ["measure", "--quick", "--device", "cpu", "--dtype", "fp32", "--threads", "1",
-                                       "--budget", "4", "--only", "gemm", "--only", "stream",
-                                       "-o", str(out / "machine.json"), "--csv", str(out / "points.csv")])
+        res = CliRunner().invoke(cli, ["measure", "--quick", "--device", "cpu", "--dtype", "fp32",
+                                       "--threads", "1", "--budget", "4", "--only", "gemm", "--only",
+                                       "stream", "-o", str(out / "machine.json"), "--csv",
+                                       str(out / "points.csv")])
         elapsed_s = time.perf_counter() - t0
         assert res.exit_code == 0, res.output
     finally:
@@ -183,7 +185,8 @@ def test_flop_and_compulsory_bytes() -> None:
 def test_fp8_and_tf32_rules() -> None:
     # _scaled_mm needs K and N in multiples of 16; M (tokens of a decode step) is free
     assert shape_reason("fp8", GemmShape(1, 4096, 4096, "gemv")) is None
-    assert shape_reason("fp8", GemmShape(1, 4090, 4096, "gemv")) == "torch._scaled_mm needs K and N divisible by 16"
+    assert (shape_reason("fp8", GemmShape(1, 4090, 4096, "gemv"))
+            == "torch._scaled_mm needs K and N divisible by 16")
     assert shape_reason("fp8", GemmShape(16, 4096, 4096, "x")) is None
     assert shape_reason("bf16", GemmShape(1, 4096, 4096, "gemv")) is None
     assert "no TF32 matmul mode on the CPU" in (unsupported_reason("tf32", "cpu") or "")
@@ -225,7 +228,8 @@ def test_random_operands_are_never_zero_and_repeat_by_seed() -> None:
 
 
 def test_rotation_sets_exceed_the_cache_within_the_cap() -> None:
-    plan = make_plan("cpu", quick=True, dtypes=("fp32",), last_cache_bytes=300 * MIB, free_memory_bytes=16 << 30)
+    plan = make_plan("cpu", quick=True, dtypes=("fp32",), last_cache_bytes=300 * MIB,
+                     free_memory_bytes=16 << 30)
     # 2x the 300 MiB cache = 600 MiB target, 128 MiB cap in --quick on a CPU
     assert rotation_sets(16 * MIB, plan) == 8  # min(ceil(600/16) = 38, 128/16 = 8)
     assert rotation_sets(700 * MIB, plan) == 1  # already past the target
@@ -241,7 +245,8 @@ def test_prediction_scales_from_the_nearest_smaller_product() -> None:
 
 
 def test_sweep_runs_squares_first_then_projections_by_flop() -> None:
-    plan = make_plan("cuda", quick=True, dtypes=("bf16",), last_cache_bytes=50 * MIB, free_memory_bytes=80 << 30)
+    plan = make_plan("cuda", quick=True, dtypes=("bf16",), last_cache_bytes=50 * MIB,
+                     free_memory_bytes=80 << 30)
     shapes = sweep_shapes(plan)
     squares = [s for s in shapes if s.label == "square"]
     assert shapes[: len(squares)] == squares
@@ -258,9 +263,12 @@ def test_sweep_runs_squares_first_then_projections_by_flop() -> None:
 
 def test_spin_up_is_sized_for_the_device() -> None:
     """A GPU's clocks leave idle under 4096² bf16 products (~0.1 ms each on an H100); a CPU spins up on 1024²
-    fp32, which every x86 core runs in well under a second (bf16 on a core without AVX512-BF16 is ~100x slower)."""
-    gpu = make_plan("cuda", quick=True, dtypes=("bf16",), last_cache_bytes=50 * MIB, free_memory_bytes=80 << 30)
-    cpu = make_plan("cpu", quick=True, dtypes=("fp32",), last_cache_bytes=32 * MIB, free_memory_bytes=16 << 30)
+    fp32, which every x86 core runs in well under a second (bf16 on a core without AVX512-BF16 is ~100x
+    slower)."""
+    gpu = make_plan("cuda", quick=True, dtypes=("bf16",), last_cache_bytes=50 * MIB,
+                    free_memory_bytes=80 << 30)
+    cpu = make_plan("cpu", quick=True, dtypes=("fp32",), last_cache_bytes=32 * MIB,
+                    free_memory_bytes=16 << 30)
     assert (gpu.spin_up_size, gpu.spin_up_s) == (4096, 1.0)
     assert (cpu.spin_up_size, cpu.spin_up_s) == (1024, 0.5)
 
@@ -283,10 +291,12 @@ def test_ladder_sizes_reach_four_times_the_last_cache() -> None:
 
 
 def test_plan_limits_buffers_by_free_memory_and_says_so() -> None:
-    plan = make_plan("cpu", quick=False, dtypes=("fp32",), last_cache_bytes=300 * MIB, free_memory_bytes=4 << 30)
+    plan = make_plan("cpu", quick=False, dtypes=("fp32",), last_cache_bytes=300 * MIB,
+                     free_memory_bytes=4 << 30)
     assert plan.stream_buffer_bytes == 512 * MIB  # 4 GiB / 8, not 4 · 300 MiB
     assert any("limited to 512 MiB by free memory" in n for n in plan.notes)
-    roomy = make_plan("cpu", quick=True, dtypes=("fp32",), last_cache_bytes=300 * MIB, free_memory_bytes=64 << 30)
+    roomy = make_plan("cpu", quick=True, dtypes=("fp32",), last_cache_bytes=300 * MIB,
+                      free_memory_bytes=64 << 30)
     assert roomy.stream_buffer_bytes == 600 * MIB and not roomy.notes
 
 
@@ -317,7 +327,8 @@ def test_plateaus_split_on_lasting_drops_only() -> None:
 
 
 def test_levels_take_working_sets_that_fit_in_half_of_each_cache() -> None:
-    caches = [CacheLevel("l1", 48 * KIB, "t"), CacheLevel("l2", 2 * MIB, "t"), CacheLevel("l3", 32 * MIB, "t")]
+    caches = [CacheLevel("l1", 48 * KIB, "t"), CacheLevel("l2", 2 * MIB, "t"),
+              CacheLevel("l3", 32 * MIB, "t")]
     ws = [16 * KIB, 32 * KIB, 64 * KIB, 512 * KIB, 1 * MIB, 2 * MIB, 8 * MIB, 64 * MIB, 128 * MIB]
     bw = [140.0, 130.0, 80.0, 82.0, 78.0, 60.0, 40.0, 25.0, 20.0]
     levels = {lv.level: lv for lv in level_bandwidths(ws, bw, caches)}
@@ -381,23 +392,25 @@ def _gemm(dtype: str, m: int, n: int, k: int, rate: float, label: str = "p") -> 
 
 
 def test_saturation_finds_the_first_shape_near_the_peak() -> None:
-    pts = [_gemm("bf16", m, 4096, 4096, r) for m, r in ((1, 1e12), (128, 50e12), (512, 95e12), (2048, 100e12))]
+    pts = [_gemm("bf16", m, 4096, 4096, r)
+           for m, r in ((1, 1e12), (128, 50e12), (512, 95e12), (2048, 100e12))]
     sat = analysis.saturation(pts)["bf16"]
     assert (sat["m"], sat["flop_per_s"]) == (512, 95e12)  # first >= 0.9 · 100e12
     assert sat["projections"]["p"]["m"] == 512
 
 
 def test_summarize_builds_peaks_bandwidths_and_sources_from_points() -> None:
-    plan = make_plan("cpu", quick=True, dtypes=("fp32",), last_cache_bytes=32 * MIB, free_memory_bytes=8 << 30)
+    plan = make_plan("cpu", quick=True, dtypes=("fp32",), last_cache_bytes=32 * MIB,
+                     free_memory_bytes=8 << 30)
     env = {"device": "cpu", "device_name": "Test CPU", "threads_used": 2,
            "caches": {"l1": {"bytes": 48 * KIB}, "l2": {"bytes": 2 * MIB}}}
     points = [
         _gemm("fp32", 1024, 1024, 1024, 100e9, "square"), _gemm("fp32", 2048, 2048, 2048, 120e9, "square"),
         {"kind": "gemm", "status": "skipped", "dtype": "fp32", "reason": "budget"},
-        {"kind": "stream", "status": "measured", "kernel": "copy", "description": "b = a", "buffer_bytes": 64 * MIB,
-         "bytes": 128 * MIB, "time_s": 0.01, "bytes_per_s": 10e9},
-        {"kind": "stream", "status": "measured", "kernel": "read", "description": "sum(a)", "buffer_bytes": 64 * MIB,
-         "bytes": 64 * MIB, "time_s": 0.004, "bytes_per_s": 12e9},
+        {"kind": "stream", "status": "measured", "kernel": "copy", "description": "b = a",
+         "buffer_bytes": 64 * MIB, "bytes": 128 * MIB, "time_s": 0.01, "bytes_per_s": 10e9},
+        {"kind": "stream", "status": "measured", "kernel": "read", "description": "sum(a)",
+         "buffer_bytes": 64 * MIB, "bytes": 64 * MIB, "time_s": 0.004, "bytes_per_s": 12e9},
         {"kind": "ladder", "status": "measured", "working_set_bytes": 16 * KIB, "bytes_per_s": 100e9},
         {"kind": "ladder", "status": "measured", "working_set_bytes": 512 * KIB, "bytes_per_s": 60e9},
         {"kind": "ladder", "status": "measured", "working_set_bytes": 16 * MIB, "bytes_per_s": 11e9},
@@ -413,7 +426,8 @@ def test_summarize_builds_peaks_bandwidths_and_sources_from_points() -> None:
 
 
 def test_json_safe_turns_nan_into_null() -> None:
-    assert json_safe({"a": math.nan, "b": [1.0, math.inf], "c": (1, "x")}) == {"a": None, "b": [1.0, None], "c": [1, "x"]}
+    assert (json_safe({"a": math.nan, "b": [1.0, math.inf], "c": (1, "x")})
+            == {"a": None, "b": [1.0, None], "c": [1, "x"]})
 
 
 def test_inner_count_batches_short_calls() -> None:
@@ -426,8 +440,8 @@ def test_inner_count_batches_short_calls() -> None:
 
 
 def test_sysfs_caches_skip_instruction_caches(tmp_path: Path) -> None:
-    for i, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "32K"), (2, "Unified", "2048K"),
-                                             (3, "Unified", "307200K")]):
+    for i, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "32K"),
+                                             (2, "Unified", "2048K"), (3, "Unified", "307200K")]):
         d = tmp_path / f"index{i}"
         d.mkdir()
         (d / "level").write_text(f"{level}\n")
@@ -438,15 +452,18 @@ def test_sysfs_caches_skip_instruction_caches(tmp_path: Path) -> None:
 
 
 def test_lscpu_caches_are_per_instance() -> None:
-    text = "L1d cache:  96 KiB (2 instances)\nL1i cache:  64 KiB (2 instances)\nL2 cache:   4 MiB (2 instances)\nL3 cache:   300 MiB (1 instance)\n"
-    assert [(c.name, c.bytes) for c in cpu_caches_from_lscpu(text)] == [("l1", 48 * KIB), ("l2", 2 * MIB), ("l3", 300 * MIB)]
+    text = ("L1d cache:  96 KiB (2 instances)\nL1i cache:  64 KiB (2 instances)\n"
+            "L2 cache:   4 MiB (2 instances)\nL3 cache:   300 MiB (1 instance)\n")
+    assert [(c.name, c.bytes) for c in cpu_caches_from_lscpu(text)] == [("l1", 48 * KIB), ("l2", 2 * MIB),
+                                                                         ("l3", 300 * MIB)]
     assert parse_size("2048K") == 2 * MIB and parse_size("bogus") is None
 
 
 # ------------------------------------------------------------------ cpu_profile cache
 
 
-def test_cpu_profile_measures_once_then_reads_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cpu_profile_measures_once_then_reads_the_cache(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from nsroof.collectors.measure import cache, runner
 
     calls: list[int] = []
@@ -457,7 +474,8 @@ def test_cpu_profile_measures_once_then_reads_the_cache(tmp_path: Path, monkeypa
         calls.append(1)
         env = runner.describe_cpu()
         plan = dataclasses.replace(
-            runner.build_plan("cpu", quick=True, dtypes=("fp32",), environment=env, sections=("gemm", "ladder")),
+            runner.build_plan("cpu", quick=True, dtypes=("fp32",), environment=env,
+                              sections=("gemm", "ladder")),
             squares=(64, 128), projections=(), m_sweep=(), ladder_sizes=(16 * KIB, 32 * KIB),
             ladder_bytes_per_call=1 * MIB, reps=2, warmup=1, spin_up_s=0.0)
         return real(device, plan=plan)
@@ -479,8 +497,10 @@ def test_cpu_profile_measures_once_then_reads_the_cache(tmp_path: Path, monkeypa
 def test_a_busy_machine_is_flagged() -> None:
     from nsroof.collectors.measure.runner import busy_note
 
-    assert busy_note({"logical_cpus": 2, "load_average_at_start": [0.5, 0.4, 0.3], "load_average_at_end": [1.9, 1, 1]}) is None
-    note = busy_note({"logical_cpus": 2, "load_average_at_start": [0.5, 0.4, 0.3], "load_average_at_end": [6.4, 5, 3]})
+    assert busy_note({"logical_cpus": 2, "load_average_at_start": [0.5, 0.4, 0.3],
+                      "load_average_at_end": [1.9, 1, 1]}) is None
+    note = busy_note({"logical_cpus": 2, "load_average_at_start": [0.5, 0.4, 0.3],
+                      "load_average_at_end": [6.4, 5, 3]})
     assert note is not None and note.startswith("load average up to 6.4 on 2 CPUs")
     assert busy_note({"logical_cpus": 2}) is None  # no load average known: no claim
 
@@ -494,10 +514,13 @@ def test_without_cache_sizes_the_plateaus_name_the_levels() -> None:
     assert [(lv.level, lv.bytes_per_s) for lv in levels] == [("l1", 100.0), ("l2", 40.0), ("dram", 8.0)]
     assert "cache sizes unknown" in levels[0].note
     assert levels_from_plateaus(find_plateaus([16 * KIB], [5.0])) == []
-    plan = make_plan("cpu", quick=True, dtypes=("fp32",), last_cache_bytes=32 * MIB, free_memory_bytes=8 << 30)
-    points = [{"kind": "ladder", "status": "measured", "working_set_bytes": w, "bytes_per_s": b} for w, b in zip(ws, bw, strict=True)]
+    plan = make_plan("cpu", quick=True, dtypes=("fp32",), last_cache_bytes=32 * MIB,
+                     free_memory_bytes=8 << 30)
+    points = [{"kind": "ladder", "status": "measured", "working_set_bytes": w, "bytes_per_s": b}
+              for w, b in zip(ws, bw, strict=True)]
     r = summarize(plan, {"device": "cpu", "device_name": "x", "caches": {}}, points, {})
-    assert r.bandwidth_bytes_per_s == {"l1": 100.0, "l2": 40.0, "dram": 8.0}  # no streams: DRAM from the ladder
+    # no streams: DRAM from the ladder
+    assert r.bandwidth_bytes_per_s == {"l1": 100.0, "l2": 40.0, "dram": 8.0}
     assert "cache sizes unknown" in r.sources["bandwidth_bytes_per_s.dram"]
 
 
@@ -529,26 +552,33 @@ def test_fp64_is_a_float64_matmul() -> None:
     assert compulsory_bytes(GemmShape(16, 8, 4, "t"), "fp64") == 1792
 
 
-def test_an_fp64_gemm_is_the_fp64_tensor_roof_too_where_the_gpu_has_one(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_fp64_gemm_is_the_fp64_tensor_roof_too_where_the_gpu_has_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from nsroof.collectors.measure import runner
     from nsroof.roofs import machines
 
     h100 = {"device": "cuda", "compute_capability": "9.0"}
     monkeypatch.setitem(machines.RATE_KEYS, "peak_flop_per_s", (*machines.DENSE_DTYPES, "fp64_tensor"))
     assert runner.peak_keys("fp64", h100) == ("fp64", "fp64_tensor")
-    assert runner.peak_keys("fp64", {"device": "cuda", "compute_capability": "8.9"}) == ("fp64",)  # Ada: no DMMA
+    # Ada: no DMMA
+    assert runner.peak_keys("fp64", {"device": "cuda", "compute_capability": "8.9"}) == ("fp64",)
     assert runner.peak_keys("fp64", {"device": "cpu"}) == ("fp64",)
     assert runner.peak_keys("bf16", h100) == ("bf16",)
-    plan = make_plan("cuda", quick=True, dtypes=("fp64",), last_cache_bytes=50 * MIB, free_memory_bytes=8 << 30)
+    plan = make_plan("cuda", quick=True, dtypes=("fp64",), last_cache_bytes=50 * MIB,
+                     free_memory_bytes=8 << 30)
     result = runner.MeasureResult(plan=plan, environment=h100, points=[], peak_flop_per_s={"fp64": 6.0e13},
                                   bandwidth_bytes_per_s={"dram": 4.0e12},
-                                  sources={"peak_flop_per_s.fp64": "measured: x", "bandwidth_bytes_per_s.dram": "y"},
+                                  sources={"peak_flop_per_s.fp64": "measured: x",
+                                           "bandwidth_bytes_per_s.dram": "y"},
                                   not_measured={})
     machine = runner.to_machine(result)
-    assert machine.peak_flop_per_s == {"fp64": 6.0e13, "fp64_tensor": 6.0e13}  # one measurement, both meanings
+    # one measurement, both meanings
+    assert machine.peak_flop_per_s == {"fp64": 6.0e13, "fp64_tensor": 6.0e13}
     assert machine.sources["peak_flop_per_s.fp64"] == "measured: x"
-    assert machine.sources["peak_flop_per_s.fp64_tensor"].startswith("measured: x (the fp64 GEMM: cuBLAS runs it on")
-    monkeypatch.setitem(machines.RATE_KEYS, "peak_flop_per_s", tuple(k for k in machines.DENSE_DTYPES if k != "fp64_tensor"))
+    assert machine.sources["peak_flop_per_s.fp64_tensor"].startswith(
+        "measured: x (the fp64 GEMM: cuBLAS runs it on")
+    monkeypatch.setitem(machines.RATE_KEYS, "peak_flop_per_s",
+                        tuple(k for k in machines.DENSE_DTYPES if k != "fp64_tensor"))
     assert runner.peak_keys("fp64", h100) == ("fp64",)  # a machine table without the key: the plain fp64 roof
 
 

@@ -65,12 +65,14 @@ def test_dram_copy_reaches_85_percent_of_the_datasheet(gpu_run: Any) -> None:
 
 
 def test_bf16_peak_is_within_5_percent_of_the_best_plain_matmul(gpu_run: Any) -> None:
-    bf16 = sorted((p for p in gpu_run.points if p["kind"] == "gemm" and p["dtype"] == "bf16" and p["status"] == "measured"),
+    bf16 = sorted((p for p in gpu_run.points
+                   if p["kind"] == "gemm" and p["dtype"] == "bf16" and p["status"] == "measured"),
                   key=lambda p: p["flop_per_s"], reverse=True)
     assert bf16, "no bf16 point measured"
     best_plain = max(_plain_matmul_flop_per_s(p["m"], p["n"], p["k"]) for p in bf16[:6])
     ratio = gpu_run.peak_flop_per_s["bf16"] / best_plain
-    assert 0.95 <= ratio <= 1.05, f"measure {gpu_run.peak_flop_per_s['bf16'] / 1e12:.0f} vs plain {best_plain / 1e12:.0f} TFLOP/s"
+    assert 0.95 <= ratio <= 1.05, (f"measure {gpu_run.peak_flop_per_s['bf16'] / 1e12:.0f} vs plain "
+                                   f"{best_plain / 1e12:.0f} TFLOP/s")
 
 
 def test_fp8_is_a_scaled_mm_figure_or_not_measured(gpu_run: Any) -> None:
