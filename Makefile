@@ -8,7 +8,7 @@ BENCH_STAMP := $(VENV)/.bench-stamp
 # torch is pinned: any other spec pulls a multi-GB CUDA build on this kind of machine.
 TORCH_SPEC := torch==2.13.0
 
-.PHONY: setup test lint bench demo gpu-check clean fuzz
+.PHONY: setup test lint bench demo gpu-check clean fuzz same-outputs
 
 setup: $(STAMP)
 
@@ -51,6 +51,14 @@ demo: $(STAMP)
 # in $$OUT. GPU_CHECK_FAKE=1 runs the same steps on a CPU machine (simulated device, stand-in ncu).
 gpu-check:
 	bash scripts/gpu_check.sh
+
+# a refactor changes no output: every input the repo and ../shared/fixtures hold (exports, traces, files nsroof
+# refuses, input-free commands) through nsroof's public API and CLI, by the tree at BEFORE (a git revision,
+# checked out into a temporary worktree) and by this working tree; prints each output that differs and fails
+# on any. BEFORE defaults to origin/main when the clone has it, else HEAD~1.
+BEFORE ?= $(shell git rev-parse --verify -q origin/main >/dev/null && echo origin/main || echo HEAD~1)
+same-outputs: $(STAMP)
+	$(PY) scripts/same_outputs.py --before $(BEFORE)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,4 +1,5 @@
-"""The issue's exactness case: torch.mm of (512×1024)·(1024×256) in fp32, called N times (argv[1], default 1)."""
+"""The issue's exactness case: torch.mm of (512×1024)·(1024×256) in fp32, called N times (argv[1],
+default 1)."""
 
 import sys
 
