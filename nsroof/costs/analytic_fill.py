@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from nsroof.costs.analytic_rows import as_str, texts
+from nsroof.frames.columns import text_values, texts
 from nsroof.frames.distinct import map_rows, row_codes
 from nsroof.schema import ANALYTIC_QUANTITY_FIELDS, KERNEL_KEY, LINK_LEVEL, PRECISIONS, kernel_key
 
@@ -22,9 +22,9 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
     a = analytic if at is None else analytic.iloc[at]
     q = quantities.reset_index(drop=True)  # copy-on-write: the caller's frame stays as it was
     af, ab = (a[c].astype("float64").to_numpy() for c in ("analytic_flops", "analytic_bytes"))
-    origin = as_str(a["analytic_origin"])
-    label, formula = (as_str(a[c]) for c in ("analytic_label", "analytic_formula"))
-    prec, why = as_str(a["analytic_precision"]), as_str(a["analytic_missing"])
+    origin = text_values(a["analytic_origin"], np.nan)
+    label, formula = (text_values(a[c], np.nan) for c in ("analytic_label", "analytic_formula"))
+    prec, why = text_values(a["analytic_precision"], np.nan), text_values(a["analytic_missing"], np.nan)
     take_f = q["flops"].isna().to_numpy() & ~np.isnan(af)
     for p in PRECISIONS:
         values = q[f"flops_{p}"].astype("float64").to_numpy().copy()
@@ -33,7 +33,7 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
     q.loc[take_f, "flops"] = af[take_f]
     q.loc[take_f, "flops_source"] = map_rows(_sourced, origin[take_f], label[take_f])
     q.loc[take_f, "missing_flops"] = ""
-    link = as_str(a["analytic_roof"]) == LINK_LEVEL
+    link = text_values(a["analytic_roof"], np.nan) == LINK_LEVEL
     take_b = q["bytes_dram"].isna().to_numpy() & ~np.isnan(ab)
     take_link, take_b = take_b & link, take_b & ~link  # a collective's bus bytes cross the links, not DRAM
     q.loc[take_b, "bytes_dram"] = ab[take_b]
@@ -43,9 +43,9 @@ def fill(kernels: pd.DataFrame, quantities: pd.DataFrame, analytic: pd.DataFrame
         still = q[quantity].isna().to_numpy() & (why != "")
         q.loc[still, column] = why[still]
     if "duration_source" in kernels.columns:
-        own = as_str(kernels["duration_source"])
-        q["duration_source"] = np.where(own != "", own, as_str(q["duration_source"]))
-    stated = as_str(a["analytic_tensor_dtype"])
+        own = text_values(kernels["duration_source"], np.nan)
+        q["duration_source"] = np.where(own != "", own, text_values(q["duration_source"], np.nan))
+    stated = text_values(a["analytic_tensor_dtype"], np.nan)
     added = {"tensor_dtype": np.where(take_f, stated, ""), "ledger_label": np.where(take_f, label, ""),
              "bytes_link": np.where(take_link, ab, np.nan),
              "bytes_source_link": map_rows(lambda o, s, t: _sourced(o, s) if t else "", origin, formula,

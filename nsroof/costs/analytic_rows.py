@@ -13,6 +13,7 @@ import pandas as pd
 
 from nsroof.costs.ledger.aten import OpCost, unknown
 from nsroof.frames.arrays import nonnegative_or_missing, row_numbers
+from nsroof.frames.columns import texts
 from nsroof.frames.distinct import row_codes
 from nsroof.schema import ANALYTIC_COLUMNS, LINK_LEVEL
 
@@ -121,27 +122,3 @@ def ints(frame: pd.DataFrame, name: str) -> np.ndarray:
     if name not in frame:
         return np.full(len(frame), -1, dtype="int64")
     return frame[name].astype("Int64").fillna(-1).to_numpy(dtype="int64")
-
-
-def texts(frame: pd.DataFrame, name: str, default: str = "") -> np.ndarray:
-    """A column as an object array of str, '' (or `default`) where missing."""
-    if name not in frame:
-        return np.full(len(frame), default, dtype=object)
-    column = frame[name]
-    if isinstance(column.dtype, pd.StringDtype):
-        values = column.to_numpy(dtype=object, na_value="")
-    elif column.dtype == object and pd.api.types.infer_dtype(column, skipna=False) == "string":
-        values = column.to_numpy(dtype=object, copy=True)
-    else:
-        values = column.astype(object).where(column.notna(), "").astype(str).to_numpy(dtype=object)
-    return np.where(values == "", default, values) if default else values
-
-
-def as_str(column: pd.Series) -> np.ndarray:
-    """column.astype(str).to_numpy() (str of every value, NaN where missing) without the round trip through
-    pandas' Arrow-backed string dtype where the values are str already."""
-    if isinstance(column.dtype, pd.StringDtype):
-        return column.to_numpy(dtype=object, na_value=np.nan)
-    if column.dtype == object and pd.api.types.infer_dtype(column, skipna=False) == "string":
-        return column.to_numpy(dtype=object, copy=True)
-    return column.astype(str).to_numpy()

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsroof.costs.analytic_rows import Distinct, Row, Rows, analytic_table, ints, objects, per_cost, texts
+from nsroof.costs.analytic_rows import Distinct, Row, Rows, analytic_table, ints, objects, per_cost
 from nsroof.costs.ledger.aten import (
     COMPOSITE_REASON,
     OpCost,
@@ -44,6 +44,7 @@ from nsroof.costs.ledger.aten import (
     unknown,
 )
 from nsroof.costs.op_table import OpTable
+from nsroof.frames.columns import texts
 from nsroof.frames.distinct import row_codes
 from nsroof.schema import LINK_LEVEL
 

@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 
 from nsroof.costs import op_evidence
-from nsroof.costs.analytic_rows import as_str, objects, per_cost
+from nsroof.costs.analytic_rows import objects, per_cost
 from nsroof.costs.ledger.aten import OpCost, base_name, has_formula, no_formula_reason, op_cost, unknown
 from nsroof.costs.ledger.aten_data import INDEX_OPS
+from nsroof.frames.columns import text_values
 from nsroof.frames.distinct import row_codes
 
 # what pricing an op's name needs: a call priced by its arguments alone (an aten op), one that needs more
@@ -45,7 +46,7 @@ class OpTable:
         self._index = pd.Index(ids) if len(self.row) == n else None
         self._parents = parents
         self._parent_row = np.where(parents >= 0, self.rows_of(parents), -1)
-        self.names = as_str(ops["name"]) if n else np.zeros(0, dtype=object)
+        self.names = text_values(ops["name"], np.nan) if n else np.zeros(0, dtype=object)
         codes, distinct = pd.factorize(self.names) if n else (np.zeros(0, dtype="int64"), [])
         self._name_code = np.asarray(codes, dtype="int64")
         self._distinct_names = [str(x) for x in distinct]

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.counters import tensor_paths as tp
+from nsroof.frames.columns import texts
 from nsroof.frames.distinct import map_rows, row_codes
 from nsroof.roofs import machines, roofline
 from nsroof.roofs.machines import Machine
@@ -175,30 +176,6 @@ def dominant_precision(q: pd.DataFrame) -> pd.Series:
 
 
 
-def texts(q: pd.DataFrame, name: str) -> np.ndarray:
-    """A text column as an object array of str ('' for missing), without a round trip through
-    pandas' string dtype (which converts to Arrow and back)."""
-    if name not in q.columns:
-        return np.full(len(q), "", dtype=object)
-    column = q[name]
-    if column.dtype == object:
-        arr = column.to_numpy()
-        # every cell a str (the common case): nothing to replace, and this test is ~8x cheaper than
-        # the missing-value pass of to_numpy(na_value=...); callers copy before they write
-        if pd.api.types.infer_dtype(arr, skipna=False) == "string":
-            return arr
-    elif isinstance(column.dtype, pd.StringDtype):
-        # each distinct text converted once (Arrow's dictionary encoding), the rows sharing its str: a new
-        # str per cell cost the conversion, and left the Parquet writer nothing to share
-        # (parquet.arrow_column)
-        codes, distinct = pd.factorize(column)
-        return np.append(distinct.to_numpy(dtype=object, na_value=""), "")[codes]
-    arr = column.to_numpy(dtype=object, na_value="")
-    if len(arr) and not isinstance(arr[0], str):
-        arr = np.array([v if isinstance(v, str) else str(v) for v in arr], dtype=object)
-    return arr
-
-
 def column(q: pd.DataFrame, name: str, default: object = np.nan) -> pd.Series:
     if name in q.columns:
         return q[name]
@@ -238,7 +215,7 @@ def resolve_roofs(kernels: pd.DataFrame, quantities: pd.DataFrame, machine: Mach
     `quantities` describe the same rows (index reset); `machine` is the --machine what-if."""
     resolve = resolver or machines.for_devices(machine)
     n = len(kernels)
-    devices = _device_names(kernels)
+    devices = texts(kernels, "device")
     # resolve each distinct device once; per-kernel arrays come from integer codes
     dev_codes, dev_uniques = pd.factorize(devices, sort=False)
     dev_machines = [resolve(str(d)) for d in dev_uniques]
@@ -258,16 +235,6 @@ def resolve_roofs(kernels: pd.DataFrame, quantities: pd.DataFrame, machine: Mach
                                  for m in kernel_machines], dtype=float)[mach_codes] if n else np.zeros(0)
     r.link_bandwidth, r.link_src, r.link_reason = _link_roofs(r)
     return r
-
-
-def _device_names(kernels: pd.DataFrame) -> np.ndarray:
-    """The kernels' device names as an object array of str ('' for none); a text column's distinct names
-    converted once (texts), the rows sharing them."""
-    if "device" not in kernels:
-        return np.full(len(kernels), "", dtype=object)
-    if isinstance(kernels["device"].dtype, pd.StringDtype):
-        return texts(kernels, "device")
-    return kernels["device"].fillna("").astype(str).to_numpy(dtype=object)
 
 
 def _link_roofs(r: Roofs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

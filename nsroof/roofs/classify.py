@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 
 from nsroof.frames.arrays import all_missing
+from nsroof.frames.columns import texts as _text
 from nsroof.frames.distinct import map_rows, row_codes, spread
 from nsroof.roofs import roofline
 from nsroof.roofs.ceilings import MachineResolver, Roofs, resolve_roofs
 from nsroof.roofs.ceilings import column as _col
-from nsroof.roofs.ceilings import texts as _text
 from nsroof.roofs.machines import Machine
 from nsroof.schema import COLUMNS, FIELD_BY_NAME, LEVELS, LINK_LEVEL, PRECISIONS
 

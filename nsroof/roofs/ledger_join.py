@@ -49,6 +49,7 @@ import pandas as pd
 from nsroof.costs.ledger_map.rules import AUTO, Mapping, Rule, load_mapping
 from nsroof.costs.ledger_map.shapes import op_and_sizes, parse_input_shapes, parse_markers, size_value
 from nsroof.errors import NsroofError
+from nsroof.frames.columns import texts
 from nsroof.frames.distinct import group_rows, row_codes
 from nsroof.schema import kernel_key
 
@@ -106,12 +107,6 @@ LEDGER_COLUMNS = ("ledger_op", "expected_flops", "min_bytes", "flop_ratio", "exc
                   "headroom")
 
 
-def _text(frame: pd.DataFrame, column: str) -> pd.Series:
-    if column not in frame:
-        return pd.Series("", index=frame.index, dtype=object)
-    return frame[column].astype(object).where(frame[column].notna(), "").astype(str)
-
-
 def _num(frame: pd.DataFrame, column: str, default: float = math.nan) -> pd.Series:
     if column not in frame:
         return pd.Series(default, index=frame.index, dtype="float64")
@@ -154,7 +149,7 @@ def apply(report_df: pd.DataFrame, mapping: Mapping, *, machine: Machine | None 
     # A rule that matched but could not be evaluated says why.
     reasons = per_row([("" if r is None else r.reason) for r in results], "object")
     if n and any(reasons):
-        missing = _text(frame, "missing").to_numpy()
+        missing = texts(frame, "missing")
         why = np.array([("ledger: " + r.replace(",", ";")) if r else "" for r in reasons], dtype=object)
         joined = [", ".join(x for x in (a, b) if x) for a, b in zip(missing, why, strict=True)]
         frame["missing"] = pd.Series(joined, index=frame.index, dtype=object)
@@ -169,8 +164,8 @@ def _evaluate_all(frame: pd.DataFrame,
                   mapping: Mapping) -> tuple[np.ndarray, list[Rule | None], list[Match | None]]:
     """One evaluation per distinct (kernel, nvtx path, op, input shapes): reports repeat them per level and
     launch. Returns each row's code into the per-combination rules and results."""
-    combos = pd.DataFrame({"k": _text(frame, "kernel_name"), "n": _text(frame, "nvtx_path"),
-                           "o": _text(frame, "op"), "s": _text(frame, "input_shapes")})
+    combos = pd.DataFrame({"k": texts(frame, "kernel_name"), "n": texts(frame, "nvtx_path"),
+                           "o": texts(frame, "op"), "s": texts(frame, "input_shapes")})
     codes, uniques = pd.factorize(pd.MultiIndex.from_frame(combos))
     results: list[Match | None] = []
     rules: list[Rule | None] = []
@@ -187,7 +182,7 @@ def _roofs(frame: pd.DataFrame, results: list[Match | None], codes: np.ndarray, 
     bandwidth come from each kernel's dram row; where the report has no roof, the formula's roof on the
     machine (given, or matched from the device name)."""
     keys = kernel_key(frame)
-    dram = frame.loc[_text(frame, "level").eq("dram")]
+    dram = frame.loc[texts(frame, "level") == "dram"]
     dram_keys = keys.loc[dram.index].to_numpy()
     dram_bytes = pd.Series(_num(dram, "bytes").to_numpy(), index=dram_keys)
     dram_bw = pd.Series(_num(dram, "bandwidth_bytes_per_s").to_numpy(), index=dram_keys)
@@ -198,7 +193,7 @@ def _roofs(frame: pd.DataFrame, results: list[Match | None], codes: np.ndarray, 
     if need.any():
         from nsroof.roofs import ceilings
 
-        devices = _text(frame, "device").to_numpy()
+        devices = texts(frame, "device")
         found: dict[str, Machine | None] = {}
         for i in np.flatnonzero(need & ~np.isnan(per_flops)):
             if machine is None and devices[i] not in found:
@@ -227,8 +222,8 @@ def _rule_warnings(frame: pd.DataFrame, mapping: Mapping, rules: list[Rule | Non
     if not failed:
         return []
     keys = kernel_key(frame).to_numpy()
-    function, kernel_name = _text(frame, "function").to_numpy(), _text(frame, "kernel_name").to_numpy()
-    source, kernel_id = _text(frame, "source").to_numpy(), _text(frame, "kernel_id").to_numpy()
+    function, kernel_name = texts(frame, "function"), texts(frame, "kernel_name")
+    source, kernel_id = texts(frame, "source"), texts(frame, "kernel_id")
     out = []
     for index in sorted(failed):
         rule = mapping.rules[index]
@@ -268,16 +263,16 @@ def gain_table(report_df: pd.DataFrame) -> pd.DataFrame:
     depth (a range includes the kernels of its inner ranges)."""
     if len(report_df) == 0:
         return pd.DataFrame(columns=GAIN_COLUMNS)
-    level = _text(report_df, "level")
+    level = texts(report_df, "level")
     keys = kernel_key(report_df)
     # One row per kernel: its dram row when the report has one, else its first row.
-    order = np.where(level.eq("dram"), 0, 1)
+    order = np.where(level == "dram", 0, 1)
     one = report_df.assign(_key=keys.to_numpy(), _order=order).sort_values("_order", kind="stable")
     one = one.drop_duplicates("_key")
     kernels = pd.DataFrame({
-        "name": _text(one, "kernel_name").to_numpy(),
-        "ledger_op": _text(one, "ledger_op").to_numpy(),
-        "nvtx_path": _text(one, "nvtx_path").to_numpy(),
+        "name": texts(one, "kernel_name"),
+        "ledger_op": texts(one, "ledger_op"),
+        "nvtx_path": texts(one, "nvtx_path"),
         "launches": _num(one, "launches", 1.0).fillna(1.0).to_numpy(),
         "duration_s": _num(one, "duration_s").to_numpy(),
         "ideal_time_s": _num(one, "ideal_time_s").to_numpy(),

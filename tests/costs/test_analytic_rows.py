@@ -1,36 +1,12 @@
-"""nsroof.costs.analytic_rows: the text columns read without pandas' string round trip hold what the round
-trip gives, and the analytic table reads each distinct cost once."""
+"""nsroof.costs.analytic_rows: the analytic table reads each distinct cost once (its text columns are read by
+nsroof.frames.columns: tests/frames/test_columns.py)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
-import pytest
 
-from nsroof.costs.analytic_rows import Row, Rows, analytic_table, as_str, texts
+from nsroof.costs.analytic_rows import Row, Rows, analytic_table
 from nsroof.costs.ledger.aten import op_cost, unknown
-
-COLUMNS = {
-    "object str": pd.Series(["a", "b", ""], dtype=object),
-    "object missing": pd.Series(["a", None, np.nan], dtype=object),
-    "object mixed": pd.Series(["a", 1, 2.5], dtype=object),
-    "str": pd.Series(["a", None, "c"], dtype="str"),
-    "string": pd.Series(["a", None, "c"], dtype="string"),
-    "Int64": pd.Series([1, None, 3], dtype="Int64"),
-}
-
-
-@pytest.mark.parametrize("kind", COLUMNS)
-def test_texts_and_as_str_are_the_round_trip_through_str(kind: str) -> None:
-    column = COLUMNS[kind]
-    frame = pd.DataFrame({"c": column})
-    slow = column.astype(object).where(column.notna(), "").astype(str).to_numpy(dtype=object)
-    assert texts(frame, "c").tolist() == slow.tolist()
-    assert texts(frame, "c", "kernel").tolist() == [v or "kernel" for v in slow.tolist()]
-    got, want = as_str(column), column.astype(str).to_numpy()
-    assert [type(v) for v in got] == [type(v) for v in want]
-    assert (pd.isna(got).tolist() == pd.isna(want).tolist()
-            and got[~pd.isna(got)].tolist() == want[~pd.isna(want)].tolist())
 
 
 def test_the_analytic_table_of_rows_sharing_costs_is_that_of_each_row() -> None:
