@@ -17,6 +17,7 @@ An unknown word raises UnknownUnitError — never a silent factor of 1.0.
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 # word -> (factor to the base word, base word). Time words carry their own prefix.
@@ -138,8 +139,9 @@ def human_time(seconds: float | None, *, decimals: int | None = None) -> str:
 
 def human_bytes(n: float | None) -> str:
     """The one byte-size formatter, in binary units as caches and buffers are sized: human_bytes(48 * 2**20)
-    == '48 MiB', human_bytes(1.5 * 2**10) == '1.5 KiB', below 1 KiB whole bytes; None is '—'."""
-    if n is None:
+    == '48 MiB', human_bytes(1.5 * 2**10) == '1.5 KiB', below 1 KiB whole bytes; None, NaN and ±inf are
+    '—'."""
+    if n is None or not math.isfinite(n):
         return "—"
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
@@ -152,11 +154,22 @@ _SI_PREFIXES: tuple[tuple[float, str], ...] = ((1e18, "E"), (1e15, "P"), (1e12, 
                                                (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
 
 
-def human_si(value: float | None, unit: str = "", *, digits: int = 3) -> str:
+def human_si(value: float | None, unit: str = "", *, digits: int = 3, decimals: int | None = None,
+             missing: str = "—") -> str:
     """The one SI formatter: `digits` significant digits with a decimal SI prefix,
-    human_si(1.95e13, 'FLOP/s') == '19.5 TFLOP/s'. NaN, ±inf and None are '—'."""
-    if value is None or value != value or value in (float("inf"), float("-inf")):
-        return "—"
+    human_si(1.95e13, 'FLOP/s') == '19.5 TFLOP/s'. decimals=n gives n fixed decimals instead, and no prefix
+    below 1: human_si(1.95e13, 'FLOP/s', decimals=1) == '19.5 TFLOP/s', human_si(0.5, 'B/s', decimals=1) ==
+    '0.5 B/s' (measure's tables). NaN, ±inf and None are `missing`."""
+    if value is None or not math.isfinite(value):
+        return missing
+    if decimals is not None:
+        if not value:
+            return f"{0:.{decimals}f} {unit}".strip()
+        # the largest prefix at which the value does not print as 1,000 or more
+        for scale, prefix in _SI_PREFIXES:
+            if scale >= 1.0 and abs(value) >= scale * (1 - 0.5 * 10 ** -(decimals + 3)):
+                return f"{value / scale:,.{decimals}f} {prefix}{unit}".strip()
+        return f"{value:,.{decimals}f} {unit}".strip()
     if value == 0:
         return f"0 {unit}".strip()
     mag = abs(value)
@@ -164,6 +177,33 @@ def human_si(value: float | None, unit: str = "", *, digits: int = 3) -> str:
         if mag >= scale * (1 - 0.5 * 10 ** -digits):
             return f"{value / scale:.{digits}g} {prefix}{unit}".strip()
     return f"{value:.{digits}g} {unit}".strip()
+
+
+def human_tera(value: float | None) -> str:
+    """A datasheet figure in units of 10^12 without the unit (TFLOP/s, TOPS: the column says which), as
+    datasheets print it: 4 significant digits, whole numbers with separators from 1,000 on ('19.5', '989.4',
+    '1,979'); None or 0 is '—'."""
+    if not value:
+        return "—"
+    return f"{value / 1e12:,.0f}" if value >= 1e15 else f"{value / 1e12:,.4g}"
+
+
+def human_bandwidth(value: float | None) -> str:
+    """A bandwidth as datasheets print it: 4 significant digits under an SI prefix ('2.039 TB/s', '900 GB/s');
+    None or 0 is '—'."""
+    return human_si(value, "B/s", digits=4) if value else "—"
+
+
+def human_count(value: float | None) -> str:
+    """The one count formatter: exact integers with separators ('100,663,296'), others to 4 significant
+    digits (separators from 10,000 on); None and NaN are 'n/a', ±inf 'inf'."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if math.isinf(value):
+        return "inf"
+    if float(value).is_integer() and abs(value) < 1e18:
+        return f"{int(value):,}"
+    return f"{value:,.4g}" if abs(value) >= 1e4 else f"{value:.4g}"
 
 
 def human_si_range(low: float, high: float, unit: str = "") -> str:

@@ -22,7 +22,8 @@ from nsroof.roofs.ledger_tables import (
     to_json,
 )
 from nsroof.roofs.machines import LEVELS
-from nsroof.units import human_time
+from nsroof.units import human_count as count  # exact integers with separators
+from nsroof.units import human_si, human_time
 
 if TYPE_CHECKING:
     from nsroof.costs.ledger import Formula
@@ -30,17 +31,6 @@ if TYPE_CHECKING:
 
 
 # --------------------------------------------------------------------------- number formatting
-
-
-def count(value: float) -> str:
-    """Exact integers with separators (the seeds print them that way); others to 4 significant digits."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if math.isinf(value):
-        return "inf"
-    if float(value).is_integer() and abs(value) < 1e18:
-        return f"{int(value):,}"
-    return f"{value:,.4g}" if abs(value) >= 1e4 else f"{value:.4g}"
 
 
 def ratio(value: float) -> str:
@@ -53,12 +43,8 @@ def ratio(value: float) -> str:
 
 
 def si(value: float, unit: str) -> str:
-    if value is None or math.isnan(value):
-        return "n/a"
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.4g} {prefix}{unit}"
-    return f"{value:.4g} {unit}"
+    """Rates and sizes on the ledger's lines: 4 significant digits under an SI prefix, 'n/a' when unknown."""
+    return human_si(value, unit, digits=4, missing="n/a")
 
 
 def duration(seconds: float) -> str:

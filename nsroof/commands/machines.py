@@ -13,6 +13,7 @@ import click
 
 from nsroof.commands.options import machine_option
 from nsroof.schema import LEVELS
+from nsroof.units import human_bandwidth, human_tera
 
 if TYPE_CHECKING:
     from nsroof.roofs.machines import Machine
@@ -21,18 +22,6 @@ DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"
 
 # what the overview's ridge names
 OVERVIEW_ROOFS: tuple[str, ...] = ("peak_flop_per_s.bf16", "peak_flop_per_s.fp16")
-
-
-def _tflops(value: float | None) -> str:
-    if not value:
-        return "—"
-    return f"{value / 1e12:,.0f}" if value >= 1e15 else f"{value / 1e12:.4g}"
-
-
-def _bandwidth(value: float | None) -> str:
-    if not value:
-        return "—"
-    return f"{value / 1e12:.4g} TB/s" if value >= 1e12 else f"{value / 1e9:.4g} GB/s"
 
 
 def _fmt(value: float, digits: int = 1) -> str:
@@ -49,8 +38,8 @@ def sparse_traps(m: Machine) -> list[str]:
         sparse = m.sparse_peak_flop_per_s[dt]
         dense = m.peak_flop_per_s.get(dt)
         if dense:
-            out.append(f"{dt}: the {_tflops(sparse)} TFLOP/s headline is 2:4 structured sparsity "
-                       f"({sparse / dense:.2g}× dense); nsroof uses the dense {_tflops(dense)} TFLOP/s")
+            out.append(f"{dt}: the {human_tera(sparse)} TFLOP/s headline is 2:4 structured sparsity "
+                       f"({sparse / dense:.2g}× dense); nsroof uses the dense {human_tera(dense)} TFLOP/s")
     return out
 
 
@@ -99,10 +88,11 @@ def overview(profiles: list[Machine]) -> str:
                            f"`nsroof machines --machine '{m.name}'` "
                            f"gives the decode table at its {table['roof']} roof, named as such")
         batch = " / ".join(_fmt(b, 0) for b in batches)
-        lines.append(f"{m.name:<18}" + "".join(f"{_tflops(m.peak_flop_per_s.get(d)):>8}" for d in DTYPES[:6])
-                     + f"{_bandwidth(m.bandwidth_bytes_per_s.get('dram')):>12}"
-                     + f"{_bandwidth(m.bandwidth_bytes_per_s.get('l2')):>12}"
-                     + f"{_bandwidth(m.bandwidth_bytes_per_s.get('l1')):>12}"
+        lines.append(f"{m.name:<18}"
+                     + "".join(f"{human_tera(m.peak_flop_per_s.get(d)):>8}" for d in DTYPES[:6])
+                     + f"{human_bandwidth(m.bandwidth_bytes_per_s.get('dram')):>12}"
+                     + f"{human_bandwidth(m.bandwidth_bytes_per_s.get('l2')):>12}"
+                     + f"{human_bandwidth(m.bandwidth_bytes_per_s.get('l1')):>12}"
                      + f"{_fmt(ridge, 0):>8}   {batch}")
         traps += [f"  {m.name} {t}" for t in sparse_traps(m)[:1]]
     if no_half:
@@ -163,13 +153,13 @@ def detail(m: Machine) -> str:
     for key, by_level in ridges.items():
         rates, dt = key.split(".", 1)
         value = getattr(m, rates)[dt]
-        lines.append(f"  {key:<26}{_tflops(value):>10}"
+        lines.append(f"  {key:<26}{human_tera(value):>10}"
                      + "".join(f"{_fmt(by_level[lvl]):>13}" for lvl in levels)
                      + f"   {m.sources.get(key, m.label)}")
     lines += ["", "bandwidth:"]
     for lvl in levels:
         key = f"bandwidth_bytes_per_s.{lvl}"
-        lines.append(f"  {lvl:<6}{_bandwidth(m.bandwidth_bytes_per_s[lvl]):>12}   "
+        lines.append(f"  {lvl:<6}{human_bandwidth(m.bandwidth_bytes_per_s[lvl]):>12}   "
                      f"{m.sources.get(key, m.label)}")
     missing = [lvl for lvl in LEVELS if lvl not in m.bandwidth_bytes_per_s]
     if missing:

@@ -29,6 +29,7 @@ def report(report: Path, output: Path, top: int, title: str, rows: int | None, s
     from nsroof.report import html
     from nsroof.report.load import load_report
     from nsroof.schema import kernel_key
+    from nsroof.units import human_bytes
 
     check_suffix(output, (".html", ".htm"), "an HTML report")
     df, metadata = load_report(report)
@@ -40,5 +41,5 @@ def report(report: Path, output: Path, top: int, title: str, rows: int | None, s
     n = int(kernel_key(df).nunique())
     if not quiet:
         listed = f" (the {rows:,} longest in its table)" if 0 < rows < n else ""
-        click.echo(f"wrote {output}: {n} kernel{'s' if n != 1 else ''}{listed}, "
-                   f"{output.stat().st_size / 1e3:.0f} kB")
+        size = human_bytes(output.stat().st_size)
+        click.echo(f"wrote {output}: {n} kernel{'s' if n != 1 else ''}{listed}, {size}")

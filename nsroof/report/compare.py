@@ -41,7 +41,7 @@ from nsroof.errors import NsroofError
 from nsroof.names.nvtx_paths import STEP_RANGE
 from nsroof.report.wide import ROW_LEVELS
 from nsroof.schema import LINK_LEVEL
-from nsroof.units import human_time
+from nsroof.units import human_bytes, human_time
 
 KEY: tuple[str, str] = ("function", "nvtx_path")
 NO_RANGE = "(no NVTX range)"
@@ -449,7 +449,7 @@ def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = Non
     for lv in ROW_LEVELS:
         ba, bb = kernels[f"bytes_{lv}_before"].sum(min_count=1), kernels[f"bytes_{lv}_after"].sum(min_count=1)
         if pd.notna(ba) or pd.notna(bb):
-            lines.append(f"  {lv.upper():4} bytes: {_b(ba)} -> {_b(bb)}")
+            lines.append(f"  {lv.upper():4} bytes: {human_bytes(ba)} -> {human_bytes(bb)}")
     changed = {lv: int(kernels[f"bound_{lv}_changed"].sum()) for lv in ROW_LEVELS}
     if any(changed.values()):
         lines.append("  bound changed: " + ", ".join(f"{n} at {lv}" for lv, n in changed.items() if n))
@@ -465,7 +465,7 @@ def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = Non
             if r.status == "both" else r.status
         bound += " link" if lv == LINK_LEVEL else ""
         where = f" [{r.nvtx_path}]" if r.nvtx_path else ""
-        moved = _b(getattr(r, f"bytes_{lv}_before")) + " -> " + _b(getattr(r, f"bytes_{lv}_after"))
+        moved = " -> ".join(human_bytes(getattr(r, f"bytes_{lv}_{side}")) for side in ("before", "after"))
         lines.append(
             f"  {_s(r.duration_s_before):>12} {_s(r.duration_s_after):>12} {_signed_s(r.delta_s):>11} "
             f"{_ratio(r.duration_s_before, r.duration_s_after):>8}  {moved:>28}  {bound:<18} "
@@ -510,16 +510,6 @@ def _ratio(a: float, b: float) -> str:
     if pd.isna(a) or pd.isna(b) or not b:
         return "—"
     return f"{float(a) / float(b):.2f}x"
-
-
-def _b(v: float) -> str:
-    if pd.isna(v):
-        return "—"
-    v = float(v)
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(v) >= scale:
-            return f"{v / scale:.2f} {unit}"
-    return f"{v:.0f} B"
 
 
 def _pct(v: float) -> str:

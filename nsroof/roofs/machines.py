@@ -68,6 +68,7 @@ from typing import Any
 
 from nsroof import markdown
 from nsroof.errors import InputError, MachineError
+from nsroof.units import human_bandwidth, human_tera
 
 RATE_TABLES: tuple[str, ...] = ("peak_flop_per_s", "sparse_peak_flop_per_s", "simt_flop_per_s",
                                 "bandwidth_bytes_per_s")
@@ -527,16 +528,7 @@ def markdown_table(profiles: list[Machine] | None = None) -> str:
     figures with the 2:4 sparse ones in parentheses, and a numbered source list per machine."""
 
     def tera(value: float | None, sparse: float | None = None) -> str:
-        if not value:
-            return "—"
-        def fmt(v: float) -> str:
-            return f"{v / 1e12:,.0f}" if v >= 1e15 else f"{v / 1e12:,.4g}"
-
-        return f"{fmt(value)} ({fmt(sparse)})" if sparse else fmt(value)
-
-    def rate(value: float | None) -> str:
-        return "—" if not value else (f"{value / 1e12:,.4g} TB/s" if value >= 1e12
-                                      else f"{value / 1e9:,.4g} GB/s")
+        return f"{human_tera(value)} ({human_tera(sparse)})" if value and sparse else human_tera(value)
 
     def mhz(key: str, m: Machine) -> str:
         value = m.clocks_hz.get(key)
@@ -554,7 +546,7 @@ def markdown_table(profiles: list[Machine] | None = None) -> str:
             *(tera(dense.get(k), sparse.get(k))
               for k in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")),
             " / ".join(tera(simt.get(k)) for k in ("fp64", "fp32", "fp16")),
-            rate(bandwidth.get("dram")), rate(bandwidth.get("l2")), rate(bandwidth.get("l1")),
+            *(human_bandwidth(bandwidth.get(level)) for level in ("dram", "l2", "l1")),
             f"{m.sm_count or '—'}, {mhz('boost', m)} / {mhz('base', m)}",
             f"{ridge:,.0f}" if ridge == ridge else "—",
         ])

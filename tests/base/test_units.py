@@ -127,4 +127,40 @@ def test_the_byte_size_formatter() -> None:
     assert human_bytes(1536) == "1.5 KiB"  # 1536 / 1024 = 1.5
     assert human_bytes(50 * 2**20 + 2**19) == "50.5 MiB"
     assert human_bytes(1023) == "1023 B" and human_bytes(0) == "0 B"
-    assert human_bytes(None) == "—"
+    assert human_bytes(None) == "—" and human_bytes(float("nan")) == "—" and human_bytes(float("inf")) == "—"
+
+
+def test_the_si_formatter_with_fixed_decimals_and_its_missing_text() -> None:
+    from nsroof.units import human_si
+
+    # decimals: measure's tables (one decimal under the prefix, no prefix below 1, 0 as 0.0)
+    assert human_si(1.95e13, "FLOP/s", decimals=1) == "19.5 TFLOP/s"
+    assert human_si(2.0391e12, "B/s", decimals=1) == "2.0 TB/s"
+    assert human_si(-2.5e9, "B/s", decimals=1) == "-2.5 GB/s"
+    assert human_si(0.5, "B/s", decimals=1) == "0.5 B/s" and human_si(0.0, "B/s", decimals=1) == "0.0 B/s"
+    assert human_si(999.96, "B/s", decimals=1) == "1.0 kB/s"  # not '1,000.0 B/s': the prefix moves up
+    assert human_si(1.5e21, "B/s", decimals=1) == "1,500.0 EB/s"  # beyond the last prefix: separators
+    assert human_si(None, "B/s", decimals=1) == "—"
+    # missing: the ledger's lines say n/a
+    assert human_si(float("nan"), "FLOP/s", digits=4, missing="n/a") == "n/a"
+    assert human_si(9.895e14, "FLOP/s", digits=4, missing="n/a") == "989.5 TFLOP/s"
+
+
+def test_the_datasheet_figures() -> None:
+    from nsroof.units import human_bandwidth, human_tera
+
+    # TFLOP/s without the unit: 4 significant digits, whole with separators from 1,000 on
+    assert [human_tera(v) for v in (19.5e12, 989.4e12, 1979e12, 4.5e15, None, 0.0)] == [
+        "19.5", "989.4", "1,979", "4,500", "—", "—"]
+    assert human_bandwidth(2.039e12) == "2.039 TB/s" and human_bandwidth(900e9) == "900 GB/s"
+    assert human_bandwidth(33.45e12) == "33.45 TB/s"
+    assert human_bandwidth(None) == human_bandwidth(0.0) == human_bandwidth(float("nan")) == "—"
+
+
+def test_the_count_formatter() -> None:
+    from nsroof.units import human_count
+
+    assert human_count(100_663_296) == "100,663,296" and human_count(2.0) == "2"  # exact integers in full
+    assert human_count(1234.56) == "1235"  # 4 significant digits
+    assert human_count(12345.6) == "1.235e+04" and human_count(0.125) == "0.125"
+    assert human_count(None) == human_count(float("nan")) == "n/a" and human_count(float("inf")) == "inf"

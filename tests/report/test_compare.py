@@ -424,9 +424,9 @@ def test_a_collective_is_compared_at_its_link(tmp_path: Path) -> None:
     # other kernels keep DRAM only
     assert pd.isna(gemm["bytes_link_before"]) and gemm["bytes_dram_before"] > 0
     text = cmp.render(c)
-    assert "LINK bytes: 6.29 MB -> 3.15 MB" in text
+    assert "LINK bytes: 6 MiB -> 3 MiB" in text  # nsroof.units.human_bytes: 6,291,456 B = 6 MiB
     line = next(x for x in text.splitlines() if "ncclDevKernel" in x)
-    assert "6.29 MB -> 3.15 MB" in line and "memory->memory link" in line
+    assert "6 MiB -> 3 MiB" in line and "memory->memory link" in line
     # the range's memory-bound share counts the link-bound collective's time as it counts the DRAM-bound
     # 64×64 GEMM: (20 + 20) / 40 µs before, (10 + 20) / 30 after = 100% (reading the DRAM rows only it was
     # 20/40 and 20/30)

@@ -6,16 +6,12 @@ import math
 from typing import Any
 
 from nsroof.collectors.measure.analysis import measured
-from nsroof.units import human_bytes
+from nsroof.units import human_bytes, human_si
 
 
 def _si(value: float | None, unit: str) -> str:
-    if value is None or not math.isfinite(value):
-        return "—"
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:,.1f} {prefix}{unit}"
-    return f"{value:,.1f} {unit}"
+    """Measure's figures: one decimal under an SI prefix ('1.2 TB/s', '19.5 TFLOP/s')."""
+    return human_si(value, unit, decimals=1)
 
 
 def _table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> list[str]:
