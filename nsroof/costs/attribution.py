@@ -44,6 +44,7 @@ from nsroof.costs.ledger.aten import (
     unknown,
 )
 from nsroof.costs.op_table import OpTable
+from nsroof.counters import tensor_paths as tp
 from nsroof.frames.columns import texts
 from nsroof.frames.distinct import row_codes
 from nsroof.schema import LINK_LEVEL
@@ -326,11 +327,9 @@ def _tf32_rule(tf32: tuple[bool | None, bool | None], cc: np.ndarray, names: np.
     return rule
 
 
-# FP64 tensor cores (DMMA) exist on the data-center parts only: CC 8.0 (A100, A30), 9.0 (H100, H200, GH200),
-# 10.0 (B200, GB200); cuBLAS runs FP64 GEMMs on them there (NVIDIA A100 and H100 datasheets: "FP64 Tensor
-# Core" 19.5 / 67 TFLOP/s against 9.7 / 34 on CUDA cores). Consumer and embedded parts (8.6, 8.7, 8.9, 12.x)
-# have none; a CUTLASS SIMT kernel says so in its name.
-FP64_TENSOR_CC = frozenset({"8.0", "9.0", "10.0"})
+# FP64 tensor cores (DMMA) exist on the data-center parts only (nsroof.counters.tensor_paths.fp64_tensor_ccs:
+# 8.0, 9.0, 10.0, from the datasheets); cuBLAS runs FP64 GEMMs on them there. A CUTLASS SIMT kernel on such a
+# part does not, and says so in its name.
 FP64_SIMT_KERNEL = re.compile(r"simt", re.IGNORECASE)
 
 
@@ -338,9 +337,11 @@ def _fp64_tensor_rule(cc: np.ndarray, names: np.ndarray) -> Callable[[OpCost, li
     """An fp64 matmul-family cost on a device with FP64 tensor cores meets the FP64 tensor roof (the dense
     fp64 peak), picked like TF32: by the op's dtype and formula, the device, and the kernel (a SIMT kernel
     stays on the CUDA-core fp64 roof)."""
+    fp64_tensor = tp.fp64_tensor_ccs()
+
     def rule(cost: OpCost, members: list[int]) -> OpCost:
         if (cost.known and cost.precision == "fp64" and cost.formula in TF32_MATMUL_FORMULAS
-                and any(str(cc[i]) in FP64_TENSOR_CC for i in members)
+                and any(str(cc[i]) in fp64_tensor for i in members)
                 and not any(FP64_SIMT_KERNEL.search(str(names[i])) for i in members)):
             return replace(cost, precision="tensor", tensor_dtype="fp64",
                            label=f"{cost.label} [FP64 tensor cores]")

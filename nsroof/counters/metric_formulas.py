@@ -34,12 +34,12 @@ from dataclasses import dataclass
 
 from nsroof import markdown
 from nsroof.counters.tensor_paths import (
-    _NO_DRAM_CC,
-    TENSOR_FAMILIES,
     TENSOR_PREFIX,
-    TENSOR_SHAPES_BY_CC,
+    no_dram_ccs,
     normalize_cc,
+    tensor_families,
     tensor_metric_names,
+    tensor_shapes_by_cc,
 )
 from nsroof.errors import NsroofError
 
@@ -367,7 +367,7 @@ def required_metrics(cc: str | None = None, metric_set: str = "roofline") -> lis
     for f in FORMULAS:
         if metric_set not in f.collect:
             continue
-        if norm in _NO_DRAM_CC and (f.quantity.endswith("_dram")):
+        if norm in no_dram_ccs() and (f.quantity.endswith("_dram")):
             continue
         if f.kind in ("tensor_ops", "tensor_peak"):
             names = tensor_metric_names(cc)
@@ -488,11 +488,11 @@ def render_markdown() -> str:
     lines += markdown.table(["family", "CC", "aggregate", "per instruction class"],
                             [(fam, ", ".join(spec["cc"]), ", ".join(f"`{p}`" for p in spec["aggregate"]),
                               ", ".join(f"`{p}`" for p in spec["per_class"]) or "—")
-                             for fam, spec in TENSOR_FAMILIES.items()])
+                             for fam, spec in tensor_families().items()])
     lines += ["", "### FLOPs per tensor-pipe instruction (estimate only; largest shape first)", ""]
     lines += markdown.table(["CC", "shapes (FLOP/instruction)"],
                             [(cc, ", ".join(f"{name} {v:g}" for name, v in shapes))
-                             for cc, shapes in TENSOR_SHAPES_BY_CC.items()])
+                             for cc, shapes in tensor_shapes_by_cc().items()])
     lines += ["", "### Partial counter sets (the same rule for every importer)", ""]
     lines += markdown.table(["what the export lacks", "gives", "how the report shows it"], PARTIAL_RULES)
     lines += ["", END_MARK]

@@ -64,7 +64,7 @@ class _Kernels:
         self.cc_num = np.array([float(c) if c else np.nan for c in distinct], dtype=_FLOAT)[codes]
         self.duration_s = np.full(self.n, np.nan)
         self.tensor_flop_per_inst = np.array(
-            [tp.TENSOR_FLOP_PER_INST_BY_CC.get(c, np.nan) for c in distinct], dtype=_FLOAT)[codes]
+            [tp.tensor_flop_per_inst_by_cc().get(c, np.nan) for c in distinct], dtype=_FLOAT)[codes]
 
     def has(self, name: str) -> bool:
         return name in self._present
@@ -285,7 +285,7 @@ def _tensor_resolution(k: _Kernels) -> tuple[_Resolved, np.ndarray, np.ndarray]:
         sparse[used] = ops.sparse[used]
         dominant[used] = ops.dominant[used]
     # no 2:4 sparsity before Ampere: a known tensor count there has no sparse part
-    sparse[(k.cc_num < tp.FIRST_SPARSE_CC) & ~np.isnan(res.value)] = 0.0
+    sparse[(k.cc_num < tp.first_sparse_cc()) & ~np.isnan(res.value)] = 0.0
     return res, sparse, dominant
 
 
@@ -296,7 +296,7 @@ def _tensor_peak(k: _Kernels, dominant: np.ndarray) -> tuple[np.ndarray, np.ndar
     value = np.full(k.n, np.nan)
     source = np.full(k.n, "", dtype=object)
     clock = _scale(k, f, np.ones(k.n))
-    pre_sparsity = k.cc_num < tp.FIRST_SPARSE_CC  # Turing: unsplit metrics are dense work
+    pre_sparsity = k.cc_num < tp.first_sparse_cc()  # Turing: unsplit metrics are dense work
     for base in sorted({d for d in dominant if d}):
         path = tp.tensor_path(base)
         if path is None:

@@ -1,83 +1,28 @@
 """Tensor-core paths: which sm__ops_path_tensor_* metrics exist per GPU family, what each one counts (read
 from its name), which to sum without double counting, and the MMA instruction shapes behind the tensor-pipe
-estimate (ncu 2025.3.1's tensor roofline sections). Split from
-nsroof.counters.metric_formulas, which re-exports these names for its formula table."""
+estimate (ncu 2025.3.1's tensor roofline sections). Split from nsroof.counters.metric_formulas, whose formula
+table and document use these. The per-GPU facts are data (nsroof/data/tensor_cores.json, a source each);
+this module keeps the logic."""
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib import resources
+from typing import Any
 
 TENSOR_PREFIX = "sm__ops_path_tensor_"
 
 
 # ---------------------------------------------------------------------------------------------
-# Tensor cores: which sm__ops_path_tensor_* metrics exist per GPU family (ncu 2025.3.1 tensor
-# section [S1]; roofline-metrics.md §3.2). `{a,b}` expands; a trailing "+sp" adds the
-# _sparsity_off and _sparsity_on variants.
+# The per-GPU facts (which sm__ops_path_tensor_* metrics each family exports, the MMA instruction shapes,
+# which GPUs have FP64 tensor cores, where 2:4 sparsity starts, which parts have no DRAM roof) are data,
+# each with its source: nsroof/data/tensor_cores.json, read once.
 
-TENSOR_FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
-    "TU10x": {"cc": ("7.5",),
-              "aggregate": ("src_fp16_dst_fp16", "src_fp16_bf16_tf32_dst_fp32", "src_{int8,int4,int1}"),
-              "per_class": ()},
-    "GA100/GA10x/GA10y": {"cc": ("8.0", "8.6", "8.7"),
-                          "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,"
-                                        "int8,int4}+sp",
-                                        "src_fp64", "src_int1"),
-                          "per_class": ()},
-    "AD10x": {"cc": ("8.9",),
-              "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,int8,int4,fp8}+sp",
-                            "src_fp64", "src_int1"),
-              "per_class": ()},
-    "GH100": {"cc": ("9.0",),
-              "aggregate": ("src_{fp16,bf16_dst_fp32,tf32_dst_fp32,fp64,int8,int1}", "src_fp8+sp"),
-              "per_class": ("op_hgmma_src_{fp16,bf16_dst_fp32,tf32_dst_fp32}+sp",
-                            "op_hmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
-                            "op_{igmma,imma}_src_int8+sp", "op_{bgmma,bmma}_src_int1")},
-    "GB100/GB10b": {"cc": ("10.0", "11.0"),
-                    "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,fp64,int8,"
-                                  "fp4_dst_fp32,fp4_fp6_fp8_dst_fp16,fp4_fp6_fp8_dst_fp32}",),
-                    "per_class": ("op_utchmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,"
-                                  "tf32_dst_fp32}+sp",
-                                  "op_utcqmma_src_fp4_fp6_fp8_dst_{fp16,fp32}+sp",
-                                  "op_utcomma_src_fp4_dst_fp32+sp",
-                                  "op_utcimma_src_int8+sp",
-                                  "op_hmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
-                                  "op_imma_src_int8+sp")},
-    "GB11x": {"cc": ("10.3",),
-              "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,fp64,int8,"
-                            "fp4_dst_fp32,fp4_fp6_dst_fp16,fp4_fp6_dst_fp32}",),
-              "per_class": ("op_utcqmma_src_fp8_dst_fp16+sp", "op_utcqmma_src_fp8_dst_fp32_sparsity_off",
-                            "op_utcqmma_src_fp4_fp6_dst_{fp16,fp32}+sp", "op_utcomma_src_fp4_dst_fp32+sp",
-                            "op_utchmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
-                            "op_hmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
-                            "op_imma_src_int8+sp")},
-    "GB20x/GB20b": {"cc": ("12.0", "12.1"),
-                    "aggregate": ("src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32,fp64,int8}",
-                                  "src_{fp8_dst_fp16,fp8_dst_fp32,fp4_dst_fp32,"
-                                  "fp4_fp6_dst_fp16,fp4_fp6_dst_fp32}+sp"),
-                    "per_class": ("op_hmma_src_{fp16_dst_fp16,fp16_dst_fp32,bf16_dst_fp32,tf32_dst_fp32}+sp",
-                                  "op_imma_src_int8+sp")},
-}
-
-# FLOPs per sm__inst_executed_pipe_tensor instruction, one per MMA instruction shape the architecture
-# issues (NVIDIA: "too many variants of the MMA instruction"), largest first. 7.x: HMMA.884 = 2·8·8·4 =
-# 512 per warp instruction (NERSC's factor on V100 [S2]); 7.5: HMMA.1688 = 2·16·8·8 = 2048; 8.x:
-# HMMA.16816 = 2·16·8·16 = 4096 (the factor of a public A100 script, roofline-metrics.md §3.2), HMMA.1688
-# = 2048 (f16 m16n8k8, TF32 m16n8k8), HMMA.1684 = 1024 (TF32 m16n8k4). cuBLAS and CUTLASS kernels of the
-# same GEMM can issue shapes 2× apart, so the report picks, per kernel, the largest shape that keeps the
-# estimate within the tensor roof at the profiled clock (nsroof.roofs.classify). Hopper and later issue
-# wgmma/tcgen05, whose work per instruction is not fixed: no estimate.
-TENSOR_SHAPES_BY_CC: dict[str, tuple[tuple[str, float], ...]] = {
-    "7.0": (("HMMA.884", 512.0),), "7.2": (("HMMA.884", 512.0),), "7.5": (("HMMA.1688", 2048.0),),
-    **{cc: (("HMMA.16816", 4096.0), ("HMMA.1688", 2048.0), ("HMMA.1684", 1024.0))
-       for cc in ("8.0", "8.6", "8.7", "8.9")},
-}
-# The default (largest) shape: the factor quantities.derive applies before a roof is known.
-TENSOR_FLOP_PER_INST_BY_CC: dict[str, float] = {cc: shapes[0][1]
-                                                for cc, shapes in TENSOR_SHAPES_BY_CC.items()}
 # The dtype whose dense tensor roof bounds a pipe-count estimate: the HMMA (FP16) path every generation
 # with an estimate has; on A100 FP16 = BF16, on GeForce the FP16-accumulate rate (the highest).
 TENSOR_ESTIMATE_DTYPE = "fp16"
@@ -88,10 +33,56 @@ TENSOR_ACTIVE_CYCLES: tuple[str, ...] = ("sm__pipe_tensor_cycles_active.sum",
 
 # Source types that have no 2:4 sparse variant: an unsplit metric of these types is dense work.
 _NEVER_SPARSE = frozenset({"fp64", "int1"})
-# 2:4 structured sparsity arrived with Ampere (CC 8.0); before it every tensor op is dense.
-FIRST_SPARSE_CC = 8.0
-# ncu's DRAM roofs are absent on integrated parts (CC 8.7, 11.0, 12.1): no DRAM metrics there.
-_NO_DRAM_CC = frozenset({"8.7", "11.0", "12.1"})
+
+
+@functools.cache
+def _facts() -> dict[str, Any]:
+    text = resources.files("nsroof").joinpath("data", "tensor_cores.json").read_text(encoding="utf-8")
+    return dict(json.loads(text))
+
+
+@functools.cache
+def tensor_families() -> dict[str, dict[str, tuple[str, ...]]]:
+    """Family name → its compute capabilities ("cc") and the sm__ops_path_tensor_* name patterns it exports,
+    family-wide per source type ("aggregate") and per instruction class ("per_class"). `{a,b}` expands; a
+    trailing "+sp" adds the _sparsity_off and _sparsity_on variants."""
+    return {family["name"]: {k: tuple(family[k]) for k in ("cc", "aggregate", "per_class")}
+            for family in _facts()["families"]}
+
+
+@functools.cache
+def tensor_shapes_by_cc() -> dict[str, tuple[tuple[str, float], ...]]:
+    """FLOPs per sm__inst_executed_pipe_tensor instruction, one per MMA instruction shape the architecture
+    issues (NVIDIA: "too many variants of the MMA instruction"), largest first. cuBLAS and CUTLASS kernels of
+    the same GEMM can issue shapes 2× apart, so the report picks, per kernel, the largest shape that keeps the
+    estimate within the tensor roof at the profiled clock (nsroof.roofs.classify). Hopper and later issue
+    wgmma/tcgen05, whose work per instruction is not fixed: no estimate (no entry)."""
+    return {cc: tuple((str(name), float(flop)) for name, flop in entry["shapes"])
+            for entry in _facts()["mma_shapes"] for cc in entry["cc"]}
+
+
+def tensor_flop_per_inst_by_cc() -> dict[str, float]:
+    """The default (largest) shape's FLOPs per instruction: the factor quantities.derive applies before a roof
+    is known."""
+    return {cc: shapes[0][1] for cc, shapes in tensor_shapes_by_cc().items()}
+
+
+@functools.cache
+def fp64_tensor_ccs() -> frozenset[str]:
+    """The compute capabilities with FP64 tensor cores (DMMA), which cuBLAS's DGEMM runs on."""
+    return frozenset(_facts()["fp64_tensor_cc"]["cc"])
+
+
+@functools.cache
+def first_sparse_cc() -> float:
+    """The first compute capability with 2:4 structured sparsity; before it every tensor op is dense."""
+    return float(_facts()["first_sparse_cc"]["cc"])
+
+
+@functools.cache
+def no_dram_ccs() -> frozenset[str]:
+    """The compute capabilities (integrated parts) where ncu has no DRAM metrics and so no DRAM roof."""
+    return frozenset(_facts()["no_dram_cc"]["cc"])
 
 
 def _expand(pattern: str) -> list[str]:
@@ -108,7 +99,7 @@ def _expand(pattern: str) -> list[str]:
 def tensor_family(cc: str | None) -> str | None:
     """The tensor-section family of a compute capability ('8.0' → 'GA100/GA10x/GA10y'), None if none."""
     norm = normalize_cc(cc)
-    for family, spec in TENSOR_FAMILIES.items():
+    for family, spec in tensor_families().items():
         if norm in spec["cc"]:
             return family
     return None
@@ -119,7 +110,7 @@ def tensor_metric_names(cc: str | None) -> list[str]:
     family = tensor_family(cc)
     if family is None:
         return []
-    spec = TENSOR_FAMILIES[family]
+    spec = tensor_families()[family]
     return [TENSOR_PREFIX + n for pat in (*spec["aggregate"], *spec["per_class"]) for n in _expand(pat)]
 
 

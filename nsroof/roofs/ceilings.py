@@ -93,9 +93,9 @@ def _tensor_estimates(q: pd.DataFrame, cc: np.ndarray, codes: np.ndarray,
     total = q["flops"].astype("float64").to_numpy().copy()
     source_t = texts(q, "flops_source_tensor").copy()
     source = texts(q, "flops_source").copy()
-    dtype = tp.TENSOR_ESTIMATE_DTYPE
+    dtype, shapes_by_cc = tp.TENSOR_ESTIMATE_DTYPE, tp.tensor_shapes_by_cc()
     for i in rows.tolist():
-        shapes = tp.TENSOR_SHAPES_BY_CC.get(tp.normalize_cc(cc[i]))
+        shapes = shapes_by_cc.get(tp.normalize_cc(cc[i]))
         if not shapes:
             continue
         m = kernel_machines[codes[i]]

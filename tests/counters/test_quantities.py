@@ -430,7 +430,7 @@ class TestTensorMetricSelection:
                                                    ("GB20x/GB20b", 26)])
     def test_family_metric_counts_match_the_tensor_section(self, family: str, count: int) -> None:
         # `n` column of roofline-metrics.md §3.2 (ncu 2025.3.1 HierarchicalTensorRooflineChart)
-        cc = tp.TENSOR_FAMILIES[family]["cc"][0]
+        cc = tp.tensor_families()[family]["cc"][0]
         names = tp.tensor_metric_names(cc)
         assert len(names) == count == len(set(names))
 

@@ -274,20 +274,17 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-# GA100, GH100 and GB100: FP64 tensor cores (DMMA), which cuBLAS's DGEMM uses (NVIDIA's A100, H100 and
-# B200 datasheets quote an "FP64 Tensor Core" rate for them; GA10x/AD10x have none)
-FP64_TENSOR_CCS: frozenset[str] = frozenset({"8.0", "9.0", "10.0"})
-
-
 def peak_keys(dtype: str, environment: dict[str, Any]) -> tuple[str, ...]:
     """The profile keys a measured GEMM peak is stored under: its dtype, and for an fp64 GEMM on a GPU with
     FP64 tensor cores also the FP64 tensor roof `fp64_tensor`, where the machine table has that key. Both
     are true there: `fp64` is the best rate an FP64 matmul reaches (the dense table's meaning), and cuBLAS's
     DGEMM reaches it on the tensor cores."""
+    from nsroof.counters.tensor_paths import fp64_tensor_ccs
     from nsroof.roofs.machines import RATE_KEYS
 
+    # GA100, GH100 and GB100 have FP64 tensor cores (DMMA), which cuBLAS's DGEMM uses
     tensor = (dtype == "fp64" and environment.get("device") == "cuda"
-              and str(environment.get("compute_capability", "")) in FP64_TENSOR_CCS)
+              and str(environment.get("compute_capability", "")) in fp64_tensor_ccs())
     return (dtype, "fp64_tensor") if tensor and "fp64_tensor" in RATE_KEYS["peak_flop_per_s"] else (dtype,)
 
 
