@@ -99,11 +99,12 @@ def _compile(option: str, pattern: str) -> re.Pattern[str]:
 def _search(frame: pd.DataFrame, column: str, pattern: re.Pattern[str]) -> np.ndarray:
     import numpy as np
 
+    from nsroof.frames.columns import texts
+    from nsroof.frames.distinct import map_rows
+
     if column not in frame.columns:
         return np.zeros(len(frame), dtype=bool)
-    values = frame[column].astype(object).where(frame[column].notna(), "").astype(str)
-    found = {v: pattern.search(v) is not None for v in values.unique()}
-    return values.map(found).to_numpy(dtype=bool)
+    return map_rows(lambda v: pattern.search(v) is not None, texts(frame, column)).astype(bool)
 
 
 def _kernel_count(frame: pd.DataFrame) -> int:
