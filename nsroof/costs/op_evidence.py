@@ -19,7 +19,7 @@ import numpy as np
 from nsroof.costs.ledger.aten import OpCost
 from nsroof.costs.ledger.aten_args import arg, concrete_values
 from nsroof.costs.ledger.aten_data import index_evidence
-from nsroof.costs.ledger.formulas import UPPER_LEFT, causal_pairs
+from nsroof.costs.ledger.attention import UPPER_LEFT, causal_pairs
 
 MATH_ATTENTION = "aten::_scaled_dot_product_attention_math"
 IS_CAUSAL_AT = 5  # _scaled_dot_product_attention_math(query, key, value, attn_mask, dropout_p, is_causal, …)

@@ -38,10 +38,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from nsroof.costs.ledger import formulas as _formulas  # noqa: F401  (registers the built-in formulas)
-from nsroof.costs.ledger import ops_cnn as _ops_cnn  # noqa: F401  (convolution backward, batch norm, pooling)
-from nsroof.costs.ledger import ops_seq as _ops_seq  # noqa: F401  (RNN, grouped gemm, upsample, sort)
-from nsroof.costs.ledger import ops_torch as _ops_torch  # noqa: F401  (aten backward / pointwise formulas)
+# The built-in formulas register on import, one module per op family, forward and backward side by side.
+from nsroof.costs.ledger import attention as _attention  # noqa: F401
+from nsroof.costs.ledger import conv as _conv  # noqa: F401
+from nsroof.costs.ledger import decode as _decode  # noqa: F401
+from nsroof.costs.ledger import embedding as _embedding  # noqa: F401
+from nsroof.costs.ledger import matmul as _matmul  # noqa: F401
+from nsroof.costs.ledger import norm as _norm  # noqa: F401
+from nsroof.costs.ledger import pointwise as _pointwise  # noqa: F401
+from nsroof.costs.ledger import recurrent as _recurrent  # noqa: F401
+from nsroof.costs.ledger import reduction as _reduction  # noqa: F401
+from nsroof.costs.ledger import resample as _resample  # noqa: F401
 from nsroof.costs.ledger.core import (
     DTYPE_BYTES,
     Cost,

@@ -41,6 +41,7 @@ from nsroof.costs.ledger.aten_args import (
     register_reader,
 )
 from nsroof.costs.ledger.aten_pointwise import POINTWISE_FLOPS
+from nsroof.costs.ledger.core import Operator
 from nsroof.costs.ledger.custom import OpContext
 
 __all__ = ["CONV_ARGS_UNRECORDED", "NO_SHAPES", "POINTWISE_FLOPS", "READERS", "TORCH_DTYPES", "OpContext", "OpCost",
@@ -102,13 +103,24 @@ def op_cost(op: str, shapes: Sequence[Any] | None, dtypes: Sequence[Any] | None,
         if not isinstance(exc, NsroofError):
             raise
         return unknown(f"{op}: {exc}")
-    from nsroof.costs.ledger.ops_torch import report_precision
-
     precision = report_precision(operator)
     tensor_dtype = operator.roof.dtype if precision == "tensor" else ""
     roof_kind = "link" if operator.facts.get("link_roof") else operator.roof.kind
     return OpCost(operator.flops, operator.bytes, operator.formula, operator.label, precision, "", tensor_dtype,
                   roof_kind)
+
+
+_LOW_PRECISION = ("fp16", "bf16", "fp8", "tf32")
+
+
+def report_precision(op: Operator) -> str:
+    """The report's precision column for an operator: matmuls of 16-bit and narrower dtypes run on
+    tensor cores; everything else under the CUDA-core (or CPU vector) roof of its dtype."""
+    if op.roof.kind == "matmul":
+        if op.roof.dtype in _LOW_PRECISION:
+            return "tensor"
+        return "fp64" if op.roof.dtype == "fp64" else "fp32"
+    return {"fp64": "fp64", "fp16": "fp16", "bf16": "fp16"}.get(op.roof.dtype, "fp32")
 
 
 # Ops that move no data: a view shares its input's storage; an allocation writes nothing.

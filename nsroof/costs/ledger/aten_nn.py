@@ -18,7 +18,7 @@ from nsroof.costs.ledger.aten_args import (
     recorded,
     register_reader,
 )
-from nsroof.costs.ledger.formulas import LOWER_RIGHT, UPPER_LEFT
+from nsroof.costs.ledger.attention import LOWER_RIGHT, UPPER_LEFT
 
 # --------------------------------------------------------------------------- per-op shape readers
 # Each takes (shapes, dtypes, concrete) and returns a ledger Operator or raises NoShape.
@@ -249,7 +249,7 @@ def _adaptive_avg_pool(s: list[Shape], t: list[str], c: list[Any]) -> Any:
 
 
 def _attention_reader(q_at: int, causal_at: int, backward: bool, align: str) -> Reader:
-    """SDPA ops (BHSD): `is_causal` applies the mask aligned as `align` (formulas.causal_pairs says which kernel
+    """SDPA ops (BHSD): `is_causal` applies the mask aligned as `align` (attention.causal_pairs says which kernel
     aligns it where)."""
 
     def read(s: list[Shape], t: list[str], c: list[Any]) -> Any:

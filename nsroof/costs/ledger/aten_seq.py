@@ -20,8 +20,8 @@ from nsroof.costs.ledger.aten_args import (
     recorded,
     register_reader,
 )
+from nsroof.costs.ledger.attention import LOWER_RIGHT, UPPER_LEFT
 from nsroof.costs.ledger.core import Cost, Operator, Roof, Term
-from nsroof.costs.ledger.formulas import LOWER_RIGHT, UPPER_LEFT
 
 # cuDNN / mkldnn RNN mode codes (aten/src/ATen/native/RNN.h: CUDNN_RNN_RELU 0, TANH 1, LSTM 2, GRU 3)
 _RNN_MODES = {0: "rnn_relu", 1: "rnn_tanh", 2: "lstm", 3: "gru"}
@@ -216,7 +216,7 @@ _MASK_TYPES: dict[int, str | None] = {0: None, 1: UPPER_LEFT, 2: LOWER_RIGHT}
 def _attention(q_at: int, causal_at: int | None, backward: bool, layout: str, mask_type_at: int | None = None,
                align: str = LOWER_RIGHT) -> Any:
     """Attention kernels: `layout` BHSD (SDPA's) or BSHD (flash-attn's and the flash/efficient kernels');
-    causal from a flag (its mask aligned as `align`: see formulas.causal_pairs), or from custom_mask_type;
+    causal from a flag (its mask aligned as `align`: see attention.causal_pairs), or from custom_mask_type;
     a 3-D query is a packed varlen batch, whose per-sequence lengths (cu_seqlens) are not recorded."""
 
     def read(s: list[Shape], t: list[str], c: list[Any]) -> Any:

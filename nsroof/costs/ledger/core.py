@@ -59,6 +59,31 @@ def nbytes(elements: float, dtype: str) -> float:
     return elements * dtype_bytes(dtype)
 
 
+# Printed by `nsroof ledger` (each formula's source): public sources only (the seed documents these formulas
+# grew from are not shipped). SRC_CNN, SRC_SEQ and SRC_TORCH name the modules those formulas were first
+# written in; the text is kept as it has always been printed.
+SRC_ROOFLINE = "roofline model: Williams, Waterman & Patterson, Roofline, CACM 52(4), 2009"
+SRC_LEDGER = "ledger convention: inputs read once, outputs written once (compulsory traffic)"
+SRC_TRAFFIC = ("HBM element-traffic model of attention: Dao et al., FlashAttention, NeurIPS 2022 (naive vs tiled "
+               "traffic)")
+SRC_LAYER = "NVIDIA Deep Learning Performance Guide, GPU Performance Background (worked example)"
+SRC_CNN = "nsroof ops_cnn (ledger convention; counted from each op's definition)"
+SRC_SEQ = "nsroof ops_seq (ledger convention; counted from each op's definition)"
+SRC_TORCH = "nsroof ops_torch (ledger convention; backward derived from the forward algebra)"
+
+
+def positive(formula: str, **values: float) -> None:
+    for name, value in values.items():
+        if not value > 0:
+            raise LedgerError(f"{formula}: {name} must be > 0, got {value}")
+
+
+def non_negative(formula: str, **values: float) -> None:
+    for name, value in values.items():
+        if value < 0:
+            raise LedgerError(f"{formula}: {name} must be >= 0, got {value}")
+
+
 @dataclass(frozen=True)
 class Term:
     """One line of the ledger."""
@@ -145,6 +170,11 @@ class Roof:
     @property
     def key(self) -> str:
         return f"{self.kind}:{self.dtype}"
+
+
+def simt_roof(dt: str) -> Roof:
+    """The CUDA-core roof of an op on `dt` data: fp64 at the fp64 rate, every narrower dtype at fp32's."""
+    return Roof("simt", "fp64" if dt == "fp64" else "fp32")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ Step annotations (vLLM's GPU model runner names each step's record_function rang
   execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)
                                                            Σq, Σkv, Σq², Σq·kv per phase (32 requests in all)
 Causal attention sees Σ over requests of q·kv − q(q − 1)/2 (query block at the end of its keys: the lower-right
-mask, formulas.causal_pairs(q, kv, LOWER_RIGHT) per request) score pairs,
+mask, attention.causal_pairs(q, kv, LOWER_RIGHT) per request) score pairs,
 = Σq·kv − (Σq² − Σq)/2: exact from the last form, and from the second when a phase holds one request
 (then Σq² = q²); with token counts only the pairs are missing.
 """

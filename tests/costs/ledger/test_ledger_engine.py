@@ -35,7 +35,7 @@ def test_both_step_annotation_forms_parse() -> None:
 
 
 def test_engine_attention_counts_the_lower_right_mask() -> None:
-    from nsroof.costs.ledger.formulas import LOWER_RIGHT, causal_pairs
+    from nsroof.costs.ledger.attention import LOWER_RIGHT, causal_pairs
 
     # one prefill of 100 new tokens over 300 keys (200 cached): the queries are the newest tokens, so the mask is
     # lower-right: Σq·kv − (Σq² − Σq)/2 = 30,000 − (10,000 − 100)/2 = 25,050 = 100·(300 − 100 + 1) + 100·99/2

@@ -12,7 +12,7 @@ import pytest
 
 from nsroof.costs import ledger
 from nsroof.costs.ledger import LedgerError
-from nsroof.costs.ledger.formulas import LOWER_RIGHT, UPPER_LEFT, causal_pairs
+from nsroof.costs.ledger.attention import LOWER_RIGHT, UPPER_LEFT, causal_pairs
 from nsroof.roofs import ledger_analysis
 from nsroof.roofs.machines import Machine
 

@@ -225,7 +225,7 @@ def test_the_cpu_kernels_apply_the_upper_left_mask_they_are_counted_with(backwar
     # sq = 3, skv = 4 causal and compare with attention under each of torch's own masks: both are upper-left
     from torch.nn.attention.bias import causal_lower_right, causal_upper_left
 
-    from nsroof.costs.ledger.formulas import UPPER_LEFT, causal_pairs
+    from nsroof.costs.ledger.attention import UPPER_LEFT, causal_pairs
 
     gen = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 2, n, 16, generator=gen, requires_grad=True) for n in (3, 4, 4))
