@@ -2,7 +2,7 @@
 for the ops it costs):
 
 - aten::index / index_put_: the index tensors torch.profiler does not record, from the call's child ops
-  (nsroof.costs.ledger.aten_data.index_evidence);
+  (nsroof.costs.ledger.aten.movement.index_evidence);
 - a math-path aten::bmm of a causal attention: the SDPA math op above it (forward), or above the forward op
   its autograd node differentiates (backward: the ops table's forward_op_id, from the sequence numbers),
   says `is_causal`. Then its FLOPs count the visible scores only, as every fused attention kernel's formula
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from nsroof.costs.ledger.aten import OpCost
-from nsroof.costs.ledger.aten_args import arg, concrete_values
-from nsroof.costs.ledger.aten_data import index_evidence
+from nsroof.costs.ledger.aten.args import arg, concrete_values
+from nsroof.costs.ledger.aten.movement import index_evidence
 from nsroof.costs.ledger.attention import UPPER_LEFT, causal_pairs
 
 MATH_ATTENTION = "aten::_scaled_dot_product_attention_math"

@@ -18,7 +18,7 @@ import pandas as pd
 from nsroof.costs import op_evidence
 from nsroof.costs.analytic_rows import objects, per_cost
 from nsroof.costs.ledger.aten import OpCost, base_name, has_formula, no_formula_reason, op_cost, unknown
-from nsroof.costs.ledger.aten_data import INDEX_OPS
+from nsroof.costs.ledger.aten.movement import INDEX_OPS
 from nsroof.frames.columns import text_values
 from nsroof.frames.distinct import row_codes
 

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from nsroof.costs.ledger.core import DTYPE_BYTES, Cost, LedgerError, Operator, Roof, Term
 
-# torch.profiler's dtype strings -> ledger dtypes (kept here and in aten_args.TORCH_DTYPES; this module
+# torch.profiler's dtype strings -> ledger dtypes (kept here and in aten.args.TORCH_DTYPES; this module
 # imports nothing from the aten readers so that they may import it)
 _TORCH_DTYPES: dict[str, str] = {
     "float": "fp32", "double": "fp64", "c10::Half": "fp16", "c10::BFloat16": "bf16", "c10::Float8_e4m3fn": "fp8",

@@ -1,6 +1,7 @@
 """The shared vocabulary of the aten shape readers (nsroof.costs.ledger.aten): the recorded shapes, dtypes and
 scalar arguments of one op call, the checks that turn a shape the formula cannot read into NaN with its reason,
-and the table of readers (one per aten op, registered once)."""
+the argument readers more than one op family uses, and the table of readers (one per aten op, registered
+once, by the module of its op family)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ TORCH_DTYPES: dict[str, str] = {
     "bool": "int8",
 }
 
+
+# c10::ScalarType codes an out_dtype argument records
+SCALAR_TYPES = {5: "fp16", 6: "fp32", 7: "fp64", 15: "bf16", 23: "fp8", 24: "fp8", 25: "fp8", 26: "fp8"}
 
 FLOATING = ("fp64", "fp32", "fp16", "bf16", "fp8")
 
@@ -99,6 +103,14 @@ def need(cond: bool, why: str) -> None:
         raise NoShape(why)
 
 
+def square(value: Any, name: str) -> int:
+    values = list(value) if isinstance(value, list | tuple) else [value]
+    need(len(values) >= 1 and all(isinstance(v, int) and not isinstance(v, bool) for v in values),
+          f"{name} {value!r} is not a list of integers")
+    need(len(set(values)) == 1, f"the conv2d formula needs equal {name} on both axes, got {values}")
+    return int(values[0])
+
+
 def ledger_op(name: str, **shape: Any) -> Any:
     from nsroof.costs import ledger  # noqa: F401 - registers every formula
     from nsroof.costs.ledger.registry import operator
@@ -106,8 +118,12 @@ def ledger_op(name: str, **shape: Any) -> Any:
     return operator(name, **shape)
 
 
+def move(n: int, reads: int, dt: str, what: str, other: float = 0.0, flops: float = 0.0) -> Any:
+    return ledger_op("pointwise", n=max(n, 1), read_elements=reads, flops_per_element=flops, dtype=dt, op=what,
+                     other_read_bytes=other)
 
 
+# A reader takes one call's (shapes, dtypes, concrete) and returns a ledger Operator or raises NoShape.
 Reader = Callable[[list[Shape], list[str], list[Any]], Any]
 
 

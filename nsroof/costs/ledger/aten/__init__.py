@@ -21,14 +21,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from nsroof.costs.ledger import aten_data as _aten_data  # noqa: F401  (data movement, norms, losses)
-from nsroof.costs.ledger import aten_nn as _aten_nn  # noqa: F401  (registers the matmul/conv/norm readers)
-from nsroof.costs.ledger import aten_pointwise as _aten_pointwise  # noqa: F401  (pointwise, reductions)
-from nsroof.costs.ledger import aten_seq as _aten_seq  # noqa: F401  (RNNs, fast path, grouped mm, attention)
 from nsroof.costs.ledger import collectives as _collectives  # noqa: F401  (c10d, symm_mem, record_param_comms)
 from nsroof.costs.ledger import custom
 from nsroof.costs.ledger import engine as _engine  # noqa: F401  (vLLM / SGLang custom ops)
-from nsroof.costs.ledger.aten_args import (
+
+# The aten readers register on import, one module per op family (its formulas: nsroof.costs.ledger.<family>).
+from nsroof.costs.ledger.aten import attention as _attention  # noqa: F401
+from nsroof.costs.ledger.aten import conv as _conv  # noqa: F401
+from nsroof.costs.ledger.aten import embedding as _embedding  # noqa: F401
+from nsroof.costs.ledger.aten import matmul as _matmul  # noqa: F401
+from nsroof.costs.ledger.aten import movement as _movement  # noqa: F401  (data movement: the pointwise formula)
+from nsroof.costs.ledger.aten import norm as _norm  # noqa: F401
+from nsroof.costs.ledger.aten import pointwise as _pointwise  # noqa: F401
+from nsroof.costs.ledger.aten import recurrent as _recurrent  # noqa: F401
+from nsroof.costs.ledger.aten import reduction as _reduction  # noqa: F401
+from nsroof.costs.ledger.aten import resample as _resample  # noqa: F401
+from nsroof.costs.ledger.aten.args import (
     CONV_ARGS_UNRECORDED,
     NO_SHAPES,
     READERS,
@@ -40,7 +48,7 @@ from nsroof.costs.ledger.aten_args import (
     numel,
     register_reader,
 )
-from nsroof.costs.ledger.aten_pointwise import POINTWISE_FLOPS
+from nsroof.costs.ledger.aten.pointwise import POINTWISE_FLOPS
 from nsroof.costs.ledger.core import Operator
 from nsroof.costs.ledger.custom import OpContext
 

@@ -1,15 +1,14 @@
-"""aten shape readers of the pointwise ops and the reductions (sum, mean)."""
+"""aten readers of the elementwise ops (formula: nsroof.costs.ledger.pointwise): arithmetic, activations and
+their backward, copies, fills and random draws, each output sized at torch's promoted dtype."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from nsroof.costs.ledger.aten_args import (
+from nsroof.costs.ledger.aten.args import (
     FLOATING,
     Reader,
     Shape,
-    Unrecorded,
-    arg,
     broadcast,
     dtype_of,
     ledger_op,
@@ -48,9 +47,9 @@ POINTWISE_FLOPS: dict[str, tuple[float, str]] = {
     "bernoulli": (1, "1 compare against p"),
 }
 
+
 # Pointwise ops whose inputs are all the tensors passed (no output tensor among them).
 _WRITE_ONLY = {"fill", "zero", "normal", "uniform", "bernoulli"}
-
 
 
 # The functional overload's argument count (tensors and scalars): one more, a tensor, is `out=`.
@@ -58,6 +57,8 @@ _ARITY: dict[str, int] = {"add": 3, "sub": 3, "rsub": 3, "div": 3, "clamp": 3, "
                           "addcdiv": 4, "threshold_backward": 3, "gelu_backward": 3, "copy": 3, "mul": 2, "pow": 2,
                           "maximum": 2, "minimum": 2, "silu_backward": 2, "sigmoid_backward": 2, "tanh_backward": 2,
                           "clone": 2, "fill": 2, "gelu": 2, "floor_divide": 2, "remainder": 2}
+
+
 _RANK = {"fp8": 0, "fp16": 1, "bf16": 1, "fp32": 2, "fp64": 3}
 
 
@@ -111,34 +112,6 @@ def _pointwise(kind: str, inplace: bool = False) -> Reader:
     return read
 
 
-def _reduction(kind: str) -> Reader:
-    def read(s: list[Shape], t: list[str], c: list[Any]) -> Any:
-        # sum/mean(input, dim=None, keepdim=False, dtype=None): one add per input element (+1 divide per
-        # output for mean)
-        need(len(s) >= 1 and dtype_of(t, 0) is not None, "reduction needs the input shape")
-        shape = s[0]
-        dims = arg(c, 1)
-        # sum(input, dtype) has no dims; sum.dim_IntList(input, dim, …) records them as a ScalarList
-        if dims is None and len(t) > 1 and t[1] == "ScalarList":
-            raise Unrecorded("reduction dims not recorded")
-        if isinstance(dims, int):
-            dims = [dims]
-        if not dims or not shape:
-            out = 1
-        else:
-            reduced = {d % len(shape) for d in dims}
-            out = numel([n for i, n in enumerate(shape) if i not in reduced])
-        n = max(numel(shape), 1)
-        per_output = 1.0 if kind == "mean" else 0.0
-        return ledger_op("reduction", n=n, outputs=out, dtype=need_dtype(t, 0), divide_per_output=per_output, op=kind)
-
-    return read
-
-
-
-
-register_reader(("sum",), _reduction("sum"))
-register_reader(("mean",), _reduction("mean"))
 for _kind in POINTWISE_FLOPS:
     register_reader((_kind,), _pointwise(_kind))
     if _kind not in ("copy", *_WRITE_ONLY):  # (their readers already treat self as the output)
