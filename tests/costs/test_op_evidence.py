@@ -1,6 +1,6 @@
 """What the op tree says that an op's own record lacks (nsroof.costs.op_evidence): a math-path causal
 attention's bmm's, forward and backward, count the visible scores as the fused kernels do. The index tensors
-of aten::index / index_put_: tests/costs/ledger/test_ledger_ops.py."""
+of aten::index / index_put_: tests/costs/ledger/aten/test_movement.py."""
 
 from __future__ import annotations
 
