@@ -28,16 +28,16 @@ from nsroof.costs.ledger.core import (
 from nsroof.costs.ledger.registry import register
 
 # Where a causal mask's diagonal sits when seq_q != seq_kv (the two agree when they are equal):
-# - UPPER_LEFT, `torch.tril(ones(sq, skv))`, query i sees keys j <= i: torch's `is_causal` ("causal_upper_left ...
-#   is equivalent to the is_causal=True argument in scaled_dot_product_attention", PyTorch docs,
-#   torch.nn.attention.bias), on the math, CPU flash, memory-efficient (custom_mask_type 1, CausalFromTopLeft) and
-#   cuDNN paths;
-# - LOWER_RIGHT, `torch.tril(ones(sq, skv), diagonal=skv - sq)`, query i sees keys j <= i + skv - sq: the queries are
-#   the newest tokens. FlashAttention ≥ 2.1 ("if seqlen_q != seqlen_k and causal=True, the causal mask is aligned to
-#   the bottom right corner", flash-attention README, changelog 2.1), so the CUDA flash kernels torch vendors
-#   (aten::_flash_attention_*, _scaled_dot_product_flash_attention, which torch's dispatcher therefore never picks for
-#   a non-square is_causal); memory-efficient custom_mask_type 2 (CausalFromBottomRight); engines' prefill with a
-#   cached context (vLLM unified attention).
+# - UPPER_LEFT, `torch.tril(ones(sq, skv))`, query i sees keys j <= i: torch's `is_causal` ("causal_upper_left
+#   ... is equivalent to the is_causal=True argument in scaled_dot_product_attention", PyTorch docs,
+#   torch.nn.attention.bias), on the math, CPU flash, memory-efficient (custom_mask_type 1, CausalFromTopLeft)
+#   and cuDNN paths;
+# - LOWER_RIGHT, `torch.tril(ones(sq, skv), diagonal=skv - sq)`, query i sees keys j <= i + skv - sq: the
+#   queries are the newest tokens. FlashAttention ≥ 2.1 ("if seqlen_q != seqlen_k and causal=True, the causal
+#   mask is aligned to the bottom right corner", flash-attention README, changelog 2.1), so the CUDA flash
+#   kernels torch vendors (aten::_flash_attention_*, _scaled_dot_product_flash_attention, which torch's
+#   dispatcher therefore never picks for a non-square is_causal); memory-efficient custom_mask_type 2
+#   (CausalFromBottomRight); engines' prefill with a cached context (vLLM unified attention).
 UPPER_LEFT = "upper_left"
 
 
@@ -51,7 +51,8 @@ def causal_pairs(sq: int, skv: int, align: str = LOWER_RIGHT) -> int:
     """Unmasked (query, key) pairs of a causal mask over sq queries and skv keys (one batch·head).
     LOWER_RIGHT: Σ_{i<sq} clip(i + 1 + skv - sq, 0, skv) = sq·(skv - sq + 1) + sq·(sq - 1)/2 when skv >= sq
     (sq = 1 decode: every key), skv(skv + 1)/2 when sq > skv (the first sq - skv queries see nothing).
-    UPPER_LEFT: Σ_{i<sq} min(i + 1, skv) = sq(sq + 1)/2 when sq <= skv, skv(skv + 1)/2 + (sq - skv)·skv otherwise.
+    UPPER_LEFT: Σ_{i<sq} min(i + 1, skv) = sq(sq + 1)/2 when sq <= skv,
+    skv(skv + 1)/2 + (sq - skv)·skv otherwise.
     Both are N(N + 1)/2 for sq = skv = N (about half of N²)."""
     if align not in CAUSAL_ALIGNS:
         raise LedgerError(f"causal_align {align!r} is not one of {', '.join(CAUSAL_ALIGNS)}")
@@ -77,25 +78,29 @@ def causal_shape(sq: int, skv: int, causal: bool, align: str) -> dict[str, Any]:
 def attention(batch_heads: int, sq: int, skv: int, d: int, dtype: str = "fp16", causal: bool = False,
               causal_align: str = LOWER_RIGHT) -> Operator:
     """Fused (flash-style) attention, minimum traffic: read Q, K, V, write O; QK^T + PV + softmax FLOPs.
-    A causal mask counts its visible scores only, its diagonal where `causal_align` says (see causal_pairs)."""
+    A causal mask counts its visible scores only, its diagonal where `causal_align` says (see
+    causal_pairs)."""
     positive("attention", batch_heads=batch_heads, sq=sq, skv=skv, d=d)
     dt = canonical_dtype(dtype)
     b = dtype_bytes(dt)
     bh = batch_heads
     scores = causal_pairs(sq, skv, causal_align) if causal else sq * skv
     aligned = f", aligned {causal_align.replace('_', '-')}" if sq != skv else ""
-    score_note = f"{scores:,} visible scores per head (causal mask{aligned})" if causal else "sq·skv scores per head"
+    score_note = (f"{scores:,} visible scores per head (causal mask{aligned})" if causal
+                  else "sq·skv scores per head")
     items = (
         Term("read Q", bytes=nbytes(bh * sq * d, dt), note=f"bh·sq·d·{b:g} B"),
         Term("read K", bytes=nbytes(bh * skv * d, dt), note=f"bh·skv·d·{b:g} B"),
         Term("read V", bytes=nbytes(bh * skv * d, dt), note=f"bh·skv·d·{b:g} B"),
         Term("write O", bytes=nbytes(bh * sq * d, dt), note=f"bh·sq·d·{b:g} B"),
-        Term("QK^T + PV", flops=4.0 * bh * scores * d, note=f"2 matmuls × 2 FLOP per multiply-add; {score_note}"),
+        Term("QK^T + PV", flops=4.0 * bh * scores * d,
+             note=f"2 matmuls × 2 FLOP per multiply-add; {score_note}"),
         Term("softmax", flops=5.0 * bh * scores + 1.0 * bh * sq * d,
              note="scale, running max, subtract, exp, sum: 5 per score; 1 divide per output element"),
     )
     shape = {"batch_heads": bh, "sq": sq, "skv": skv, "d": d} | causal_shape(sq, skv, causal, causal_align)
-    return Operator("attention", shape, dt, Cost(items), Roof("matmul", dt), facts={"scores_per_head": scores})
+    return Operator("attention", shape, dt, Cost(items), Roof("matmul", dt),
+                    facts={"scores_per_head": scores})
 
 
 @register("attention-backward", source=SRC_TORCH)
@@ -123,7 +128,8 @@ def attention_backward(batch_heads: int, sq: int, skv: int, d: int, dtype: str =
         Term("softmax backward", flops=4.0 * bh * scores + 2.0 * bh * sq * d,
              note="P recompute 2 + dS 2 per score; D = rowsum(dO∘O) 2 per query element"),
     )
-    return Operator("attention-backward", shape, dt, Cost(items), Roof("matmul", dt), facts={"scores_per_head": scores})
+    return Operator("attention-backward", shape, dt, Cost(items), Roof("matmul", dt),
+                    facts={"scores_per_head": scores})
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -136,10 +142,12 @@ def _elements(name: str, elements: int, dt: str, note: str = "") -> Term:
 
 @register("attention-traffic", source=SRC_TRAFFIC)
 def attention_traffic(
-    sq: int, skv: int, d: int, block_m: int = 128, block_n: int = 128, dtype: str = "fp16", batch_heads: int = 1
+    sq: int, skv: int, d: int, block_m: int = 128, block_n: int = 128, dtype: str = "fp16",
+    batch_heads: int = 1
 ) -> Operator:
     """Naive three-kernel attention vs tiled online-softmax, in HBM elements moved (per batch_heads pairs)."""
-    positive("attention-traffic", sq=sq, skv=skv, d=d, block_m=block_m, block_n=block_n, batch_heads=batch_heads)
+    positive("attention-traffic", sq=sq, skv=skv, d=d, block_m=block_m, block_n=block_n,
+             batch_heads=batch_heads)
     dt = canonical_dtype(dtype)
     bh = batch_heads
     q_blocks = ceil_div(sq, block_m)
@@ -192,4 +200,5 @@ def attention_traffic(
     }
     shape = {"sq": sq, "skv": skv, "d": d, "block_m": block_m, "block_n": block_n} | (
         {"batch_heads": bh} if bh != 1 else {})
-    return Operator("attention-traffic", shape, dt, tiled, Roof("matmul", dt), variants={"naive": naive}, facts=facts)
+    return Operator("attention-traffic", shape, dt, tiled, Roof("matmul", dt), variants={"naive": naive},
+                    facts=facts)

@@ -1,6 +1,6 @@
-"""Collectives (`c10d::*`, `record_param_comms`, `symm_mem::*`, `vllm::all_reduce`/`all_gather`): the bytes each
-GPU moves over its links, from the arguments, with the bus-bandwidth factors of nccl-tests (NVIDIA/nccl-tests
-doc/PERFORMANCE.md): for n ranks and S the operation's size in bytes,
+"""Collectives (`c10d::*`, `record_param_comms`, `symm_mem::*`, `vllm::all_reduce`/`all_gather`): the bytes
+each GPU moves over its links, from the arguments, with the bus-bandwidth factors of nccl-tests
+(NVIDIA/nccl-tests doc/PERFORMANCE.md): for n ranks and S the operation's size in bytes,
 
     all_reduce      busbw = algbw · 2(n − 1)/n         (S = the buffer)
     all_gather      busbw = algbw · (n − 1)/n          (S = the gathered output, n × the input)
@@ -9,9 +9,9 @@ doc/PERFORMANCE.md): for n ranks and S the operation's size in bytes,
     broadcast, reduce, send/recv: busbw = algbw
 
 so the link bytes of one call are S·factor, and the time floor is those bytes over the GPU's interconnect
-bandwidth per direction (nsroof.roofs.machines.interconnect: nsroof/data/interconnect.json, from the datasheets). An all-reduce adds S/itemsize ·
-(n − 1)/n values per rank; the others do no arithmetic. The group size comes from the arguments where the op
-has it, else from the trace's process group (OpContext.world_size).
+bandwidth per direction (nsroof.roofs.machines.interconnect: nsroof/data/interconnect.json, from the
+datasheets). An all-reduce adds S/itemsize · (n − 1)/n values per rank; the others do no arithmetic. The group
+size comes from the arguments where the op has it, else from the trace's process group (OpContext.world_size).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def collective_terms(kind: str, size_bytes: float, itemsize: float, ranks: int) 
     items = [Term(f"{kind} over the links", bytes=size_bytes * factor,
                   note=f"S·{FACTORS[kind][0]} = {size_bytes:,.0f} B·{factor:.4g}, n = {ranks} (busbw bytes)")]
     if kind == "all_reduce":
-        items.append(Term("reduce", flops=size_bytes / itemsize * (ranks - 1) / ranks, note="(n − 1)/n adds per element"))
+        items.append(Term("reduce", flops=size_bytes / itemsize * (ranks - 1) / ranks,
+                          note="(n − 1)/n adds per element"))
     return items
 
 
@@ -82,7 +83,8 @@ def vllm_all_gather(x: Tensor, dim: int | None, world_size: int | None, *, conte
 @formula("c10d::allreduce_", source=SRC_NCCL_TESTS, roof="link", _user=False)
 def c10d_allreduce(tensors: list[Tensor], *, context: OpContext) -> list[Term]:
     """allreduce_(Tensor[] tensors, process_group, reduce_op, sparse_indices, timeout)."""
-    return collective_terms("all_reduce", sum(t.nbytes for t in tensors), tensors[0].itemsize, _ranks(context))
+    return collective_terms("all_reduce", sum(t.nbytes for t in tensors), tensors[0].itemsize,
+                            _ranks(context))
 
 
 @formula("c10d::_allgather_base_", source=SRC_NCCL_TESTS, roof="link", _user=False)
@@ -105,16 +107,17 @@ def c10d_broadcast(tensors: list[Tensor], *, context: OpContext) -> list[Term]:
 
 @formula("c10d::alltoall_base_", source=SRC_NCCL_TESTS, roof="link", _user=False)
 def c10d_alltoall_base(output: Tensor, x: Tensor, *, context: OpContext) -> list[Term]:
-    """alltoall_base_(Tensor output, Tensor input, process_group, output_split_sizes, input_split_sizes, …)."""
+    """alltoall_base_(Tensor output, Tensor input, process_group, output_split_sizes, input_split_sizes,
+    …)."""
     return collective_terms("all_to_all", x.nbytes, x.itemsize, _ranks(context))
 
 
 _PARAM_COMMS = {"allreduce": "all_reduce", "all_reduce": "all_reduce", "_allgather_base": "all_gather",
-                "allgather": "all_gather", "all_gather": "all_gather", "allgather_into_tensor_coalesced": "all_gather",
-                "_reduce_scatter_base": "reduce_scatter", "reduce_scatter": "reduce_scatter",
-                "reduce_scatter_tensor_coalesced": "reduce_scatter", "all_to_all": "all_to_all",
-                "all_to_allv": "all_to_all", "alltoall_base": "all_to_all", "broadcast": "broadcast",
-                "reduce": "reduce", "send": "send_recv", "recv": "send_recv"}
+                "allgather": "all_gather", "all_gather": "all_gather",
+                "allgather_into_tensor_coalesced": "all_gather", "_reduce_scatter_base": "reduce_scatter",
+                "reduce_scatter": "reduce_scatter", "reduce_scatter_tensor_coalesced": "reduce_scatter",
+                "all_to_all": "all_to_all", "all_to_allv": "all_to_all", "alltoall_base": "all_to_all",
+                "broadcast": "broadcast", "reduce": "reduce", "send": "send_recv", "recv": "send_recv"}
 
 
 @formula("record_param_comms", source=SRC_NCCL_TESTS + "; torch's record_param_comms attributes", roof="link",
@@ -134,8 +137,8 @@ def record_param_comms(x: Tensor | None, *, context: OpContext) -> list[Term]:
     except LedgerError:
         raise Missing(f"record_param_comms dtype {a.get('dtype')!r} has no byte size") from None
     n = _ranks(context, _int(a.get("Group size")))
-    elements = {"all_gather": a.get("Out msg nelems"), "reduce_scatter": a.get("In msg nelems")}.get(kind,
-                                                                                                     a.get("In msg nelems"))
+    elements = {"all_gather": a.get("Out msg nelems"),
+                "reduce_scatter": a.get("In msg nelems")}.get(kind, a.get("In msg nelems"))
     if _int(elements) is None:
         raise Missing("record_param_comms' 'In msg nelems' / 'Out msg nelems'")
     return collective_terms(kind, float(_int(elements) or 0) * itemsize, itemsize, n)

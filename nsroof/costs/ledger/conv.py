@@ -41,18 +41,20 @@ def conv2d(
 ) -> Operator:
     """Direct 2-D convolution (square kernel, stride, padding, dilation), NCHW; minimum traffic."""
     positive("conv2d", batch=batch, in_channels=in_channels, height=height, width=width,
-              out_channels=out_channels, kernel_size=kernel_size, stride=stride, dilation=dilation, groups=groups)
+             out_channels=out_channels, kernel_size=kernel_size, stride=stride, dilation=dilation,
+             groups=groups)
     non_negative("conv2d", padding=padding)
     if in_channels % groups or out_channels % groups:
-        raise LedgerError(f"conv2d: groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}")
+        raise LedgerError(f"conv2d: groups={groups} must divide in_channels={in_channels} and "
+                          f"out_channels={out_channels}")
     dt = canonical_dtype(dtype)
     b = dtype_bytes(dt)
     span = dilation * (kernel_size - 1) + 1  # receptive field of one output along an axis
     out_h = (height + 2 * padding - span) // stride + 1
     out_w = (width + 2 * padding - span) // stride + 1
     if out_h <= 0 or out_w <= 0:
-        raise LedgerError(f"conv2d: a {kernel_size}×{kernel_size} kernel (dilation {dilation}) does not fit a "
-                          f"{height}×{width} input with padding {padding}")
+        raise LedgerError(f"conv2d: a {kernel_size}×{kernel_size} kernel (dilation {dilation}) does not fit "
+                          f"a {height}×{width} input with padding {padding}")
     macs_per_output = (in_channels // groups) * kernel_size * kernel_size
     outputs = batch * out_channels * out_h * out_w
     items = [
@@ -91,20 +93,22 @@ def conv2d_backward(
     """Convolution backward (aten::convolution_backward): dX = the transposed convolution of dY with W and
     dW = the correlation of X with dY, each 2·N·K·P·Q·(C/groups)·R·S FLOP like the forward; dB = Σ dY."""
     positive("conv2d-backward", batch=batch, in_channels=in_channels, height=height, width=width,
-              out_channels=out_channels, out_height=out_height, out_width=out_width, kernel_size=kernel_size,
-              groups=groups)
+             out_channels=out_channels, out_height=out_height, out_width=out_width, kernel_size=kernel_size,
+             groups=groups)
     if in_channels % groups or out_channels % groups:
         raise LedgerError(f"conv2d-backward: groups={groups} must divide in_channels={in_channels} and "
                           f"out_channels={out_channels}")
     if not (input_grad or weight_grad or bias_grad):
-        raise LedgerError("conv2d-backward: no gradient asked for (input_grad, weight_grad and bias_grad all off)")
+        raise LedgerError("conv2d-backward: no gradient asked for "
+                          "(input_grad, weight_grad and bias_grad all off)")
     dt = canonical_dtype(dtype)
     b = dtype_bytes(dt)
     grad_out = batch * out_channels * out_height * out_width
     inputs = batch * in_channels * height * width
     weights = out_channels * (in_channels // groups) * kernel_size * kernel_size
     conv_flops = 2.0 * grad_out * (in_channels // groups) * kernel_size * kernel_size
-    items = [Term("read dY", bytes=nbytes(grad_out, dt), note=f"N·K·P·Q·{b:g} B, P×Q = {out_height}×{out_width}")]
+    items = [Term("read dY", bytes=nbytes(grad_out, dt),
+                  note=f"N·K·P·Q·{b:g} B, P×Q = {out_height}×{out_width}")]
     if input_grad:
         items += [
             Term("read W", bytes=nbytes(weights, dt), note=f"K·(C/groups)·R·S·{b:g} B"),

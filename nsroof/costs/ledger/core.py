@@ -64,8 +64,8 @@ def nbytes(elements: float, dtype: str) -> float:
 # written in; the text is kept as it has always been printed.
 SRC_ROOFLINE = "roofline model: Williams, Waterman & Patterson, Roofline, CACM 52(4), 2009"
 SRC_LEDGER = "ledger convention: inputs read once, outputs written once (compulsory traffic)"
-SRC_TRAFFIC = ("HBM element-traffic model of attention: Dao et al., FlashAttention, NeurIPS 2022 (naive vs tiled "
-               "traffic)")
+SRC_TRAFFIC = ("HBM element-traffic model of attention: Dao et al., FlashAttention, NeurIPS 2022 (naive vs "
+               "tiled traffic)")
 SRC_LAYER = "NVIDIA Deep Learning Performance Guide, GPU Performance Background (worked example)"
 SRC_CNN = "nsroof ops_cnn (ledger convention; counted from each op's definition)"
 SRC_SEQ = "nsroof ops_seq (ledger convention; counted from each op's definition)"
@@ -124,7 +124,8 @@ class Cost:
     def __add__(self, other: Cost) -> Cost:
         if not isinstance(other, Cost):
             return NotImplemented
-        return Cost(self.terms + other.terms, self.notes + tuple(n for n in other.notes if n not in self.notes))
+        return Cost(self.terms + other.terms,
+                    self.notes + tuple(n for n in other.notes if n not in self.notes))
 
     def scaled(self, factor: float, label: str = "") -> Cost:
         """The same cost repeated `factor` times (e.g. per launch -> per aggregated row)."""

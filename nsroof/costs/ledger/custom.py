@@ -36,10 +36,10 @@ from nsroof.costs.ledger.core import DTYPE_BYTES, Cost, LedgerError, Operator, R
 # torch.profiler's dtype strings -> ledger dtypes (kept here and in aten.args.TORCH_DTYPES; this module
 # imports nothing from the aten readers so that they may import it)
 _TORCH_DTYPES: dict[str, str] = {
-    "float": "fp32", "double": "fp64", "c10::Half": "fp16", "c10::BFloat16": "bf16", "c10::Float8_e4m3fn": "fp8",
-    "c10::Float8_e5m2": "fp8", "c10::Float8_e4m3fnuz": "fp8", "c10::Float8_e5m2fnuz": "fp8",
-    "c10::Float4_e2m1fn_x2": "fp4", "long int": "int64", "int": "int32", "signed char": "int8",
-    "unsigned char": "int8", "bool": "int8", "short int": "int32",
+    "float": "fp32", "double": "fp64", "c10::Half": "fp16", "c10::BFloat16": "bf16",
+    "c10::Float8_e4m3fn": "fp8", "c10::Float8_e5m2": "fp8", "c10::Float8_e4m3fnuz": "fp8",
+    "c10::Float8_e5m2fnuz": "fp8", "c10::Float4_e2m1fn_x2": "fp4", "long int": "int64", "int": "int32",
+    "signed char": "int8", "unsigned char": "int8", "bool": "int8", "short int": "int32",
 }
 
 
@@ -70,9 +70,9 @@ class Tensor:
 @dataclass(frozen=True)
 class OpContext:
     """Facts about a call from outside its arguments. step: the engine's step annotation (nsroof.costs.
-    ledger.engine.Step) enclosing the call; model: the --model-config (ModelConfig); ordinal: how many calls of
-    the same op came before this one in the same step (its layer index, for per-layer facts); world_size: the
-    process group's size as the trace records it (distributedInfo)."""
+    ledger.engine.Step) enclosing the call; model: the --model-config (ModelConfig); ordinal: how many calls
+    of the same op came before this one in the same step (its layer index, for per-layer facts);
+    world_size: the process group's size as the trace records it (distributedInfo)."""
 
     step: Any = None
     model: Any = None
@@ -84,8 +84,8 @@ class OpContext:
 NO_CONTEXT = OpContext()
 ArgKind = Literal["tensor", "tensors", "int", "float", "bool", "str"]
 _KINDS: dict[Any, ArgKind] = {Tensor: "tensor", "Tensor": "tensor", list[Tensor]: "tensors",
-                              "list[Tensor]": "tensors", int: "int", "int": "int", float: "float", "float": "float",
-                              bool: "bool", "bool": "bool", str: "str", "str": "str"}
+                              "list[Tensor]": "tensors", int: "int", "int": "int", float: "float",
+                              "float": "float", bool: "bool", "bool": "bool", str: "str", "str": "str"}
 _OPTIONAL_KINDS = {f"{k} | None": v for k, v in list(_KINDS.items()) if isinstance(k, str)}
 
 
@@ -102,7 +102,8 @@ class OpFormula:
 
     def cost(self, shapes: Sequence[Any], dtypes: Sequence[str], concrete: Sequence[Any],
              context: OpContext = NO_CONTEXT) -> Operator:
-        values = [self._value(i, p, kind, opt, shapes, dtypes, concrete) for i, (p, kind, opt) in enumerate(self.args)]
+        values = [self._value(i, p, kind, opt, shapes, dtypes, concrete)
+                  for i, (p, kind, opt) in enumerate(self.args)]
         kwargs = {"context": context} if self.wants_context else {}
         items = tuple(self.fn(*values, **kwargs))
         if not items or not all(isinstance(t, Term) for t in items):
@@ -110,16 +111,19 @@ class OpFormula:
         tensors = [v for v in values if isinstance(v, Tensor)]
         floating = [v.dtype for v in tensors if v.dtype in ("fp64", "fp32", "fp16", "bf16", "fp8", "fp4")]
         dt = self.roof_dtype or (floating[0] if floating else "fp32")
-        roof = Roof("matmul", dt) if self.roof == "matmul" else Roof("simt", "fp64" if dt == "fp64" else "fp32")
-        shape = {p: (list(v.shape) if isinstance(v, Tensor) else v) for (p, _, _), v in zip(self.args, values, strict=True)
+        roof = (Roof("matmul", dt) if self.roof == "matmul"
+                else Roof("simt", "fp64" if dt == "fp64" else "fp32"))
+        shape = {p: (list(v.shape) if isinstance(v, Tensor) else v)
+                 for (p, _, _), v in zip(self.args, values, strict=True)
                  if isinstance(v, Tensor | int | float | str) and not isinstance(v, bool)}
         label_shape = {k: "x".join(map(str, v)) if isinstance(v, list) else v for k, v in shape.items()}
-        # a collective's bytes cross the GPU's links: its roof is the interconnect (nsroof.roofs.machines.interconnect)
+        # a collective's bytes cross the GPU's links: its roof is the interconnect
+        # (nsroof.roofs.machines.interconnect)
         facts = {"link_roof": 1.0} if self.roof == "link" else {}
         return Operator(self.name, label_shape, dt, Cost(items), roof, facts=facts)
 
-    def _value(self, i: int, name: str, kind: ArgKind, optional: bool, shapes: Sequence[Any], dtypes: Sequence[str],
-               concrete: Sequence[Any]) -> Any:
+    def _value(self, i: int, name: str, kind: ArgKind, optional: bool, shapes: Sequence[Any],
+               dtypes: Sequence[str], concrete: Sequence[Any]) -> Any:
         if kind == "tensor":
             dt = _TORCH_DTYPES.get(str(dtypes[i])) if i < len(dtypes) else None
             shape = shapes[i] if i < len(shapes) else None
@@ -155,16 +159,19 @@ def formula(name: str, *, source: str = "", roof: str = "simt", roof_dtype: str 
     name the built-in ledger already costs, is an error."""
 
     def decorate(fn: Callable[..., Iterable[Term]]) -> Callable[..., Iterable[Term]]:
-        if not isinstance(name, str) or not ("::" in name or name == "record_param_comms") or name.endswith(":"):
-            raise LedgerError(f"op formula name must be 'namespace::op' as the trace records it, got {name!r}")
+        if (not isinstance(name, str) or not ("::" in name or name == "record_param_comms")
+                or name.endswith(":")):
+            raise LedgerError(f"op formula name must be 'namespace::op' as the trace records it, "
+                              f"got {name!r}")
         if name in _OPS:
-            raise LedgerError(f"op {name!r} already has a formula ({_OPS[name].fn.__module__}.{_OPS[name].fn.__name__})")
+            raise LedgerError(f"op {name!r} already has a formula "
+                              f"({_OPS[name].fn.__module__}.{_OPS[name].fn.__name__})")
         if any(test(name) for test in _BUILTIN_NAMES):
             raise LedgerError(f"op {name!r} already has a built-in formula")
         if roof not in ("simt", "matmul", "link"):
             raise LedgerError(f"op formula {name!r}: roof must be simt, matmul or link, got {roof!r}")
-        _OPS[name] = OpFormula(name, fn, *_signature(name, fn), roof, source or (inspect.getdoc(fn) or "").split("\n")[0],
-                               _user, roof_dtype)
+        _OPS[name] = OpFormula(name, fn, *_signature(name, fn), roof,
+                               source or (inspect.getdoc(fn) or "").split("\n")[0], _user, roof_dtype)
         return fn
 
     return decorate
@@ -182,11 +189,12 @@ def _signature(name: str, fn: Callable[..., Any]) -> tuple[tuple[tuple[str, ArgK
             wants_context = True
             continue
         if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY):
-            raise LedgerError(f"op formula {name!r}: parameter {p.name!r} must be positional (one per op argument)")
+            raise LedgerError(f"op formula {name!r}: parameter {p.name!r} must be positional (one per op "
+                              "argument)")
         kind, optional = _kind(hints.get(p.name, p.annotation))
         if kind is None:
-            raise LedgerError(f"op formula {name!r}: parameter {p.name!r} needs a Tensor, list[Tensor], int, float, "
-                              "bool or str annotation")
+            raise LedgerError(f"op formula {name!r}: parameter {p.name!r} needs a Tensor, list[Tensor], int, "
+                              "float, bool or str annotation")
         args.append((p.name, kind, optional or p.default is None))
     return tuple(args), wants_context
 

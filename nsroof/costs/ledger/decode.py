@@ -42,7 +42,8 @@ def decode(
     b = dtype_bytes(dt)
     items = [
         Term("read weights", bytes=params * b, note=f"N·{b:g} B: read once per step, shared by the batch"),
-        Term("2·N·batch", flops=2.0 * params * batch, note="every weight: one multiply-add per generated token"),
+        Term("2·N·batch", flops=2.0 * params * batch,
+             note="every weight: one multiply-add per generated token"),
     ]
     notes = ["I = 2·N·batch / (N·bytes) = 2·batch/bytes: depends on batch and weight bytes only"]
     facts: dict[str, float] = {"kv_cache_bytes": 0.0}
@@ -70,7 +71,8 @@ def decode(
         if kdt != dt:
             shape["kv_dtype"] = kdt
     else:
-        notes.append("KV cache ignored (second-order at small context); give --context and the geometry to add it")
+        notes.append("KV cache ignored (second-order at small context); "
+                     "give --context and the geometry to add it")
     if cdt != "bf16":
         shape["compute_dtype"] = cdt
     return Operator("decode", shape, dt, Cost(tuple(items), tuple(notes)), Roof("matmul", cdt), facts=facts)

@@ -24,7 +24,8 @@ from nsroof.costs.ledger.registry import register
 
 
 @register("embedding", source=SRC_LEDGER)
-def embedding(tokens: int, hidden: int, dtype: str = "fp16", index_dtype: str = "int64", unique_tokens: int = 0) -> Operator:
+def embedding(tokens: int, hidden: int, dtype: str = "fp16", index_dtype: str = "int64",
+              unique_tokens: int = 0) -> Operator:
     """Embedding lookup: gather `tokens` rows of `hidden` from a table; no arithmetic."""
     positive("embedding", tokens=tokens, hidden=hidden)
     non_negative("embedding", unique_tokens=unique_tokens)
@@ -48,7 +49,8 @@ def embedding(tokens: int, hidden: int, dtype: str = "fp16", index_dtype: str = 
 @register("embedding-backward", source=SRC_TORCH)
 def embedding_backward(tokens: int, hidden: int, num_embeddings: int, dtype: str = "fp32",
                        index_dtype: str = "int64") -> Operator:
-    """Dense embedding backward: zero the gradient table, then add each token's output gradient into its row."""
+    """Dense embedding backward: zero the gradient table, then add each token's output gradient \
+into its row."""
     positive("embedding-backward", tokens=tokens, hidden=hidden, num_embeddings=num_embeddings)
     dt = canonical_dtype(dtype)
     idt = canonical_dtype(index_dtype)
@@ -56,8 +58,10 @@ def embedding_backward(tokens: int, hidden: int, num_embeddings: int, dtype: str
     items = (
         Term("read indices", bytes=nbytes(tokens, idt), note=f"tokens·{dtype_bytes(idt):g} B"),
         Term("read output gradient", bytes=nbytes(tokens * hidden, dt), note=f"tokens·hidden·{b:g} B"),
-        Term("write gradient table", bytes=nbytes(num_embeddings * hidden, dt), note=f"num_embeddings·hidden·{b:g} B"),
+        Term("write gradient table", bytes=nbytes(num_embeddings * hidden, dt),
+             note=f"num_embeddings·hidden·{b:g} B"),
         Term("scatter-add", flops=1.0 * tokens * hidden, note="1 add per gradient element"),
     )
-    return Operator("embedding-backward", {"tokens": tokens, "hidden": hidden, "num_embeddings": num_embeddings},
-                    dt, Cost(items), Roof("simt", "fp32"))
+    return Operator("embedding-backward",
+                    {"tokens": tokens, "hidden": hidden, "num_embeddings": num_embeddings}, dt, Cost(items),
+                    Roof("simt", "fp32"))

@@ -1,6 +1,7 @@
-"""Formulas of the inference engines' custom ops (vLLM `_C::`, `_C_cache_ops::`, `vllm::`; SGLang `sgl_kernel::`),
-from their recorded arguments in schema order (vllm/csrc/torch_bindings.cpp, sgl-kernel/csrc/common_extension.cc)
-plus, where the arguments lack them, the step annotation and the --model-config (engine_facts).
+"""Formulas of the inference engines' custom ops (vLLM `_C::`, `_C_cache_ops::`, `vllm::`; SGLang
+`sgl_kernel::`), from their recorded arguments in schema order (vllm/csrc/torch_bindings.cpp,
+sgl-kernel/csrc/common_extension.cc) plus, where the arguments lack them, the step annotation and the
+--model-config (engine_facts).
 
 Accounting as everywhere in the ledger: each distinct input read once, each output written once, a basic op or
 transcendental 1 FLOP, a multiply-add 2. In-place arguments (`Tensor!`) are written; read only where the op's
@@ -27,9 +28,11 @@ def _rms_terms(x: Tensor, w: Tensor, out_bytes: float, residual: Tensor | None =
     items = [Term("read x", bytes=x.nbytes, note="rows·hidden·itemsize"),
              Term("read w", bytes=w.nbytes, note="hidden·itemsize, once"),
              Term("write y", bytes=out_bytes, note="rows·hidden·out itemsize"),
-             Term("sum of squares, rsqrt, scale", flops=4.0 * n + 3.0 * rows, note="2 + 2 per element, 3 per row")]
+             Term("sum of squares, rsqrt, scale", flops=4.0 * n + 3.0 * rows,
+                  note="2 + 2 per element, 3 per row")]
     if residual is not None:
-        items += [Term("read residual, write x + residual", bytes=2 * residual.nbytes, note="2·rows·hidden·itemsize"),
+        items += [Term("read residual, write x + residual", bytes=2 * residual.nbytes,
+                       note="2·rows·hidden·itemsize"),
                   Term("x + residual", flops=1.0 * n, note="1 add per element")]
     return items
 
@@ -59,12 +62,14 @@ def sgl_fused_add_rmsnorm(x: Tensor, residual: Tensor, weight: Tensor, eps: floa
     return _rms_terms(x, weight, x.nbytes, residual)
 
 
-def _rope_terms(positions: Tensor, query: Tensor, key: Tensor | None, head_size: int, cache: Tensor) -> list[Term]:
+def _rope_terms(positions: Tensor, query: Tensor, key: Tensor | None, head_size: int,
+                cache: Tensor) -> list[Term]:
     rot = cache.shape[-1]  # rotary dim: cos and sin halves of the cache row
     tokens = positions.numel
     rotated = (query.numel + (key.numel if key is not None else 0)) // head_size * rot
     qk_bytes = query.nbytes + (key.nbytes if key is not None else 0)
-    return [Term("read q, k", bytes=qk_bytes, note="in place: read"), Term("write q, k", bytes=qk_bytes, note="written"),
+    return [Term("read q, k", bytes=qk_bytes, note="in place: read"),
+            Term("write q, k", bytes=qk_bytes, note="written"),
             Term("read positions", bytes=positions.nbytes),
             Term("read cos/sin rows", bytes=tokens * rot * cache.itemsize, note="tokens·rot_dim·itemsize"),
             Term("rotate pairs", flops=3.0 * rotated, note="4 mul + 2 add per pair = 3 per rotated element")]
@@ -104,14 +109,16 @@ for _name, _flops, _what in (("silu_and_mul", 5.0, "silu(a)·b: silu 4 + 1 multi
 @formula("_C::static_scaled_fp8_quant", source=SRC_VLLM, _user=False)
 def static_fp8_quant(out: Tensor, x: Tensor, scale: Tensor) -> list[Term]:
     """static_scaled_fp8_quant(Tensor! result, Tensor input, Tensor scale): y = fp8(x / scale)."""
-    return [Term("read x", bytes=x.nbytes), Term("read scale", bytes=scale.nbytes), Term("write fp8", bytes=out.nbytes),
+    return [Term("read x", bytes=x.nbytes), Term("read scale", bytes=scale.nbytes),
+            Term("write fp8", bytes=out.nbytes),
             Term("scale + convert", flops=2.0 * x.numel, note="2 per element")]
 
 
 @formula("_C::dynamic_scaled_fp8_quant", source=SRC_VLLM, _user=False)
 def dynamic_fp8_quant(out: Tensor, x: Tensor, scale: Tensor) -> list[Term]:
     """dynamic_scaled_fp8_quant(Tensor! result, Tensor input, Tensor! scale): absmax, then scale + convert."""
-    return [Term("read x", bytes=x.nbytes), Term("write scale", bytes=scale.nbytes), Term("write fp8", bytes=out.nbytes),
+    return [Term("read x", bytes=x.nbytes), Term("write scale", bytes=scale.nbytes),
+            Term("write fp8", bytes=out.nbytes),
             Term("absmax + scale + convert", flops=3.0 * x.numel, note="3 per element")]
 
 
@@ -124,8 +131,8 @@ def per_token_fp8_quant(out: Tensor, x: Tensor, scale: Tensor, scale_ub: Tensor 
 def _cache_terms(key: Tensor, value: Tensor, key_cache: Tensor, slots: Tensor) -> list[Term]:
     written = key.numel + value.numel
     return [Term("read k, v", bytes=key.nbytes + value.nbytes), Term("read slot mapping", bytes=slots.nbytes),
-            Term("write cache slots", bytes=written * key_cache.itemsize, note="tokens·kv_heads·head_dim·2 at the "
-                 "cache's itemsize"),
+            Term("write cache slots", bytes=written * key_cache.itemsize,
+                 note="tokens·kv_heads·head_dim·2 at the cache's itemsize"),
             Term("convert", flops=(1.0 * written) if key_cache.itemsize < key.itemsize else 0.0,
                  note="1 per element when the cache is narrower (fp8)")]
 
@@ -139,12 +146,14 @@ def reshape_and_cache_flash(key: Tensor, value: Tensor, key_cache: Tensor, value
 
 
 @formula("_C_cache_ops::reshape_and_cache", source=SRC_VLLM, _user=False)
-def reshape_and_cache(key: Tensor, value: Tensor, key_cache: Tensor, value_cache: Tensor, slots: Tensor) -> list[Term]:
-    """reshape_and_cache(key, value, key_cache!, value_cache!, slot_mapping, kv_cache_dtype, k_scale, v_scale)."""
+def reshape_and_cache(key: Tensor, value: Tensor, key_cache: Tensor, value_cache: Tensor,
+                      slots: Tensor) -> list[Term]:
+    """reshape_and_cache(key, value, key_cache!, value_cache!, slot_mapping, kv_cache_dtype, k_scale,
+    v_scale)."""
     return _cache_terms(key, value, key_cache, slots)
 
 
-# --------------------------------------------------------------------------- attention from the step annotation
+# --------------------------------------------------------------------------- attention from step annotations
 
 
 def _step(context: OpContext) -> Step:
@@ -165,7 +174,8 @@ def _unified_attention(query: Tensor, key: Tensor, out_bytes: float, context: Op
     step = _step(context)
     tokens, heads, d = query.shape[0], query.numel // (query.shape[0] * query.shape[-1]), query.shape[-1]
     if tokens != step.tokens:
-        raise Missing(f"a step annotation matching this call ({tokens} query tokens, the step has {step.tokens})")
+        raise Missing(f"a step annotation matching this call ({tokens} query tokens, the step has "
+                      f"{step.tokens})")
     kv_heads = key.numel // (key.shape[0] * key.shape[-1])
     model: ModelConfig | None = context.model
     window = model.window_of_layer(context.ordinal) if model is not None else None
@@ -178,7 +188,8 @@ def _unified_attention(query: Tensor, key: Tensor, out_bytes: float, context: Op
         Term("read K, V", bytes=2.0 * kv * kv_heads * d * key.itemsize,
              note=f"{kv:,} kv tokens·kv_heads·head_dim·2 at the key's itemsize"),
         Term("QK^T + PV", flops=4.0 * heads * pairs * d, note=f"{pairs:,} visible pairs per head{layer}"),
-        Term("softmax", flops=5.0 * heads * pairs + 1.0 * tokens * heads * d, note="5 per score + 1 per output"),
+        Term("softmax", flops=5.0 * heads * pairs + 1.0 * tokens * heads * d,
+             note="5 per score + 1 per output"),
     ]
 
 
@@ -222,7 +233,8 @@ def moe_terms(tokens: int, hidden: int, ffn: int, experts: int, top_k: int, act_
     touched = experts * (1.0 - (1.0 - top_k / experts) ** tokens)
     rows = tokens * top_k
     return [
-        Term("read x, write y", bytes=2.0 * tokens * hidden * act_itemsize, note="tokens·hidden·itemsize each"),
+        Term("read x, write y", bytes=2.0 * tokens * hidden * act_itemsize,
+             note="tokens·hidden·itemsize each"),
         Term("read expert weights", bytes=touched * 3 * hidden * ffn * weight_itemsize,
              note=f"{touched:.1f} experts touched (expected, uniform routing)·3·hidden·ffn at {weight_name}"),
         Term("gate + up", flops=2.0 * rows * hidden * 2 * ffn, note="2·tokens·top_k·hidden·2ffn"),
@@ -233,8 +245,8 @@ def moe_terms(tokens: int, hidden: int, ffn: int, experts: int, top_k: int, act_
     ]
 
 
-@formula("vllm::moe_forward", source=SRC_VLLM + "; experts, top-k, ffn size from --model-config", roof="matmul",
-         _user=False)
+@formula("vllm::moe_forward", source=SRC_VLLM + "; experts, top-k, ffn size from --model-config",
+         roof="matmul", _user=False)
 def moe_forward(hidden_states: Tensor, router_logits: Tensor, *, context: OpContext) -> list[Term]:
     """moe_forward(hidden_states, router_logits, layer_name): the experts' sizes are not arguments, so they
     come from the model config; the ffn is split over the tensor-parallel ranks."""
@@ -245,8 +257,8 @@ def moe_forward(hidden_states: Tensor, router_logits: Tensor, *, context: OpCont
     ffn = model.need("intermediate_size", model.moe_intermediate)
     tp = model.tensor_parallel or context.world_size
     if not tp:
-        raise Missing("the tensor-parallel size (the trace's distributedInfo, or \"tensor_parallel_size\" in the "
-                      "model config)")
+        raise Missing("the tensor-parallel size (the trace's distributedInfo, or \"tensor_parallel_size\" in "
+                      "the model config)")
     tokens, hidden = hidden_states.shape[0], hidden_states.shape[-1]
     experts = router_logits.shape[-1]
     itemsize, name = _weight_itemsize(model, hidden_states.itemsize)
@@ -255,23 +267,26 @@ def moe_forward(hidden_states: Tensor, router_logits: Tensor, *, context: OpCont
 
 def _fused_experts(x: Tensor, w1: Tensor, w2: Tensor, topk_ids: Tensor) -> list[Term]:
     experts, two_ffn = w1.shape[0], w1.shape[1]
-    return moe_terms(x.shape[0], x.shape[-1], two_ffn // 2, experts, topk_ids.shape[-1], x.itemsize, w1.itemsize,
-                     w1.dtype)
+    return moe_terms(x.shape[0], x.shape[-1], two_ffn // 2, experts, topk_ids.shape[-1], x.itemsize,
+                     w1.itemsize, w1.dtype)
 
 
 @formula("vllm::outplace_fused_experts", source=SRC_VLLM, roof="matmul", _user=False)
-def outplace_fused_experts(x: Tensor, w1: Tensor, w2: Tensor, topk_weights: Tensor, topk_ids: Tensor) -> list[Term]:
-    """outplace_fused_experts(hidden_states, w1 [E, 2·ffn, hidden], w2 [E, hidden, ffn], topk_weights, topk_ids, …)."""
+def outplace_fused_experts(x: Tensor, w1: Tensor, w2: Tensor, topk_weights: Tensor,
+                           topk_ids: Tensor) -> list[Term]:
+    """outplace_fused_experts(hidden_states, w1 [E, 2·ffn, hidden], w2 [E, hidden, ffn], topk_weights,
+    topk_ids, …)."""
     return _fused_experts(x, w1, w2, topk_ids)
 
 
 @formula("vllm::inplace_fused_experts", source=SRC_VLLM, roof="matmul", _user=False)
-def inplace_fused_experts(x: Tensor, w1: Tensor, w2: Tensor, topk_weights: Tensor, topk_ids: Tensor) -> list[Term]:
+def inplace_fused_experts(x: Tensor, w1: Tensor, w2: Tensor, topk_weights: Tensor,
+                          topk_ids: Tensor) -> list[Term]:
     """inplace_fused_experts(hidden_states!, w1, w2, topk_weights, topk_ids, …)."""
     return _fused_experts(x, w1, w2, topk_ids)
 
 
-# --------------------------------------------------------------------------- ROCm engines (AITER, vLLM on ROCm)
+# --------------------------------------------------------------------------- ROCm (AITER, vLLM on ROCm)
 
 SRC_AITER = "ROCm AITER / SGLang op schemas as the traces record them; ledger convention"
 

@@ -6,8 +6,8 @@ Step annotations (vLLM's GPU model runner names each step's record_function rang
   execute_context_1(888_788544)_generation_0(0)            tokens_Σq·kv per phase
   execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)
                                                            Σq, Σkv, Σq², Σq·kv per phase (32 requests in all)
-Causal attention sees Σ over requests of q·kv − q(q − 1)/2 (query block at the end of its keys: the lower-right
-mask, attention.causal_pairs(q, kv, LOWER_RIGHT) per request) score pairs,
+Causal attention sees Σ over requests of q·kv − q(q − 1)/2 (query block at the end of its keys: the
+lower-right mask, attention.causal_pairs(q, kv, LOWER_RIGHT) per request) score pairs,
 = Σq·kv − (Σq² − Σq)/2: exact from the last form, and from the second when a phase holds one request
 (then Σq² = q²); with token counts only the pairs are missing.
 """
@@ -48,7 +48,8 @@ class Phase:
         q_sq = self.q_squared()
         if self.q_kv is None or q_sq is None:
             what = "Σ q·kv" if self.q_kv is None else "Σ q² (per-request query lengths)"
-            raise Missing(f"{what} of the step's {phase} requests (the step annotation gives only token counts)")
+            raise Missing(f"{what} of the step's {phase} requests (the step annotation gives only token "
+                          "counts)")
         return self.q_kv - (q_sq - self.q) // 2
 
     def window_pairs(self, window: int, phase: str) -> int:
@@ -57,12 +58,14 @@ class Phase:
         if self.requests == 0 or self.q == 0:
             return 0
         if self.q_kv is None:
-            raise Missing(f"Σ q·kv of the step's {phase} requests (the step annotation gives only token counts)")
+            raise Missing(f"Σ q·kv of the step's {phase} requests (the step annotation gives only token "
+                          "counts)")
         if self.requests == 1:
             q, kv = self.q, self.q_kv // self.q
             return sum(min(kv - q + i + 1, window) for i in range(q))
         if self.requests == self.q:
-            raise Missing(f"per-request context lengths of the step's {phase} requests (sliding window {window})")
+            raise Missing(f"per-request context lengths of the step's {phase} requests (sliding window "
+                          f"{window})")
         raise Missing(f"per-request lengths of the step's {phase} requests (sliding window {window})")
 
     def kv_tokens(self, phase: str) -> int:
@@ -89,7 +92,8 @@ class Step:
         return (("context", self.context), ("generation", self.generation))
 
 
-_SHORT = re.compile(r"execute(?:_\d+)?_context_(\d+)\((\d+)(?:_(\d+))?\)_generation_(\d+)\((\d+)(?:_(\d+))?\)$")
+_SHORT = re.compile(r"execute(?:_\d+)?_context_(\d+)\((\d+)(?:_(\d+))?\)"
+                    r"_generation_(\d+)\((\d+)(?:_(\d+))?\)$")
 _LONG = re.compile(r"execute(?:_\d+)?_context_(\d+)\(sq(\d+)sk(\d+)sqsq(\d+)sqsk(\d+)\)"
                    r"_generation_(\d+)\(sq(\d+)sk(\d+)sqsq(\d+)sqsk(\d+)\)$")
 
@@ -176,10 +180,11 @@ def model_config(data: Mapping[str, Any], path: str = "config.json") -> ModelCon
         weight = str(cfg.get("torch_dtype") or cfg.get("dtype") or "")
     layer_types = cfg.get("layer_types")
     return ModelConfig(
-        path, hidden, heads, _first(cfg, ("num_key_value_heads",)) or heads, head_dim, _first(cfg, _EXPERT_KEYS),
-        _first(cfg, ("num_experts_per_tok", "moe_topk", "top_k")), _first(cfg, _FFN_KEYS),
-        _first(cfg, ("sliding_window",)), tuple(str(x) for x in layer_types) if isinstance(layer_types, list) else (),
-        weight, _first(cfg, ("tensor_parallel_size",)))
+        path, hidden, heads, _first(cfg, ("num_key_value_heads",)) or heads, head_dim,
+        _first(cfg, _EXPERT_KEYS), _first(cfg, ("num_experts_per_tok", "moe_topk", "top_k")),
+        _first(cfg, _FFN_KEYS), _first(cfg, ("sliding_window",)),
+        tuple(str(x) for x in layer_types) if isinstance(layer_types, list) else (), weight,
+        _first(cfg, ("tensor_parallel_size",)))
 
 
 def read_model_config(path: str) -> ModelConfig:

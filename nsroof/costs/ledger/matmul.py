@@ -32,14 +32,15 @@ def _gemm(name: str, m: int, n: int, k: int, dtype: str, batch: int) -> Operator
     b = dtype_bytes(dt)
     read_a = Term("read A", bytes=nbytes(batch * m * k, dt), note=f"batch·m·k·{b:g} B")
     write_c = Term("write C", bytes=nbytes(batch * m * n, dt), note=f"batch·m·n·{b:g} B")
-    work = Term("2·m·n·k", flops=2.0 * batch * m * n * k, note="one multiply-add (2 FLOP) per inner-product term")
+    work = Term("2·m·n·k", flops=2.0 * batch * m * n * k,
+                note="one multiply-add (2 FLOP) per inner-product term")
     best = Cost(
         (read_a, Term("read B", bytes=nbytes(batch * k * n, dt), note=f"batch·k·n·{b:g} B"), write_c, work),
         ("best case: each matrix streamed from DRAM exactly once",),
     )
     worst = Cost(
-        (read_a, Term("re-read B per row of A", bytes=nbytes(batch * m * k * n, dt), note=f"batch·m·k·n·{b:g} B"),
-         write_c, work),
+        (read_a, Term("re-read B per row of A", bytes=nbytes(batch * m * k * n, dt),
+                      note=f"batch·m·k·n·{b:g} B"), write_c, work),
         ("worst case: no reuse, B re-read for every row of A",),
     )
     shape = {"m": m, "n": n, "k": k} | ({"batch": batch} if batch != 1 or name == "bmm" else {})
@@ -59,36 +60,43 @@ def bmm(batch: int, m: int, n: int, k: int, dtype: str = "bf16") -> Operator:
 
 
 @register("linear", source=SRC_LAYER)
-def linear(tokens: int, in_features: int, out_features: int, dtype: str = "fp16", bias: bool = False) -> Operator:
+def linear(tokens: int, in_features: int, out_features: int, dtype: str = "fp16",
+           bias: bool = False) -> Operator:
     """y[tokens,out] = x[tokens,in] @ W[out,in]^T (+ b): a fully connected layer on a batch of tokens."""
     positive("linear", tokens=tokens, in_features=in_features, out_features=out_features)
     dt = canonical_dtype(dtype)
     b = dtype_bytes(dt)
     items = [
-        Term("read weights", bytes=nbytes(out_features * in_features, dt), note=f"out·in·{b:g} B, once per batch"),
+        Term("read weights", bytes=nbytes(out_features * in_features, dt),
+             note=f"out·in·{b:g} B, once per batch"),
         Term("read inputs", bytes=nbytes(tokens * in_features, dt), note=f"tokens·in·{b:g} B"),
         Term("write outputs", bytes=nbytes(tokens * out_features, dt), note=f"tokens·out·{b:g} B"),
-        Term("2·tokens·in·out", flops=2.0 * tokens * in_features * out_features, note="multiply-add = 2 FLOP"),
+        Term("2·tokens·in·out", flops=2.0 * tokens * in_features * out_features,
+             note="multiply-add = 2 FLOP"),
     ]
     if bias:
         items.insert(3, Term("read bias", bytes=nbytes(out_features, dt), note=f"out·{b:g} B"))
         items.append(Term("bias add", flops=1.0 * tokens * out_features, note="1 add per output"))
-    shape = {"tokens": tokens, "in_features": in_features, "out_features": out_features} | ({"bias": True} if bias else {})
+    shape = {"tokens": tokens, "in_features": in_features, "out_features": out_features} | (
+        {"bias": True} if bias else {})
     return Operator("linear", shape, dt, Cost(tuple(items)), Roof("matmul", dt))
 
 
 @register("gemm-bias", source=SRC_TORCH)
 def gemm_bias(m: int, n: int, k: int, bias_elements: int, dtype: str = "fp32", batch: int = 1) -> Operator:
-    """C = bias + A[m,k] @ B[k,n] (aten::addmm / baddbmm): the GEMM plus one bias read and one add per output."""
+    """C = bias + A[m,k] @ B[k,n] (aten::addmm / baddbmm): the GEMM plus one bias read and one add per output.
+    """
     positive("gemm-bias", m=m, n=n, k=k, bias_elements=bias_elements, batch=batch)
     base = gemm(m=m, n=n, k=k, dtype=dtype, batch=batch)
     dt = base.dtype
     b = dtype_bytes(dt)
     extra = Cost((
-        Term("read bias", bytes=nbytes(bias_elements, dt), note=f"bias elements·{b:g} B (broadcast rows read once)"),
+        Term("read bias", bytes=nbytes(bias_elements, dt),
+             note=f"bias elements·{b:g} B (broadcast rows read once)"),
         Term("add bias", flops=1.0 * batch * m * n, note="1 add per output; alpha = beta = 1 assumed"),
     ))
-    shape = {"m": m, "n": n, "k": k, "bias_elements": bias_elements} | ({"batch": batch} if batch != 1 else {})
+    shape = {"m": m, "n": n, "k": k, "bias_elements": bias_elements} | (
+        {"batch": batch} if batch != 1 else {})
     return Operator("gemm-bias", shape, dt, base.cost + extra, Roof("matmul", dt))
 
 

@@ -35,7 +35,8 @@ def _weight_term(name: str, mode: str, rows: int, hidden: int, dt: str, formula:
     if mode == "once":
         return Term(name, bytes=nbytes(hidden, dt), note=f"hidden·{b:g} B: read once (ledger convention)")
     if mode == "resident":
-        return Term(name, bytes=0.0, note="0: already resident in L2 from an earlier op (the seed's weight_in_l2)")
+        return Term(name, bytes=0.0,
+                    note="0: already resident in L2 from an earlier op (the seed's weight_in_l2)")
     if mode == "per-row":
         return Term(name, bytes=nbytes(rows * hidden, dt), note=f"rows·hidden·{b:g} B: re-read for every row")
     raise LedgerError(f"{formula}: weight must be one of {', '.join(_WEIGHT_MODES)}, got {mode!r}")
@@ -56,11 +57,13 @@ def rmsnorm(rows: int, hidden: int, dtype: str = "fp16", weight: str = "once") -
         Term("scale by rsqrt(mean)+eps", flops=2.0 * rows, note="2 per row"),
         Term("multiply by w", flops=2.0 * rows * hidden, note="x·rstd·w: 2 per element"),
     )
-    return Operator("rmsnorm", {"rows": rows, "hidden": hidden, "weight": weight}, dt, Cost(items), Roof("simt", "fp32"))
+    return Operator("rmsnorm", {"rows": rows, "hidden": hidden, "weight": weight}, dt, Cost(items),
+                    Roof("simt", "fp32"))
 
 
 @register("layernorm", source=SRC_LEDGER)
-def layernorm(rows: int, hidden: int, dtype: str = "fp16", affine: bool = True, weight: str = "once") -> Operator:
+def layernorm(rows: int, hidden: int, dtype: str = "fp16", affine: bool = True,
+              weight: str = "once") -> Operator:
     """LayerNorm y = (x - mean)·rsqrt(var + eps)·γ + β over each row of `hidden` elements."""
     positive("layernorm", rows=rows, hidden=hidden)
     dt = canonical_dtype(dtype)
@@ -124,7 +127,8 @@ def batchnorm(batch: int, channels: int, spatial: int, dtype: str = "fp32", trai
         Term("write y", bytes=nbytes(n, dt), note=f"N·C·spatial·{b:g} B"),
         Term("normalize", flops=float(per_element) * n,
              note=f"{per_element} per element: " + ", ".join(
-                 (["Σx, Σx² (3)"] if training else []) + ["(x − mean)·invstd (2)"] + (["·γ + β (2)"] if affine else []))),
+                 (["Σx, Σx² (3)"] if training else []) + ["(x − mean)·invstd (2)"]
+                 + (["·γ + β (2)"] if affine else []))),
     ]
     # running mean and var: read in evaluation; read and written back in training
     stat_vectors = 4 if training else 2
@@ -133,7 +137,8 @@ def batchnorm(batch: int, channels: int, spatial: int, dtype: str = "fp32", trai
     if training:
         items += [
             Term("write saved mean, invstd", bytes=2 * nbytes(channels, "fp32"), note="2·C·4 B"),
-            Term("per-channel statistics", flops=9.0 * channels, note="mean, var, rsqrt (5) + running updates (4)"),
+            Term("per-channel statistics", flops=9.0 * channels,
+                 note="mean, var, rsqrt (5) + running updates (4)"),
         ]
     if affine:
         items.append(Term("read γ, β", bytes=2 * nbytes(channels, dt), note=f"2·C·{b:g} B"))
@@ -173,8 +178,9 @@ def batchnorm_backward(batch: int, channels: int, spatial: int, dtype: str = "fp
         ]
     if affine_grad:
         items.append(Term("write dγ, dβ", bytes=2 * nbytes(channels, dt), note=f"2·C·{b:g} B"))
-    shape = {"batch": batch, "channels": channels, "spatial": spatial} | ({} if training else {"training": False}) | (
-        {} if input_grad else {"input_grad": False}) | ({} if affine_grad else {"affine_grad": False})
+    shape = {"batch": batch, "channels": channels, "spatial": spatial} | (
+        {} if training else {"training": False}) | ({} if input_grad else {"input_grad": False}) | (
+        {} if affine_grad else {"affine_grad": False})
     return Operator("batchnorm-backward", shape, dt, Cost(tuple(items)), simt_roof(dt))
 
 
@@ -199,20 +205,23 @@ def norm_rope_quant(
     elems = rows * head_dim
     rope_reads = heads if rope_table_per_head else 1
     items = (
-        Term("read q,k", bytes=nbytes(elems, idt), note=f"tokens·(q_heads+kv_heads)·head_dim·{dtype_bytes(idt):g} B"),
+        Term("read q,k", bytes=nbytes(elems, idt),
+             note=f"tokens·(q_heads+kv_heads)·head_dim·{dtype_bytes(idt):g} B"),
         Term("write q8,k8", bytes=nbytes(elems, odt), note=f"same elements at {dtype_bytes(odt):g} B"),
         Term("write per-row scales", bytes=nbytes(rows, "fp32"), note="one fp32 scale per row"),
-        Term("read norm weights (q,k)", bytes=nbytes(2 * head_dim, idt), note="resident in cache, counted once"),
+        Term("read norm weights (q,k)", bytes=nbytes(2 * head_dim, idt),
+             note="resident in cache, counted once"),
         Term("read RoPE table", bytes=rope_reads * nbytes(2 * tokens * head_dim, "fp32"),
              note="cos/sin at fp32, " + (f"re-read by each of the {heads} heads" if rope_table_per_head
                                          else "counted once for the whole layer")),
         Term("norm: sum of squares", flops=2.0 * elems, note="2 per element"),
         Term("norm: rsqrt + 2 scales", flops=3.0 * rows, note="3 per row"),
         Term("norm: multiply by weight", flops=2.0 * elems, note="2 per element"),
-        Term("RoPE: 4 mul + 2 add per pair", flops=6.0 * (head_dim // 2) * rows, note="6 per pair of elements"),
+        Term("RoPE: 4 mul + 2 add per pair", flops=6.0 * (head_dim // 2) * rows,
+             note="6 per pair of elements"),
         Term("quant: absmax reduction", flops=1.0 * elems, note="1 per element"),
         Term("quant: scale + convert", flops=2.0 * elems, note="2 per element"),
     )
-    shape = {"tokens": tokens, "q_heads": q_heads, "kv_heads": kv_heads, "head_dim": head_dim, "out_dtype": odt} | (
-        {"rope_table_per_head": True} if rope_table_per_head else {})
+    shape = {"tokens": tokens, "q_heads": q_heads, "kv_heads": kv_heads, "head_dim": head_dim,
+             "out_dtype": odt} | ({"rope_table_per_head": True} if rope_table_per_head else {})
     return Operator("norm-rope-quant", shape, idt, Cost(items), Roof("simt", "fp32"))

@@ -38,7 +38,8 @@ def elementwise(n: int, dtype: str = "fp16", chain: str = "cos,sin", fused: bool
         items += [
             Term("read x", bytes=rx, note=f"n·{b:g} B"),
             Term("write y", bytes=rx, note=f"n·{b:g} B"),
-            Term("+".join(ops), flops=float(len(ops)) * n, note=f"{len(ops)} per element; intermediates stay in registers"),
+            Term("+".join(ops), flops=float(len(ops)) * n,
+                 note=f"{len(ops)} per element; intermediates stay in registers"),
         ]
     else:
         # Eager: every op is its own kernel, so each intermediate makes a DRAM round trip.
@@ -67,10 +68,12 @@ def pointwise(n: int, read_elements: int, flops_per_element: float, dtype: str =
     items = [
         Term("read inputs", bytes=nbytes(read_elements, dt), note=f"sum of input elements·{b:g} B"),
         Term("write output", bytes=nbytes(n, dt), note=f"n·{b:g} B"),
-        Term(op or "arithmetic", flops=flops_per_element * n, note=f"{flops_per_element:g} per output element"),
+        Term(op or "arithmetic", flops=flops_per_element * n,
+             note=f"{flops_per_element:g} per output element"),
     ]
     if other_read_bytes:
-        items.insert(1, Term("read inputs of other dtypes", bytes=float(other_read_bytes), note="elements·their own size"))
+        items.insert(1, Term("read inputs of other dtypes", bytes=float(other_read_bytes),
+                             note="elements·their own size"))
     shape = {"n": n, "read_elements": read_elements, "flops_per_element": flops_per_element} | (
         {"op": op} if op else {}) | ({"other_read_bytes": other_read_bytes} if other_read_bytes else {})
     roof_dtype = "fp64" if dt == "fp64" else "fp32"

@@ -34,7 +34,8 @@ def rnn_layer(seq: int, batch: int, input_size: int, hidden: int, mode: str = "l
     (2·batch·G·hidden·(input + hidden) FLOP, G = 4 LSTM, 3 GRU, 1 RNN), the two bias adds and the cell's
     elementwise math. Backward: dX, dh and dW are the same matmuls twice over (2×), the cell's derivative as
     much elementwise work again (1×), the bias gradients one add per gate output. Bytes: x, the weights and
-    h0 (c0) read, the outputs and final states written; backward reads dy and the saved gates, writes dx and dW."""
+    h0 (c0) read, the outputs and final states written; backward reads dy and the saved gates, writes dx and
+    dW."""
     if mode not in _CELLS:
         raise LedgerError(f"rnn-layer: mode must be one of {', '.join(_CELLS)}, got {mode!r}")
     positive("rnn-layer", seq=seq, batch=batch, input_size=input_size, hidden=hidden, directions=directions)
@@ -45,20 +46,27 @@ def rnn_layer(seq: int, batch: int, input_size: int, hidden: int, mode: str = "l
     matmul = 2.0 * steps * batch * gates * hidden * (input_size + hidden)
     states = directions * batch * hidden * (2 if mode == "lstm" else 1)
     items = [Term("read x", bytes=nbytes(seq * batch * input_size, dt), note="seq·batch·input"),
-             Term("read weights", bytes=nbytes(weights, dt), note="directions·G·hidden·(input + hidden + 2 biases)"),
-             Term("read h0 (c0), write final states", bytes=2 * nbytes(states, dt), note="directions·batch·hidden"),
-             Term("write outputs", bytes=nbytes(seq * batch * hidden * directions, dt), note="seq·batch·hidden·dirs")]
+             Term("read weights", bytes=nbytes(weights, dt),
+                  note="directions·G·hidden·(input + hidden + 2 biases)"),
+             Term("read h0 (c0), write final states", bytes=2 * nbytes(states, dt),
+                  note="directions·batch·hidden"),
+             Term("write outputs", bytes=nbytes(seq * batch * hidden * directions, dt),
+                  note="seq·batch·hidden·dirs")]
     if backward:
-        items = [Term("read dy, x, saved gates", bytes=nbytes(seq * batch * (hidden * directions + input_size
-                                                                            + gates * hidden * directions), dt)),
+        items = [Term("read dy, x, saved gates",
+                      bytes=nbytes(seq * batch * (hidden * directions + input_size
+                                                  + gates * hidden * directions), dt)),
                  Term("read weights, write dW", bytes=2 * nbytes(weights, dt)),
                  Term("write dx", bytes=nbytes(seq * batch * input_size, dt)),
                  Term("dx, dh, dW matmuls", flops=2 * matmul, note="2 × the forward's gate matmuls"),
-                 Term("cell derivative", flops=cell_flops * steps * batch * hidden, note=f"as the forward: {cell_note}"),
-                 Term("bias gradients", flops=1.0 * steps * batch * gates * hidden, note="1 add per gate output")]
+                 Term("cell derivative", flops=cell_flops * steps * batch * hidden,
+                      note=f"as the forward: {cell_note}"),
+                 Term("bias gradients", flops=1.0 * steps * batch * gates * hidden,
+                      note="1 add per gate output")]
     else:
         items += [Term("gate matmuls", flops=matmul, note="2·steps·batch·G·hidden·(input + hidden)"),
-                  Term("bias adds", flops=(2.0 if bias else 0.0) * steps * batch * gates * hidden, note="2 per gate"),
+                  Term("bias adds", flops=(2.0 if bias else 0.0) * steps * batch * gates * hidden,
+                       note="2 per gate"),
                   Term("cell", flops=cell_flops * steps * batch * hidden, note=cell_note)]
     shape = {"seq": seq, "batch": batch, "input_size": input_size, "hidden": hidden, "mode": mode} | (
         {"directions": directions} if directions != 1 else {}) | ({"backward": True} if backward else {})

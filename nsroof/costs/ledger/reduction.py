@@ -26,7 +26,8 @@ from nsroof.costs.ledger.registry import register
 
 
 @register("reduction", source=SRC_TORCH)
-def reduction(n: int, outputs: int, dtype: str = "fp32", divide_per_output: float = 0.0, op: str = "sum") -> Operator:
+def reduction(n: int, outputs: int, dtype: str = "fp32", divide_per_output: float = 0.0,
+              op: str = "sum") -> Operator:
     """Reduce n input elements to `outputs` values: one add per input element (n − outputs exactly; n
     on the ledger), plus `divide_per_output` FLOPs per output (1 for a mean)."""
     positive("reduction", n=n, outputs=outputs)
@@ -39,7 +40,8 @@ def reduction(n: int, outputs: int, dtype: str = "fp32", divide_per_output: floa
         Term("per-output scale", flops=divide_per_output * outputs, note=f"{divide_per_output:g} per output"),
     )
     roof_dtype = "fp64" if dt == "fp64" else "fp32"
-    return Operator("reduction", {"n": n, "outputs": outputs, "op": op}, dt, Cost(items), Roof("simt", roof_dtype))
+    return Operator("reduction", {"n": n, "outputs": outputs, "op": op}, dt, Cost(items),
+                    Roof("simt", roof_dtype))
 
 
 @register("softmax", source=SRC_LEDGER)
@@ -82,7 +84,9 @@ def sort(rows: int, cols: int, k: int = 0, dtype: str = "fp32") -> Operator:
     kept = k or cols
     depth = max(math.ceil(math.log2(max(kept, 2))), 1)
     items = (Term("read x", bytes=nbytes(rows * cols, dt)),
-             Term("write values + int64 indices", bytes=nbytes(rows * kept, dt) + nbytes(rows * kept, "int64")),
-             Term("compares", flops=1.0 * rows * cols * depth, note=f"cols·⌈log2 {kept}⌉ = {depth} per element"))
+             Term("write values + int64 indices",
+                  bytes=nbytes(rows * kept, dt) + nbytes(rows * kept, "int64")),
+             Term("compares", flops=1.0 * rows * cols * depth,
+                  note=f"cols·⌈log2 {kept}⌉ = {depth} per element"))
     return Operator("sort", {"rows": rows, "cols": cols} | ({"k": k} if k else {}), dt, Cost(items),
                     Roof("simt", "fp32"))

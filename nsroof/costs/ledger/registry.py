@@ -123,7 +123,8 @@ def register(name: str, *, source: str) -> Callable[[FormulaFn], FormulaFn]:
                 raise LedgerError(f"formula {name!r}: parameter {p.name!r} must be a plain keyword parameter")
             ptype = _TYPES.get(p.annotation)
             if ptype is None:
-                raise LedgerError(f"formula {name!r}: parameter {p.name!r} needs an int/float/bool/str annotation")
+                raise LedgerError(f"formula {name!r}: parameter {p.name!r} needs an int/float/bool/str "
+                                  "annotation")
             params.append(Param(p.name, ptype, p.default))
         doc = inspect.getdoc(fn) or ""
         _REGISTRY[name] = Formula(name, fn, tuple(params), doc.splitlines()[0] if doc else "", source)

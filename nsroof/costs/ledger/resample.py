@@ -41,15 +41,17 @@ def upsample(planes: int, inputs: int, outputs: int, mode: str = "bilinear", dty
     small, big = (outputs, inputs) if backward else (inputs, outputs)
     items = (Term("read dy" if backward else "read x", bytes=nbytes(planes * small, dt)),
              Term("write dx" if backward else "write y", bytes=nbytes(planes * big, dt)),
-             Term(f"{mode} weights", flops=per * planes * outputs, note=f"{per:g} per output element ({taps} taps)"))
+             Term(f"{mode} weights", flops=per * planes * outputs,
+                  note=f"{per:g} per output element ({taps} taps)"))
     shape = {"planes": planes, "inputs": inputs, "outputs": outputs, "mode": mode} | (
         {"backward": True} if backward else {})
     return Operator("upsample", shape, dt, Cost(items), Roof("simt", "fp64" if dt == "fp64" else "fp32"))
 
 
 def pool_out(size: int, kernel: int, stride: int, padding: int, dilation: int, ceil_mode: bool) -> int:
-    """Output length of a pooling window along one axis, as torch computes it: ⌊ or ⌈(L + 2p − d(k − 1) − 1)/s⌉
-    + 1, and in ceil mode the last window must start inside the input or its left padding."""
+    """Output length of a pooling window along one axis, as torch computes it:
+    ⌊ or ⌈(L + 2p − d(k − 1) − 1)/s⌉ + 1, and in ceil mode the last window must start inside the input or
+    its left padding."""
     span = size + 2 * padding - dilation * (kernel - 1) - 1
     out = (-(-span // stride) if ceil_mode else span // stride) + 1
     if ceil_mode and (out - 1) * stride >= size + padding:
@@ -58,15 +60,15 @@ def pool_out(size: int, kernel: int, stride: int, padding: int, dilation: int, c
 
 
 @register("pool2d", source=SRC_CNN)
-def pool2d(batch: int, channels: int, height: int, width: int, kernel_size: int, stride: int = 0, padding: int = 0,
-           dilation: int = 1, ceil_mode: bool = False, mode: str = "max", dtype: str = "fp32",
-           indices: bool = False) -> Operator:
+def pool2d(batch: int, channels: int, height: int, width: int, kernel_size: int, stride: int = 0,
+           padding: int = 0, dilation: int = 1, ceil_mode: bool = False, mode: str = "max",
+           dtype: str = "fp32", indices: bool = False) -> Operator:
     """2-D max or average pooling (stride 0 = the kernel size, torch's default): max takes R·S − 1 compares
     per output, average R·S − 1 adds and 1 divide; max_pool2d_with_indices also writes an int64 index per
     output."""
     stride = stride or kernel_size
     positive("pool2d", batch=batch, channels=channels, height=height, width=width, kernel_size=kernel_size,
-              stride=stride, dilation=dilation)
+             stride=stride, dilation=dilation)
     if padding < 0:
         raise LedgerError(f"pool2d: padding must be >= 0, got {padding}")
     if mode not in ("max", "avg"):
@@ -76,7 +78,8 @@ def pool2d(batch: int, channels: int, height: int, width: int, kernel_size: int,
     out_h = pool_out(height, kernel_size, stride, padding, dilation, ceil_mode)
     out_w = pool_out(width, kernel_size, stride, padding, dilation, ceil_mode)
     if out_h <= 0 or out_w <= 0:
-        raise LedgerError(f"pool2d: a {kernel_size}×{kernel_size} window does not fit a {height}×{width} input")
+        raise LedgerError(f"pool2d: a {kernel_size}×{kernel_size} window does not fit a "
+                          f"{height}×{width} input")
     outputs = batch * channels * out_h * out_w
     window = kernel_size * kernel_size
     per_output = window - 1 + (1 if mode == "avg" else 0)
@@ -84,13 +87,15 @@ def pool2d(batch: int, channels: int, height: int, width: int, kernel_size: int,
         Term("read input", bytes=nbytes(batch * channels * height * width, dt), note=f"N·C·H·W·{b:g} B"),
         Term("write output", bytes=nbytes(outputs, dt), note=f"N·C·P·Q·{b:g} B, P×Q = {out_h}×{out_w}"),
         Term(f"{mode} over the window", flops=float(per_output) * outputs,
-             note=f"{per_output} per output ({'R·S − 1 compares' if mode == 'max' else 'R·S − 1 adds + 1 divide'})"),
+             note=f"{per_output} per output "
+                  f"({'R·S − 1 compares' if mode == 'max' else 'R·S − 1 adds + 1 divide'})"),
     ]
     if indices:
         items.insert(2, Term("write indices", bytes=nbytes(outputs, "int64"), note="N·C·P·Q·8 B"))
-    shape = {"batch": batch, "channels": channels, "height": height, "width": width, "kernel_size": kernel_size,
-             "stride": stride, "padding": padding, "mode": mode} | ({"dilation": dilation} if dilation != 1 else {}) | (
-        {"ceil_mode": True} if ceil_mode else {}) | ({"indices": True} if indices else {})
+    shape = {"batch": batch, "channels": channels, "height": height, "width": width,
+             "kernel_size": kernel_size, "stride": stride, "padding": padding, "mode": mode} | (
+        {"dilation": dilation} if dilation != 1 else {}) | ({"ceil_mode": True} if ceil_mode else {}) | (
+        {"indices": True} if indices else {})
     return Operator("pool2d", shape, dt, Cost(tuple(items)), simt_roof(dt),
                     facts={"out_height": out_h, "out_width": out_w})
 
@@ -100,8 +105,8 @@ def pool2d_backward(batch: int, channels: int, height: int, width: int, out_heig
                     kernel_size: int, mode: str = "max", dtype: str = "fp32") -> Operator:
     """2-D pooling backward: dx zeroed, then each output gradient added back to its window. Max: read the
     saved int64 index, 1 add per output gradient; average: 1 divide and R·S adds per output gradient."""
-    positive("pool2d-backward", batch=batch, channels=channels, height=height, width=width, out_height=out_height,
-              out_width=out_width, kernel_size=kernel_size)
+    positive("pool2d-backward", batch=batch, channels=channels, height=height, width=width,
+             out_height=out_height, out_width=out_width, kernel_size=kernel_size)
     if mode not in ("max", "avg"):
         raise LedgerError(f"pool2d-backward: mode must be max or avg, got {mode!r}")
     dt = canonical_dtype(dtype)
@@ -112,7 +117,8 @@ def pool2d_backward(batch: int, channels: int, height: int, width: int, out_heig
         Term("read dy", bytes=nbytes(outputs, dt), note=f"N·C·P·Q·{b:g} B"),
         Term("write dx", bytes=nbytes(batch * channels * height * width, dt), note=f"N·C·H·W·{b:g} B"),
         Term("scatter into the window", flops=float(per_output) * outputs,
-             note=f"{per_output} per output gradient ({'1 add' if mode == 'max' else '1 divide + R·S adds'})"),
+             note=f"{per_output} per output gradient "
+                  f"({'1 add' if mode == 'max' else '1 divide + R·S adds'})"),
     ]
     if mode == "max":
         items.insert(1, Term("read indices", bytes=nbytes(outputs, "int64"), note="N·C·P·Q·8 B"))

@@ -1,5 +1,6 @@
-"""The machines of the seeds' tables, built from the seeds' own figures, so that the formula tests do not depend
-on the packaged machine table (tests/commands/test_machines_cli.py checks the table gives the same numbers)."""
+"""The machines of the seeds' tables, built from the seeds' own figures, so that the formula tests do not
+depend on the packaged machine table (tests/commands/test_machines_cli.py checks the table gives the
+same numbers)."""
 
 from __future__ import annotations
 

@@ -34,7 +34,8 @@ class TestAttention:
         assert causal.flops / full.flops == pytest.approx(0.5, abs=1e-3)
 
     def test_causal_alignment_when_the_lengths_differ(self) -> None:
-        # sq = 3 queries, skv = 4 keys. Upper-left (torch's is_causal, tril(ones(3, 4))): rows see 1, 2, 3 keys = 6;
+        # sq = 3 queries, skv = 4 keys. Upper-left (torch's is_causal, tril(ones(3, 4))): rows see
+        # 1, 2, 3 keys = 6;
         # lower-right (flash-attn >= 2.1, engines): rows see 2, 3, 4 = 9
         assert causal_pairs(3, 4, UPPER_LEFT) == 1 + 2 + 3 == 6
         assert causal_pairs(3, 4, LOWER_RIGHT) == 2 + 3 + 4 == 9
@@ -44,14 +45,17 @@ class TestAttention:
         # decode, one query over 8,192 keys: upper-left sees only the first key, lower-right all of them
         assert (causal_pairs(1, 8192, UPPER_LEFT), causal_pairs(1, 8192, LOWER_RIGHT)) == (1, 8192)
         # the formula: 4·bh·pairs·d for QK^T + PV, bh = 2, d = 16: 4·2·6·16 = 768 against 4·2·9·16 = 1,152
-        ul = ledger.operator("attention", batch_heads=2, sq=3, skv=4, d=16, causal=True, causal_align=UPPER_LEFT)
+        ul = ledger.operator("attention", batch_heads=2, sq=3, skv=4, d=16, causal=True,
+                             causal_align=UPPER_LEFT)
         lr = ledger.operator("attention", batch_heads=2, sq=3, skv=4, d=16, causal=True)
         assert (ul.cost.terms[4].flops, lr.cost.terms[4].flops) == (768, 1_152)
         assert ul.shape["causal_align"] == UPPER_LEFT and lr.shape["causal_align"] == LOWER_RIGHT
-        square = ledger.operator("attention", batch_heads=2, sq=4, skv=4, d=16, causal=True, causal_align=UPPER_LEFT)
+        square = ledger.operator("attention", batch_heads=2, sq=4, skv=4, d=16, causal=True,
+                                 causal_align=UPPER_LEFT)
         assert "causal_align" not in square.shape  # the same mask either way: the shape stays as it was
         with pytest.raises(LedgerError, match="causal_align"):
-            ledger.operator("attention", batch_heads=2, sq=3, skv=4, d=16, causal=True, causal_align="diagonal")
+            ledger.operator("attention", batch_heads=2, sq=3, skv=4, d=16, causal=True,
+                            causal_align="diagonal")
 
 
 class TestAttentionTraffic:
@@ -112,7 +116,7 @@ class TestAttentionTraffic:
     def test_same_arithmetic_both_ways(self) -> None:
         op = ledger.operator("attention-traffic", sq=512, skv=512, d=64)
         assert op.variants["naive"].flops == op.cost.flops == ledger.cost("attention", batch_heads=1, sq=512,
-                                                                         skv=512, d=64).flops
+                                                                          skv=512, d=64).flops
 
 
 class TestAgainstIndependentCounts:
@@ -127,19 +131,22 @@ class TestAgainstIndependentCounts:
         # upper-left: query i sees key j when j <= i
         assert causal_pairs(sq, skv, UPPER_LEFT) == sum(1 for i in range(sq) for j in range(skv) if j <= i)
 
-    @pytest.mark.filterwarnings("ignore:Lower right causal bias")  # torch's note on sq > skv rows that see nothing
+    # torch's note on sq > skv rows that see nothing
+    @pytest.mark.filterwarnings("ignore:Lower right causal bias")
     @pytest.mark.parametrize(("sq", "skv"), [(3, 4), (4, 3), (1, 7), (5, 5), (17, 64)])
     def test_causal_pairs_match_the_masks_torch_builds(self, sq: int, skv: int) -> None:
         bias = pytest.importorskip("torch.nn.attention.bias")
         assert causal_pairs(sq, skv, UPPER_LEFT) == int(bias.causal_upper_left(sq, skv)._materialize().sum())
-        assert causal_pairs(sq, skv, LOWER_RIGHT) == int(bias.causal_lower_right(sq, skv)._materialize().sum())
+        assert (causal_pairs(sq, skv, LOWER_RIGHT)
+                == int(bias.causal_lower_right(sq, skv)._materialize().sum()))
 
     def test_attention_matmul_flops_match_torch(self) -> None:
         torch = pytest.importorskip("torch")
         from torch.utils.flop_counter import FlopCounterMode
 
         q, kv = torch.zeros(2, 3, 16, 8), torch.zeros(2, 3, 24, 8)
-        with FlopCounterMode(display=False) as counter:  # the unfused formulation: S = QK^T, P = softmax(S), O = PV
+        # the unfused formulation: S = QK^T, P = softmax(S), O = PV
+        with FlopCounterMode(display=False) as counter:
             torch.softmax(q @ kv.transpose(-1, -2), dim=-1) @ kv
         op = ledger.operator("attention", batch_heads=6, sq=16, skv=24, d=8)
         qk_pv = next(t for t in op.cost.terms if t.name == "QK^T + PV")

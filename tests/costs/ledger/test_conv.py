@@ -18,8 +18,8 @@ class TestConv2d:
         assert op.bytes == (150_528 + 9_408 + 802_816) * 2
 
     def test_groups_divide_the_work(self) -> None:
-        dense = ledger.cost("conv2d", batch=1, in_channels=8, height=4, width=4, out_channels=8, kernel_size=3,
-                            padding=1, dtype="fp32")
+        dense = ledger.cost("conv2d", batch=1, in_channels=8, height=4, width=4, out_channels=8,
+                            kernel_size=3, padding=1, dtype="fp32")
         depthwise = ledger.cost("conv2d", batch=1, in_channels=8, height=4, width=4, out_channels=8,
                                 kernel_size=3, padding=1, groups=8, dtype="fp32")
         assert dense.flops == 8 * depthwise.flops  # C/groups = 8 vs 1
@@ -36,17 +36,19 @@ class TestAgainstIndependentCounts:
         ("n", "c", "h", "w", "k", "r", "stride", "padding", "dilation", "groups"),
         [(2, 3, 17, 13, 8, 3, 1, 1, 1, 1), (1, 4, 32, 32, 6, 5, 2, 2, 1, 2), (3, 8, 9, 11, 8, 3, 2, 0, 2, 8)],
     )
-    def test_conv2d_matches_torch(self, n: int, c: int, h: int, w: int, k: int, r: int, stride: int, padding: int,
-                                  dilation: int, groups: int) -> None:
+    def test_conv2d_matches_torch(self, n: int, c: int, h: int, w: int, k: int, r: int, stride: int,
+                                  padding: int, dilation: int, groups: int) -> None:
         torch = pytest.importorskip("torch")
         from torch.utils.flop_counter import FlopCounterMode
 
         x = torch.zeros(n, c, h, w)
         weight = torch.zeros(k, c // groups, r, r)
         with FlopCounterMode(display=False) as counter:
-            y = torch.nn.functional.conv2d(x, weight, stride=stride, padding=padding, dilation=dilation, groups=groups)
-        op = ledger.operator("conv2d", batch=n, in_channels=c, height=h, width=w, out_channels=k, kernel_size=r,
-                             stride=stride, padding=padding, dilation=dilation, groups=groups, dtype="fp32")
+            y = torch.nn.functional.conv2d(x, weight, stride=stride, padding=padding, dilation=dilation,
+                                           groups=groups)
+        op = ledger.operator("conv2d", batch=n, in_channels=c, height=h, width=w, out_channels=k,
+                             kernel_size=r, stride=stride, padding=padding, dilation=dilation, groups=groups,
+                             dtype="fp32")
         assert (op.facts["out_height"], op.facts["out_width"]) == tuple(y.shape[2:])
         assert op.flops == counter.get_total_flops()
         assert op.bytes == (x.numel() + weight.numel() + y.numel()) * 4

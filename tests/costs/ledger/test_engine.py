@@ -37,8 +37,9 @@ def test_both_step_annotation_forms_parse() -> None:
 def test_engine_attention_counts_the_lower_right_mask() -> None:
     from nsroof.costs.ledger.attention import LOWER_RIGHT, causal_pairs
 
-    # one prefill of 100 new tokens over 300 keys (200 cached): the queries are the newest tokens, so the mask is
-    # lower-right: Σq·kv − (Σq² − Σq)/2 = 30,000 − (10,000 − 100)/2 = 25,050 = 100·(300 − 100 + 1) + 100·99/2
+    # one prefill of 100 new tokens over 300 keys (200 cached): the queries are the newest tokens, so the mask
+    # is lower-right: Σq·kv − (Σq² − Σq)/2 = 30,000 − (10,000 − 100)/2 = 25,050
+    # = 100·(300 − 100 + 1) + 100·99/2
     step = parse_step("execute_1_context_1(sq100sk300sqsq10000sqsk30000)_generation_0(sq0sk0sqsq0sqsk0)")
     assert step is not None
     assert step.context.causal_pairs("context") == causal_pairs(100, 300, LOWER_RIGHT) == 25_050
@@ -53,7 +54,8 @@ def test_attention_from_the_step_annotation_names_what_is_missing() -> None:
     cost = op_cost("vllm::unified_attention_with_output", shapes, types, context=ctx)
     # 8 heads, d 64, 394,716 causal pairs: 4·8·394,716·64 + 5·8·394,716 + 888·8·64 FLOP
     assert cost.flops == 4 * 8 * 394_716 * 64 + 5 * 8 * 394_716 + 888 * 8 * 64
-    # sliding layer (gpt-oss: window 128, layer 0): Σ_i min(i + 1, 128) = 128·129/2 + (888 − 128)·128 = 105,536
+    # sliding layer (gpt-oss: window 128, layer 0): Σ_i min(i + 1, 128) = 128·129/2 + (888 − 128)·128
+    # = 105,536
     model = read_model_config(str(GPT_OSS))
     sliding = op_cost("vllm::unified_attention_with_output", shapes, types,
                       context=OpContext(step=ctx.step, model=model, ordinal=0))
@@ -74,9 +76,11 @@ def test_moe_forward_needs_the_model_config_and_uses_it() -> None:
 def test_collectives_use_the_nccl_tests_bus_factors() -> None:
     # all-reduce of 888·2880 bf16 over 8 ranks: S·2·7/8 = 5,114,880·1.75 = 8,951,040 link bytes
     ctx = OpContext(world_size=8)
-    cost = op_cost("symm_mem::multimem_all_reduce_", [[2_557_440], [], []], ["c10::BFloat16", "", ""], context=ctx)
+    cost = op_cost("symm_mem::multimem_all_reduce_", [[2_557_440], [], []], ["c10::BFloat16", "", ""],
+                   context=ctx)
     assert cost.bytes == 2_557_440 * 2 * 2 * 7 / 8
-    assert "process group size" in op_cost("symm_mem::multimem_all_reduce_", [[8], [], []], ["float", "", ""]).missing
+    assert "process group size" in op_cost("symm_mem::multimem_all_reduce_", [[8], [], []],
+                                           ["float", "", ""]).missing
     # all-gather 1×25,136 -> 8×25,136 bf16: S = 402,176 B, ·7/8
     gather = op_cost("c10d::_allgather_base_", [[8, 25136], [1, 25136]], ["c10::BFloat16"] * 2, context=ctx)
     assert gather.bytes == 8 * 25136 * 2 * 7 / 8
@@ -85,10 +89,12 @@ def test_collectives_use_the_nccl_tests_bus_factors() -> None:
 def test_user_formulas_are_checked_like_the_built_in_ones(tmp_path: Path) -> None:
     @formula("mylib::scale_add", source="2 FLOP per element")
     def scale_add(x: Tensor, b: Tensor, a: float) -> list[Term]:
-        return [Term("read", bytes=x.nbytes + b.nbytes), Term("write", bytes=x.nbytes), Term("ax+b", flops=2 * x.numel)]
+        return [Term("read", bytes=x.nbytes + b.nbytes), Term("write", bytes=x.nbytes),
+                Term("ax+b", flops=2 * x.numel)]
 
     try:
-        cost = op_cost("mylib::scale_add", [[4, 8], [4, 8], []], ["float", "float", "Scalar"], [None, None, 2.0])
+        cost = op_cost("mylib::scale_add", [[4, 8], [4, 8], []], ["float", "float", "Scalar"],
+                       [None, None, 2.0])
         assert (cost.flops, cost.bytes) == (2 * 32, 3 * 32 * 4)
         with pytest.raises(LedgerError, match="already has a formula"):
             formula("mylib::scale_add")(scale_add)
@@ -110,7 +116,8 @@ def test_b200_trace_every_custom_op_costed_or_naming_its_fact() -> None:
 
     frame = analyze(B200, machine="b200").frame
     kernels = frame[frame["kind"].astype(str) == "kernel"]
-    custom_ops = kernels[~kernels["op"].astype(str).str.startswith("aten::") & kernels["op"].astype(str).str.contains("::")]
+    custom_ops = kernels[~kernels["op"].astype(str).str.startswith("aten::")
+                         & kernels["op"].astype(str).str.contains("::")]
     missing = set(custom_ops.loc[custom_ops["flops"].isna(), "missing"].astype(str))
     assert missing == {"the model's experts, top-k and expert ffn size (give --model-config CONFIG.json)"}
     with using_model(read_model_config(str(GPT_OSS))):
@@ -125,10 +132,12 @@ def test_b200_trace_every_custom_op_costed_or_naming_its_fact() -> None:
 def test_collectives_stand_under_the_interconnect_roof_from_the_datasheets() -> None:
     from nsroof.roofs.machines import interconnect
 
-    cost = op_cost("vllm::all_reduce", [[888, 2880], []], ["c10::BFloat16", ""], context=OpContext(world_size=8))
+    cost = op_cost("vllm::all_reduce", [[888, 2880], []], ["c10::BFloat16", ""],
+                   context=OpContext(world_size=8))
     assert cost.roof_kind == "link"
     b200 = interconnect("B200")
-    # NVLink 5: 1.8 TB/s per GPU both directions -> 900 GB/s each way; the all-reduce's floor is 8,951,040 B / 9e11
+    # NVLink 5: 1.8 TB/s per GPU both directions -> 900 GB/s each way; the all-reduce's floor is
+    # 8,951,040 B / 9e11
     assert b200 is not None and b200["bandwidth_bytes_per_s"] == 9e11 and "datasheet" in b200["source"]
     assert interconnect("RTX 4090") is None
 
@@ -147,7 +156,8 @@ def test_analyze_takes_the_model_config_and_formulas_options(tmp_path: Path) -> 
     # quantize and finalize helpers none), 43.9% without
     share = re.search(r"eager_trace\.json\.gz\s+([\d.]+)% of", out)
     assert share is not None and float(share.group(1)) >= 75.0, out
-    code, out, err = invoke("analyze", str(B200), "-o", str(tmp_path / "s.parquet"), "--model-config", str(example))
+    code, out, err = invoke("analyze", str(B200), "-o", str(tmp_path / "s.parquet"), "--model-config",
+                            str(example))
     assert code == 2 and "my_formulas.py:1: not JSON" in err
 
 
@@ -155,14 +165,17 @@ def test_norm_ops_of_each_engine_count_the_same_bytes() -> None:
     # rows 32, hidden 4096, bf16: rmsnorm reads x (262,144 B) and w (8,192 B), writes y (262,144 B);
     # the fused-add forms also read the residual and write the sum (2·262,144 B) and add once per element
     bf16 = "c10::BFloat16"
-    plain = op_cost("_C::rms_norm", [[32, 4096], [32, 4096], [4096], []], [bf16] * 3 + ["Scalar"], [None] * 3 + [1e-5])
+    plain = op_cost("_C::rms_norm", [[32, 4096], [32, 4096], [4096], []], [bf16] * 3 + ["Scalar"],
+                    [None] * 3 + [1e-5])
     assert plain.bytes == 262_144 + 8_192 + 262_144
     assert op_cost("aiter::rmsnorm", [[32, 4096], [32, 4096], [4096], []], [bf16] * 3 + ["Scalar"],
                    [None] * 3 + [1e-5]).bytes == plain.bytes
-    fused = op_cost("aiter::add_rmsnorm", [[32, 4096]] * 4 + [[4096], []], [bf16] * 5 + ["Scalar"], [None] * 5 + [1e-5])
+    fused = op_cost("aiter::add_rmsnorm", [[32, 4096]] * 4 + [[4096], []], [bf16] * 5 + ["Scalar"],
+                    [None] * 5 + [1e-5])
     vllm = op_cost("_C::fused_add_rms_norm", [[32, 4096], [32, 4096], [4096], []], [bf16] * 3 + ["Scalar"],
                    [None] * 3 + [1e-5])
-    assert fused.bytes == vllm.bytes == plain.bytes + 2 * 262_144 and fused.flops == vllm.flops == plain.flops + 32 * 4096
+    assert (fused.bytes == vllm.bytes == plain.bytes + 2 * 262_144
+            and fused.flops == vllm.flops == plain.flops + 32 * 4096)
 
 
 def test_op_contexts_count_each_steps_calls_of_one_name_in_start_order() -> None:

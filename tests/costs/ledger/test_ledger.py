@@ -75,7 +75,8 @@ class TestRegistry:
         def copy(n: int, dtype: str = "fp32") -> Operator:
             b = ledger.dtype_bytes(dtype)
             return Operator("test-copy", {"n": n}, dtype,
-                            Cost((Term("read", bytes=n * b), Term("write", bytes=n * b))), Roof("simt", "fp32"))
+                            Cost((Term("read", bytes=n * b), Term("write", bytes=n * b))),
+                            Roof("simt", "fp32"))
 
         try:
             assert ledger.cost("test-copy", n="1e3").bytes == 8000.0  # "1e3" coerced to int 1000; 2·1000·4
@@ -86,7 +87,8 @@ class TestRegistry:
 
     def test_untyped_parameters_are_refused(self) -> None:
         with pytest.raises(LedgerError, match="needs an int/float/bool/str annotation"):
-            ledger.register("test-untyped", source="test")(lambda n: None)  # type: ignore[arg-type,return-value]
+            ledger.register("test-untyped",
+                            source="test")(lambda n: None)  # type: ignore[arg-type,return-value]
         assert "test-untyped" not in ledger.names()
 
     def test_unknown_formula_lists_known_names(self) -> None:

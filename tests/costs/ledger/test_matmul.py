@@ -38,8 +38,10 @@ class TestMemoryHierarchyLayer:
         assert round(ridges["peak_flop_per_s.fp16"]["dram"]) == 139  # 125e12 / 900e9 = 138.9
         assert round(ridges["peak_flop_per_s.fp16"]["l2"]) == 40  # 125e12 / 3.1e12 = 40.3
         assert round(ridges["peak_flop_per_s.fp32"]["dram"]) == 17  # 15.7e12 / 900e9 = 17.4
-        big = ledger_analysis.analyze(ledger.operator("linear", tokens=512, in_features=1024, out_features=4096), V100)
-        one = ledger_analysis.analyze(ledger.operator("linear", tokens=1, in_features=1024, out_features=4096), V100)
+        big = ledger_analysis.analyze(ledger.operator("linear", tokens=512, in_features=1024,
+                                                      out_features=4096), V100)
+        one = ledger_analysis.analyze(ledger.operator("linear", tokens=1, in_features=1024,
+                                                      out_features=4096), V100)
         assert big.timing.bound == "compute"  # 315 > 139
         assert one.timing.bound == "memory"  # 1.0 < 139
         one_l2 = ledger_analysis.analyze(one.op, V100, level="l2")
@@ -93,4 +95,5 @@ class TestAgainstIndependentCounts:
         x, weight = torch.zeros(10, 24), torch.zeros(48, 24)
         with FlopCounterMode(display=False) as counter:
             torch.nn.functional.linear(x, weight)
-        assert ledger.cost("linear", tokens=10, in_features=24, out_features=48).flops == counter.get_total_flops()
+        assert (ledger.cost("linear", tokens=10, in_features=24, out_features=48).flops
+                == counter.get_total_flops())

@@ -8,9 +8,10 @@ an op whose shape or arguments the formula cannot read gets NaN, never a default
 
 The scalar arguments (stride, padding, dim, ...) come from torch.profiler's "Concrete Inputs": recorded
 with record_shapes=True since torch 2.1 (pytorch/pytorch#100593: single scalars and scalar lists of up to 30
-elements), absent in 2.0 and earlier and when torch._C._profiler._set_record_concrete_inputs_enabled_val(False)
-turned them off. Live profiler events carry them as Python values; chrome traces as strings ('[2, 2]',
-'False', '1', '' for a tensor), which `concrete_values` turns back into values.
+elements), absent in 2.0 and earlier and when
+torch._C._profiler._set_record_concrete_inputs_enabled_val(False) turned them off. Live profiler events carry
+them as Python values; chrome traces as strings ('[2, 2]', 'False', '1', '' for a tensor), which
+`concrete_values` turns back into values.
 """
 
 from __future__ import annotations
@@ -21,16 +22,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from nsroof.costs.ledger import collectives as _collectives  # noqa: F401  (c10d, symm_mem, record_param_comms)
+# c10d, symm_mem and record_param_comms collectives; vLLM / SGLang custom ops
+from nsroof.costs.ledger import collectives as _collectives  # noqa: F401
 from nsroof.costs.ledger import custom
-from nsroof.costs.ledger import engine as _engine  # noqa: F401  (vLLM / SGLang custom ops)
+from nsroof.costs.ledger import engine as _engine  # noqa: F401
 
-# The aten readers register on import, one module per op family (its formulas: nsroof.costs.ledger.<family>).
+# The aten readers register on import, one module per op family (its formulas: nsroof.costs.ledger.<family>;
+# data movement, priced by the pointwise formula: movement).
 from nsroof.costs.ledger.aten import attention as _attention  # noqa: F401
 from nsroof.costs.ledger.aten import conv as _conv  # noqa: F401
 from nsroof.costs.ledger.aten import embedding as _embedding  # noqa: F401
 from nsroof.costs.ledger.aten import matmul as _matmul  # noqa: F401
-from nsroof.costs.ledger.aten import movement as _movement  # noqa: F401  (data movement: the pointwise formula)
+from nsroof.costs.ledger.aten import movement as _movement  # noqa: F401
 from nsroof.costs.ledger.aten import norm as _norm  # noqa: F401
 from nsroof.costs.ledger.aten import pointwise as _pointwise  # noqa: F401
 from nsroof.costs.ledger.aten import recurrent as _recurrent  # noqa: F401
@@ -52,8 +55,9 @@ from nsroof.costs.ledger.aten.pointwise import POINTWISE_FLOPS
 from nsroof.costs.ledger.core import Operator
 from nsroof.costs.ledger.custom import OpContext
 
-__all__ = ["CONV_ARGS_UNRECORDED", "NO_SHAPES", "POINTWISE_FLOPS", "READERS", "TORCH_DTYPES", "OpContext", "OpCost",
-           "base_name", "concrete_values", "has_formula", "numel", "on_kernel", "op_cost", "register_reader", "unknown"]
+__all__ = ["CONV_ARGS_UNRECORDED", "NO_SHAPES", "POINTWISE_FLOPS", "READERS", "TORCH_DTYPES", "OpContext",
+           "OpCost", "base_name", "concrete_values", "has_formula", "numel", "on_kernel", "op_cost",
+           "register_reader", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,8 @@ class OpCost:
     precision: str  # report precision: fp64, fp32, fp16, tensor ('' when unknown)
     missing: str  # why flops/bytes are NaN ('' when known)
     tensor_dtype: str = ""  # for precision "tensor": the dtype whose dense tensor peak is the roof
-    roof_kind: str = ""  # the ledger roof: "matmul", "simt" or "link" (bytes over the interconnect: a collective)
+    # the ledger roof: "matmul", "simt" or "link" (bytes over the interconnect: a collective)
+    roof_kind: str = ""
 
     @property
     def known(self) -> bool:
@@ -98,7 +103,8 @@ def op_cost(op: str, shapes: Sequence[Any] | None, dtypes: Sequence[Any] | None,
     if not has_formula(op):
         return unknown(no_formula_reason(op))
     try:
-        operator = _operator(op, shape_list, [str(d) for d in (dtypes or [])], concrete_values(concrete), context)
+        operator = _operator(op, shape_list, [str(d) for d in (dtypes or [])], concrete_values(concrete),
+                             context)
     except custom.Missing as exc:
         return unknown(str(exc))
     except Unrecorded as exc:
@@ -114,8 +120,8 @@ def op_cost(op: str, shapes: Sequence[Any] | None, dtypes: Sequence[Any] | None,
     precision = report_precision(operator)
     tensor_dtype = operator.roof.dtype if precision == "tensor" else ""
     roof_kind = "link" if operator.facts.get("link_roof") else operator.roof.kind
-    return OpCost(operator.flops, operator.bytes, operator.formula, operator.label, precision, "", tensor_dtype,
-                  roof_kind)
+    return OpCost(operator.flops, operator.bytes, operator.formula, operator.label, precision, "",
+                  tensor_dtype, roof_kind)
 
 
 _LOW_PRECISION = ("fp16", "bf16", "fp8", "tf32")
@@ -133,22 +139,23 @@ def report_precision(op: Operator) -> str:
 
 # Ops that move no data: a view shares its input's storage; an allocation writes nothing.
 VIEWS = frozenset({
-    "view", "reshape", "t", "transpose", "permute", "as_strided", "slice", "select", "narrow", "unsqueeze", "squeeze",
-    "expand", "expand_as", "flatten", "unflatten", "split", "split_with_sizes", "unsafe_split", "unbind", "chunk",
-    "detach", "alias", "contiguous", "_unsafe_view", "view_as", "movedim", "resolve_conj", "resolve_neg",
-    "lift_fresh", "empty", "empty_like", "empty_strided", "resize", "to", "_reshape_alias", "numpy_T", "matrix_H",
-    "item", "_local_scalar_dense", "is_nonzero", "result_type", "set"})
+    "view", "reshape", "t", "transpose", "permute", "as_strided", "slice", "select", "narrow", "unsqueeze",
+    "squeeze", "expand", "expand_as", "flatten", "unflatten", "split", "split_with_sizes", "unsafe_split",
+    "unbind", "chunk", "detach", "alias", "contiguous", "_unsafe_view", "view_as", "movedim", "resolve_conj",
+    "resolve_neg", "lift_fresh", "empty", "empty_like", "empty_strided", "resize", "to", "_reshape_alias",
+    "numpy_T", "matrix_H", "item", "_local_scalar_dense", "is_nonzero", "result_type", "set"})
 VIEW_REASON = "a view or allocation: moves no data, nothing to cost"
-BOOKKEEPING_REASON = "autograd engine bookkeeping around a backward node (its ops are costed on their own rows)"
-# The host time a composite op (aten::cross_entropy_loss calling log_softmax and nll_loss) spends outside the ops
-# it calls: dispatch, not arithmetic; its work is on those ops' rows.
+BOOKKEEPING_REASON = ("autograd engine bookkeeping around a backward node (its ops are costed on their own "
+                      "rows)")
+# The host time a composite op (aten::cross_entropy_loss calling log_softmax and nll_loss) spends outside the
+# ops it calls: dispatch, not arithmetic; its work is on those ops' rows.
 COMPOSITE_REASON = "a composite op's own time: its work is costed on the ops it calls"
 # A fused kernel of Inductor's C++ (CPU) backend, recorded under its name when torch._inductor.config.cpp.
-# enable_kernel_profile was on at compile time (nsroof profile turns it on): Inductor states no FLOP or byte count
-# for it (its Triton kernels' estimates, kernel_flop / kernel_num_gb, have no CPU counterpart).
+# enable_kernel_profile was on at compile time (nsroof profile turns it on): Inductor states no FLOP or byte
+# count for it (its Triton kernels' estimates, kernel_flop / kernel_num_gb, have no CPU counterpart).
 INDUCTOR_CPU_KERNEL = re.compile(r"(?:graph_\d+_)?cpp_fused_\w+")
-INDUCTOR_CPU_REASON = ("an Inductor C++ kernel (a fused region of the compiled graph): Inductor states no FLOP or "
-                       "byte count for its CPU kernels")
+INDUCTOR_CPU_REASON = ("an Inductor C++ kernel (a fused region of the compiled graph): Inductor states no "
+                       "FLOP or byte count for its CPU kernels")
 
 
 def no_formula_reason(op: str) -> str:
@@ -162,11 +169,13 @@ def no_formula_reason(op: str) -> str:
     if INDUCTOR_CPU_KERNEL.fullmatch(op):
         return INDUCTOR_CPU_REASON
     if "::" in op and not op.startswith("aten::"):
-        return f"no formula for {op} (add one with @nsroof.formula(\"{op.split('.', 1)[0]}\"), --formulas FILE.py)"
+        return (f"no formula for {op} (add one with @nsroof.formula(\"{op.split('.', 1)[0]}\"), "
+                "--formulas FILE.py)")
     return f"no formula for {op}"
 
 
-def _operator(op: str, shapes: list[Any], dtypes: list[str], concrete: list[Any], context: OpContext | None) -> Any:
+def _operator(op: str, shapes: list[Any], dtypes: list[str], concrete: list[Any],
+              context: OpContext | None) -> Any:
     if op.startswith("aten::"):
         raw = op.split("::", 1)[1].split(".", 1)[0]  # an in-place op's own reader ('add_'), else the base one
         return READERS[raw if raw in READERS else base_name(op)](shapes, dtypes, concrete)
@@ -190,9 +199,12 @@ def on_kernel(cost: OpCost, kernel_name: str) -> OpCost:
     """The cost of an op as run by one of its kernels. An fp32 matmul's roof depends on torch's TF32 switch
     (torch.backends.cuda.matmul.allow_tf32, cudnn.allow_tf32), which no trace records: the kernel's name
     does, so a TF32 kernel puts the op under the TF32 tensor roof instead of the fp32 one."""
-    if cost.known and cost.roof_kind == "matmul" and cost.precision == "fp32" and _TF32_KERNEL.search(kernel_name):
-        return replace(cost, precision="tensor", tensor_dtype="tf32", label=f"{cost.label} on TF32 tensor cores")
+    if (cost.known and cost.roof_kind == "matmul" and cost.precision == "fp32"
+            and _TF32_KERNEL.search(kernel_name)):
+        return replace(cost, precision="tensor", tensor_dtype="tf32",
+                       label=f"{cost.label} on TF32 tensor cores")
     return cost
 
 
-custom.add_builtin_test(lambda name: (base_name(name) if name.startswith("aten::") else name.split(".", 1)[0]) in READERS)
+custom.add_builtin_test(lambda name: (base_name(name) if name.startswith("aten::")
+                                      else name.split(".", 1)[0]) in READERS)

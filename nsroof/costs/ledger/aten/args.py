@@ -1,7 +1,7 @@
 """The shared vocabulary of the aten shape readers (nsroof.costs.ledger.aten): the recorded shapes, dtypes and
-scalar arguments of one op call, the checks that turn a shape the formula cannot read into NaN with its reason,
-the argument readers more than one op family uses, and the table of readers (one per aten op, registered
-once, by the module of its op family)."""
+scalar arguments of one op call, the checks that turn a shape the formula cannot read into NaN with its
+reason, the argument readers more than one op family uses, and the table of readers (one per aten op,
+registered once, by the module of its op family)."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def need(cond: bool, why: str) -> None:
 def square(value: Any, name: str) -> int:
     values = list(value) if isinstance(value, list | tuple) else [value]
     need(len(values) >= 1 and all(isinstance(v, int) and not isinstance(v, bool) for v in values),
-          f"{name} {value!r} is not a list of integers")
+         f"{name} {value!r} is not a list of integers")
     need(len(set(values)) == 1, f"the conv2d formula needs equal {name} on both axes, got {values}")
     return int(values[0])
 
@@ -119,8 +119,8 @@ def ledger_op(name: str, **shape: Any) -> Any:
 
 
 def move(n: int, reads: int, dt: str, what: str, other: float = 0.0, flops: float = 0.0) -> Any:
-    return ledger_op("pointwise", n=max(n, 1), read_elements=reads, flops_per_element=flops, dtype=dt, op=what,
-                     other_read_bytes=other)
+    return ledger_op("pointwise", n=max(n, 1), read_elements=reads, flops_per_element=flops, dtype=dt,
+                     op=what, other_read_bytes=other)
 
 
 # A reader takes one call's (shapes, dtypes, concrete) and returns a ledger Operator or raises NoShape.

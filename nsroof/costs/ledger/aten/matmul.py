@@ -49,7 +49,8 @@ def _baddbmm(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     need(len(s) >= 3 and len(s[1]) == 3 and len(s[2]) == 3, "baddbmm needs a bias and two 3-D inputs")
     (b, m, k), (b2, k2, n) = s[1], s[2]
     need(k == k2 and b == b2, f"baddbmm shapes {s[1]} and {s[2]} do not agree")
-    return ledger_op("gemm-bias", m=m, n=n, k=k, batch=b, bias_elements=max(numel(s[0]), 1), dtype=need_dtype(t, 1))
+    return ledger_op("gemm-bias", m=m, n=n, k=k, batch=b, bias_elements=max(numel(s[0]), 1),
+                     dtype=need_dtype(t, 1))
 
 
 def _matmul(s: list[Shape], t: list[str], c: list[Any]) -> Any:
@@ -79,7 +80,7 @@ def _linear(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     need(len(s) <= 3 and s[0][-1] == in_f, f"linear inputs {s} are not (input, weight[, bias])")
     has_bias = len(s) > 2 and len(s[2]) == 1
     return ledger_op("linear", tokens=numel(s[0][:-1]) or 1, in_features=in_f, out_features=out_f,
-                   dtype=need_dtype(t, 0), bias=has_bias)
+                     dtype=need_dtype(t, 0), bias=has_bias)
 
 
 def _with(op: Operator, *items: Term, formula: str = "", shape: dict[str, Any] | None = None) -> Operator:
@@ -93,7 +94,8 @@ def _addmm_activation(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     (m, k), (_, n) = s[1], s[2]
     gelu = bool(recorded(c, 5, "_addmm_activation use_gelu not recorded"))
     op = ledger_op("gemm-bias", m=m, n=n, k=k, bias_elements=max(numel(s[0]), 1), dtype=need_dtype(t, 1))
-    return _with(op, Term("gelu" if gelu else "relu", flops=(5.0 if gelu else 1.0) * m * n, note="per output"),
+    return _with(op, Term("gelu" if gelu else "relu", flops=(5.0 if gelu else 1.0) * m * n,
+                          note="per output"),
                  shape={"activation": "gelu" if gelu else "relu"})
 
 
@@ -128,7 +130,8 @@ def _grouped_mm(scaled: bool) -> Any:
             op = ledger_op("grouped-gemm", rows=a[0], k=a[1], n=b[1], groups=1, dtype=dt, out_dtype=out_dtype,
                            scale_bytes=scales, index_bytes=index_bytes)
             extra = (groups - 1) * a[0] * b[1]
-            return _with(op, Term("write the other groups' outputs", bytes=extra * op.cost.terms[2].bytes / (a[0] * b[1])))
+            return _with(op, Term("write the other groups' outputs",
+                                  bytes=extra * op.cost.terms[2].bytes / (a[0] * b[1])))
         else:
             raise NoShape(f"grouped_mm of {len(a)}-D by {len(b)}-D has no formula")
         return ledger_op("grouped-gemm", rows=rows, k=k, n=n, groups=groups, dtype=dt, out_dtype=out_dtype,
@@ -154,7 +157,8 @@ def _scaled_mm(s: list[Shape], t: list[str], c: list[Any]) -> Any:
         from nsroof.costs.ledger.core import dtype_bytes
 
         bias_dt = dtype_of(t, 4) or "bf16"
-        op = _with(op, Term("read bias", bytes=bias * dtype_bytes(bias_dt)), Term("add bias", flops=1.0 * m * n))
+        op = _with(op, Term("read bias", bytes=bias * dtype_bytes(bias_dt)),
+                   Term("add bias", flops=1.0 * m * n))
     return replace(op, formula="scaled-gemm")
 
 

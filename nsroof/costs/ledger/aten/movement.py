@@ -99,7 +99,8 @@ def _scatter(accumulate: bool, src_at: int, index_at: int) -> Any:
         n = numel(s[src_at])
         dt = need_dtype(t, 0)
         return move(n, n * (2 if accumulate else 1), dt, "scatter-add" if accumulate else "scatter",
-                     other=numel(s[index_at]) * dtype_bytes(need_dtype(t, index_at)), flops=1.0 if accumulate else 0.0)
+                    other=numel(s[index_at]) * dtype_bytes(need_dtype(t, index_at)),
+                    flops=1.0 if accumulate else 0.0)
 
     return read
 
@@ -153,7 +154,8 @@ class IndexEvidence:
 
     @property
     def index_bytes(self) -> float:
-        return float(sum(numel(list(shape)) * dtype_bytes(TORCH_DTYPES.get(dt, "int64")) for shape, dt in self.indices))
+        return float(sum(numel(list(shape)) * dtype_bytes(TORCH_DTYPES.get(dt, "int64"))
+                         for shape, dt in self.indices))
 
 
 INDEX_OPS = frozenset({"index", "index_put", "_index_put_impl", "_index_put_impl_"})
@@ -188,7 +190,8 @@ def _evidence(c: list[Any]) -> IndexEvidence:
 
 
 def _index(s: list[Shape], t: list[str], c: list[Any]) -> Any:
-    # index(self, Tensor?[] indices): the indexed elements of self read and written out, each index tensor read
+    # index(self, Tensor?[] indices): the indexed elements of self read and written out, each index
+    # tensor read
     need(len(s) >= 1 and len(s[0]) >= 1, "index needs self")
     found = _evidence(c)
     n = numel(list(found.result))
@@ -196,15 +199,15 @@ def _index(s: list[Shape], t: list[str], c: list[Any]) -> Any:
 
 
 def _index_put(s: list[Shape], t: list[str], c: list[Any]) -> Any:
-    # index_put_ / _index_put_impl_(self!, Tensor?[] indices, values, accumulate[, unsafe]): values and the index
-    # tensors read, the indexed elements of self written (and read, one add each, when accumulating)
+    # index_put_ / _index_put_impl_(self!, Tensor?[] indices, values, accumulate[, unsafe]): values and the
+    # index tensors read, the indexed elements of self written (and read, one add each, when accumulating)
     need(len(s) >= 3 and len(s[0]) >= 1, "index_put needs self and values")
     found = _evidence(c)
     n = numel(list(found.result))
     accumulate = arg(c, 3) is True
     return move(n, numel(s[2]) + (n if accumulate else 0), need_dtype(t, 0),
-                 "scatter-add by index tensors" if accumulate else "scatter by index tensors",
-                 other=found.index_bytes, flops=1.0 if accumulate else 0.0)
+                "scatter-add by index tensors" if accumulate else "scatter by index tensors",
+                other=found.index_bytes, flops=1.0 if accumulate else 0.0)
 
 
 def _to_copy(s: list[Shape], t: list[str], c: list[Any]) -> Any:
@@ -219,7 +222,8 @@ def _to_copy(s: list[Shape], t: list[str], c: list[Any]) -> Any:
         if isinstance(code, int) else src
     n = numel(s[0])
     need(n > 0, "an empty tensor")
-    return move(n, n if dst == src else 0, dst, f"convert {src} -> {dst}", other=0 if dst == src else n * dtype_bytes(src))
+    return move(n, n if dst == src else 0, dst, f"convert {src} -> {dst}",
+                other=0 if dst == src else n * dtype_bytes(src))
 
 
 register_reader(("cat", "stack", "_cat", "concat", "concatenate", "hstack", "vstack"), _cat)

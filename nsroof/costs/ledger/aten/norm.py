@@ -27,11 +27,12 @@ def _batch_norm(training_at: int | None) -> Reader:
 
     def read(s: list[Shape], t: list[str], c: list[Any]) -> Any:
         n, channels, spatial = _nc_spatial(s)
-        training = False if training_at is None else recorded(c, training_at, "batch norm training flag not recorded")
+        training = (False if training_at is None
+                    else recorded(c, training_at, "batch norm training flag not recorded"))
         need(isinstance(training, bool), f"batch norm training flag {training!r} is not a boolean")
         affine = len(s) > 2 and len(s[1]) == 1 and len(s[2]) == 1
         return ledger_op("batchnorm", batch=n, channels=channels, spatial=spatial, dtype=need_dtype(t, 0),
-                       training=training, affine=affine)
+                         training=training, affine=affine)
 
     return read
 
@@ -49,16 +50,17 @@ def _batch_norm_backward(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     training = recorded(c, 7, "batch norm training flag not recorded")
     mask = recorded(c, 9, "batch norm backward output_mask not recorded")
     need(isinstance(mask, list | tuple) and len(mask) == 3, f"output_mask {mask!r} is not three flags")
-    return ledger_op("batchnorm-backward", batch=n, channels=channels, spatial=spatial, dtype=need_dtype(t, 0),
-                   training=bool(training), input_grad=bool(mask[0]), affine_grad=bool(mask[1] or mask[2]))
+    return ledger_op("batchnorm-backward", batch=n, channels=channels, spatial=spatial,
+                     dtype=need_dtype(t, 0), training=bool(training), input_grad=bool(mask[0]),
+                     affine_grad=bool(mask[1] or mask[2]))
 
 
 def _cudnn_batch_norm_backward(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     # cudnn_batch_norm_backward(input, grad_output, weight, running_mean, running_var, save_mean, save_var,
     # epsilon, reserveSpace): training mode, all three gradients
     n, channels, spatial = _nc_spatial(s, 0)
-    return ledger_op("batchnorm-backward", batch=n, channels=channels, spatial=spatial, dtype=need_dtype(t, 0),
-                   training=True)
+    return ledger_op("batchnorm-backward", batch=n, channels=channels, spatial=spatial,
+                     dtype=need_dtype(t, 0), training=True)
 
 
 def _layer_norm(s: list[Shape], t: list[str], c: list[Any]) -> Any:
@@ -80,7 +82,7 @@ def _layer_norm_backward(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     hidden = numel(normalized)
     affine = len(s) > 5 and len(s[5]) >= 1
     return ledger_op("layernorm-backward", rows=numel(s[1]) // hidden, hidden=hidden, dtype=need_dtype(t, 1),
-                   affine=affine)
+                     affine=affine)
 
 
 def _norm_rows(s: list[Shape], c: list[Any], at: int) -> tuple[int, int]:
@@ -98,7 +100,8 @@ def _group_norm(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     dt = need_dtype(t, 0)
     op = ledger_op("layernorm", rows=n * groups, hidden=ch // groups * hw, dtype=dt, affine=False)
     affine = len(s) > 2 and len(s[1]) == 1
-    extra = Cost((Term("read γ, β", bytes=2 * ch * dtype_bytes(dt)), Term("γ·x̂ + β", flops=2.0 * n * ch * hw)))
+    extra = Cost((Term("read γ, β", bytes=2 * ch * dtype_bytes(dt)),
+                  Term("γ·x̂ + β", flops=2.0 * n * ch * hw)))
     from dataclasses import replace
 
     return replace(op, formula="groupnorm", cost=op.cost + extra if affine else op.cost,
@@ -110,7 +113,8 @@ def _group_norm_backward(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     n, ch, hw, groups = (int(recorded(c, i, "group_norm sizes not recorded")) for i in (5, 6, 7, 8))
     dt = need_dtype(t, 0)
     op = ledger_op("layernorm-backward", rows=n * groups, hidden=ch // groups * hw, dtype=dt, affine=False)
-    extra = Cost((Term("read γ, write dγ, dβ", bytes=3 * ch * dtype_bytes(dt)), Term("dγ, dβ", flops=3.0 * n * ch * hw)))
+    extra = Cost((Term("read γ, write dγ, dβ", bytes=3 * ch * dtype_bytes(dt)),
+                  Term("dγ, dβ", flops=3.0 * n * ch * hw)))
     from dataclasses import replace
 
     return replace(op, formula="groupnorm-backward", cost=op.cost + extra)

@@ -42,7 +42,8 @@ POINTWISE_FLOPS: dict[str, tuple[float, str]] = {
     "clone": (0, "data movement only"),
     "fill": (0, "write only"),
     "zero": (0, "write only"),
-    "normal": (3, "Box–Muller: log, sqrt, cos and scale per value (the generator's integer work is not counted)"),
+    "normal": (3, "Box–Muller: log, sqrt, cos and scale per value (the generator's integer work is not "
+                  "counted)"),
     "uniform": (2, "scale + shift of the generator's value"),
     "bernoulli": (1, "1 compare against p"),
 }
@@ -53,10 +54,11 @@ _WRITE_ONLY = {"fill", "zero", "normal", "uniform", "bernoulli"}
 
 
 # The functional overload's argument count (tensors and scalars): one more, a tensor, is `out=`.
-_ARITY: dict[str, int] = {"add": 3, "sub": 3, "rsub": 3, "div": 3, "clamp": 3, "where": 3, "lerp": 3, "addcmul": 4,
-                          "addcdiv": 4, "threshold_backward": 3, "gelu_backward": 3, "copy": 3, "mul": 2, "pow": 2,
-                          "maximum": 2, "minimum": 2, "silu_backward": 2, "sigmoid_backward": 2, "tanh_backward": 2,
-                          "clone": 2, "fill": 2, "gelu": 2, "floor_divide": 2, "remainder": 2}
+_ARITY: dict[str, int] = {"add": 3, "sub": 3, "rsub": 3, "div": 3, "clamp": 3, "where": 3, "lerp": 3,
+                          "addcmul": 4, "addcdiv": 4, "threshold_backward": 3, "gelu_backward": 3, "copy": 3,
+                          "mul": 2, "pow": 2, "maximum": 2, "minimum": 2, "silu_backward": 2,
+                          "sigmoid_backward": 2, "tanh_backward": 2, "clone": 2, "fill": 2, "gelu": 2,
+                          "floor_divide": 2, "remainder": 2}
 
 
 _RANK = {"fp8": 0, "fp16": 1, "bf16": 1, "fp32": 2, "fp64": 3}

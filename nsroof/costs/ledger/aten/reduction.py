@@ -42,7 +42,8 @@ def _reduction(kind: str) -> Reader:
             out = numel([n for i, n in enumerate(shape) if i not in reduced])
         n = max(numel(shape), 1)
         per_output = 1.0 if kind == "mean" else 0.0
-        return ledger_op("reduction", n=n, outputs=out, dtype=need_dtype(t, 0), divide_per_output=per_output, op=kind)
+        return ledger_op("reduction", n=n, outputs=out, dtype=need_dtype(t, 0), divide_per_output=per_output,
+                         op=kind)
 
     return read
 
@@ -78,7 +79,8 @@ def _sort(k_at: int | None, dim_at: int) -> Any:
         need(isinstance(dim, int), f"sort dim {dim!r}")
         cols = x[dim % len(x)]
         k = int(recorded(c, k_at, "top-k k not recorded")) if k_at is not None else 0
-        return ledger_op("sort", rows=max(numel(x) // max(cols, 1), 1), cols=cols, k=k, dtype=need_dtype(t, 0))
+        return ledger_op("sort", rows=max(numel(x) // max(cols, 1), 1), cols=cols, k=k,
+                         dtype=need_dtype(t, 0))
 
     return read
 
@@ -116,11 +118,12 @@ def _vector_norm(s: list[Shape], t: list[str], c: list[Any]) -> Any:
 
 
 def _nll_loss(s: list[Shape], t: list[str], c: list[Any]) -> Any:
-    # nll_loss_forward / nll_loss2d_forward(self, target, weight, reduction, ignore_index): one log-probability
-    # gathered and negated-summed per target
+    # nll_loss_forward / nll_loss2d_forward(self, target, weight, reduction, ignore_index): one
+    # log-probability gathered and negated-summed per target
     need(len(s) >= 2 and len(s[1]) >= 1, "nll_loss needs the target shape")
     n = numel(s[1])
-    return move(n, n, need_dtype(t, 0), "gather, negate, sum", other=n * dtype_bytes(need_dtype(t, 1)), flops=2.0)
+    return move(n, n, need_dtype(t, 0), "gather, negate, sum", other=n * dtype_bytes(need_dtype(t, 1)),
+                flops=2.0)
 
 
 def _nll_loss_backward(s: list[Shape], t: list[str], c: list[Any]) -> Any:
@@ -128,7 +131,7 @@ def _nll_loss_backward(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     # self-sized gradient with −grad at each target
     need(len(s) >= 3 and len(s[1]) >= 1, "needs self and target")
     return move(numel(s[1]), 1, need_dtype(t, 1), "zero fill + scatter",
-                 other=numel(s[2]) * dtype_bytes(need_dtype(t, 2)), flops=numel(s[2]) / max(numel(s[1]), 1))
+                other=numel(s[2]) * dtype_bytes(need_dtype(t, 2)), flops=numel(s[2]) / max(numel(s[1]), 1))
 
 
 def _mse(backward: bool) -> Any:

@@ -37,8 +37,8 @@ def _pool(mode: str, indices: bool) -> Reader:
         ceil_mode = recorded(c, 5 if mode == "max" else 4, what)
         n, ch, h, w = s[0]
         return ledger_op("pool2d", batch=n, channels=ch, height=h, width=w, kernel_size=kernel, stride=stride,
-                       padding=padding, dilation=dilation, ceil_mode=bool(ceil_mode), mode=mode,
-                       dtype=need_dtype(t, 0), indices=indices)
+                         padding=padding, dilation=dilation, ceil_mode=bool(ceil_mode), mode=mode,
+                         dtype=need_dtype(t, 0), indices=indices)
 
     return read
 
@@ -48,11 +48,12 @@ def _pool_backward(mode: str) -> Reader:
     avg_pool2d_backward(grad_output, input, kernel_size, …): dY's shape is the output size."""
 
     def read(s: list[Shape], t: list[str], c: list[Any]) -> Any:
-        need(len(s) >= 2 and len(s[0]) == 4 and len(s[1]) == 4, "only batched 2-D pooling (4-D dY and input) has a formula")
+        need(len(s) >= 2 and len(s[0]) == 4 and len(s[1]) == 4,
+             "only batched 2-D pooling (4-D dY and input) has a formula")
         kernel = square(recorded(c, 2, "pool kernel/stride/padding not recorded"), "kernel_size")
         n, ch, h, w = s[1]
         return ledger_op("pool2d-backward", batch=n, channels=ch, height=h, width=w, out_height=s[0][2],
-                       out_width=s[0][3], kernel_size=kernel, mode=mode, dtype=need_dtype(t, 0))
+                         out_width=s[0][3], kernel_size=kernel, mode=mode, dtype=need_dtype(t, 0))
 
     return read
 
@@ -62,16 +63,18 @@ def _adaptive_avg_pool(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     # mean over each window (global average pooling is output_size [1, 1])
     need(len(s) >= 1 and len(s[0]) == 4, "only batched 2-D pooling (a 4-D input) has a formula")
     size = recorded(c, 1, "adaptive pool output_size not recorded")
-    need(isinstance(size, list | tuple) and len(size) == 2 and all(isinstance(v, int) and v > 0 for v in size),
-          f"output_size {size!r} is not two positive integers")
+    need(isinstance(size, list | tuple) and len(size) == 2
+         and all(isinstance(v, int) and v > 0 for v in size),
+         f"output_size {size!r} is not two positive integers")
     n, ch, h, w = s[0]
-    need(h % size[0] == 0 and w % size[1] == 0, f"output {size} does not divide the {h}×{w} input (overlapping windows)")
-    return ledger_op("reduction", n=max(numel(s[0]), 1), outputs=n * ch * size[0] * size[1], dtype=need_dtype(t, 0),
-                   divide_per_output=1.0, op="adaptive_avg_pool2d")
+    need(h % size[0] == 0 and w % size[1] == 0,
+         f"output {size} does not divide the {h}×{w} input (overlapping windows)")
+    return ledger_op("reduction", n=max(numel(s[0]), 1), outputs=n * ch * size[0] * size[1],
+                     dtype=need_dtype(t, 0), divide_per_output=1.0, op="adaptive_avg_pool2d")
 
 
-_UPSAMPLE = {"nearest": "nearest", "_nearest_exact": "nearest-exact", "linear": "linear", "bilinear": "bilinear",
-             "trilinear": "trilinear", "bicubic": "bicubic"}
+_UPSAMPLE = {"nearest": "nearest", "_nearest_exact": "nearest-exact", "linear": "linear",
+             "bilinear": "bilinear", "trilinear": "trilinear", "bicubic": "bicubic"}
 
 
 def _upsample(mode: str, dims: int, backward: bool) -> Any:
@@ -79,14 +82,15 @@ def _upsample(mode: str, dims: int, backward: bool) -> Any:
     scale_factors); backward(grad_output, output_size, input_size, …)."""
 
     def read(s: list[Shape], t: list[str], c: list[Any]) -> Any:
-        need(len(s) >= 1 and len(s[0]) == dims + 2, f"upsample {dims}-D needs an (N, C, {dims} spatial) tensor")
+        need(len(s) >= 1 and len(s[0]) == dims + 2,
+             f"upsample {dims}-D needs an (N, C, {dims} spatial) tensor")
         x = s[0]
         planes = x[0] * x[1]
         if backward:
             size = recorded(c, 2, "upsample input_size not recorded")
             need(isinstance(size, list) and len(size) == dims + 2, f"input_size {size!r}")
-            return ledger_op("upsample", planes=planes, inputs=numel(size[2:]), outputs=numel(x[2:]), mode=mode,
-                             dtype=need_dtype(t, 0), backward=True)
+            return ledger_op("upsample", planes=planes, inputs=numel(size[2:]), outputs=numel(x[2:]),
+                             mode=mode, dtype=need_dtype(t, 0), backward=True)
         size = arg(c, 1)
         if not isinstance(size, list) or not size:
             scales = next((v for v in c[2:] if isinstance(v, list) and v), None)

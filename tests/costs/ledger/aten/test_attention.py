@@ -17,15 +17,17 @@ torch = pytest.importorskip("torch")
 ])
 def test_flash_and_efficient_kernels_agree_with_flop_counter_in_their_layout(op: str, q_at: int,
                                                                              concrete: list) -> None:
-    # these kernels take (batch, seq, heads, dim); FlopCounterMode's formula reads (batch, heads, seq, dim), so
-    # it is given the transposed shapes: 4·b·h·sq·skv·d = 4·2·4·64·48·32 = 3,145,728 for the two matmuls
+    # these kernels take (batch, seq, heads, dim); FlopCounterMode's formula reads (batch, heads, seq, dim),
+    # so it is given the transposed shapes: 4·b·h·sq·skv·d = 4·2·4·64·48·32 = 3,145,728 for the two matmuls
     # (our softmax terms come on top: 5·b·h·sq·skv + b·h·sq·d)
     meta = dict(device="meta", dtype=torch.bfloat16)
     q, k = torch.empty(2, 4, 64, 32, **meta), torch.empty(2, 4, 48, 32, **meta)
     if op == "_flash_attention_forward":
-        counted = flop_registry_count(torch.ops.aten._flash_attention_forward, q, k, k, None, None, 64, 48, 0.0, False, False)
+        counted = flop_registry_count(torch.ops.aten._flash_attention_forward, q, k, k, None, None, 64, 48,
+                                      0.0, False, False)
     else:
-        counted = flop_registry_count(torch.ops.aten._efficient_attention_forward, q, k, k, None, None, None, 64, 48)
+        counted = flop_registry_count(torch.ops.aten._efficient_attention_forward, q, k, k, None, None, None,
+                                      64, 48)
     assert counted == 4 * 2 * 4 * 64 * 48 * 32
     shapes = [[2, 64, 4, 32], [2, 48, 4, 32], [2, 48, 4, 32]] + [[]] * (len(concrete) - 3)
     cost = op_cost(f"aten::{op}", shapes, ["c10::BFloat16"] * 3 + [""] * (len(concrete) - 3), concrete)
@@ -48,8 +50,9 @@ def test_causal_counts_the_same_pairs_on_every_attention_kernel() -> None:
 
 # sq = 3 queries, skv = 4 keys, bh = 1·2, d = 16: each op family counts the mask its kernel applies.
 # Upper-left (torch's is_causal; memory-efficient custom_mask_type 1): 1 + 2 + 3 = 6 visible pairs per head;
-# lower-right (FlashAttention 2's kernels; custom_mask_type 2): 2 + 3 + 4 = 9. FlopCounterMode ignores the mask
-# altogether (it counts all 3·4 = 12 pairs), so these counts are checked against the masks, not against it.
+# lower-right (FlashAttention 2's kernels; custom_mask_type 2): 2 + 3 + 4 = 9. FlopCounterMode ignores the
+# mask altogether (it counts all 3·4 = 12 pairs), so these counts are checked against the masks, not
+# against it.
 _BHSD = [[1, 2, 3, 16], [1, 2, 4, 16], [1, 2, 4, 16]]
 
 
@@ -71,8 +74,8 @@ def test_a_non_square_causal_mask_counts_as_its_kernel_aligns_it(op: str, shapes
                                                                  pairs: int) -> None:
     n = len(concrete)
     cost = op_cost(op, shapes + [[]] * (n - 3), ["float"] * 3 + [""] * (n - 3), concrete)
-    # 4·bh·pairs·d (QK^T, PV) + 5·bh·pairs (softmax) + bh·sq·d (divide): 4·2·6·16 + 5·2·6 + 2·3·16 = 924 upper-left,
-    # 4·2·9·16 + 5·2·9 + 2·3·16 = 1,338 lower-right
+    # 4·bh·pairs·d (QK^T, PV) + 5·bh·pairs (softmax) + bh·sq·d (divide): 4·2·6·16 + 5·2·6 + 2·3·16 = 924
+    # upper-left, 4·2·9·16 + 5·2·9 + 2·3·16 = 1,338 lower-right
     assert cost.flops == 4 * 2 * pairs * 16 + 5 * 2 * pairs + 2 * 3 * 16 == {6: 924, 9: 1_338}[pairs]
 
 
@@ -113,7 +116,8 @@ def test_the_cpu_kernels_apply_the_upper_left_mask_they_are_counted_with(backwar
         return lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
     upper, lower = causal_upper_left(3, 4)._materialize(), causal_lower_right(3, 4)._materialize()
-    for kernel in (lambda: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, is_causal=True)[0],
+    for kernel in (lambda: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v,
+                                                                                      is_causal=True)[0],
                    lambda: torch.ops.aten._scaled_dot_product_attention_math(q, k, v, is_causal=True)[0]):
         got = run(kernel)
         assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(got, run(masked(upper)), strict=True))

@@ -95,7 +95,8 @@ def test_grouped_conv_backward_counts_each_group_once() -> None:
     # torch's FlopCounterMode says 884,736: its weight-grad count uses all C = 8 input channels per output
     # channel (C·K instead of (C/groups)·K), i.e. groups× the multiply-adds a grouped weight gradient does.
     cost = op_cost("aten::convolution_backward", [[2, 8, 16, 16], [2, 8, 16, 16], [8, 4, 3, 3]] + [[]] * 8,
-                   ["float"] * 3, [None, None, None, [8], [1, 1], [1, 1], [1, 1], False, [0, 0], 2, [True, True, False]])
+                   ["float"] * 3,
+                   [None, None, None, [8], [1, 1], [1, 1], [1, 1], False, [0, 0], 2, [True, True, False]])
     assert cost.flops == 589_824
 
 
@@ -110,9 +111,11 @@ def test_conv_forward_and_backward_match_flop_counter_mode() -> None:
     with FlopCounterMode(display=False) as bwd:
         y.backward(torch.ones_like(y))
     shapes = [[2, 3, 32, 32], [8, 3, 7, 7], [], [], [], [], []]
-    ours = op_cost("aten::conv2d", shapes, ["float", "float", ""], [None, None, None, [2, 2], [3, 3], [1, 1], 1])
+    ours = op_cost("aten::conv2d", shapes, ["float", "float", ""],
+                   [None, None, None, [2, 2], [3, 3], [1, 1], 1])
     # 2·2·8·16·16·3·49 = 1,204,224
     assert ours.flops == fwd.get_total_flops() == 1_204_224
     grads = op_cost("aten::convolution_backward", [[2, 8, 16, 16], [2, 3, 32, 32], [8, 3, 7, 7]] + [[]] * 8,
-                    ["float"] * 3, [None, None, None, None, [2, 2], [3, 3], [1, 1], False, [0, 0], 1, [True, True, False]])
+                    ["float"] * 3,
+                    [None, None, None, None, [2, 2], [3, 3], [1, 1], False, [0, 0], 1, [True, True, False]])
     assert grads.flops == bwd.get_total_flops() == 2 * 1_204_224

@@ -1,4 +1,5 @@
-"""The grouped, scaled (fp8) and fused-activation matmul readers, by hand and against torch's FlopCounterMode."""
+"""The grouped, scaled (fp8) and fused-activation matmul readers, by hand and against torch's FlopCounterMode.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ torch = pytest.importorskip("torch")
 def test_grouped_mm_by_hand() -> None:
     # A [128, 64] rows split over 4 groups of B [4, 64, 96]: 2·128·64·96 = 1,572,864 FLOP;
     # bytes: A 128·64·4 + B 4·64·96·4 + C 128·96·4 + offs 4·4 = 32,768 + 98,304 + 49,152 + 16
-    cost = op_cost("aten::_grouped_mm", [[128, 64], [4, 64, 96], [4], [], []], ["float", "float", "int", "", ""],
-                   [None] * 5)
+    cost = op_cost("aten::_grouped_mm", [[128, 64], [4, 64, 96], [4], [], []],
+                   ["float", "float", "int", "", ""], [None] * 5)
     assert cost.flops == 2 * 128 * 64 * 96 and cost.bytes == 32_768 + 98_304 + 49_152 + 16
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nsroof.costs.ledger.aten import op_cost
@@ -17,17 +19,18 @@ def test_cat_reads_the_tensor_list() -> None:
 
 def test_index_names_what_torch_does_not_record() -> None:
     assert "not recorded" in op_cost("aten::index", [[64, 64], []], ["float", ""]).missing
-    assert "not recorded" in op_cost("aten::index_put_", [[64, 64], [], [3, 64], []], ["float", "", "float", ""],
-                                     [None, None, None, False]).missing
+    assert "not recorded" in op_cost("aten::index_put_", [[64, 64], [], [3, 64], []],
+                                     ["float", "", "float", ""], [None, None, None, False]).missing
 
 
-def test_index_and_index_put_count_the_gathered_elements_and_the_index_tensors(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_index_and_index_put_count_the_gathered_elements_and_the_index_tensors(tmp_path: Path) -> None:
     from torch.profiler import ProfilerActivity, profile
     from torch.utils.flop_counter import FlopCounterMode
 
     from nsroof.pipeline import analyze
 
-    x, rows, cols, values = torch.randn(64, 32), torch.tensor([1, 5, 7]), torch.tensor([0, 2, 3]), torch.randn(3, 32)
+    x, rows, cols, values = (torch.randn(64, 32), torch.tensor([1, 5, 7]), torch.tensor([0, 2, 3]),
+                             torch.randn(3, 32))
     mask = torch.zeros(64, 32, dtype=torch.bool)
     mask[:10, :10] = True  # 100 elements
 

@@ -14,7 +14,8 @@ def test_batch_norm_forward_and_backward() -> None:
     types = ["float"] * 5 + ["Scalar"] * 3
     fwd = op_cost("aten::native_batch_norm", shapes, types, ["", "", "", "", "", "True", "0.1", "1e-05"])
     assert (fwd.flops, fwd.bytes) == (28_744, 33_024)
-    # evaluation: 4 per element = 16,384 FLOP; x, y 32,768 + running stats read 2·8·4 = 64 + γ, β 64 = 32,896 B
+    # evaluation: 4 per element = 16,384 FLOP; x, y 32,768 + running stats read 2·8·4 = 64 + γ, β 64
+    # = 32,896 B
     ev = op_cost("aten::cudnn_batch_norm", shapes, types, ["", "", "", "", "", "False", "0.1", "1e-05"])
     assert (ev.flops, ev.bytes) == (16_384, 32_896)
     assert op_cost("aten::batch_norm", shapes + [[]], types + ["Scalar"], None).missing == \

@@ -16,7 +16,8 @@ from tests._shared_inputs import trace_events
 
 def test_no_input_shapes_is_its_own_reason_for_every_aten_op() -> None:
     for op in ("aten::cudnn_convolution", "aten::mm", "aten::nonzero"):
-        assert op_cost(op, None, None).missing == NO_SHAPES == "no input shapes recorded (profile with record_shapes=True)"
+        assert (op_cost(op, None, None).missing == NO_SHAPES
+                == "no input shapes recorded (profile with record_shapes=True)")
     # shapes recorded, no formula: the other reason
     assert op_cost("aten::nonzero", [[10]], ["float"]).missing == "no formula for aten::nonzero"
 
@@ -30,7 +31,8 @@ def test_an_aten_op_cannot_get_two_readers() -> None:
 def test_uncosted_rows_name_their_real_cause() -> None:
     from nsroof.costs.ledger.aten import BOOKKEEPING_REASON, VIEW_REASON
 
-    assert op_cost("aten::transpose", [[4, 4], [], []], ["float", "Scalar", "Scalar"], [None, 0, 1]).missing == VIEW_REASON
+    assert op_cost("aten::transpose", [[4, 4], [], []], ["float", "Scalar", "Scalar"],
+                   [None, 0, 1]).missing == VIEW_REASON
     assert op_cost("detach", [[4]], ["float"]).missing == VIEW_REASON
     wrapper = "autograd::engine::evaluate_function: AddmmBackward0"
     assert op_cost(wrapper, [], []).missing == op_cost("MmBackward0", [], []).missing == BOOKKEEPING_REASON
@@ -38,10 +40,11 @@ def test_uncosted_rows_name_their_real_cause() -> None:
     from nsroof.costs.ledger.aten import INDUCTOR_CPU_REASON
 
     # the names torch 2.13's Inductor gives its C++ kernels under cpp.enable_kernel_profile
-    for name in ("graph_0_cpp_fused_gelu_0", "graph_3_cpp_fused_native_layer_norm_native_layer_norm_backward_0",
-                 "cpp_fused_relu_1"):
+    for name in ("graph_0_cpp_fused_gelu_0",
+                 "graph_3_cpp_fused_native_layer_norm_native_layer_norm_backward_0", "cpp_fused_relu_1"):
         assert op_cost(name, [], []).missing == INDUCTOR_CPU_REASON, name
-    assert op_cost("graph_0_cpp_fused", [], []).missing != INDUCTOR_CPU_REASON  # no kernel name after the prefix
+    # no kernel name after the prefix
+    assert op_cost("graph_0_cpp_fused", [], []).missing != INDUCTOR_CPU_REASON
 
 
 def test_a_real_profiler_trace_is_costed_from_its_recorded_arguments(tmp_path: Path) -> None:
@@ -51,17 +54,17 @@ def test_a_real_profiler_trace_is_costed_from_its_recorded_arguments(tmp_path: P
     from torch.profiler import profile
 
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 7, stride=2, padding=3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
-                              torch.nn.MaxPool2d(3, 2, 1), torch.nn.AvgPool2d(2))
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 7, stride=2, padding=3), torch.nn.BatchNorm2d(8),
+                              torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1), torch.nn.AvgPool2d(2))
     x = torch.randn(2, 3, 32, 32, requires_grad=True)
     with profile(record_shapes=True) as prof:
         net(x).sum().backward()
     path = tmp_path / "cnn.json"
     prof.export_chrome_trace(str(path))
     events = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("cat") == "cpu_op"]
-    wanted = ("aten::conv2d", "aten::convolution_backward", "aten::native_batch_norm", "aten::native_batch_norm_backward",
-              "aten::max_pool2d_with_indices", "aten::max_pool2d_with_indices_backward", "aten::avg_pool2d",
-              "aten::avg_pool2d_backward")
+    wanted = ("aten::conv2d", "aten::convolution_backward", "aten::native_batch_norm",
+              "aten::native_batch_norm_backward", "aten::max_pool2d_with_indices",
+              "aten::max_pool2d_with_indices_backward", "aten::avg_pool2d", "aten::avg_pool2d_backward")
     from_trace = {}
     for e in events:
         if e["name"] in wanted:
@@ -91,7 +94,8 @@ def test_no_shared_trace_op_is_costed_from_an_assumed_argument() -> None:
             if e.get("cat") not in ("cpu_op", "Operator"):
                 continue
             a = e.get("args") or {}
-            cost = op_cost(str(e.get("name", "")), a.get("Input Dims"), a.get("Input type"), a.get("Concrete Inputs"))
+            cost = op_cost(str(e.get("name", "")), a.get("Input Dims"), a.get("Input type"),
+                           a.get("Concrete Inputs"))
             if not cost.known:
                 continue
             costed += 1

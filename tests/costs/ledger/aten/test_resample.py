@@ -19,11 +19,13 @@ def test_pooling_forward_and_backward() -> None:
     ceil = op_cost("aten::max_pool2d", shapes, types, [None, [3, 3], [2, 2], [1, 1], [1, 1], True])
     assert ceil.flops == 2 * 8 * 9 * 9 * 8
     # avg_pool2d 2×2, stride [] (= kernel): 4×4 out of 8×8: 2·8·4·4 = 256 outputs × (3 adds + 1 divide)
-    ap = op_cost("aten::avg_pool2d", [[2, 8, 8, 8]] + [[]] * 6, ["float"] + ["ScalarList"] * 3 + ["Scalar"] * 3,
+    ap = op_cost("aten::avg_pool2d", [[2, 8, 8, 8]] + [[]] * 6,
+                 ["float"] + ["ScalarList"] * 3 + ["Scalar"] * 3,
                  [None, [2, 2], [], [0, 0], False, True, None])
     assert ap.flops == 256 * 4
     # max backward: 1 add per dY element (1,024); bytes dY 4,096 + indices 8,192 + dX 16,384 = 28,672
-    mb = op_cost("aten::max_pool2d_with_indices_backward", [[2, 8, 8, 8], [2, 8, 16, 16]] + [[]] * 5 + [[2, 8, 8, 8]],
+    mb = op_cost("aten::max_pool2d_with_indices_backward",
+                 [[2, 8, 8, 8], [2, 8, 16, 16]] + [[]] * 5 + [[2, 8, 8, 8]],
                  ["float", "float"] + ["ScalarList"] * 4 + ["Scalar", "long int"],
                  [None, None, [3, 3], [2, 2], [1, 1], [1, 1], False, None])
     assert (mb.flops, mb.bytes) == (1_024, 28_672)
@@ -31,7 +33,8 @@ def test_pooling_forward_and_backward() -> None:
     ab = op_cost("aten::avg_pool2d_backward", [[2, 8, 4, 4], [2, 8, 8, 8]] + [[]] * 6, ["float"] * 2,
                  [None, None, [2, 2], [2, 2], [0, 0], False, True, None])
     assert ab.flops == 1_280
-    assert op_cost("aten::max_pool2d", shapes, types, None).missing == "pool kernel/stride/padding not recorded"
+    assert (op_cost("aten::max_pool2d", shapes, types, None).missing
+            == "pool kernel/stride/padding not recorded")
     # global average pool [2, 64, 7, 7] -> [1, 1]: 6,272 adds + 128 divides
     gap = op_cost("aten::adaptive_avg_pool2d", [[2, 64, 7, 7], []], ["float", "ScalarList"], [None, [1, 1]])
     assert gap.flops == 2 * 64 * 49 + 128

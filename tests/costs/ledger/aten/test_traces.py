@@ -1,4 +1,5 @@
-"""The ledger's aten costs on the shared real torch traces (../shared/fixtures/traces), through `nsroof analyze`:
+"""The ledger's aten costs on the shared real torch traces (../shared/fixtures/traces), through
+`nsroof analyze`:
 the coverage line per trace, and no op above a roof because of an assumed argument."""
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from tests._paths import SHARED_FIXTURES
 TRACES = SHARED_FIXTURES / "traces"
 ALEXNET = TRACES / "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz"
 SAMPLED = TRACES / "hta__timeline_analysis_sampled_rank-0.json.gz"
-needs_traces = pytest.mark.skipif(not SAMPLED.is_file() or not ALEXNET.is_file(), reason="shared traces not present")
+needs_traces = pytest.mark.skipif(not SAMPLED.is_file() or not ALEXNET.is_file(),
+                                  reason="shared traces not present")
 
 
 def _analyze(path: Path):  # type: ignore[no-untyped-def]
@@ -61,7 +63,8 @@ def test_no_shared_trace_runs_above_a_roof_because_of_an_assumed_argument() -> N
         # HTA's traces come from A100s (the sampled one names no device); the others name their own GPU
         frame = (_analyze(path) if path.name.startswith("hta__") else analyze(path)).frame
         above = frame[frame["above_roof"].astype(bool)]
-        assert set(above["function"].astype(str)) <= {"splitKreduce_kernel", "vectorized_elementwise_kernel"}, path.name
+        assert set(above["function"].astype(str)) <= {"splitKreduce_kernel",
+                                                      "vectorized_elementwise_kernel"}, path.name
         elementwise = above[above["function"].astype(str) == "vectorized_elementwise_kernel"]
         assert set(elementwise["level"]) <= {"dram"}, path.name
         assert bool((elementwise["bytes"] <= l2_bytes).all()), path.name
@@ -69,7 +72,8 @@ def test_no_shared_trace_runs_above_a_roof_because_of_an_assumed_argument() -> N
         # the report says so: its cause names the cache (roofline.above_roof_cause)
         assert all(str(c).startswith("working set") for c in elementwise["above_roof_cause"]), path.name
         assert (frame.loc[~frame["above_roof"].astype(bool), "above_roof_cause"] == "").all(), path.name
-    assert roofline.above_roof_cause("dram", 60e6, l2_bytes, False) == roofline.CAUSE_COUNTING  # 60 MB > 40 MB
+    # 60 MB > 40 MB
+    assert roofline.above_roof_cause("dram", 60e6, l2_bytes, False) == roofline.CAUSE_COUNTING
     assert roofline.above_roof_cause("l2", 1e6, l2_bytes, False) == roofline.CAUSE_COUNTER
     assert roofline.above_roof_cause("dram", 1e6, l2_bytes, True) == roofline.CAUSE_FLOPS
 
@@ -78,7 +82,8 @@ def test_a_tf32_kernel_puts_an_fp32_matmul_under_the_tf32_roof() -> None:
     fp32 = op_cost("aten::mm", [[64, 64], [64, 64]], ["float", "float"])
     assert (fp32.precision, fp32.roof_kind) == ("fp32", "matmul")
     for name in ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_tn_align1>(…)",
-                 "sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x16_stage4_warpsize2x2x1_tensor16x8x8_kernel"):
+                 "sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x16_stage4_"
+                 "warpsize2x2x1_tensor16x8x8_kernel"):
         tf32 = on_kernel(fp32, name)
         assert (tf32.precision, tf32.tensor_dtype, tf32.flops) == ("tensor", "tf32", fp32.flops)
     assert on_kernel(fp32, "ampere_sgemm_128x64_nn") == fp32  # SIMT fp32 SGEMM: the fp32 roof stays
