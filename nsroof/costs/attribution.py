@@ -18,7 +18,10 @@ launching op) and hands over the ops table (nsroof.schema.OP_COLUMNS). Here, and
 
 CPU traces (no kernels) have one row per op call: an op with a cost is one row with its whole time (its
 children folded in), an op without one, not under a costed op, a row with its self time (a composite's,
-whose work is costed on the ops it calls, says so: nsroof.costs.ledger.aten.COMPOSITE_REASON).
+whose work is costed on the ops it calls, says so: nsroof.costs.ledger.aten.COMPOSITE_REASON). An op that
+autocast re-dispatched at another dtype (OpTable.redispatched: aten::linear on fp32 inputs calling
+aten::to casts, then aten::linear on their bf16 copies) is no such op: the call inside it is, at the dtype
+it ran in, and so is each cast; the outer call keeps its self time (REDISPATCH_REASON).
 
 The op-level view (`OpLevel`): one row per unit with its kernels' summed time and its formula's whole
 FLOPs and bytes (for CPU traces: the innermost costed ops with their own time).
@@ -51,6 +54,8 @@ from nsroof.schema import LINK_LEVEL
 
 NOT_A_KERNEL = "a memory copy or set, not a kernel: no roofline classification"
 NO_OP = "launching op not in the trace (no runtime launch or cpu_op for the kernel's correlation)"
+REDISPATCH_REASON = ("autocast's own time around an op it re-dispatched at another dtype: the work is costed "
+                     "on the call inside it, at the dtype it ran in, and each cast on its own row")
 
 # The ledger formulas whose fp32 form runs on tensor cores as TF32 when torch allows it.
 TF32_MATMUL_FORMULAS = ("gemm", "gemm-bias", "bmm", "linear", "attention", "attention-backward", "decode")
@@ -391,7 +396,10 @@ def _attribute_cpu(kernels: pd.DataFrame, table: OpTable) -> Attribution:
     op_ids = ints(kernels, "op_id")
     n = len(table.ids)
     every = np.arange(n, dtype="int64")
-    known = table.known_at(every)  # every op priced, at once
+    priced = table.known_at(every)  # every op priced, at once
+    # an op autocast called again at another dtype: not costed at the dtypes it was called with
+    redispatched = table.redispatched(priced)
+    known = priced & ~redispatched
     durations = table.frame["duration_us"].to_numpy(dtype="float64") if n else np.zeros(0)
     parent_row = table._parent_row
     has_parent = parent_row >= 0
@@ -400,7 +408,7 @@ def _attribute_cpu(kernels: pd.DataFrame, table: OpTable) -> Attribution:
     rows = table.rows_of(op_ids) if len(op_ids) else np.zeros(0, dtype="int64")
     in_table = rows >= 0
     unit = np.full(len(op_ids), -1, dtype="int64")
-    unit[in_table] = table.outermost_costed_at(rows[in_table])
+    unit[in_table] = table.outermost_costed_at(rows[in_table], skip=redispatched)
     keep = np.flatnonzero((unit < 0) | (unit == op_ids))  # an op under a costed op is counted by that op
     kept_rows = rows[keep]
     self_us = np.where(kept_rows >= 0, np.maximum(durations[kept_rows] - children_us[kept_rows], 0.0),
@@ -422,6 +430,8 @@ def _attribute_cpu(kernels: pd.DataFrame, table: OpTable) -> Attribution:
     costed_below = table.costed_inside(every[known])
     composite = present[~known[at] & costed_below[at]]  # a costed op inside: none of its own
     rows_out.cost[composite] = objects([unknown(COMPOSITE_REASON)] * len(composite))
+    autocast = present[redispatched[at]]
+    rows_out.cost[autocast] = objects([unknown(REDISPATCH_REASON)] * len(autocast))
     analytic = analytic_table(out, rows_out)
     seen = np.isin(table.ids, op_ids)  # the ops of the selected steps
     units = np.unique(table.ids[_cpu_units(table, known, costed_below) & seen])

@@ -17,7 +17,15 @@ import pandas as pd
 
 from nsroof.costs import op_evidence
 from nsroof.costs.analytic_rows import objects, per_cost
-from nsroof.costs.ledger.aten import OpCost, base_name, has_formula, no_formula_reason, op_cost, unknown
+from nsroof.costs.ledger.aten import (
+    TORCH_DTYPES,
+    OpCost,
+    base_name,
+    has_formula,
+    no_formula_reason,
+    op_cost,
+    unknown,
+)
 from nsroof.costs.ledger.aten.movement import INDEX_OPS
 from nsroof.frames.columns import text_values
 from nsroof.frames.distinct import row_codes
@@ -27,6 +35,8 @@ from nsroof.frames.distinct import row_codes
 _BY_CALL, _ONE_BY_ONE, _NO_FORMULA = 0, 1, 2
 # op-tree levels walked for all ops at once; deeper chains (a cycle in a hostile table) finish one by one
 _LEVELS = 64
+# torch.profiler's names of the floating dtypes (float, double, c10::BFloat16, ...): what autocast casts
+_FLOATING_TYPES = frozenset(name for name, dtype in TORCH_DTYPES.items() if not dtype.startswith("int"))
 
 
 class OpTable:
@@ -228,18 +238,24 @@ class OpTable:
         """unit() of the op at each row (an op_id, -1 when none), each op priced once."""
         return self._costed_at(rows, outermost=False)
 
-    def outermost_costed(self, op_id: int) -> int:
-        return next((j for j in reversed(self.ancestors(op_id)) if self.cost(j).known), -1)
+    def outermost_costed(self, op_id: int, skip: np.ndarray | None = None) -> int:
+        """The outermost op at or above op_id with a known cost (-1 when none); `skip`: rows not counted as
+        costed (a mask by row)."""
+        return next((j for j in reversed(self.ancestors(op_id))
+                     if self.cost(j).known and (skip is None or not skip[self.row[j]])), -1)
 
-    def outermost_costed_at(self, rows: np.ndarray) -> np.ndarray:
-        """outermost_costed() of the op at each row (an op_id, -1 when none), each op priced once."""
-        return self._costed_at(rows, outermost=True)
+    def outermost_costed_at(self, rows: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:
+        """outermost_costed() of the op at each row (an op_id, -1 when none), each op priced once; `skip`:
+        rows not counted as costed (a mask by row, e.g. the ops `redispatched` names)."""
+        return self._costed_at(rows, outermost=True, skip=skip)
 
-    def _costed_at(self, rows: np.ndarray, *, outermost: bool) -> np.ndarray:
+    def _costed_at(self, rows: np.ndarray, *, outermost: bool, skip: np.ndarray | None = None) -> np.ndarray:
         """The innermost (`outermost`: the outermost) op at or above each row's op with a known cost: the
         chains walked up together, a level at a time; the outermost walk goes on past a cost, a later one
-        overwriting it."""
-        one_by_one = self.outermost_costed if outermost else self.unit
+        overwriting it. `skip` (the outermost walk's): rows not counted as costed."""
+        def one_by_one(op_id: int) -> int:
+            return self.outermost_costed(op_id, skip) if outermost else self.unit(op_id)
+
         rows = np.asarray(rows, dtype="int64")
         if self._index is None:  # op_ids repeat: walk by op_id, one by one
             return np.array([one_by_one(int(self.ids[r])) for r in rows.tolist()], dtype="int64")
@@ -248,6 +264,8 @@ class OpTable:
         at, active = distinct.copy(), np.arange(len(distinct))
         for _ in range(min(_LEVELS, len(self.row) + 1)):
             known = self.known_at(at[active])
+            if skip is not None:
+                known &= ~skip[at[active]]
             out[active[known]] = self.ids[at[active[known]]]
             going = active if outermost else active[~known]
             above = self._parent_row[at[going]]
@@ -258,6 +276,29 @@ class OpTable:
         for k in active.tolist():  # chains deeper than _LEVELS
             out[k] = one_by_one(int(self.ids[distinct[k]]))
         return out[back.reshape(-1)]
+
+    def redispatched(self, known: np.ndarray) -> np.ndarray:
+        """The ops that call themselves again, with the same shapes, at other floating dtypes, where that
+        inner call has a known cost (`known`: a mask by row); a mask by row. This is autocast: its kernel
+        casts the inputs (aten::to/_to_copy children) and re-dispatches the op, which the profiler records
+        inside the first call. The outer call's dtypes are those before the casts: its work is done, and
+        costed, by the call inside it, at the dtype it ran in."""
+        outer, inner = self._redispatches
+        out = np.zeros(len(self.ids), dtype=bool)
+        out[outer[known[inner]]] = True
+        return out
+
+    @cached_property
+    def _redispatches(self) -> tuple[np.ndarray, np.ndarray]:
+        """(outer row, inner row) of each op called again inside itself at other floating dtypes."""
+        child = np.flatnonzero(self._parent_row >= 0)
+        parent = self._parent_row[child]
+        same = self._name_code[child] == self._name_code[parent]
+        shapes, dtypes = self.args[0], self.args[1]
+        pairs = [(p, c) for c, p in zip(child[same].tolist(), parent[same].tolist(), strict=True)
+                 if _recast(dtypes[p], dtypes[c]) and repr(shapes[p]) == repr(shapes[c])]
+        found = np.array(pairs, dtype="int64").reshape(-1, 2)
+        return found[:, 0], found[:, 1]
 
     def costed_inside(self, rows: np.ndarray) -> np.ndarray:
         """Whether an op at one of `rows` lies strictly inside each op of the table (a mask by row): the ops
@@ -275,6 +316,16 @@ class OpTable:
             at = np.unique(self._parent_row[at])
             at = at[at >= 0]
         return inside
+
+
+def _recast(before: Any, after: Any) -> bool:
+    """Whether the recorded input dtypes `after` are `before` with some floating inputs cast to another
+    floating dtype, and nothing else changed (another overload of an op records other arguments)."""
+    lists = isinstance(before, list | tuple) and isinstance(after, list | tuple)
+    if not lists or len(before) != len(after):
+        return False
+    changed = [(str(x), str(y)) for x, y in zip(before, after, strict=True) if x != y]
+    return bool(changed) and all(x in _FLOATING_TYPES and y in _FLOATING_TYPES for x, y in changed)
 
 
 def _pricing(name: str) -> int:

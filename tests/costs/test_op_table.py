@@ -28,15 +28,16 @@ CALLS: list[tuple[str, Any, Any]] = [
 ]
 
 
-def ops_frame(rows: list[tuple[int, int, int]], starts: list[float] | None = None) -> pd.DataFrame:
-    """An ops table (OP_COLUMNS) of (op_id, parent_op_id or -1, index into CALLS) rows."""
+def ops_frame(rows: list[tuple[int, int, int]], starts: list[float] | None = None,
+              calls: list[tuple[str, Any, Any]] = CALLS) -> pd.DataFrame:
+    """An ops table (OP_COLUMNS) of (op_id, parent_op_id or -1, index into `calls`) rows."""
     n = len(rows)
     data: dict[str, Any] = {c: [None] * n for c in OP_COLUMNS}
     data["op_id"] = [r[0] for r in rows]
     data["parent_op_id"] = [r[1] if r[1] != -1 else None for r in rows]
-    data["name"] = [CALLS[r[2]][0] for r in rows]
-    data["input_shapes"] = [CALLS[r[2]][1] for r in rows]
-    data["input_dtypes"] = [CALLS[r[2]][2] for r in rows]
+    data["name"] = [calls[r[2]][0] for r in rows]
+    data["input_shapes"] = [calls[r[2]][1] for r in rows]
+    data["input_dtypes"] = [calls[r[2]][2] for r in rows]
     data["start_us"] = starts if starts is not None else [float(i) for i in range(n)]
     data["duration_us"] = [1.0] * n
     data["nvtx_path"] = [""] * n
@@ -179,3 +180,41 @@ def test_arguments_code_alike_where_their_reprs_are_whatever_the_objects() -> No
     codes, texts = _repr_codes(values)
     assert codes.tolist() == [0, 0, 0, 1, 2, 3]  # a tuple, None and a float are other calls
     assert texts == [repr(shared), "((4, 8), (8,))", "None", "[[4, 8], [8.0]]"]
+
+
+BF16 = "c10::BFloat16"
+# an op called again inside itself: at other floating dtypes (autocast), or as another overload (more
+# arguments; a Scalar made a tensor), or alike
+REDISPATCH_CALLS: list[tuple[str, Any, Any]] = [
+    ("aten::linear", [[4, 8], [16, 8], [16]], ["float", "float", "float"]),
+    ("aten::linear", [[4, 8], [16, 8], [16]], [BF16, BF16, BF16]),
+    ("aten::linear", [[4, 8], [16, 8], [16]], [BF16, "float", "float"]),  # x already bf16, W and b cast
+    ("aten::nan_to_num", [[4, 8]], ["float"]),
+    ("aten::nan_to_num", [[4, 8], [4, 8]], ["float", "float"]),  # the out= overload
+    ("aten::add", [[4, 8], [], []], ["float", "Scalar", "Scalar"]),
+    ("aten::add", [[4, 8], [], []], ["float", "double", "Scalar"]),  # the Scalar wrapped as a tensor
+    ("aten::sum", [[4, 8], []], ["float", ""]),
+    ("aten::linear", [[2, 8], [16, 8], [16]], [BF16, BF16, BF16]),  # other shapes
+    ("aten::linear", [[4, 8], [16, 8], [16]], ["c10::Half", "c10::Half", "c10::Half"]),
+]
+
+
+def test_an_op_called_again_inside_itself_at_other_floating_dtypes_is_redispatched() -> None:
+    rows = [(1, -1, 0), (2, 1, 1),  # autocast: fp32 linear -> bf16 linear
+            (3, -1, 2), (4, 3, 1),  # bf16 input, fp32 weight -> bf16 linear
+            (5, -1, 3), (6, 5, 4),  # nan_to_num -> nan_to_num.out: another overload
+            (7, -1, 5), (8, 7, 6),  # add.Scalar -> add.Tensor with a double scalar tensor
+            (9, -1, 7), (10, 9, 7),  # alike: no cast
+            (11, -1, 0), (12, 11, 8),  # other shapes
+            (13, -1, 0), (14, 13, 3), (15, 13, 9)]  # a child of another name; fp16 after it
+    table = OpTable(ops_frame(rows, calls=REDISPATCH_CALLS))
+    every = np.arange(len(rows))
+    found = table.redispatched(table.known_at(every))
+    assert [rows[i][0] for i in np.flatnonzero(found).tolist()] == [1, 3, 13]
+    # only where the call inside has a cost: the outer call's is not dropped for none
+    inner_unknown = table.known_at(every) & ~np.isin(table.ids, [2, 4])
+    assert [rows[i][0] for i in np.flatnonzero(table.redispatched(inner_unknown)).tolist()] == [13]
+    # the outermost walk skips them: the inner call is the outermost costed op at and inside it
+    assert table.outermost_costed_at(table.rows_of(np.array([1, 2, 4])), skip=found).tolist() == [-1, 2, 4]
+    assert table.outermost_costed_at(table.rows_of(np.array([1, 2, 4]))).tolist() == [1, 1, 3]
+    assert [table.outermost_costed(j, found) for j in (1, 2, 4)] == [-1, 2, 4]  # one by one, as walked
