@@ -48,16 +48,17 @@ def _cast(shape: list[int], ts: float, ext: int, *, gpu: bool) -> list[dict[str,
     return events
 
 
-def _autocast_linear(*, gpu: bool) -> list[dict[str, Any]]:
+def _autocast_linear(*, gpu: bool, inner: bool = True) -> list[dict[str, Any]]:
     """The outer aten::linear (fp32, 100 µs), its three casts (10 µs each), the inner aten::linear (bf16,
-    60 µs) with aten::t and aten::addmm (bf16, 50 µs; on a GPU it launches the GEMM kernel)."""
+    60 µs) with aten::t and aten::addmm (bf16, 50 µs; on a GPU it launches the GEMM kernel); `inner`: False
+    leaves the inner aten::linear out (aten::addmm right under the outer call)."""
     events = [_x("cpu_op", "aten::linear", 100.0, 100.0, **{"External id": 1, "Input Dims": [X, W, B],
                                                           "Input type": [FLOAT] * 3})]
     for k, shape in enumerate((B, W, X)):
         events += _cast(shape, 101.0 + 11 * k, 10 + 10 * k, gpu=gpu)
     events += [
-        _x("cpu_op", "aten::linear", 135.0, 60.0, **{"External id": 2, "Input Dims": [X, W, B],
-                                                    "Input type": [BF16] * 3}),
+        *([_x("cpu_op", "aten::linear", 135.0, 60.0, **{"External id": 2, "Input Dims": [X, W, B],
+                                                       "Input type": [BF16] * 3})] if inner else []),
         _x("cpu_op", "aten::t", 136.0, 2.0, **{"External id": 3, "Input Dims": [W], "Input type": [BF16]}),
         _x("cpu_op", "aten::addmm", 140.0, 50.0, **{"External id": 4, "Input Dims": [B, X, W[::-1], [], []],
                                                    "Input type": [BF16] * 3 + ["Scalar"] * 2}),
@@ -101,9 +102,10 @@ def test_a_cpu_trace_costs_the_linear_autocast_ran_in_bf16_and_each_cast_on_its_
     assert c.quantities["flops"].sum() == c.op_quantities["flops"].sum() == FLOPS
 
 
+@pytest.mark.parametrize("inner", [True, False])
 def test_a_gpu_trace_costs_the_gemm_kernel_and_the_op_in_bf16_and_the_cast_kernels_as_copies(
-        tmp_path: Path) -> None:
-    kernels, facts = _read(tmp_path, _autocast_linear(gpu=True))
+        tmp_path: Path, inner: bool) -> None:
+    kernels, facts = _read(tmp_path, _autocast_linear(gpu=True, inner=inner))
     a = attribute(kernels, facts.ops)
     rows = kernels[["kernel_name", "op"]].join(a.analytic)
     gemm = rows[rows["kernel_name"].eq(GEMM_KERNEL)].iloc[0]
