@@ -43,13 +43,6 @@ def _ops(path: Path) -> set[str]:
     return set(load(path)["op"].astype(str)) if path.exists() else set()
 
 
-def test_train_tiny_runs_standalone() -> None:
-    from nsroof.examples.train_tiny import Config, train
-
-    losses = train(2, Config(layers=1, seq=16, batch=2))
-    assert len(losses) == 2 and all(loss > 0 for loss in losses)
-
-
 def test_demo_also_analyzes_the_packaged_example_export(
     data_dir: Path, cpu_machine_json: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -4,7 +4,6 @@ the gain table, and a real export from ../shared/fixtures."""
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from nsroof.errors import InputError
 from nsroof.roofs import ledger_join as lj
 from nsroof.schema import COLUMNS, FIELD_BY_NAME
 
@@ -225,98 +223,6 @@ class TestGainTable:
     def test_empty_when_nothing_matched(self, report: pd.DataFrame) -> None:
         assert len(lj.gain_table(report)) == 0
         assert list(lj.gain_table(report).columns) == lj.GAIN_COLUMNS
-
-
-class TestMarkers:
-    def test_parse_emit_nvtx_marker(self) -> None:
-        (m,) = lj.parse_markers(f"outer/{ADDMM}")
-        assert (m.op, m.seq, m.op_id) == ("aten::addmm", 5, 72)
-        assert m.sizes == [[256], [64, 128], [128, 256]]
-
-    def test_innermost_marker_wins(self) -> None:
-        markers = lj.parse_markers("aten::linear, seq = 4, op_id = 70, "
-                                   f"sizes = [[64, 128], [256, 128], [256]], input_op_ids = []/{ADDMM}")
-        assert [m.op for m in markers] == ["aten::linear", "aten::addmm"]
-
-    def test_scalar_inputs_and_no_op_id(self) -> None:
-        (m,) = lj.parse_markers("aten::add, seq = 1, sizes = [[2, 3], [], []]")
-        assert m.op_id is None and m.sizes == [[2, 3], [], []]
-
-    def test_markers_without_sizes_are_ignored(self) -> None:
-        assert lj.parse_markers("aten::mm, seq = 9") == []
-
-    def test_input_shapes(self) -> None:
-        assert lj.parse_input_shapes("[[4, 8], [], [8]]") == [[4, 8], [], [8]]
-        assert lj.parse_input_shapes("not a list") is None
-
-
-class TestMappingFiles:
-    def test_yaml_and_json_give_the_same_rule(self, data_dir: Path) -> None:
-        y = lj.load_mapping(data_dir / "ledger" / "mapping.yaml").rules[0]
-        j = lj.load_mapping(data_dir / "ledger" / "mapping.json").rules[0]
-        assert (y.formula, y.shape, y.kernel.pattern if y.kernel else None) == (
-            j.formula, j.shape, j.kernel.pattern if j.kernel else None)
-        assert y.line == 5 and j.line == 4
-
-    def test_top_level_list(self, tmp_path: Path) -> None:
-        p = tmp_path / "m.yaml"
-        p.write_text("- {kernel: k, formula: softmax, shape: {rows: 2, cols: 3}, dtype: fp16}\n")
-        assert lj.load_mapping(p).rules[0].shape == {"rows": 2, "cols": 3, "dtype": "fp16"}
-
-    @pytest.mark.parametrize(
-        ("text", "line", "message"),
-        [
-            ("rules:\n  - kernel: k\n    formula: gemm\n    shape: {m: 1, n: 1}\n    dtype: fp32\n", 2,
-             "rule 1: gemm needs k in shape"),
-            ("rules:\n  - kernel: k\n    formula: gemv\n", 3,
-             "rule 1: unknown ledger formula 'gemv'; known:"),
-            ("rules:\n  - kernel: '(unclosed'\n    formula: gemm\n", 2, "bad kernel regex '\\(unclosed'"),
-            ("rules:\n  - formula: gemm\n", 2, "rule 1 matches nothing: give kernel, nvtx or op"),
-            ("rules:\n  - kernel: k\n    formula: gemm\n    shape: {m: 1, n: 1, k: 1}\n", 2,
-             "no dtype for gemm"),
-            ("rules:\n  - kernel: k\n    formula: gemm\n    shape: {m: 1.5, n: 1, k: 1}\n    dtype: fp32\n",
-             2, "m must be int"),
-            ("rules:\n  - kernel: k\n    formual: gemm\n", 3, "unknown key 'formual'"),
-            ("dtype: fp12\nrules: []\n", 1, "unknown dtype 'fp12'"),
-            ("rules: []\n", 1, "no rules"),
-            ("rules:\n  - kernel: k\n    formula: gemm\n    shape: {m: 'sizes[1]', n: 1, k: 1}\n", 4,
-             "cannot read size expression"),
-            ("rules:\n  - kernel: k\n   formula: gemm\n", 3, "invalid YAML"),
-            ("rules:\n  - nvtx: aten\n    formula: aten\n", 2, "formula 'aten' needs a dtype"),
-            ("- just a string\n", 1, "rule 1 is not a mapping"),
-        ],
-    )
-    def test_bad_yaml_names_file_and_line(self, tmp_path: Path, text: str, line: int, message: str) -> None:
-        p = tmp_path / "bad.yaml"
-        p.write_text(text)
-        with pytest.raises(InputError) as info:
-            lj.load_mapping(p)
-        assert info.value.path == str(p) and info.value.line == line
-        assert re.search(message, info.value.cause), info.value.cause
-
-    def test_bad_json_syntax_names_the_line(self, tmp_path: Path) -> None:
-        p = tmp_path / "bad.json"
-        p.write_text('{\n  "rules": [\n    {"kernel": "k",}\n  ]\n}\n')
-        with pytest.raises(InputError, match="invalid JSON") as info:
-            lj.load_mapping(p)
-        assert info.value.line == 3
-
-    def test_missing_empty_and_directory(self, tmp_path: Path) -> None:
-        with pytest.raises(InputError, match="no such ledger mapping file"):
-            lj.load_mapping(tmp_path / "nope.yaml")
-        (tmp_path / "empty.yaml").write_text("  \n")
-        with pytest.raises(InputError, match="empty ledger mapping"):
-            lj.load_mapping(tmp_path / "empty.yaml")
-        with pytest.raises(InputError, match="is a directory"):
-            lj.load_mapping(tmp_path)
-
-    def test_error_is_one_line(self, tmp_path: Path) -> None:
-        p = tmp_path / "bad.yaml"
-        p.write_text("rules:\n  - kernel: k\n    formula: gemv\n")
-        with pytest.raises(InputError) as info:
-            lj.load_mapping(p)
-        assert str(info.value).startswith(f"{p}:3: rule 1: unknown ledger formula 'gemv'")
-        assert "\n" not in str(info.value)
 
 
 class TestRealExport:
