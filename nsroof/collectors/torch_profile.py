@@ -140,8 +140,11 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         from torch.profiler import ProfilerActivity
         from torch.profiler import profile as torch_profile
 
-        from nsroof.collectors import nvtx_ranges
+        from nsroof.collectors import nested_profiler, nvtx_ranges
 
+        if _profiler_enabled(torch):
+            raise NsroofError("a torch profiler is already recording in this process, and torch runs one at "
+                              "a time: stop it before nsroof.profile starts, or profile with one of them")
         if self.machine_spec is not None and not isinstance(self.machine_spec, Machine):
             # a wrong --machine is said before the run, not after it
             self.machine_spec = resolve_machine(self.machine_spec, cuda=False, warnings=[])
@@ -160,7 +163,15 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
             # Forward ranges only: backward ops are attributed through autograd sequence numbers.
             self._cleanup.append(nvtx_ranges.annotate_all_modules(backward=False).remove)
         self._prof.__enter__()
+        # a profiler the profiled code starts from here on is made a no-op, with one warning (its start would
+        # take over this session and its stop end it: the process then dies in kineto, nothing saved)
+        self._cleanup.append(nested_profiler.install(self._prof.profiler, lambda: not self._stopped,
+                                                     self._nested_profiler_note))
         return self
+
+    def _nested_profiler_note(self, note: str) -> None:
+        self.notes.append(note)
+        print(f"nsroof: warning: {note}", file=sys.stderr, flush=True)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         try:
@@ -243,6 +254,12 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
                   "rows" if "window" in steps_info else "")
         return ProfileResult(built.frame, machine, trace, warnings, marked, source, built.metadata,
                              self._facts, window, built.ops)
+
+
+def _profiler_enabled(torch: Any) -> bool:
+    """Whether a torch profiler (kineto, or emit_nvtx/emit_itt) records in this process now."""
+    enabled = getattr(torch.autograd, "_profiler_enabled", None)
+    return bool(enabled()) if callable(enabled) else False
 
 
 # zlib's fastest level: the launch-bound bench's 3 MB trace in 9-17 ms, 0.25 MB; level 6 (zlib's default)

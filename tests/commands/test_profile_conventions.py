@@ -103,3 +103,47 @@ def test_ctrl_c_exits_130_and_keeps_the_trace(
     assert proc.returncode == 130, err.decode()
     assert trace.exists() and not (tmp_path / "r.parquet").exists()
     assert f"saved as {trace}" in err.decode() and "USDT" not in err.decode()
+
+
+OWN_PROFILER = """
+import sys, torch
+from torch import nn
+model = nn.Linear(16, 8)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(4, 16)
+ready = []
+schedule = torch.profiler.schedule(wait=0, warmup=1, active=2)
+with torch.profiler.profile(schedule=schedule, on_trace_ready=lambda p: ready.append(1)) as prof:
+    for _ in range(5):
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+        prof.step()
+print(f"own profiler: {len(prof.events())} events, on_trace_ready called {len(ready)} times")
+"""
+
+
+@pytest.mark.parametrize("window", [[], ["--all-steps"]])
+def test_a_script_running_its_own_torch_profiler_profiles_with_one_warning(
+    cpu_machine_json: Path, repo: Path, tmp_path: Path, window: list[str],
+) -> None:
+    # before: the script's profiler took over nsroof's session and its stop ended it; --all-steps then died in
+    # kineto (SIGSEGV, exit -11: no message, no report, no trace) and the default window lost the shapes
+    script = tmp_path / "own_profiler.py"
+    script.write_text(OWN_PROFILER)
+    out = tmp_path / "r.parquet"
+    proc = subprocess.run([sys.executable, "-m", "nsroof", "profile", *window, "--machine",
+                           str(cpu_machine_json), "-o", str(out), "--", "python", str(script)],
+                          env={**os.environ, "PYTHONPATH": str(repo)}, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"nsroof: warning: the script's own torch profiler (started at {script}:" in proc.stderr
+    assert proc.stderr.count("was made a no-op") == 1
+    assert "own profiler: 0 events, on_trace_ready called 0 times" in proc.stdout
+    from nsroof.report.parquet import load, read_metadata
+
+    report = load(out)
+    linear = report[report["op"].astype(str) == "aten::linear"]
+    assert len(linear) == (5 if window else 3) and linear["flops"].notna().all()  # shapes recorded
+    assert any("was made a no-op" in w for w in read_metadata(out)["warnings"])
+    assert (tmp_path / "r.trace.json.gz").exists()
