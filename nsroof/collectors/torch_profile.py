@@ -245,8 +245,11 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         steps_info = _file_extra(built).get("steps", {})
         source, marked = str(steps_info.get("source", "")), int(steps_info.get("marked", 0))
         if (self.steps is not None or self.warmup) and built.frame.empty:
+            # numbered as the report's `step` column numbers its rows: the first step is 1
+            asked = steps_info.get("window") or (
+                f"{self.warmup + 1}..{self.warmup + self.steps if self.steps else 'end'}")
             raise NsroofError(
-                f"no ops recorded in steps {self.warmup}..{self.warmup + (self.steps or 0) - 1}: the run "
+                f"no ops recorded in steps {asked}: the run "
                 f"marked {marked} step(s) ({source or 'no optimizer step and no nsroof.step()'}) — lower "
                 "--warmup, or call nsroof.step() at the end of each step")
         warnings += self.notes + built.warnings

@@ -65,6 +65,8 @@ class Selection:
         """The rows kept; an NsroofError when the selection keeps none of a non-empty report."""
         if not self:
             return frame
+        if self.step is not None:
+            _check_steps(frame, parse_steps(self.step), what)
         kept = frame[self.mask(frame)]
         if kept.empty and not frame.empty:
             n = _kernel_count(frame)
@@ -87,6 +89,33 @@ def parse_steps(text: str) -> list[int]:
         low = int(m.group(1))
         out += list(range(low, int(m.group(2) or low) + 1))
     return out
+
+
+def _check_steps(frame: pd.DataFrame, wanted: list[int], what: str) -> None:
+    """An NsroofError naming the steps that exist when --step asks for one the report does not hold (a
+    report that marks no steps at all is left to apply's own message)."""
+    import pandas as pd
+
+    if "step" not in frame.columns:
+        return
+    held = sorted({int(s) for s in pd.to_numeric(frame["step"], errors="coerce").dropna().unique()})
+    missing = [s for s in dict.fromkeys(wanted) if s not in set(held)]
+    if held and missing:
+        raise NsroofError(f"no step{'s' if len(missing) > 1 else ''} {step_list(missing)}: {what} holds "
+                          f"step{'s' if len(held) > 1 else ''} {step_list(held)}")
+
+
+def step_list(steps: list[int]) -> str:
+    """'2, 3, 4'; a longer list folds its runs: '1-40, 42'."""
+    if len(steps) <= 8:
+        return ", ".join(str(s) for s in steps)
+    runs: list[list[int]] = []
+    for s in steps:
+        if runs and s == runs[-1][-1] + 1:
+            runs[-1].append(s)
+        else:
+            runs.append([s])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 def _compile(option: str, pattern: str) -> re.Pattern[str]:

@@ -131,7 +131,7 @@ def test_nsroof_step_marks_take_precedence_over_optimizer_steps() -> None:
 def test_warmup_past_the_last_step_is_a_clear_error() -> None:
     from nsroof.errors import NsroofError
 
-    with pytest.raises(NsroofError, match="no ops recorded in steps 5"):
+    with pytest.raises(NsroofError, match=r"no ops recorded in steps 6\.\.6"):
         with profile(machine=MACHINE, warmup=5, steps=1):
             torch.ones(3) + 1
 

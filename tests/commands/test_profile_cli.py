@@ -105,7 +105,7 @@ def test_warmup_beyond_the_run_is_reported(cpu_machine_json: Path, tmp_path: Pat
                                       "--steps", "1", "-o", str(tmp_path / "r.parquet"), "--",
                                       str(COLLECTORS / "tiny_mm.py")])
     assert result.exit_code == 2
-    assert "no ops recorded in steps 3..3" in result.output
+    assert "no ops recorded in steps 4..4" in result.output
 
 
 # runpy warns when an earlier test in this process imported the module already; a real CLI run starts fresh.
@@ -144,8 +144,9 @@ def test_a_compiled_training_step_gives_the_original_module_names_and_costs(tmp_
     from nsroof.report.parquet import load, read_metadata
 
     report = load(out)
-    # the default schedule skips step 0 (it compiles) and keeps steps 1..3
-    assert "recorded steps 1..3" in proc.stdout
+    # the default schedule skips step 1 (it compiles) and keeps steps 2..4, numbered as the `step` column is
+    assert "recorded steps 2..4" in proc.stdout
+    assert sorted(set(report["step"].dropna().astype(int))) == [2, 3, 4]
     assert read_metadata(out)["default_schedule"] is True
     modules = set(report["module"].astype(str)) - {""}
     assert modules == {"Net"}  # the compiled region: the module torch.compile wrapped, not OptimizedModule

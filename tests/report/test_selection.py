@@ -41,3 +41,25 @@ def test_steps_and_errors() -> None:
         Selection(kernel="(").apply(_frame())
     with pytest.raises(NsroofError, match="no kernel matches --kernel conv: 2 kernels in x.parquet"):
         Selection(kernel="conv").apply(_frame(), what="x.parquet")
+
+
+def test_a_step_the_report_does_not_hold_names_the_steps_it_holds() -> None:
+    f = _frame().assign(step=pd.array([2, 2, 4, 4], dtype="Int64"))
+    with pytest.raises(NsroofError) as caught:
+        Selection(step="1").apply(f, what="r.parquet")
+    assert str(caught.value) == "no step 1: r.parquet holds steps 2, 4"
+    # a list or range is checked whole: a step left out silently would shrink what the user reads as asked
+    with pytest.raises(NsroofError, match=r"^no steps 1, 3: the report holds steps 2, 4$"):
+        Selection(step="1-4").apply(f)
+    assert list(Selection(step="2,4").apply(f)["step"]) == [2, 2, 4, 4]
+    # a report that marks no steps keeps the message saying how to mark them
+    none = _frame().assign(step=pd.array([None] * 4, dtype="Int64"))
+    with pytest.raises(NsroofError, match="it marks no steps"):
+        Selection(step="1").apply(none)
+
+
+def test_a_long_step_list_folds_its_runs() -> None:
+    from nsroof.report.selection import step_list
+
+    assert step_list([2, 3, 4]) == "2, 3, 4"
+    assert step_list([*range(1, 41), 42]) == "1-40, 42"

@@ -278,8 +278,9 @@ def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any],
         extra["steps"] |= {"warmup": 0, "warmup_ignored": warmup}
         return frame
     keep = in_window(starts, bounds, warmup, steps)
-    # the window the profile asked for is a fact of the file, not a warning: the summary states it
-    extra["steps"] |= {"window": f"{warmup}..{warmup + (steps or 0) - 1 if steps else 'end'}",
+    # the window the profile asked for is a fact of the file, not a warning: the summary states it, numbered
+    # as the `step` column numbers its rows (step i from 1 ends at the i-th mark; warm-up steps 1..warmup)
+    extra["steps"] |= {"window": f"{warmup + 1}..{warmup + steps if steps else 'end'}",
                        "kept": int(keep.sum()), "rows": len(frame)}
     return frame[keep].reset_index(drop=True)
 

@@ -213,9 +213,11 @@ def test_the_step_window_recorded_in_the_trace_selects_rows(tmp_path: Path) -> N
     # steps: [0, 100) warm-up, [100, 200) and [200, 300) kept, [300, …) after the window
     assert df["kind"].tolist() == ["cpu_op", "cpu_op"]
     assert df["kernel_id"].tolist() == [0, 1]
+    # 4 relu calls, one per step 1..4 (step i ends at the i-th mark); steps 2 and 3 kept, and the window
+    # the summary states is numbered as the `step` column is
+    assert df["step"].tolist() == [2, 3]
     assert facts.extra["steps"] == {"source": "optimizer steps", "marked": 3, "warmup": 1, "steps": 2,
-                                  # 4 relu calls, one per step 0..3; 1 and 2 kept
-                                  "window": "1..2", "kept": 2, "rows": 4}
+                                    "window": "2..3", "kept": 2, "rows": 4}
 
 
 # --------------------------------------------------------------------------- hostile input
