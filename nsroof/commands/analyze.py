@@ -63,7 +63,9 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
 
     --kernel/--nvtx/--step/--device/--source keep only the matching kernels (in the report written too);
     --json or --csv print one row per kernel (per kernel name with --by name) on stdout instead of the
-    summary; -q prints nothing but errors."""
+    summary; -q prints nothing but errors. A report nsroof wrote (REPORT.parquet, REPORT.ops.parquet) is
+    shown as it was analyzed: the summary, --json/--csv and the selection work on it (-o writes the
+    selected rows); the options that change an analysis (--machine, --ledger, …) apply to its export."""
     if as_json and as_csv:
         raise click.UsageError("--json and --csv print the same table: give one of them")
     dataset_mode = (len(inputs) > 1 or any(p.is_dir() for p in inputs) or executor == "dask"
@@ -80,6 +82,13 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
                          name_template, Progress(quiet))
         return
 
+    from nsroof.importers import sniff
+
+    if sniff(inputs[0]) == "parquet":
+        _show_report(inputs[0], output, top=top, by=by, quiet=quiet, as_json=as_json, as_csv=as_csv,
+                     selection=selection, analysis_options=_analysis_options(
+                         machine=machine, aggregate=aggregate, ledger=ledger, captures=captures))
+        return
     from nsroof import digest
     from nsroof.commands.hints import fold_metrics_hints, metrics_list_path
 
@@ -99,14 +108,74 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     if selection:
         report.frame = selection.apply(report.frame, what=str(inputs[0]))
         report.metadata["selection"] = selection.describe()
-    report.write(out)
     report.hints = fold_metrics_hints(report.hints, metrics_list_path(out))
+    report.metadata["hints"] = [str(h) for h in report.hints]  # as shown: the report re-renders the same
+    report.write(out)
     if as_json or as_csv:
         click.echo(script_output(report.frame, as_json=as_json, by=by), nl=False)
     elif not quiet:
         from nsroof.report.summary import render
 
         click.echo(render(report, top=top, output=str(out), by=by))
+
+
+def _analysis_options(**given: Any) -> list[str]:
+    """The options given that change how an export is analyzed (as typed: --machine, --capture, …),
+    the cost-facts ones read from click's context (their decorator consumes them)."""
+    params = {**given, **{k: v for k, v in click.get_current_context().params.items()
+                          if k in ("model_config", "formulas")}}
+    names = {"machine": "--machine", "aggregate": "--aggregate", "ledger": "--ledger",
+             "captures": "--capture", "model_config": "--model-config", "formulas": "--formulas"}
+    return [option for key, option in names.items() if params.get(key) not in (None, False, (), [])]
+
+
+def _show_report(path: Path, output: Path | None, *, top: int, by: str, quiet: bool, as_json: bool,
+                 as_csv: bool, selection: Any, analysis_options: list[str]) -> None:
+    """A report nsroof wrote, shown as `nsroof analyze` showed it (its rows, metadata, warnings and hints,
+    and the op-level rows beside it), selected and re-written on request; any other Parquet file is
+    refused in one line."""
+    import pyarrow as pa
+
+    from nsroof.pipeline import Report, ops_path
+    from nsroof.report import parquet
+    from nsroof.report.load import load_report
+
+    try:
+        metadata = parquet.read_metadata(path)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        cause = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise InputError(path, f"an unreadable Parquet file ({cause})",
+                         hint="analyze the ncu export or torch trace it came from") from None
+    if not metadata:
+        raise InputError(path, "a Parquet file without nsroof's metadata: not a report nsroof wrote, nor "
+                         "an export", hint="analyze the ncu export or torch trace it came from "
+                         "(pandas.read_parquet reads the table)")
+    if analysis_options:
+        came_from = next((i.get("path") for i in metadata.get("inputs") or [] if isinstance(i, dict)), None)
+        raise InputError(path, f"a report nsroof wrote, already analyzed: {analysis_options[0]} changes how "
+                         "an export is analyzed", hint=f"analyze {came_from or 'the export it came from'} "
+                         f"again with {' '.join(analysis_options)}")
+    frame, metadata = load_report(path)
+    beside = ops_path(path)
+    report = Report(frame, metadata, warnings=list(metadata.get("warnings") or []),
+                    hints=list(metadata.get("hints") or []))
+    if beside.is_file() and beside != path:
+        report.ops = load_report(beside)[0]
+    if selection:
+        report.frame = selection.apply(report.frame, what=str(path))
+        report.metadata["selection"] = selection.describe()
+    if output is not None:
+        if output.exists() and output.resolve() == path.resolve():
+            raise InputError(os.fspath(output), "the output would overwrite the report shown",
+                             hint="choose another -o path, or leave -o out")
+        check_suffix(output, (".parquet",), "a report")
+        report.write(output)
+    if as_json or as_csv:
+        click.echo(script_output(report.frame, as_json=as_json, by=by), nl=False)
+    elif not quiet:
+        from nsroof.report.summary import render
+
+        click.echo(render(report, top=top, output=str(output or path), by=by))
 
 
 def script_output(frame: Any, *, as_json: bool, by: str = "kernel") -> str:

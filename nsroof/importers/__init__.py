@@ -31,6 +31,10 @@ _TEXT_OUTPUT = re.compile(rb"(?m)^(?:\[\d+\] [^\r\n@]*@[^\r\n]*|[ \t]+Section: [
 _TRACE_KEY = re.compile(rb'"(?:traceEvents|deviceProperties|schemaVersion|ph)"\s*:')
 _CSV_EVIDENCE = re.compile(rb'(?m)^\s*"?ID"?,|==PROF==|==ERROR==')
 NOT_OURS_HINT = "name it explicitly to analyze it anyway"
+#: a Parquet file is a table, never an export: an nsroof report is shown, anything else refused
+PARQUET_MAGIC = b"PAR1"
+PARQUET_HINT = ("an nsroof report is shown by `nsroof analyze REPORT.parquet` and read by nsroof.load(); "
+                "analyze the ncu export or torch trace a table came from")
 
 FORMAT_MODULES: dict[str, str] = {
     "ncu-csv": "nsroof.importers.ncu.csv_export",
@@ -55,7 +59,8 @@ def sniff(path: str | os.PathLike[str], *, strict: bool = False) -> str:
 
     A file named explicitly is given to the CSV reader when nothing else matches (its errors say what
     is wrong with it); `strict=True` (a folder being scanned) asks for positive evidence instead — an
-    ncu CSV header, ==PROF==/==ERROR== lines, a trace's traceEvents key — and raises otherwise."""
+    ncu CSV header, ==PROF==/==ERROR== lines, a trace's traceEvents key — and raises otherwise. A Parquet
+    file is "parquet" (no importer reads it: `nsroof analyze` shows an nsroof report, read() refuses it)."""
     p = Path(path)
     if not p.exists():
         raise InputError(p, "no such file", hint="check the path")
@@ -74,6 +79,10 @@ def sniff(path: str | os.PathLike[str], *, strict: bool = False) -> str:
                          hint="re-export it with `ncu -i REPORT --csv --page raw`")
     if head[:4] == b"NVR\0" or p.name.endswith(".ncu-rep"):
         return "ncu-rep"
+    if head[:4] == PARQUET_MAGIC:
+        if strict:
+            raise InputError(p, "a Parquet file, not an export", hint=NOT_OURS_HINT)
+        return "parquet"
     if head[:2] == b"\x1f\x8b":
         try:
             with gzip.open(p, "rb") as fh:
@@ -101,6 +110,8 @@ def read(path: str | os.PathLike[str], *,
     """The kernel table and the file facts of `path`, whatever its format (see sniff). `captures`: for a
     torch.profiler trace of CUDA/HIP graph replays, the traces recorded around the graphs' capture."""
     kind = sniff(path)
+    if kind == "parquet":
+        raise InputError(Path(path), "a Parquet file, not an ncu export or torch trace", hint=PARQUET_HINT)
     module = importlib.import_module(FORMAT_MODULES[kind])
     if captures and kind != "torch-trace":
         raise InputError(Path(path),

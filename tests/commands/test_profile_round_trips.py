@@ -53,3 +53,20 @@ def test_a_step_the_report_does_not_hold_is_refused_naming_those_it_holds(
     assert result.exit_code == 2
     assert result.stderr.strip() == f"nsroof: error: no step 1: {trace} holds steps 2, 3, 4"
     assert not out.exists()
+
+
+def test_the_profile_report_shows_as_an_analysis_of_its_trace(profiled: tuple[Path, str],
+                                                              cpu_machine_json: Path, tmp_path: Path) -> None:
+    report, _ = profiled
+    trace = report.with_name("r.trace.json.gz")
+    for view in (["--json"], ["--csv", "--by", "name"], ["--step", "3", "--json"]):
+        fresh = CliRunner().invoke(cli, ["analyze", str(trace), "--machine", str(cpu_machine_json),
+                                         "-o", str(tmp_path / "fresh.parquet"), *view])
+        shown = CliRunner().invoke(cli, ["analyze", str(report), *view])
+        assert fresh.exit_code == shown.exit_code == 0, shown.output
+        assert shown.stdout == fresh.stdout
+    summary = CliRunner().invoke(cli, ["analyze", str(report)]).stdout
+    assert "costed ops by time" in summary  # the op-level rows beside the report (r.ops.parquet) with it
+    result = CliRunner().invoke(cli, ["analyze", str(report), "--step", "1"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"nsroof: error: no step 1: {report} holds steps 2, 3, 4"
