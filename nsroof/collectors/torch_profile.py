@@ -68,6 +68,7 @@ class ProfileResult:
     step_window: str = ""  # the steps kept, when --steps/--warmup selected a window
     # the op-level view (one row per costed op call), written beside the report
     ops: pd.DataFrame | None = None
+    rebuild: str = ""  # the `nsroof analyze` command that makes this report again from the trace
 
     def __repr__(self) -> str:  # one line: the rows and metadata are large (read .report, .metadata)
         return (f"ProfileResult({len(self.report)} rows, "
@@ -127,6 +128,10 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         self._stopped = False
         self._facts: dict[str, Any] = {}
         self.interrupted_trace: Path | None = None  # the trace saved when Ctrl-C ended the run
+        # for the command that rebuilds the report (nsroof.collectors.rebuild): options that changed the
+        # costing (--model-config, --formulas) and where the CLI writes the report
+        self.rebuild_options: list[str] = []
+        self.report_path: Path | None = None
 
     # -- public results
     @property
@@ -232,16 +237,18 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
 
     def _build(self) -> ProfileResult:
         from nsroof import pipeline
+        from nsroof.collectors.rebuild import for_session
 
         trace = self._save_trace()
         warnings: list[str] = []
+        machine = None
         try:
             machine = resolve_machine(self.machine_spec, cuda=self._use_cuda, warnings=warnings)
             built = pipeline.analyze([trace], machine=machine, captures=self.captures)
         except Exception as exc:  # noqa: BLE001 - the run is in the trace: say how to get its report
             why = str(exc) if isinstance(exc, NsroofError) else f"{type(exc).__name__}: {exc}"
-            raise NsroofError(f"{why.rstrip('.')}; the profile's trace is kept: `nsroof analyze {trace}` "
-                              "rebuilds the report from it") from exc
+            raise NsroofError(f"{why.rstrip('.')}; the profile's trace is kept: "
+                              f"`{for_session(self, trace, machine)}` rebuilds the report from it") from exc
         steps_info = _file_extra(built).get("steps", {})
         source, marked = str(steps_info.get("source", "")), int(steps_info.get("marked", 0))
         if (self.steps is not None or self.warmup) and built.frame.empty:
@@ -256,7 +263,8 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         window = (f"; recorded steps {steps_info['window']}: {steps_info['kept']} of {steps_info['rows']} "
                   "rows" if "window" in steps_info else "")
         return ProfileResult(built.frame, machine, trace, warnings, marked, source, built.metadata,
-                             self._facts, window, built.ops)
+                             self._facts, window, built.ops,
+                             for_session(self, trace, machine, with_output=False))
 
 
 def _profiler_enabled(torch: Any) -> bool:
@@ -539,6 +547,8 @@ def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, outpu
     lines.append(f"ceilings: {', '.join(ceilings)}" + (f" ({machine.name})" if machine is not None else ""))
     if output:
         lines.append(f"report: {output}")
+    if isinstance(result, ProfileResult) and result.rebuild:
+        lines.append(f"trace: {result.trace} (`{result.rebuild}` makes this report again)")
     lines.append("")
     lines.append(f"Top {min(top, report['op'].nunique())} ops by time "
                  "(bound at DRAM against the analytic bytes)")

@@ -232,6 +232,16 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
+def cost_facts_words() -> list[str]:
+    """The --model-config/--formulas options the running command was given, as words of a command line
+    (their decorator consumes them before the command's function sees them)."""
+    params = click.get_current_context().params
+    words = ["--model-config", str(params["model_config"])] if params.get("model_config") else []
+    for path in params.get("formulas") or ():
+        words += ["--formulas", str(path)]
+    return words
+
+
 def cost_facts_options() -> Callable[[F], F]:
     """--model-config CONFIG.json (the model facts engine ops' costs need) and --formulas FILE.py (your own
     @nsroof.formula ops), applied to everything the command costs."""

@@ -24,6 +24,7 @@ from nsroof.commands.options import (
     capture_option,
     check_suffix,
     cost_facts_options,
+    cost_facts_words,
     machine_option,
     output_option,
     quiet_option,
@@ -86,6 +87,8 @@ def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str
     progress, load = Progress(quiet), LoadWatch()
     session = nsroof_profile(machine=machine, steps=steps, warmup=warmup, trace=trace_path(output),
                              captures=captures, window_optional=window_optional)
+    # what the printed `nsroof analyze` command needs besides the machine to make this report again
+    session.rebuild_options, session.report_path = cost_facts_words(), output
     stop = None
     try:
         with filtered_stderr(), session:
@@ -94,9 +97,11 @@ def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str
             stop = progress.start("building the report"
                                   + (" and measuring this CPU's roofline (once)" if pending else ""))
     except KeyboardInterrupt:
+        from nsroof.collectors.rebuild import for_session
+
         saved = session.interrupted_trace
         click.echo("nsroof: interrupted; " + (f"the trace recorded so far is saved as {saved} "
-                                              f"(`nsroof analyze {saved}` makes its report)" if saved
+                                              f"(`{for_session(session, saved)}` makes its report)" if saved
                                               else "nothing was recorded"), err=True)
         raise SystemExit(130) from None
     finally:
@@ -112,7 +117,7 @@ def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str
                 "trace": str(result.trace), "trace_facts": result.trace_facts,
                 "steps": session.steps, "warmup": session.warmup, "default_schedule": default_window,
                 "steps_marked": result.steps_marked, "step_source": result.step_source,
-                "torch_version": _torch_version(),
+                "torch_version": _torch_version(), "rebuild": result.rebuild,
                 "warnings": result.warnings + warnings}
     from nsroof.pipeline import Report
 

@@ -288,7 +288,7 @@ def test_tf32_from_the_legacy_api() -> None:
 
 
 def test_a_report_that_cannot_be_built_keeps_the_trace_and_names_the_command(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpu_machine_json: Path) -> None:
     from torch.nn.modules import module as torch_module
 
     from nsroof import pipeline
@@ -299,10 +299,13 @@ def test_a_report_that_cannot_be_built_keeps_the_trace_and_names_the_command(
 
     monkeypatch.setattr(pipeline, "analyze", broken)
     trace = tmp_path / "t.json.gz"
-    with pytest.raises(NsroofError, match=r"ValueError: boom; the profile's trace is kept: "
-                                          r"`nsroof analyze .*t\.json\.gz`"):
-        with profile(machine=MACHINE, trace=trace):
+    with pytest.raises(NsroofError) as caught:
+        with profile(machine=str(cpu_machine_json), trace=trace, captures=[tmp_path / "c.json"]):
             torch.ones(2) + 1
+    # the command names what the report is classified against and the options that change it
+    assert str(caught.value) == (f"ValueError: boom; the profile's trace is kept: `nsroof analyze {trace} "
+                                 f"--machine {cpu_machine_json} --capture {tmp_path / 'c.json'}` rebuilds "
+                                 "the report from it")
     assert trace.is_file()
     assert not torch_module._global_forward_pre_hooks and not torch_module._global_forward_hooks
 

@@ -103,6 +103,9 @@ def test_ctrl_c_exits_130_and_keeps_the_trace(
     assert proc.returncode == 130, err.decode()
     assert trace.exists() and not (tmp_path / "r.parquet").exists()
     assert f"saved as {trace}" in err.decode() and "USDT" not in err.decode()
+    # the command names the machine, so it makes the report this run would have made
+    assert (f"(`nsroof analyze {trace} --machine {cpu_machine_json} -o {tmp_path / 'r.parquet'}` makes its "
+            "report)") in err.decode()
 
 
 OWN_PROFILER = """

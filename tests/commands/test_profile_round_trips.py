@@ -1,10 +1,18 @@
-"""What `nsroof profile` writes reads back the same: the step numbers the summary states are the report's
-`step` column, and a step the report does not hold is refused naming the ones it does."""
+"""What `nsroof profile` writes reads back the same: the command it prints makes the report again from the
+trace, the report shows under `nsroof analyze` as an analysis of its trace does, the step numbers the summary
+states are the report's `step` column, and a step the report does not hold is refused naming those it does."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -70,3 +78,55 @@ def test_the_profile_report_shows_as_an_analysis_of_its_trace(profiled: tuple[Pa
     result = CliRunner().invoke(cli, ["analyze", str(report), "--step", "1"])
     assert result.exit_code == 2
     assert result.stderr.strip() == f"nsroof: error: no step 1: {report} holds steps 2, 3, 4"
+
+
+def _cached_cpu_profile(cache: Path, repo: Path, env: dict[str, str]) -> Path:
+    """A measured-looking CPU profile where `nsroof profile --threads 1` looks for this CPU's (the round
+    test figures of test-cpu.json, so nothing is measured)."""
+    key = subprocess.run([sys.executable, "-c", "import torch; torch.set_num_threads(1); "
+                          "from nsroof.collectors.measure.cache import cache_key; print(cache_key())"],
+                         env=env, cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+    profile = json.loads((repo / "tests" / "data" / "collectors" / "test-cpu.json").read_text())
+    cache.mkdir()
+    path = cache / f"cpu-{key}.json"
+    path.write_text(json.dumps({**profile, "name": "this CPU", "source": "measured"}))
+    return path
+
+
+def test_the_printed_rebuild_command_makes_the_same_report(repo: Path, tmp_path: Path) -> None:
+    # before: it printed `nsroof analyze TRACE` alone, and on a CPU run (no --machine: this CPU's cached
+    # profile) that gave every row `unknown`: analyze never looks up the cached CPU profile itself
+    env = {**os.environ, "PYTHONPATH": str(repo), "NSROOF_CACHE_DIR": str(tmp_path / "cache")}
+    cached = _cached_cpu_profile(tmp_path / "cache", repo, env)
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    proc = subprocess.run([sys.executable, "-m", "nsroof", "profile", "--threads", "1", "-o", "r.parquet",
+                           "--", "python", str(script)], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    printed = re.search(r"^trace: r\.trace\.json\.gz \(`(.+)` makes this report again\)$", proc.stdout, re.M)
+    assert printed is not None, proc.stdout
+    words = shlex.split(printed.group(1))
+    assert words == ["nsroof", "analyze", "r.trace.json.gz", "--machine", str(cached)]
+    again = subprocess.run([sys.executable, "-m", "nsroof", *words[1:], "-q"], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=240)
+    assert again.returncode == 0, again.stderr
+    from nsroof.report.parquet import load, read_metadata
+
+    report, rebuilt = load(tmp_path / "r.parquet"), load(tmp_path / "r.trace.nsroof.parquet")
+    assert set(report["bound"].astype(str)) - {"unknown"}  # classified against this CPU's profile
+    pd.testing.assert_frame_equal(rebuilt, report)
+    assert read_metadata(tmp_path / "r.parquet")["rebuild"] == printed.group(1)
+
+
+def test_the_rebuild_command_carries_the_options_that_change_the_costs(cpu_machine_json: Path,
+                                                                       tmp_path: Path) -> None:
+    script, formulas = tmp_path / "one.py", tmp_path / "mine.py"
+    script.write_text("import torch\ntorch.ones(4).sum()\n")
+    formulas.write_text("")
+    result = CliRunner().invoke(cli, ["profile", "--all-steps", "--machine", str(cpu_machine_json),
+                                      "--formulas", str(formulas), "-o", str(tmp_path / "r.parquet"), "--",
+                                      "python", str(script)])
+    assert result.exit_code == 0, result.output
+    assert (f"(`nsroof analyze {tmp_path / 'r.trace.json.gz'} --machine {cpu_machine_json} --formulas "
+            f"{formulas}` makes this report again)") in result.stdout
