@@ -82,6 +82,11 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
                          name_template, Progress(quiet))
         return
 
+    from nsroof import digest
+
+    # hashing first: it runs on another core while pandas and pyarrow are imported below (the importers'
+    # sniff among them, which tells a report nsroof wrote from an export)
+    digests = digest.start(inputs)
     from nsroof.importers import sniff
 
     if sniff(inputs[0]) == "parquet":
@@ -89,11 +94,7 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
                      selection=selection, analysis_options=_analysis_options(
                          machine=machine, aggregate=aggregate, ledger=ledger, captures=captures))
         return
-    from nsroof import digest
     from nsroof.commands.hints import fold_metrics_hints, metrics_list_path
-
-    # hashing first: it runs on another core while pandas and pyarrow are imported below
-    digests = digest.start(inputs)
     from nsroof.pipeline import analyze as run
     from nsroof.pipeline import default_output
 
