@@ -290,6 +290,13 @@ FORMULAS: tuple[CounterFormula, ...] = (
                    source="[S1] the clock of ncu's L2 roof"),
     CounterFormula("clock_hz_l1", ((_ONE, "l1tex__cycles_elapsed.avg.per_second"),),
                    source="[S1] the clock of ncu's L1 roof"),
+    # without the rate, the elapsed cycles over the duration: what ncu's `.per_second` is (A100 report
+    # alprielse: lts__cycles_elapsed.avg 465,121 / 437.44 us = 1,063.28 MHz = its .per_second). A T4
+    # export records lts__cycles_elapsed.avg only: its L2 runs at 854.7 MHz while the SMs run at 554.1 MHz,
+    # so the SM clock in its place put the L2 roof 1.54x too low.
+    *(CounterFormula(f"clock_hz_{q}", ((_ONE, f"{unit}__cycles_elapsed.avg"),), divide_by=(DURATION,),
+                     source="[S1] elapsed cycles / duration (= the .per_second rate)")
+      for q, unit in (("sm", "sm"), ("dram", "dram"), ("l2", "lts"), ("l1", "l1tex"))),
     # compute ceilings from the export ---------------------------------------------------------
     *_flop_peak_formulas("fp64"),
     *_flop_peak_formulas("fp32"),
@@ -454,7 +461,8 @@ PARTIAL_RULES: tuple[tuple[str, str, str], ...] = (
      "FLOPs = instructions × the largest MMA shape of the CC that keeps them within the FP16 tensor roof at "
      "the profiled clock (and within tensor-pipe active cycles × per-cycle peak when collected); "
      "`flops_source` names the shape; above the roof at every shape → `above_roof`, and the source says so"),
-    ("a clock (`*__cycles_elapsed.avg.per_second`) absent", "boost clock",
+    ("a clock absent (neither `*__cycles_elapsed.avg.per_second` nor `*__cycles_elapsed.avg` with a "
+     "duration)", "boost clock",
      "datasheet ceilings at the boost clock; `ceiling_source` has no `@ … MHz`"),
     ("no duration counter", "NaN", "every rate and verdict `unknown`; `missing` names the duration metrics"),
 )

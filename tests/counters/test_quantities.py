@@ -284,6 +284,15 @@ class TestClocks:
         assert (q["clock_hz_sm"], q["clock_hz_dram"], q["clock_hz_l2"]) == (765e6, 1215e6, 1063e6)
         assert math.isnan(q["clock_hz_l1"])
 
+    def test_clock_from_elapsed_cycles_over_the_duration(self) -> None:
+        # the real T4 export (armleth) records lts__cycles_elapsed.avg but no .per_second:
+        # 129,338 cycles / 151,328 ns = 854.69 MHz, not the SM's 554.11 MHz
+        q = one(**{"gpu__time_duration.sum": 151_328e-9, "lts__cycles_elapsed.avg": 129_338.0,
+                   "sm__cycles_elapsed.avg.per_second": 554_111_598.65, "sm__cycles_elapsed.avg": 1.0})
+        assert q["clock_hz_l2"] == pytest.approx(129_338 / 151_328e-9)
+        assert q["clock_hz_sm"] == 554_111_598.65  # the recorded rate wins over cycles / duration
+        assert math.isnan(q["clock_hz_l1"])  # neither rate nor cycles: no clock, never the SM's
+
     def test_tensor_estimate_keeps_its_instruction_count(self) -> None:
         # 1000 HMMA instructions on CC 8.0: estimate 1000 × 4096 (largest shape)
         # until the report checks the roof
