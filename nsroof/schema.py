@@ -310,7 +310,9 @@ def _quantity_fields() -> tuple[Field, ...]:
     ]
     for lv in LEVELS:
         out += [Field(f"bytes_{lv}", _F, "byte", f"bytes moved at {lv}"),
-                Field(f"bytes_source_{lv}", _S, "", f"metric or formula that gave bytes_{lv}")]
+                Field(f"bytes_source_{lv}", _S, "", f"metric or formula that gave bytes_{lv}"),
+                Field(f"bytes_counter_{lv}", _S, "", f"the counter bytes_{lv} came from (dram, lts__t, "
+                      "lts2xbar, l1tex__t, lsu; '' when none): a datasheet roof is that counter's")]
     for p in PRECISIONS:
         out += [Field(f"peak_flop_per_s_{p}", _F, "FLOP/s",
                       f"{p} compute roof from the export ('ncu' ceilings)"),

@@ -344,6 +344,23 @@ FORMULAS: tuple[CounterFormula, ...] = (
 
 QUANTITIES: tuple[str, ...] = tuple(dict.fromkeys(f.quantity for f in FORMULAS))
 
+# The counter behind each byte definition above: the key of a machine's per-counter roof
+# (nsroof.roofs.machines), so a datasheet roof is the one of the counter the bytes came from. lsu, lsu_lg and
+# lsu_lgds are one LSU-writeback datapath (ncu's sections multiply each by 128 B at 1 active cycle per SM per
+# cycle); lts__t and l1tex__t count every sector their tag stage served, lts2xbar only the L2 -> SM returns.
+COUNTER_OF_DEFINITION: dict[str, str] = {"dram": "dram", "lts__t": "lts__t", "lts2xbar": "lts2xbar",
+                                         "l1tex__t": "l1tex__t", "lsu": "lsu", "lsu_lg": "lsu",
+                                         "lsu_lgds": "lsu"}
+# ncu's own roof of each counter: what to collect so that the export carries it
+COUNTER_PEAKS: dict[str, str] = {
+    "dram": "dram__bytes.sum.peak_sustained and dram__cycles_elapsed.avg.per_second",
+    "lts__t": "lts__t_bytes.sum.peak_sustained and lts__cycles_elapsed.avg.per_second",
+    "lts2xbar": "lts__lts2xbar_cycles_active.sum.peak_sustained and lts__cycles_elapsed.avg.per_second",
+    "l1tex__t": "l1tex__t_bytes.sum.peak_sustained and l1tex__cycles_elapsed.avg.per_second",
+    "lsu": "l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained (_mem_lgds from CC 9.0) and "
+           "l1tex__cycles_elapsed.avg.per_second",
+}
+
 
 def formulas_for(quantity: str) -> tuple[CounterFormula, ...]:
     """The formulas for `quantity`, in order of precedence."""

@@ -510,6 +510,9 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     for level in LEVELS:
         cols[f"bytes_{level}"] = levels[level].value
         cols[f"bytes_source_{level}"] = levels[level].source
+        definition = levels[level].definition
+        cols[f"bytes_counter_{level}"] = np.array(
+            [mf.COUNTER_OF_DEFINITION.get(d, d) for d in definition.tolist()], dtype=object)
     cols |= _ceiling_columns(k, {level: levels[level].definition for level in LEVELS}, flops.dominant)
 
     cols["missing_duration"] = duration.missing

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from nsroof.counters import metric_formulas as mf
 from nsroof.counters import tensor_paths as tp
 from nsroof.frames.columns import texts
 from nsroof.frames.distinct import map_rows, row_codes
@@ -156,13 +157,17 @@ def _spec_peak(m: Machine | None, key: str,
     return found
 
 
-def _machine_bandwidth(m: Machine | None, level: str) -> tuple[float, str]:
+def _machine_bandwidth(m: Machine | None, level: str, counter: str) -> tuple[float, str, str]:
+    """The machine's roof of `level` for bytes of `counter` (Machine.level_bandwidth), its source, and —
+    when the machine has a figure of the level but none for that counter — the reason."""
     if m is None:
-        return np.nan, ""
-    value = m.bandwidth_bytes_per_s.get(level)
-    if value:
-        return float(value), f"{m.label}#bandwidth_bytes_per_s.{level}"
-    return np.nan, ""
+        return np.nan, "", ""
+    value, key, why = m.level_bandwidth(level, counter)
+    if why:
+        why = (f"bandwidth_bytes_per_s[{level}] (no ncu peak metric; {why}: collect "
+               f"{mf.COUNTER_PEAKS.get(counter, 'its peak_sustained metric')}, or pass --machine a profile "
+               f"with counter_bandwidth_bytes_per_s.{level}.{counter})")
+    return value, (f"{m.label}#{key}" if key else ""), why
 
 
 def dominant_precision(q: pd.DataFrame) -> pd.Series:
@@ -202,6 +207,8 @@ class Roofs:
     peak_reason: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
     bandwidth: dict[str, np.ndarray] = field(default_factory=dict)
     bandwidth_src: dict[str, np.ndarray] = field(default_factory=dict)
+    # why a level has no roof where the machine has one for another counter ('' otherwise)
+    bandwidth_reason: dict[str, np.ndarray] = field(default_factory=dict)
     l2_cache_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))
     # the interconnect roof of a collective's bus bytes (level 'link'), per GPU per direction
     link_bandwidth: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -230,7 +237,7 @@ def resolve_roofs(kernels: pd.DataFrame, quantities: pd.DataFrame, machine: Mach
     r.peak, r.peak_src = _peaks(q, r)
     r.peak_reason = _peak_reasons(q, r)
     for level in levels:
-        r.bandwidth[level], r.bandwidth_src[level] = _bandwidths(q, r, level)
+        r.bandwidth[level], r.bandwidth_src[level], r.bandwidth_reason[level] = _bandwidths(q, r, level)
     r.l2_cache_bytes = np.array([m.cache_bytes.get("l2", np.nan) if m is not None else np.nan
                                  for m in kernel_machines], dtype=float)[mach_codes] if n else np.zeros(0)
     r.link_bandwidth, r.link_src, r.link_reason = _link_roofs(r)
@@ -281,20 +288,27 @@ def _peak_reasons(q: pd.DataFrame, r: Roofs) -> np.ndarray:
     return reason
 
 
-def _bandwidths(q: pd.DataFrame, r: Roofs, level: str) -> tuple[np.ndarray, np.ndarray]:
-    """The bandwidth roof of `level` per kernel and its source: the export's ncu figure, else (or with
-    --machine) the machine's."""
+def _bandwidths(q: pd.DataFrame, r: Roofs, level: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The bandwidth roof of `level` per kernel, its source and, where there is none, why: the export's ncu
+    figure, else (or with --machine) the machine's figure for the counter the kernel's bytes came from
+    (bytes_counter_<level>: A100's L2 tag stage, lts__t, serves 1.5x what lts2xbar returns to the SMs)."""
     bw = column(q, f"bandwidth_bytes_per_s_{level}").astype("float64").to_numpy().copy()
     bw_src = texts(q, f"ceiling_source_{level}").copy()
+    reason = np.full(len(q), "", dtype=object)
     if len(q):
-        spec = [_machine_bandwidth(m, level) for m in r.kernel_machines]
-        spec_bw = np.array([v for v, _ in spec], dtype=float)[r.mach_codes]
-        spec_src = np.array([s_ for _, s_ in spec], dtype=object)[r.mach_codes]
+        counters = texts(q, f"bytes_counter_{level}")
+        codes, first = row_codes(r.mach_codes, counters)  # each (machine, counter) looked up once
+        spec = [_machine_bandwidth(r.kernel_machines[r.mach_codes[i]], level, counters[i])
+                for i in first.tolist()]
+        spec_bw = np.array([v for v, _, _ in spec], dtype=float)[codes]
+        spec_src = np.array([s_ for _, s_, _ in spec], dtype=object)[codes]
+        spec_why = np.array([w for _, _, w in spec], dtype=object)[codes]
         from_spec = np.isnan(bw) | (r.what_if & ~np.isnan(spec_bw))
         bw[from_spec] = spec_bw[from_spec]
         bw_src[from_spec] = spec_src[from_spec]
         bw_src[~from_spec & (bw_src == "")] = "ncu"
-    return bw, bw_src
+        reason[np.isnan(bw)] = spec_why[np.isnan(bw)]
+    return bw, bw_src, reason
 
 
 def machine_of(device: str, machine: Machine | None = None) -> Machine | None:

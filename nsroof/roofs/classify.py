@@ -131,12 +131,15 @@ def _level_columns(q: pd.DataFrame, roofs: Roofs, levels: Sequence[str]) -> dict
         bytes_source[:, j] = _text(q, f"bytes_source_{level}")
         bandwidth[:, j] = bw
         ceiling[:, j] = spread(_ceiling_source, *row_codes(peak_key, bw_src), roofs.peak_src, bw_src)
-        bw_reason = f"bandwidth_bytes_per_s[{level}] (no ncu peak metric or machine figure)"
+        generic = f"bandwidth_bytes_per_s[{level}] (no ncu peak metric or machine figure)"
+        # the machine's own reason where it has a figure of another counter of the level, else the generic one
+        bw_reason = roofs.bandwidth_reason.get(level, np.full(n, "", dtype=object))
         no_bw, missing_level = np.isnan(bw), _text(q, f"missing_{level}")
         missing[:, j] = spread(
             # what blocks first
-            lambda pr, nb, md, mf, ml, why=bw_reason: _join(pr, why if nb else "", md, mf, ml),
-            *row_codes(common_key, no_bw, missing_level), peak_reason, no_bw, *missing_common, missing_level)
+            lambda pr, nb, why, md, mf, ml, g=generic: _join(pr, (why or g) if nb else "", md, mf, ml),
+            *row_codes(common_key, no_bw, bw_reason, missing_level), peak_reason, no_bw, bw_reason,
+            *missing_common, missing_level)
     return {"bytes": bytes_.ravel(), "bytes_source": bytes_source.ravel(),
             "bandwidth_bytes_per_s": bandwidth.ravel(),
             "ceiling_source": ceiling.ravel(), "missing": missing.ravel(),
@@ -201,10 +204,12 @@ def _analytic_ledger(report: pd.DataFrame, labels: np.ndarray, levels: Sequence[
 def _ceiling_source(peak_src: str, bw_src: str) -> str:
     if not peak_src and not bw_src:
         return "unknown"
-    # both roofs from the same machine profile: name the profile once
+    # both roofs from the same machine profile: name the profile once, and the memory roof's key when it is
+    # the figure of one counter (the L2 tag stage's, not the level's plain figure)
     if (peak_src.split("#")[0] == bw_src.split("#")[0]
             and peak_src.startswith(("spec:", "measured:", "file:"))):
-        return peak_src.split("#")[0]
+        key = bw_src.partition("#")[2]
+        return peak_src.split("#")[0] + (f"#{key}" if key.startswith("counter_") else "")
     return f"compute={peak_src or 'unknown'}; memory={bw_src or 'unknown'}"
 
 

@@ -27,6 +27,9 @@ JSON shape (one object; a packaged file may hold a list of them):
   "bytes_per_cycle": {"dram": ..., "l2": ..., "l1": ...},
         # what ncu's chart multiplies by a clock: dram = whole device per DRAM cycle, l2 = whole L2
         # per L2 cycle, l1 = per SM per SM cycle (× sm_count)
+  "counters": {"l2": "lts2xbar", "l1": "lsu"},    # the counter the l2 / l1 figures are the roof of
+  "counter_bytes_per_cycle": {"l2.lts__t": ...},  # the level's other counter (counter_bandwidth_bytes_per_s
+        # at boost is derived from it): a roof is the one of the counter the bytes came from, or none
   "sources": {"peak_flop_per_s.bf16": "citation", "bandwidth_bytes_per_s.dram": "citation", ...},
   "environment": {...},                           # measured profiles: device, clocks, versions
   "points": [...],                                # measured profiles: every measured point
@@ -68,6 +71,22 @@ from typing import Any
 
 from nsroof import markdown
 from nsroof.errors import InputError, MachineError
+from nsroof.roofs.machine_tables import (
+    COUNTER_KEYS,
+    LEVEL_COUNTERS,
+    cache_at_clocks,
+    counters_table,
+    derive_cache_bandwidths,
+    known,
+    known_keys,
+    positive_table,
+)
+
+# the table keys, re-exported: callers read them here (machines.LEVELS, machines.RATE_KEYS)
+from nsroof.roofs.machine_tables import DENSE_DTYPES as DENSE_DTYPES
+from nsroof.roofs.machine_tables import LEVELS as LEVELS
+from nsroof.roofs.machine_tables import RATE_KEYS as RATE_KEYS
+from nsroof.roofs.machine_tables import SIMT_DTYPES as SIMT_DTYPES
 from nsroof.units import human_bandwidth, human_tera
 
 RATE_TABLES: tuple[str, ...] = ("peak_flop_per_s", "sparse_peak_flop_per_s", "simt_flop_per_s",
@@ -79,18 +98,6 @@ CLOCK_KEYS: tuple[str, ...] = ("boost", "base", "dram", "tensor")
 TENSOR_CLOCK_DTYPES: frozenset[str] = frozenset({"tf32", "bf16", "fp16", "fp8", "int8", "fp4"})
 CYCLE_LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
 CACHE_LEVELS: tuple[str, ...] = ("l2",)  # cache_bytes: capacities that explain traffic above the DRAM roof
-# fp64_tensor: the FP64 tensor-core (DMMA) rate where a datasheet quotes one (A100 19.5, H100 SXM 67 TFLOP/s)
-DENSE_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "fp64_tensor")
-SIMT_DTYPES: tuple[str, ...] = ("fp64", "fp32", "fp16")  # the CUDA-core rates the report reads
-LEVELS: tuple[str, ...] = ("dram", "l2", "l1", "l3")  # l3: measured CPU profiles
-# The keys each rate table may hold: anything else (a typo, "hbm", a SIMT tf32) would be read by
-# nobody and leave that roof silently unknown, so it is refused. Keys are compared case-insensitively.
-RATE_KEYS: dict[str, tuple[str, ...]] = {
-    "peak_flop_per_s": DENSE_DTYPES,
-    "sparse_peak_flop_per_s": DENSE_DTYPES,
-    "simt_flop_per_s": SIMT_DTYPES,
-    "bandwidth_bytes_per_s": LEVELS,
-}
 PACKAGE_DATA = "nsroof.data.machines"
 
 
@@ -114,6 +121,12 @@ class Machine:
     clocks_hz: dict[str, float] = field(default_factory=dict)
     bytes_per_cycle: dict[str, float] = field(default_factory=dict)
     cache_bytes: dict[str, float] = field(default_factory=dict)
+    # the counter the plain l2 / l1 figures (bytes_per_cycle, bandwidth_bytes_per_s) are the roof of, and the
+    # roofs of the level's other counter, keyed "<level>.<counter>" (per cycle as bytes_per_cycle: whole L2,
+    # or per SM for l1), each with its source
+    counters: dict[str, str] = field(default_factory=dict)
+    counter_bytes_per_cycle: dict[str, float] = field(default_factory=dict)
+    counter_bandwidth_bytes_per_s: dict[str, float] = field(default_factory=dict)
     path: str = ""  # file it was loaded from, when any
     clock_note: str = ""  # set by at_clocks(): the profiled clocks these ceilings were computed at
 
@@ -169,16 +182,18 @@ class Machine:
             if bad:
                 raise MachineError(f"{path or d['name']}: '{key}' must hold positive finite numbers, not "
                                    f"{bad}")
-            kwargs[key] = _known_keys(kwargs[key], key, path or d["name"])
+            kwargs[key] = known_keys(kwargs[key], key, path or d["name"])
         where = path or d["name"]
         for key, allowed in (("clocks_hz", CLOCK_KEYS), ("bytes_per_cycle", CYCLE_LEVELS),
-                             ("cache_bytes", CACHE_LEVELS)):
-            kwargs[key] = _positive_table(kwargs.get(key) or {}, key, allowed, where)
+                             ("cache_bytes", CACHE_LEVELS), ("counter_bytes_per_cycle", COUNTER_KEYS),
+                             ("counter_bandwidth_bytes_per_s", COUNTER_KEYS)):
+            kwargs[key] = positive_table(kwargs.get(key) or {}, key, allowed, where)
+        kwargs["counters"] = counters_table(kwargs, where)
         try:
             kwargs["sm_count"] = int(kwargs.get("sm_count") or 0)
         except (TypeError, ValueError):
             raise MachineError(f"{where}: 'sm_count' must be a whole number") from None
-        _derive_cache_bandwidths(kwargs)
+        derive_cache_bandwidths(kwargs)
         if not kwargs.get("peak_flop_per_s") and not kwargs.get("simt_flop_per_s"):
             also = "" if kwargs.get("bandwidth_bytes_per_s") else " and no bandwidth"
             raise MachineError(f"{where}: profile holds no compute peak (peak_flop_per_s or "
@@ -218,7 +233,7 @@ class Machine:
         if self.source == "measured":
             return self
         boost = self.clocks_hz.get("boost")
-        sm_ok, dram_ok = _known(sm_hz), _known(dram_hz)
+        sm_ok, dram_ok = known(sm_hz), known(dram_hz)
         tables: dict[str, dict[str, float]] = {}
         used: list[str] = []
         if sm_ok and boost:
@@ -230,25 +245,41 @@ class Machine:
         if dram_ok and per_cycle.get("dram"):
             bandwidth["dram"] = per_cycle["dram"] * dram_hz
             used.append(f"{dram_hz / 1e6:.0f} MHz DRAM")
-        l2_clock = l2_hz if _known(l2_hz) else sm_hz
-        if _known(l2_clock) and per_cycle.get("l2"):
-            bandwidth["l2"] = per_cycle["l2"] * l2_clock
-            if _known(l2_hz):
-                used.append(f"{l2_hz / 1e6:.0f} MHz L2")
-        elif sm_ok and boost and "l2" in bandwidth:
-            bandwidth["l2"] *= sm_hz / boost
-        l1_clock = l1_hz if _known(l1_hz) else sm_hz
-        if _known(l1_clock) and per_cycle.get("l1") and self.sm_count:
-            bandwidth["l1"] = per_cycle["l1"] * self.sm_count * l1_clock
-            if not sm_ok and _known(l1_hz):
-                used.append(f"{l1_hz / 1e6:.0f} MHz L1")
+        clocks = {"l2": l2_hz if known(l2_hz) else sm_hz, "l1": l1_hz if known(l1_hz) else sm_hz}
+        l2_scale = sm_hz / boost if sm_ok and boost else math.nan
+        bandwidth = cache_at_clocks(bandwidth, per_cycle, self.sm_count, clocks, l2_scale)
+        counter_bw = cache_at_clocks(self.counter_bandwidth_bytes_per_s, self.counter_bytes_per_cycle,
+                                      self.sm_count, clocks, l2_scale)
+        levels_per_cycle = {k.split(".")[0] for k in (*per_cycle, *self.counter_bytes_per_cycle)}
+        if known(l2_hz) and "l2" in levels_per_cycle:
+            used.append(f"{l2_hz / 1e6:.0f} MHz L2")
+        if not sm_ok and known(l1_hz) and "l1" in levels_per_cycle and self.sm_count:
+            used.append(f"{l1_hz / 1e6:.0f} MHz L1")
         if not used and bandwidth == self.bandwidth_bytes_per_s:
             return self
         return replace(self, peak_flop_per_s=tables.get("peak_flop_per_s", self.peak_flop_per_s),
                        sparse_peak_flop_per_s=tables.get("sparse_peak_flop_per_s",
                                                          self.sparse_peak_flop_per_s),
                        simt_flop_per_s=tables.get("simt_flop_per_s", self.simt_flop_per_s),
-                       bandwidth_bytes_per_s=bandwidth, clock_note=", ".join(used))
+                       bandwidth_bytes_per_s=bandwidth, counter_bandwidth_bytes_per_s=counter_bw,
+                       clock_note=", ".join(used))
+
+    def level_bandwidth(self, level: str, counter: str = "") -> tuple[float, str, str]:
+        """The bandwidth roof of `level` for bytes of `counter` (the quantities' bytes_counter_<level>; ''
+        for bytes of no counter), the table key it is, and — when there is none — why. A datasheet figure
+        is the roof of one counter (`counters`, or the counter_* tables): never another counter's bytes'.
+        A measured or hand-written profile that names no counter is a what-if for any counter."""
+        plain = self.bandwidth_bytes_per_s.get(level)
+        named = self.counters.get(level, "")
+        if (not counter or counter == named or level not in LEVEL_COUNTERS
+                or (not named and self.source != "spec")):
+            return (float(plain), f"bandwidth_bytes_per_s.{level}", "") if plain else (math.nan, "", "")
+        key = f"{level}.{counter}"
+        value = self.counter_bandwidth_bytes_per_s.get(key)
+        if value:
+            return float(value), f"counter_bandwidth_bytes_per_s.{key}", ""
+        has = f" (its {level.upper()} figure is the {named} counter's)" if named and plain else ""
+        return math.nan, "", f"{self.label} has no {level.upper()} roof for the {counter} counter{has}"
 
     def flop_per_cycle_per_sm(self, table: str, dtype: str) -> float:
         """The per-SM, per-cycle work behind a datasheet peak: peak / (SMs × boost clock); NaN when the
@@ -264,65 +295,6 @@ class Machine:
         if table != "simt_flop_per_s" and dtype in TENSOR_CLOCK_DTYPES and self.clocks_hz.get("tensor"):
             return self.clocks_hz["tensor"]
         return self.clocks_hz["boost"]
-
-
-def _known(value: float) -> bool:
-    return value == value and value > 0 and value != math.inf
-
-
-def _positive_table(table: Any, name: str, allowed: tuple[str, ...], where: str) -> dict[str, float]:
-    if not isinstance(table, dict):
-        raise MachineError(f"{where}: '{name}' must be an object of name -> number")
-    out: dict[str, float] = {}
-    for raw, value in table.items():
-        key = str(raw).strip().casefold()
-        if key not in allowed:
-            raise MachineError(f"{where}: unknown key '{raw}' in '{name}'; known: {', '.join(allowed)}")
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise MachineError(f"{where}: '{name}.{key}' is not a number") from None
-        if not _known(number):
-            raise MachineError(f"{where}: '{name}.{key}' must be a positive finite number")
-        out[key] = number
-    return out
-
-
-def _derive_cache_bandwidths(kwargs: dict[str, Any]) -> None:
-    """L2 and L1 bandwidths at the boost clock from their per-cycle figures, where the entry does not
-    print one; each derived number gets its derivation as source."""
-    boost = kwargs["clocks_hz"].get("boost")
-    per_cycle = kwargs["bytes_per_cycle"]
-    bandwidth = dict(kwargs.get("bandwidth_bytes_per_s") or {})
-    sources = dict(kwargs.get("sources") or {})
-    if not boost:
-        return
-    for level, factor, how in (("l2", 1, "bytes_per_cycle.l2 × clocks_hz.boost"),
-                               ("l1", kwargs["sm_count"], "bytes_per_cycle.l1 × sm_count × clocks_hz.boost")):
-        if level in bandwidth or not per_cycle.get(level) or not factor:
-            continue
-        bandwidth[level] = per_cycle[level] * factor * boost
-        sources.setdefault(f"bandwidth_bytes_per_s.{level}",
-                           f"derived: {how} (the clock-scaled figure is used "
-                           "when the export records clocks)")
-    kwargs["bandwidth_bytes_per_s"] = bandwidth
-    kwargs["sources"] = sources
-
-
-def _known_keys(table: dict[str, float], name: str, where: str) -> dict[str, float]:
-    """The table with its keys lower-cased; an unknown key, or one given twice, is an error."""
-    known = RATE_KEYS[name]
-    out: dict[str, float] = {}
-    for raw, value in table.items():
-        key = raw.strip().casefold()
-        if key not in known:
-            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-            guess = f" (did you mean '{close[0]}'?)" if close else ""
-            raise MachineError(f"{where}: unknown key '{raw}' in '{name}'{guess}; known: {', '.join(known)}")
-        if key in out:
-            raise MachineError(f"{where}: '{name}' gives '{key}' twice (keys are case-insensitive)")
-        out[key] = value
-    return out
 
 
 @functools.cache
@@ -523,6 +495,16 @@ def check_against_export(machine: Machine, devices: Iterable[str], *, gpu_export
     return warnings
 
 
+def _level_cell(m: Machine, level: str, rate: Callable[[float | None], str]) -> str:
+    """A level's roofs in the table, each with the counter it is the roof of."""
+    named = m.counters.get(level)
+    plain = m.bandwidth_bytes_per_s.get(level)
+    cells = [f"{rate(plain)} `{named}`" if named else rate(plain)] if plain else []
+    cells += [f"{rate(v)} `{k.split('.', 1)[1]}`" for k, v in m.counter_bandwidth_bytes_per_s.items()
+              if k.startswith(f"{level}.")]
+    return "<br>".join(cells) or "—"
+
+
 def markdown_table(profiles: list[Machine] | None = None) -> str:
     """The packaged ceilings as a Markdown table (docs/readme/machines.md is this output), dense
     figures with the 2:4 sparse ones in parentheses, and a numbered source list per machine."""
@@ -546,7 +528,8 @@ def markdown_table(profiles: list[Machine] | None = None) -> str:
             *(tera(dense.get(k), sparse.get(k))
               for k in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")),
             " / ".join(tera(simt.get(k)) for k in ("fp64", "fp32", "fp16")),
-            *(human_bandwidth(bandwidth.get(level)) for level in ("dram", "l2", "l1")),
+            human_bandwidth(bandwidth.get("dram")),
+            *(_level_cell(m, level, human_bandwidth) for level in ("l2", "l1")),
             f"{m.sm_count or '—'}, {mhz('boost', m)} / {mhz('base', m)}",
             f"{ridge:,.0f}" if ridge == ridge else "—",
         ])

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from nsroof.cli import cli
 from tests._paths import DATA
 
+# its l1tex__t L1 bytes carry ncu's own peak in the export (no datasheet entry gives the l1tex__t counter's)
 THREE_SAXPY = DATA / "report" / "by_name_raw.csv"  # saxpy ×3 (60 us in all), sgemm 200 us
 
 

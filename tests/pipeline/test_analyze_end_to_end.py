@@ -63,13 +63,16 @@ def test_sgemm_is_compute_bound_and_limited_by_compute(report: tuple[pd.DataFram
     # 2,147,483,648 FLOP / 2e-4 s = 1.0737e13 FLOP/s of 19.5e12 -> 0.5506
     assert math.isclose(rows.loc["dram", "roof_fraction"], 2_147_483_648 / 2e-4 / 19.5e12)
     assert rows.loc["dram", "precision"] == "fp32"
-    # the datasheet's L2 and L1 roofs at boost (no clock recorded): 5120 B × 1.41 GHz = 7.219e12 B/s and
-    # 128 B × 108 SMs × 1.41 GHz = 1.949e13 B/s; floors L2 402,653,184 / 7.219e12 = 5.58e-5 s, L1
-    # 1,610,612,736 / 1.949e13 = 8.26e-5 s, DRAM 8.1e-6 s, all below compute
-    # 2,147,483,648 / 19.5e12 = 1.101e-4 s
-    assert rows.loc["l2", "bandwidth_bytes_per_s"] == pytest.approx(5120 * 1.41e9)
-    assert rows.loc["l1", "bandwidth_bytes_per_s"] == pytest.approx(128 * 108 * 1.41e9)
-    assert set(rows["limiting"]) == {"compute"}
+    # the datasheet roofs of the counters the bytes came from, at boost (no clock recorded): L2 bytes are
+    # lts__t_bytes, the tag stage's 80 slices × 96 B = 7680 B × 1.41 GHz = 1.0829e13 B/s (not lts2xbar's
+    # 5120 B, 1.5x lower); L1 bytes are l1tex__t_bytes, and the table's L1 figure (128 B per SM) is the LSU
+    # writeback's: no l1tex__t figure, so that roof is unknown and says why, and no level is named limiting
+    assert rows.loc["l2", "bandwidth_bytes_per_s"] == pytest.approx(7680 * 1.41e9)
+    assert rows.loc["l2", "bound"] == "compute"
+    assert math.isnan(rows.loc["l1", "bandwidth_bytes_per_s"]) and rows.loc["l1", "bound"] == "unknown"
+    assert ("spec:A100 SXM4 40GB has no L1 roof for the l1tex__t counter (its L1 figure is the lsu counter's)"
+            in rows.loc["l1", "missing"])
+    assert set(rows["limiting"]) == {""}
 
 
 def test_with_every_roof_known_the_compute_floor_limits_sgemm(tiny_raw_csv: Path, tmp_path: Path) -> None:

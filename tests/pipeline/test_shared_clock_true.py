@@ -105,6 +105,10 @@ def test_every_kernel_with_counters_is_classified_at_every_level(shared_fixtures
         has = frame[["flops", "bytes", "duration_s"]].notna().all(axis=1).to_numpy()
         nothing = ((frame["flops"] == 0) & (frame["bytes"] == 0)).to_numpy()
         rows = frame[has & ~nothing]
+        # the one roof a datasheet entry may lack: the l1tex__t counter's (its L1 figure is the LSU
+        # writeback's), said in `missing`, never the other counter's number
+        no_figure = rows["missing"].astype(str).str.contains("has no L1 roof for the l1tex__t counter")
+        rows = rows[~no_figure]
         unknown = rows[rows["bound"].astype(str) == "unknown"]
         assert unknown.empty, f"{path.name}: {unknown[['function', 'level', 'missing']].head().to_string()}"
         classified += len(rows)
@@ -123,4 +127,12 @@ def test_readme_gardenia_numbers_are_at_the_profiled_clock(shared_fixtures: Path
     assert row["ceiling_source"] == "spec:A100 SXM4 40GB @ 765 MHz SM"
     assert row["roof_fraction"] == pytest.approx(0.177, abs=0.002)
     assert "HMMA.16816" in row["flops_source"]
-    assert np.isfinite(frame["bandwidth_bytes_per_s"]).all()  # L2 and L1 roofs too
+    # L2: lts__t_bytes against the tag stage's 7680 B/cycle × 765 MHz = 5.875e12 B/s (lts2xbar's 5120 B
+    # would be 1.5x too low); L1: l1tex__t_bytes, for which the datasheet has no figure: NaN and why
+    l2 = frame[frame["level"] == "l2"]
+    assert np.allclose(l2["bandwidth_bytes_per_s"], 7680 * 765e6, rtol=1e-3)
+    assert set(l2["ceiling_source"]) == {
+        "spec:A100 SXM4 40GB @ 765 MHz SM#counter_bandwidth_bytes_per_s.l2.lts__t"}
+    l1 = frame[frame["level"] == "l1"]
+    assert l1["bandwidth_bytes_per_s"].isna().all() and (l1["bound"] == "unknown").all()
+    assert l1["missing"].str.contains("collect l1tex__t_bytes.sum.peak_sustained").all()

@@ -11,7 +11,9 @@ from nsroof.report.wide import kernel_rows
 from tests._paths import REPO
 
 EXAMPLE = REPO / "nsroof" / "data" / "examples" / "example_details.csv"  # 15 kernels, 10 names
-# our own export: saxpy launched 3 times (10, 20, 30 us; 12,582,912 DRAM bytes each), one sgemm (200 us)
+# our own export: saxpy launched 3 times (10, 20, 30 us; 12,582,912 DRAM bytes each), one sgemm (200 us);
+# its L1 bytes are l1tex__t_bytes, whose roof no datasheet gives: the export carries ncu's own
+# (l1tex__t_bytes.sum.peak_sustained 13,824 B/cycle at 1.41 GHz)
 THREE_SAXPY = REPO / "tests" / "data" / "report" / "by_name_raw.csv"
 
 

@@ -63,3 +63,33 @@ def test_roofline_counters_one_definition():
     assert lacking_roofline_counters(["gpu__time_duration.sum"]) == ["byte", "FLOP"]
     assert has_roofline_counters(["lts__t_bytes.sum", "sm__ops_path_tensor_src_fp16.sum"])
     assert not has_roofline_counters(["lts__t_bytes.sum"])
+
+
+def test_the_datasheet_roof_is_the_one_of_the_counter_the_bytes_came_from():
+    # three A100 kernels whose L2 bytes came from lts2xbar, lts__t and no counter (an analytic cost), and L1
+    # bytes from the LSU writeback and l1tex__t; no ncu ceiling, no clock recorded: the figures at boost
+    kernels, q = _tables([A100] * 3, [np.nan] * 3)
+    q["bytes_counter_l2"] = ["lts2xbar", "lts__t", ""]
+    q["bytes_counter_l1"] = ["lsu", "l1tex__t", ""]
+    r = ceilings.resolve_roofs(kernels, q, levels=("l2", "l1"))
+    # L2: lts2xbar 80 slices × 64 B × 1.41 GHz = 7.2192e12; the tag stage lts__t 80 × 96 B × 1.41 GHz =
+    # 1.08288e13 (1.5x); bytes of no counter take the level's plain figure (the lts2xbar one)
+    assert r.bandwidth["l2"].tolist() == [5120 * 1.41e9, 7680 * 1.41e9, 5120 * 1.41e9]
+    assert r.bandwidth_src["l2"][1] == "spec:A100 SXM4 40GB#counter_bandwidth_bytes_per_s.l2.lts__t"
+    assert r.bandwidth_reason["l2"].tolist() == ["", "", ""]
+    # L1: the LSU writeback 128 B × 108 SMs × 1.41 GHz = 1.949e13; no l1tex__t figure: NaN and why
+    assert r.bandwidth["l1"][0] == 128 * 108 * 1.41e9 and np.isnan(r.bandwidth["l1"][1])
+    assert r.bandwidth_reason["l1"][1] == (
+        "bandwidth_bytes_per_s[l1] (no ncu peak metric; spec:A100 SXM4 40GB has no L1 roof for the l1tex__t "
+        "counter (its L1 figure is the lsu counter's): collect l1tex__t_bytes.sum.peak_sustained and "
+        "l1tex__cycles_elapsed.avg.per_second, or pass --machine a profile with "
+        "counter_bandwidth_bytes_per_s.l1.l1tex__t)")
+
+
+def test_the_exports_own_roof_stays_and_a_machine_without_the_counter_does_not_replace_it():
+    kernels, q = _tables([A100], [np.nan])
+    q["bytes_counter_l1"] = ["l1tex__t"]
+    q["bandwidth_bytes_per_s_l1"] = [2.0e13]
+    q["ceiling_source_l1"] = ["ncu:l1tex__t_bytes.sum.peak_sustained × l1tex__cycles_elapsed.avg.per_second"]
+    r = ceilings.resolve_roofs(kernels, q, machines.resolve("a100-40gb"), levels=("l1",))
+    assert r.bandwidth["l1"][0] == 2.0e13 and r.bandwidth_src["l1"][0].startswith("ncu:l1tex__t_bytes")

@@ -53,7 +53,8 @@ def test_every_number_is_positive_and_sourced(m: Machine) -> None:
     assert m.source == "spec"
     assert m.peak_flop_per_s and m.bandwidth_bytes_per_s.get("dram")
     keys = set()
-    for table in (*RATE_TABLES, "clocks_hz", "bytes_per_cycle", "cache_bytes"):
+    for table in (*RATE_TABLES, "clocks_hz", "bytes_per_cycle", "cache_bytes", "counter_bytes_per_cycle",
+                  "counter_bandwidth_bytes_per_s"):
         for k, v in getattr(m, table).items():
             assert math.isfinite(v) and v > 0, f"{table}.{k}"
             keys.add(f"{table}.{k}")
@@ -64,6 +65,8 @@ def test_every_number_is_positive_and_sourced(m: Machine) -> None:
     assert all(len(s) > 20 for s in m.sources.values())
     assert set(m.peak_flop_per_s) <= DENSE_DTYPES
     assert set(m.bandwidth_bytes_per_s) <= {"dram", "l2", "l1"}
+    # every L2 / L1 figure names the counter it is the roof of
+    assert {lv for lv in ("l2", "l1") if lv in m.bandwidth_bytes_per_s} == set(m.counters)
 
 
 @pytest.mark.parametrize("m", ALL, ids=IDS)
