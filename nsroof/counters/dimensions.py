@@ -38,6 +38,10 @@ _COUNTERS: tuple[tuple[re.Pattern[str], str], ...] = (
 _DERIVED_COUNT = re.compile(r"^derived__\w*sass_thread_inst_executed_op_\w+_pred_on(_x\d+)?$")
 
 
+# a ratio of cycles: dimensionless (ncu's active cycles per elapsed cycle, a peak's count per cycle)
+RATIO = "cycle/cycle"
+
+
 def counter_dimension(metric: str) -> str | None:
     counter = metric.split(".", 1)[0]
     for pattern, dim in _COUNTERS:
@@ -67,7 +71,10 @@ def expected_units(metric: str) -> frozenset[str] | None:
         return frozenset({"%"})
     if sub in ("per_cycle_active", "per_cycle_elapsed", "peak_sustained", "peak_sustained_active",
                "peak_sustained_elapsed"):
-        return frozenset({f"{dim}/cycle", ""}) if dim != "cycle" else None
+        # a rate per cycle; `cycle/cycle` is the same ratio with the count left unnamed (a report's
+        # IMetric.unit() gives the bare `cycle` of some peaks, which the raw page spells over `cycle`): a
+        # dimensionless number per cycle, read as such, never a reason to refuse the file
+        return frozenset({f"{dim}/cycle", "", RATIO}) if dim != "cycle" else None
     return None
 
 

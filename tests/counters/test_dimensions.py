@@ -30,3 +30,15 @@ def test_one_warning_names_the_dropped_metrics() -> None:
     text = dimensions.ignored_warning([("nvlrx__bytes.sum.per_second", "byte")] * 2 + [("x__y.sum", "")])
     assert text is not None and text.startswith("ignored 2 metric(s)")
     assert "nvlrx__bytes.sum.per_second ('byte')" in text and "x__y.sum ('no unit')" in text
+
+
+def test_a_per_cycle_rate_spelled_cycle_over_cycle_is_a_dimensionless_ratio() -> None:
+    # IMetric.unit() of some peaks is the bare `cycle`, which the raw page spells over `cycle`: a number per
+    # cycle either way, so a Volta report's FFMA peak in `cycle/cycle` is read, not refused
+    peak = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"
+    assert dimensions.check(peak, "cycle/cycle") is None
+    assert dimensions.check(peak, "inst/cycle") is None
+    # only where the metric is a ratio: a count or a duration in `cycle/cycle` is still a misfit
+    assert dimensions.check("dram__bytes.sum", "cycle/cycle") is not None
+    assert dimensions.check("gpu__time_duration.sum", "cycle/cycle") is not None
+    assert dimensions.check(peak, "byte/cycle") is not None

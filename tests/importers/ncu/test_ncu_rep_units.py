@@ -33,6 +33,9 @@ def test_per_cycle_and_per_second_spellings() -> None:
     assert ncu_rep.csv_unit("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
                             "inst") == "inst/cycle"
     assert ncu_rep.csv_unit("derived__sm__sass_thread_inst_executed_op_ffma_pred_on_x2", "inst") == "thread"
+    # a peak given the bare `cycle` becomes `cycle/cycle`: a ratio per cycle, which the dimension check reads
+    peak = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"
+    assert ncu_rep.csv_unit(peak, "cycle") == "cycle/cycle" and dimensions.check(peak, "cycle/cycle") is None
     assert ncu_rep.csv_unit("dram__bytes.sum.per_second", "byte/s") == "byte/s"  # a respelling units reads
     assert ncu_rep.csv_unit("dram__bytes.sum", "byte") == "byte"
 
