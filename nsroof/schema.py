@@ -89,7 +89,11 @@ TRACE_KERNEL_COLUMNS: dict[str, tuple[str, str, str]] = {
     "duration_source": ("object", "", "what gave the row's duration when not a kernel's own (cpu_op rows)"),
     "start_us": ("float64", "µs",
                  "when the GPU activity started, on the trace's clock (NaN when not recorded)"),
-    "launches": ("Int64", "count", "launches merged into this row (--aggregate; 1 otherwise)"),
+    "launches": ("Int64", "count", "launches merged into this row (--aggregate; the Invocations of an ncu "
+                 "per-kernel summary; 1 otherwise)"),
+    "value_basis": ("object", "", "what the row's metric values are when not one launch's own, e.g. 'average "
+                    "over 3 invocations (ncu --print-summary per-kernel)'; the provenance of every quantity "
+                    "made from them says it ('' for one launch)"),
     # The hook for costs the trace itself states (e.g. Inductor's per-kernel kernel_flop / kernel_num_gb):
     # when not NaN they cost the kernel instead of the op's formula, with provenance trace_cost_source.
     "trace_flops": ("float64", "FLOP", "FLOPs the trace states for this kernel (NaN when it states none)"),

@@ -532,7 +532,27 @@ def derive(kernels: pd.DataFrame) -> pd.DataFrame:
         cols[f"clock_hz_{unit}"] = _resolve(k, f"clock_hz_{unit}").value
     cols["flops_tensor_sparse"] = flops.sparse
     cols["tensor_metric"] = flops.dominant
+    _note_value_basis(cols, kernels)
     return _frame(cols, kernels.index)
+
+
+def _note_value_basis(cols: dict[str, object], kernels: pd.DataFrame) -> None:
+    """Rows whose values are not one launch's own (an ncu per-kernel summary's averages: the kernel table's
+    value_basis) say so in the provenance of every quantity made from them."""
+    if "value_basis" not in kernels.columns:
+        return
+    basis = kernels["value_basis"].astype(object).where(kernels["value_basis"].notna(), "").to_numpy()
+    rows = np.flatnonzero(basis != "")
+    if not rows.size:
+        return
+    names = ["duration_source", "flops_source", *(f"flops_source_{p}" for p in PRECISIONS),
+             *(f"bytes_source_{level}" for level in LEVELS)]
+    for name in names:
+        texts = np.asarray(cols[name], dtype=object).copy()
+        for i in rows.tolist():
+            if texts[i]:
+                texts[i] = f"{texts[i]} ({basis[i]})"
+        cols[name] = texts
 
 
 _BOOL_COLUMNS = ("flops_estimated", "flops_partial")

@@ -22,6 +22,11 @@ per launch:
         ---------------- ------------- ------------   value right-aligned
         WRN   rule text ...                            rule results: skipped
 
+`--print-summary per-kernel` prints one block per kernel name and shape instead (`  name (grid)x(block),
+Device 0, CC 7.5, Invocations 3`, tables of Minimum / Maximum / Average): one row each, its Average values,
+`launches` = the Invocations (text_frame). `--page raw` tables (per launch or summary) put their header above
+one dashed rule, name metrics, and end at a blank line.
+
 The text carries no launch ID: launches are numbered 0, 1, ... in print order, which is ncu's ID order
 (the N in `==PROF== Profiling "k" - N`). Everything after the lines is the CSV importer's: labels map to
 metric names through nsroof.importers.ncu.section_labels, units through nsroof.units, the number style is
@@ -34,36 +39,33 @@ from __future__ import annotations
 import gzip
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pandas as pd
-import pyarrow as pa
 
-from nsroof.counters import dimensions
-from nsroof.counters.metric_formulas import lacking_roofline_counters
-from nsroof.errors import InputError, UnitError
-from nsroof.importers.kernel_table import assemble, fill_launch_identity
-from nsroof.importers.ncu import locale_numbers as numbers
-from nsroof.importers.ncu.csv_bytes import EXPORT_HINT, Preamble, truncated
-from nsroof.importers.ncu.section_labels import column_name, disambiguate, wrong_label_unit
-from nsroof.importers.ncu.section_labels import is_read as label_is_read
-from nsroof.names import kernel_names, nvtx_paths
-from nsroof.schema import IDENTITY_COLUMNS, FileFacts
-from nsroof.units import UnknownUnitError, scale
-
-FORMAT_TEXT = "ncu-text:details"
-RAW_EXPORT_COMMAND = "ncu -i REPORT.ncu-rep --csv --page raw --print-units base"
-TEXT_HINT = ("profile with `ncu -o REPORT ...` and read `" + RAW_EXPORT_COMMAND + "` (every metric, full "
-             "precision) instead of the console text")
+from nsroof.errors import InputError
+from nsroof.importers.ncu.csv_bytes import EXPORT_HINT, truncated
+from nsroof.importers.ncu.text_frame import FORMAT_SUMMARY as FORMAT_SUMMARY
+from nsroof.importers.ncu.text_frame import FORMAT_TEXT as FORMAT_TEXT
+from nsroof.importers.ncu.text_frame import TEXT_HINT as TEXT_HINT
+from nsroof.importers.ncu.text_frame import FrameBuilder, Launch, Rows
+from nsroof.names import nvtx_paths
+from nsroof.schema import FileFacts
 
 _PROCESS = re.compile(r"^\[(?P<pid>\d+)\] (?P<rest>\S.*)$")
 _DIMS = r"\((?P<grid>\d+, \d+, \d+)\)x\((?P<block>\d+, \d+, \d+)\)"
 _TAIL = (r", Context (?P<context>\d+), Stream (?P<stream>\d+)"
          r"(?:, Device (?P<device>\d+), CC (?P<cc>\d+[.,]\d+))?\s*$")
 _KERNEL_DIMS_ONLY = re.compile(r"^\s+" + _DIMS + _TAIL)  # 2025.x second line
+# --print-summary per-kernel: one block per kernel name and launch shape, its metrics' Minimum, Maximum and
+# Average over the launches (`Invocations N`); ncu 2024.1:
+#   `  actualizar_simulacion(...) (2, 16, 1)x(32, 4, 1), Device 0, CC 7.5, Invocations 1`
+_SUMMARY_TAIL = (r", Device (?P<device>\d+)(?:, CC (?P<cc>\d+[.,]\d+))?"
+                 r", Invocations (?P<invocations>\d+)\s*$")
+_SUMMARY_DIMS_ONLY = re.compile(r"^\s+" + _DIMS + _SUMMARY_TAIL)  # a name line before it, as 2025.x
+_SUMMARY = re.compile(r"^\s+(?P<name>\S.*?)(?: " + _DIMS + r")?" + _SUMMARY_TAIL)
+# the summary's closing note ("The shown averages are calculated as the arithmetic mean …")
+_NOTE = re.compile(r"^\s+Note: ")
 _KERNEL = re.compile(r"^\s+(?P<name>\S.*?) " + _DIMS + _TAIL)
 _KERNEL_TIME = re.compile(r"^\s+(?P<name>\S.*?)(?: " + _DIMS + r")?"
                           r", (?P<time>\d{4}-[A-Za-z]{3}-\d{1,2} \d{1,2}:\d{2}:\d{2})" + _TAIL)
@@ -74,36 +76,6 @@ _NVTX_PUSH_POP = re.compile(r"^\s+NVTX Push/Pop Stack for Thread (?P<tid>\d+):\s
 _NVTX_RANGE = re.compile(r"^<(?P<id>\d+),(?P<name>.*)>$", re.DOTALL)
 _RULE_RESULT = re.compile(r"^(?P<indent>\s+)(?:WRN|INF|OPT|ERR|ERROR|WARNING)\s+\S")
 _FLAG = re.compile(r"^\(!\)\s*")  # ncu flags values it could not collect: `(!) n/a`
-
-
-@dataclass
-class _Launch:
-    line: int
-    process_id: int | None
-    process_name: str
-    host: str
-    kernel_name: str
-    grid: str
-    block: str
-    context: int
-    stream: int
-    device_id: int | None
-    cc: str
-    layout: str
-    push_pop: list[nvtx_paths.NvtxRange] = field(default_factory=list)
-    start_end: list[nvtx_paths.NvtxRange] = field(default_factory=list)
-
-
-@dataclass
-class _Rows:
-    """One entry per printed metric row."""
-
-    kernel: list[int] = field(default_factory=list)
-    section: list[str] = field(default_factory=list)
-    label: list[str] = field(default_factory=list)
-    unit: list[str] = field(default_factory=list)
-    value: list[str] = field(default_factory=list)
-    line: list[int] = field(default_factory=list)
 
 
 def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
@@ -155,6 +127,14 @@ def _spans(rule: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in re.finditer(r"-+", rule)]
 
 
+# the value column of a table: Metric Value, or a summary's Average (its Minimum and Maximum are not read)
+VALUE_COLUMNS: tuple[str, ...] = ("Metric Value", "Average")
+
+
+def _is_header(line: str) -> bool:
+    return "Metric Name" in line and any(c in line for c in VALUE_COLUMNS)
+
+
 def split_row(line: str, spans: list[tuple[int, int]]) -> list[str] | None:
     """The cells of one table row, cut at the column widths the dashed rule gives; None when the row
     does not fit them. A cell wider than its column pushes the rest of the row right (printf-style
@@ -188,12 +168,12 @@ def split_row(line: str, spans: list[tuple[int, int]]) -> list[str] | None:
 # ---------------------------------------------------------------------------------------------
 
 
-class _Parser:
+class _Parser(FrameBuilder):
     def __init__(self, path: Path, lines: list[str]) -> None:
         self.path = path
         self.lines = lines
-        self.launches: list[_Launch] = []
-        self.rows = _Rows()
+        self.launches: list[Launch] = []
+        self.rows = Rows()
         self.messages: list[str] = []  # ==PROF==/==WARNING==/==ERROR== lines anywhere
         self.skipped: list[tuple[int, str]] = []  # lines after the first result that are none of ncu's
         # (metric, printed unit) dropped: no roofline number reads it
@@ -228,7 +208,7 @@ class _Parser:
                 name, _, host = m.group("rest").rpartition("@")
                 self.process = (int(m.group("pid")), name, host.strip())
                 continue
-            if ", Context " in line:
+            if ", Context " in line or ", Invocations " in line:
                 launch = self._kernel_line(line, ln, other)
                 if launch is not None:
                     if launch.layout != "two-line":
@@ -255,7 +235,9 @@ class _Parser:
         if other is not None and self.launches:
             self.skipped.append(other)
 
-    def _kernel_line(self, line: str, ln: int, other: tuple[int, str] | None) -> _Launch | None:
+    def _kernel_line(self, line: str, ln: int, other: tuple[int, str] | None) -> Launch | None:
+        if ", Invocations " in line:
+            return self._summary_line(line, ln, other)
         m = _KERNEL_DIMS_ONLY.match(line)
         if m is not None:
             if other is None:
@@ -273,13 +255,37 @@ class _Parser:
             name, first = m.group("name"), ln
         pid, pname, host = self.process
         device = m.group("device")
-        return _Launch(
+        return Launch(
             line=first, process_id=pid, process_name=pname, host=host, kernel_name=name,
             grid=f"({m.group('grid')})" if m.group("grid") else "",
             block=f"({m.group('block')})" if m.group("block") else "",
             context=int(m.group("context")), stream=int(m.group("stream")),
             device_id=int(device) if device is not None else None,
             cc=(m.group("cc") or "").replace(",", "."), layout=layout,
+        )
+
+    def _summary_line(self, line: str, ln: int, other: tuple[int, str] | None) -> Launch | None:
+        """A --print-summary per-kernel block's kernel line: no launch ID, context or stream, and the
+        number of launches its values average."""
+        m = _SUMMARY_DIMS_ONLY.match(line)
+        if m is not None:
+            if other is None:
+                raise self.error("a summary line `(grid)x(block), Device N, …, Invocations N` without the "
+                                 "kernel name on the line before it", ln)
+            name, layout, first = other[1].strip(), "summary-two-line", other[0]
+        else:
+            m = _SUMMARY.match(line)
+            if m is None:
+                return None
+            name, layout, first = m.group("name"), "summary", ln
+        pid, pname, host = self.process
+        return Launch(
+            line=first, process_id=pid, process_name=pname, host=host, kernel_name=name,
+            grid=f"({m.group('grid')})" if m.group("grid") else "",
+            block=f"({m.group('block')})" if m.group("block") else "",
+            context=None, stream=None, device_id=int(m.group("device")),
+            cc=(m.group("cc") or "").replace(",", "."), layout=layout,
+            invocations=int(m.group("invocations")),
         )
 
     def _kernel_part(self, line: str, ln: int, i: int) -> int | None:
@@ -295,9 +301,16 @@ class _Parser:
         m = _RULE_RESULT.match(line)
         if m is not None:
             return self._skip_deeper(len(m.group("indent")), i)
+        nxt = self.lines[i] if i < len(self.lines) else ""
+        if _is_header(line) and _RULE.match(nxt) and not _is_header(self.lines[i - 2] if i >= 2 else ""):
+            return self._raw_table(line, i)
+        if _NOTE.match(line):  # the summary's closing note, up to the blank line after it
+            while i < len(self.lines) and self.lines[i].strip():
+                i += 1
+            return i
         if _RULE.match(line):
             head = self.lines[i] if i < len(self.lines) else ""
-            if "Metric Name" in head and "Metric Value" in head:  # a table without a `Section:` line
+            if _is_header(head):  # a table without a `Section:` line
                 return self._table("", ln, i - 1)
             return i  # `----- ------` between two rule results
         return None
@@ -324,12 +337,13 @@ class _Parser:
         j += 1
         columns = {"Metric Name": 0, "Metric Unit": 1, "Metric Value": 2}
         head = lines[j].rstrip() if j < n else ""
-        if "Metric Name" in head and "Metric Value" in head:
+        if _is_header(head):
             cells = split_row(head, spans)
-            if cells is None or "Metric Name" not in cells or "Metric Value" not in cells:
+            value = next((c for c in VALUE_COLUMNS if cells is not None and c in cells), "")
+            if cells is None or "Metric Name" not in cells or not value:
                 raise self.error(f"header row of {what} does not fit its dashed rule", j + 1)
-            columns = {c: cells.index(c) for c in ("Metric Name", "Metric Unit", "Metric Value")
-                       if c in cells}
+            columns = {c: cells.index(c) for c in ("Metric Name", "Metric Unit") if c in cells}
+            columns["Metric Value"] = cells.index(value)
             j += 1
             if j >= n or not _RULE.match(lines[j]):
                 raise self.error(f"header row of {what} is not followed by a dashed rule",
@@ -357,13 +371,35 @@ class _Parser:
             if cells is None or not cells[name_at]:
                 raise self.error(f"{what}: row does not fit the table's columns", j,
                                  hint="the output is damaged; rerun ncu and keep its whole output")
-            rows = self.rows
-            rows.kernel.append(kernel)
-            rows.section.append(section)
-            rows.label.append(cells[name_at])
-            rows.unit.append(cells[unit_at] if unit_at is not None else "")
-            rows.value.append(_FLAG.sub("", cells[value_at]))
-            rows.line.append(j)
+            self.rows.add(kernel, section, cells[name_at], cells[unit_at] if unit_at is not None else "",
+                          _FLAG.sub("", cells[value_at]), j)
+
+    def _raw_table(self, header: str, i: int) -> int:
+        """The raw page's table (`--page raw`, per launch or `--print-summary per-kernel`): the header row
+        above its one dashed rule, metric names in the first column, rows up to a blank line. A string value
+        too long for its column goes on under it, alone in that column (`NVIDIA` / `A100-SXM4-40GB`)."""
+        lines = self.lines
+        spans = _spans(lines[i].rstrip())
+        cells = split_row(header, spans)
+        value = next((c for c in VALUE_COLUMNS if cells is not None and c in cells), "")
+        if cells is None or "Metric Name" not in cells or not value:
+            raise self.error("the raw page's header row does not fit its dashed rule", i)
+        name_at, value_at = cells.index("Metric Name"), cells.index(value)
+        unit_at = cells.index("Metric Unit") if "Metric Unit" in cells else None
+        rows, kernel, j = self.rows, len(self.launches) - 1, i + 1
+        while j < len(lines) and lines[j].strip():
+            row = lines[j].rstrip()
+            j += 1
+            cells = split_row(row, spans)
+            if cells is not None and not any(cells[:value_at]) and rows.kernel and rows.kernel[-1] == kernel:
+                rows.value[-1] += " " + cells[value_at]  # the wrapped rest of the string above
+                continue
+            if cells is None or not cells[name_at]:
+                raise self.error("a row of the raw page does not fit its columns", j,
+                                 hint="the output is damaged; rerun ncu and keep its whole output")
+            rows.add(kernel, "", cells[name_at], cells[unit_at] if unit_at is not None else "",
+                     _FLAG.sub("", cells[value_at]), j)
+        return j
 
     def _nvtx(self, heading: str, i: int, kind: str) -> int:
         """Domains one level below the heading, ranges `<id,name>` below a domain, payload lines
@@ -404,182 +440,3 @@ class _Parser:
                           line=content[0][0],
                           hint="ncu profiled no kernel (check -k / --launch-count), "
                                "or this is not ncu output")
-
-    # -----------------------------------------------------------------------------------------
-    # table
-    # -----------------------------------------------------------------------------------------
-
-    def frame(self) -> tuple[pd.DataFrame, FileFacts]:
-        warnings: list[str] = []
-        hints: list[str] = []
-        identity = self._identity()
-        columns, units, style = self._metrics(len(identity))
-        frame = assemble(identity, columns)
-        fill_launch_identity(frame)
-        pre = Preamble(self.messages)
-        for msg in pre.messages("==ERROR==")[:3] + pre.messages("==WARNING==")[:3]:
-            warnings.append(f"ncu said: {msg}")
-        if self.skipped:
-            line, first = self.skipped[0]
-            warnings.append(f"skipped {len(self.skipped)} line(s) among the results that are not ncu's "
-                            f"(first at line {line}: {first.strip()[:80]!r})")
-        if style.evidence.startswith("ambiguous"):
-            warnings.append(f"number style {style.style}: {style.evidence}")
-        ignored = dimensions.ignored_warning(self.ignored)
-        if ignored is not None:
-            warnings.append(ignored)
-        lacking = lacking_roofline_counters(frame.columns)
-        if lacking:
-            hints.append("ncu's text output shows section labels rounded to 2 decimals, and no "
-                         f"{' or '.join(lacking)} counters here; " + TEXT_HINT)
-        layouts = list(dict.fromkeys(launch.layout for launch in self.launches))
-        facts = FileFacts(format=FORMAT_TEXT, source=self.path.name, layout="+".join(layouts),
-                          metric_units=units, number_style=style.style,
-                          number_style_evidence=style.evidence, warnings=warnings, hints=hints)
-        return frame, facts
-
-    def _identity(self) -> pd.DataFrame:
-        launches = self.launches
-        n = len(launches)
-        ranges = [list(nvtx_paths.enclosing(k.push_pop, k.start_end)) for k in launches]
-        cols: dict[str, Any] = {
-            "source": [self.path.name] * n,
-            "kernel_id": np.arange(n, dtype=np.int64),
-            "process_id": pd.array([k.process_id for k in launches], dtype="Int64"),
-            "process_name": [k.process_name for k in launches],
-            "host": [k.host for k in launches],
-            "device": [""] * n,  # text output names the device only by index
-            "device_id": pd.array([k.device_id for k in launches], dtype="Int64"),
-            "cc": [k.cc for k in launches],
-            "kernel_name": [k.kernel_name for k in launches],
-            "function": [kernel_names.short_name(k.kernel_name) for k in launches],
-            "grid": [k.grid for k in launches],
-            "block": [k.block for k in launches],
-            "context": pd.array([k.context for k in launches], dtype="Int64"),
-            "stream": pd.array([k.stream for k in launches], dtype="Int64"),
-            "nvtx_ranges": ranges,
-            "nvtx_path": [nvtx_paths.path(r) for r in ranges],
-        }
-        assert list(cols) == list(IDENTITY_COLUMNS)
-        frame = pd.DataFrame(cols)
-        for name, (dtype, _) in IDENTITY_COLUMNS.items():
-            if dtype == "object" and frame[name].dtype != object:
-                frame[name] = frame[name].astype(object)  # the kernel-table contract: plain Python strings
-        return frame
-
-    def _metrics(self, n_kernels: int) -> tuple[dict[str, np.ndarray], dict[str, str], numbers.StyleDecision]:
-        rows = self.rows
-        if not rows.value:
-            return {}, {}, numbers.StyleDecision("C", "no numbers")
-        n_rows = len(rows.value)
-        line = np.asarray(rows.line, dtype=np.int64)
-
-        # units: one scale per distinct unit string (None: a unit nsroof does not know)
-        factor_of: dict[str, tuple[float, str] | None] = {}
-        for unit in rows.unit:
-            if unit not in factor_of:
-                try:
-                    factor_of[unit] = tuple(scale(unit))  # type: ignore[assignment]
-                except UnknownUnitError:
-                    factor_of[unit] = None
-        # columns: one per (name, base unit), in order of first appearance; rows of a metric no roofline
-        # number reads, in a unit nsroof cannot use, go to a scratch column (-1) and are dropped
-        col_of: dict[tuple[str, str, str], tuple[int, bool]] = {}
-        col_index: dict[tuple[str, str], int] = {}
-        col_names: list[str] = []
-        col_units: list[str] = []
-        col = np.empty(n_rows, np.int64)
-        explicit = np.empty(n_rows, bool)
-        factor = np.empty(n_rows, np.float64)
-        misfit = np.full(n_rows, -1, np.int64)  # index into misfits, for rows in the scratch column
-        misfits: list[tuple[bool, str, str, str]] = []  # (refuse, column name, printed unit, why)
-        for r in range(n_rows):
-            f, base = factor_of[rows.unit[r]] or (1.0, "\0unknown")
-            key = (rows.section[r], rows.label[r], base)
-            got = col_of.get(key)
-            if got is None:
-                got = col_of[key] = self._column(r, base, col_index, col_names, col_units, misfits)
-            col[r], explicit[r] = got
-            if got[0] < 0:
-                misfit[r] = -got[0] - 1
-            factor[r] = f
-        col_names = disambiguate(col_names, col_units)
-        col[col < 0] = len(col_names)  # the scratch column, past the real ones
-
-        cleaned = numbers.cells(pa.array(rows.value, type=pa.string()))
-        style = numbers.decide_style(cleaned)
-        if style.conflict is not None:
-            a, b = style.conflict
-            raise InputError(
-                self.path,
-                f"numbers mix styles: {rows.value[a]!r} (line {int(line[a])}) is en_US/C but "
-                f"{rows.value[b]!r} is de_DE",
-                line=int(line[b]),
-                hint="rerun ncu with LC_ALL=C so every number has one format",
-            )
-        parsed = numbers.parse(cleaned, style.style)
-        self._check_misfits(misfit, misfits, parsed, line)
-        kidx = np.asarray(rows.kernel, dtype=np.int64)
-        n_cols = len(col_names) + 1
-        has_number = np.bincount(col[parsed.numeric], minlength=n_cols) > 0
-        has_string = np.bincount(col[~parsed.numeric & ~parsed.missing], minlength=n_cols) > 0
-        string_col = has_string & ~has_number
-
-        # Which row wins when two print the same column for one launch: a printed metric name over a
-        # mapped label, then the first printed (numpy keeps the last of repeated writes: order them so).
-        num = np.flatnonzero(parsed.numeric)
-        num = np.concatenate([num[~explicit[num]][::-1], num[explicit[num]][::-1]])
-        out = np.full((n_kernels, n_cols), np.nan, dtype=np.float64)
-        out[kidx[num], col[num]] = parsed.values[num] * factor[num]
-        result: dict[str, np.ndarray] = {}
-        for j, name in enumerate(col_names):
-            if string_col[j]:
-                strs = np.full(n_kernels, "", dtype=object)
-                for r in np.flatnonzero((col == j) & ~parsed.missing)[::-1].tolist():
-                    strs[kidx[r]] = str(parsed.strings[r].as_py())
-                result[name] = strs
-            else:
-                result[name] = out[:, j]
-        return result, dict(zip(col_names, col_units, strict=True)), style
-
-    def _column(self, r: int, base: str, col_index: dict[tuple[str, str], int], col_names: list[str],
-                col_units: list[str], misfits: list[tuple[bool, str, str, str]]) -> tuple[int, bool]:
-        """The column of row r's (section, label, base unit), added on first sight; for a unit nsroof
-        cannot use, (-1 - k, False) with misfits[k] saying whether a number in it refuses the file (a
-        metric a roofline number reads) or drops the metric (any other)."""
-        rows = self.rows
-        section, label, unit = rows.section[r], rows.label[r], rows.unit[r]
-        if base == "\0unknown":
-            name = column_name(section, "", label, "")[0]
-            misfits.append((label_is_read(section, "", label, name), name, unit,
-                            f"unknown unit {unit!r} of {label!r}"))
-            return -len(misfits), False
-        name, is_name = column_name(section, "", label, base)
-        wrong = dimensions.check(name, base) or (None if is_name
-                                                 else wrong_label_unit(section, "", label, base))
-        if wrong is not None:
-            misfits.append((label_is_read(section, "", label, name), name, unit,
-                            f"unit {unit!r} of the wrong dimension: {wrong}"))
-            return -len(misfits), False
-        j = col_index.get((name, base))
-        if j is None:
-            j = col_index[(name, base)] = len(col_names)
-            col_names.append(name)
-            col_units.append(base)
-        return j, is_name
-
-    def _check_misfits(self, misfit: np.ndarray, misfits: list[tuple[bool, str, str, str]], parsed: Any,
-                       line: np.ndarray) -> None:
-        """Refuse a number printed in a unit nsroof cannot use for a metric a roofline number reads (a
-        failed launch's `n/a` without unit is no number); note the other metrics that lost a value."""
-        for k, (refuse, name, unit, why) in enumerate(misfits):
-            rows_k = misfit == k
-            if refuse:
-                printed = np.flatnonzero(rows_k & parsed.numeric)
-                if printed.size:
-                    hint = ("nsroof knows ncu's units (byte…Tbyte, ns/nsecond…second, hz…Ghz, cycle/nsecond, "
-                            "inst, sector, %, …)" if why.startswith("unknown") else
-                            "the output is damaged or edited; profile again")
-                    raise UnitError(self.path, why, line=int(line[printed[0]]), hint=hint)
-            elif (rows_k & ~parsed.missing).any():
-                self.ignored.append((name, unit))

@@ -1,7 +1,7 @@
 """A Volta export whose per-cycle peaks carry the unit `cycle/cycle`
-(tests/data/ncu/volta_raw_cycle_ratio.csv, written by hand in the raw-page layout of ncu 2024.1: no real Volta export is among the shared ones) is
-read and analyzed, its peaks used as the per-cycle numbers they are; it was refused before
-("unit 'cycle/cycle' of the wrong dimension")."""
+(tests/data/ncu/volta_raw_cycle_ratio.csv, written by hand in the raw-page layout of ncu 2024.1: no real
+Volta export is among the shared ones) is read and analyzed, its peaks used as the per-cycle numbers they
+are; it was refused before ("unit 'cycle/cycle' of the wrong dimension")."""
 
 from __future__ import annotations
 
