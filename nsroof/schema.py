@@ -87,6 +87,9 @@ TRACE_KERNEL_COLUMNS: dict[str, tuple[str, str, str]] = {
     "input_shapes": ("object", "", "that op's recorded input shapes as text ('' when none)"),
     "module": ("object", "", "nn.Module qualified name of that op, when known"),
     "duration_source": ("object", "", "what gave the row's duration when not a kernel's own (cpu_op rows)"),
+    "duration_missing": ("object", "", "why the row has no duration although the input has the row, e.g. a "
+                         "trace of kernel launches that did not record the GPU kernels ('' otherwise): the "
+                         "report's `missing` says it"),
     "start_us": ("float64", "µs",
                  "when the GPU activity started, on the trace's clock (NaN when not recorded)"),
     "launches": ("Int64", "count", "launches merged into this row (--aggregate; the Invocations of an ncu "
@@ -133,7 +136,7 @@ OP_COLUMNS: dict[str, tuple[str, str, str]] = {
 # CPU trace: the op's own time). It goes through the same quantities and classification as kernel rows.
 OP_LEVEL_KERNEL_COLUMNS: tuple[str, ...] = (
     "source", "kernel_id", "kind", "kernel_name", "function", "op", "op_id", "input_shapes", "module",
-    "nvtx_path", "device", "cc", "launches", "gpu__time_duration.sum", "duration_source",
+    "nvtx_path", "device", "cc", "launches", "gpu__time_duration.sum", "duration_source", "duration_missing",
 )
 
 # The analytic table: nsroof.costs.attribution.attribute(...) -> one row per kernel-table row, keyed by

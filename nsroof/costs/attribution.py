@@ -544,6 +544,9 @@ def _units_table(kernels: pd.DataFrame, table: OpTable, units: _Units) -> tuple[
         "launches": pd.array(units.launches, dtype="Int64"),
         "gpu__time_duration.sum": np.asarray(units.seconds, dtype="float64"),
         "duration_source": pd.Series(units.source, dtype=object),
+        # a unit of unknown time says why where its (first) kernel does (GPU activity not recorded)
+        "duration_missing": pd.Series(np.where(np.isnan(np.asarray(units.seconds, dtype="float64")),
+                                               of_kernel("duration_missing"), ""), dtype=object),
     })
     rows = Rows(len(ids))
     rows.op_id[:], rows.role[:], rows.cost[:] = units.ids, "own", units.cost

@@ -383,9 +383,14 @@ def _write_inclusive(k: _Kernels, level: str, res: _Resolved, dram: np.ndarray) 
 
 
 def _duration(k: _Kernels) -> _Resolved:
-    """The duration; a launch without any value (a failed launch) says so in `missing`."""
+    """The duration; a launch without any value (a failed launch), or one whose importer says why it has
+    none (the kernel table's duration_missing), says so in `missing`."""
     duration = _resolve(k, "duration_s")
     duration.missing[_without_values(k)] = NO_VALUES
+    if k.has("duration_missing"):  # the importer knows why (a trace that did not record the GPU side)
+        why = k.frame["duration_missing"].astype(object).where(k.frame["duration_missing"].notna(), "")
+        rows = np.isnan(duration.value) & (why.to_numpy(dtype=object) != "")
+        duration.missing[rows] = why.to_numpy(dtype=object)[rows]
     return duration
 
 

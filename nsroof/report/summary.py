@@ -284,7 +284,9 @@ def op_lines(ops: pd.DataFrame | None, top: int, width: int = 80) -> list[str]:
     costed = ops[ops["flops"].notna()]
     groups = costed.groupby([costed["op"].astype(str), costed["flops_source"].astype(str)], sort=False,
                             observed=True)
-    table = groups.agg(time=("duration_s", "sum"), flops=("flops", "sum"), calls=("op", "size"),
+    # a call of unknown time (its kernels not recorded) makes the group's time unknown, never 0 s
+    table = groups.agg(time=("duration_s", lambda s: s.sum(skipna=False)), flops=("flops", "sum"),
+                       calls=("op", "size"),
                        kernels=("launches", "sum"), bound=("bound", "first"),
                        fraction=("roof_fraction", "first"), level=("level", "first"))
     table = table.sort_values("time", ascending=False).head(top)

@@ -40,6 +40,7 @@ import pandas as pd
 from nsroof.frames.arrays import nonnegative_or_missing, row_numbers
 from nsroof.importers.kernel_table import empty_identity
 from nsroof.importers.trace import graphs
+from nsroof.importers.trace import unrecorded as unrecorded_launches
 from nsroof.importers.trace.events import (
     Activity,
     Launch,
@@ -172,7 +173,10 @@ def _read(path: str | os.PathLike[str],
                         "kernel durations (a range's dur is the profiling window)")
     else:
         launches = launch_map(events.launches, activities)
-        linked = {x for e in launches.values() if (x := external_id(e.args)) is not None} | {
+        # no GPU kernel recorded: every kernel launch is a row of unknown duration (trace.unrecorded)
+        kernels = any(KINDS[a.cat] == "kernel" for a in activities)
+        unrecorded = [] if kernels else unrecorded_launches.kernel_launches(events.launches)
+        linked = {x for e in [*launches.values(), *unrecorded] if (x := external_id(e.args)) is not None} | {
             x for a in activities if (x := external_id(a.args)) is not None}
         tree, annotations = op_tree(events, meta, linked)
         del events  # the tree, the launches and the activities hold what is read from here on
@@ -182,7 +186,12 @@ def _read(path: str | os.PathLike[str],
             caps = [load_capture(k, c) for k, c in enumerate(captures)]
             frame = graphs.apply(frame, activities, launches, tree, caps, warnings, extra)
             extra["tf32"] = tf32_facts(meta)
-        else:
+        if unrecorded:  # launches, no kernel event: the launches are the kernels, of unknown duration
+            warnings.append(unrecorded_launches.missing_fact(unrecorded) + ": every kernel's duration is NaN")
+            rows, at = unrecorded_launches.launch_rows(unrecorded, tree, _devices(top), name)
+            frame, starts = ((pd.concat([frame, rows], ignore_index=True), np.concatenate([starts, at]))
+                             if activities else (rows, at))
+        elif not activities:
             frame, starts = _cpu_rows(tree, name, meta)
             if captures:
                 warnings.append("no GPU kernels in the trace (a CPU run): --capture maps nothing")
