@@ -107,6 +107,43 @@ def cpu_mhz() -> float | None:
     return None
 
 
+# The /proc/cpuinfo flags that set a core's FLOP per cycle (collectors.measure.physics reads them): x86's
+# "flags" line and aarch64's "Features" line. Only these are recorded in a profile.
+ISA_FLAGS: frozenset[str] = frozenset({
+    "sse2", "avx", "fma", "avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_fp16",
+    "asimd", "asimdhp", "fphp", "sve", "sve2", "bf16", "i8mm", "sme",
+})
+CPUFREQ_MAX = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+
+
+def cpu_flags(cpuinfo: str | None = None) -> list[str]:
+    """The ISA_FLAGS cpu0 reports in /proc/cpuinfo (sorted; [] when unreadable)."""
+    try:
+        text = cpuinfo if cpuinfo is not None else Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return []
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() in ("flags", "features"):
+            return sorted(set(value.split()) & ISA_FLAGS)
+    return []
+
+
+def cpu_max_mhz(path: Path = CPUFREQ_MAX) -> float | None:
+    """cpu0's highest clock (turbo included) from cpufreq, in MHz; None where the kernel has no cpufreq
+    (most VMs)."""
+    try:
+        return int(path.read_text().strip()) / 1000.0  # the file holds kHz
+    except (OSError, ValueError):
+        return None
+
+
+def nominal_mhz(model: str) -> float | None:
+    """The clock an x86 model name states ('Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz' -> 2100.0)."""
+    m = re.search(r"@\s*([0-9.]+)\s*GHz", model)
+    return float(m.group(1)) * 1000.0 if m else None
+
+
 def describe_cpu() -> dict[str, Any]:
     import torch
 
@@ -124,6 +161,10 @@ def describe_cpu() -> dict[str, Any]:
         "physical_cores": physical,
         "threads_used": torch.get_num_threads(),
         "clock_mhz_at_start": cpu_mhz(),
+        "clock_max_mhz": cpu_max_mhz(),
+        "clock_nominal_mhz": nominal_mhz(cpu_model()),
+        "arch": platform.machine(),
+        "isa_flags": cpu_flags(),
         "memory_bytes": memory,
         "caches": {c.name: {"bytes": c.bytes, "source": c.source} for c in cpu_caches()},
         "load_average_at_start": load_average(),
