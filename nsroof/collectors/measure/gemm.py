@@ -259,9 +259,11 @@ def run_gemm_sweep(plan: Plan, timer: Timer,
                 finally:
                     if plan.device == "cuda":
                         torch.cuda.empty_cache()  # the operand sets are gone; hand their memory back
-                flop_per_s = shape.flop / t.median_s
+                time_s = t.of(plan.statistic)
+                flop_per_s = shape.flop / time_s
                 anchors.append((shape.flop, t.median_s))
-                points.append({**base, "status": "measured", "time_s": t.median_s, "time_min_s": t.min_s,
+                points.append({**base, "status": "measured", "time_s": time_s, "statistic": plan.statistic,
+                               "time_median_s": t.median_s, "time_min_s": t.min_s,
                                "time_max_s": t.max_s, "reps": t.reps, "inner": t.inner, "clock": t.clock,
                                "rotating_sets": n_sets, "flop_per_s": flop_per_s,
                                "intensity_flop_per_byte": shape.flop / nbytes})

@@ -43,11 +43,13 @@ def run_ladder(pool: Any, plan: Plan, timer: Timer, progress: Progress | None = 
         view = pool[:n].expand(passes, n)
         t = timer.time(_summer(view), warmup=max(1, plan.warmup), reps=plan.reps)
         total = passes * n * ELEM_BYTES
+        time_s = t.of(plan.statistic)
         points.append({"kind": "ladder", "working_set_bytes": n * ELEM_BYTES, "passes": passes,
-                       "status": "measured", "bytes_read": total, "bytes": total, "time_s": t.median_s,
+                       "status": "measured", "bytes_read": total, "bytes": total, "time_s": time_s,
+                       "statistic": plan.statistic, "time_median_s": t.median_s,
                        "time_min_s": t.min_s, "time_max_s": t.max_s, "reps": t.reps, "inner": t.inner,
-                       "clock": t.clock, "bytes_per_s": total / t.median_s})
-        say(f"ladder {human_bytes(ws)}: {total / t.median_s / 1e9:,.1f} GB/s")
+                       "clock": t.clock, "bytes_per_s": total / time_s})
+        say(f"ladder {human_bytes(ws)}: {total / time_s / 1e9:,.1f} GB/s")
     return points
 
 
@@ -90,13 +92,21 @@ class LevelBandwidth:
     last_bytes: int | None
     points: int
     note: str
+    used: int = 0  # the fastest points the median is taken over (0: all `points`)
+
+    @property
+    def how(self) -> str:
+        """'median read rate of 6 point(s)' / 'median read rate of the 3 fastest of 6 points'."""
+        if self.used and self.used < self.points:
+            return f"median read rate of the {self.used} fastest of {self.points} points"
+        return f"median read rate of {self.points} point(s)"
 
 
-def level_bandwidths(working_sets: Sequence[int], bandwidths: Sequence[float],
-                     caches: Sequence[CacheLevel]) -> list[LevelBandwidth]:
+def level_bandwidths(working_sets: Sequence[int], bandwidths: Sequence[float], caches: Sequence[CacheLevel],
+                     *, top_k: int = 0) -> list[LevelBandwidth]:
     """Bandwidth of each cache level: the median over working sets that fit comfortably in it (at most
-    half its capacity) and not in the level before (above that level's capacity). DRAM is the median
-    over working sets of at least 4x the last cache."""
+    half its capacity) and not in the level before (above that level's capacity) — over the `top_k`
+    fastest of them when top_k > 0. DRAM is the median over working sets of at least 4x the last cache."""
     pts = sorted((w, b) for w, b in zip(working_sets, bandwidths, strict=True) if b > 0 and math.isfinite(b))
     out: list[LevelBandwidth] = []
     lower = 0
@@ -108,12 +118,12 @@ def level_bandwidths(working_sets: Sequence[int], bandwidths: Sequence[float],
             window = [(w, b) for w, b in pts if lower < w <= cache.bytes]
             note = (f"working sets in ({human_bytes(lower)}, {human_bytes(cache.bytes)}] "
                     "(none fit in half the level)")
-        out.append(_level(cache.name, window, note))
+        out.append(_level(cache.name, window, note, top_k))
         lower = cache.bytes
     if caches:
         last = max(c.bytes for c in caches)
         out.append(_level("dram", [(w, b) for w, b in pts if w >= 4 * last],
-                          f"working sets >= 4x {human_bytes(last)}"))
+                          f"working sets >= 4x {human_bytes(last)}", top_k))
     return out
 
 
@@ -131,8 +141,12 @@ def levels_from_plateaus(plateaus: Sequence[Plateau]) -> list[LevelBandwidth]:
     ]
 
 
-def _level(name: str, window: list[tuple[int, float]], note: str) -> LevelBandwidth:
+def _level(name: str, window: list[tuple[int, float]], note: str, top_k: int = 0) -> LevelBandwidth:
+    """The level's bandwidth over its window: the median of all its points, or of the top_k fastest (one
+    lucky point cannot set it, one descheduled point cannot lower it)."""
     if not window:
         return LevelBandwidth(name, math.nan, None, None, 0, "no measured working set in its window: " + note)
-    return LevelBandwidth(name, statistics.median(b for _, b in window), window[0][0], window[-1][0],
-                          len(window), note)
+    rates = sorted((b for _, b in window), reverse=True)
+    used = rates[:top_k] if top_k > 0 else rates
+    return LevelBandwidth(name, statistics.median(used), window[0][0], window[-1][0], len(window), note,
+                          used=len(used))

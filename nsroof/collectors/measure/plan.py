@@ -6,6 +6,7 @@ The plan is plain data derived from the device and its caches, so the sweep code
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -59,6 +60,33 @@ class Plan:
     spin_up_size: int
     sections: tuple[str, ...] = ("gemm", "stream", "ladder")
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # What a point's time is: "median" of its samples, or "best" (the fastest sample, STREAM's convention:
+    # another process can only slow a sample down, so the fastest is the one it disturbed least).
+    statistic: str = "median"
+    # A cache level's bandwidth: the median of its window's `level_top_k` fastest points (0: of all of them).
+    level_top_k: int = 0
+
+    @property
+    def timing(self) -> str:
+        """How a point is timed, for the profile's sources: 'median of 7' / 'best of 5'."""
+        return f"{self.statistic} of {self.reps}"
+
+
+# The CPU's repetitions: the fastest of CPU_REPS samples per point, a level the median of its
+# CPU_LEVEL_TOP_K fastest points (see docs/readme/measure.md, "Stability", for what two runs agree to).
+CPU_QUICK_REPS = 5
+CPU_FULL_REPS = 7
+CPU_LEVEL_TOP_K = 3
+
+
+def longer(plan: Plan) -> Plan:
+    """The same sweep run longer, for a second try when the first failed its physics check: twice the
+    samples per point, each twice as long, twice the spin-up and half as much again GEMM budget."""
+    return dataclasses.replace(plan, reps=2 * plan.reps, warmup=plan.warmup + 1,
+                               min_sample_s=2 * plan.min_sample_s, spin_up_s=2 * plan.spin_up_s,
+                               gemm_budget_s=1.5 * plan.gemm_budget_s,
+                               notes=(*plan.notes, "a second, longer run: the first failed its physics "
+                                                   "check"))
 
 
 def ladder_sizes(last_cache_bytes: int, *, start_bytes: int = 16 * KIB, step: int = 2) -> tuple[int, ...]:
@@ -122,11 +150,11 @@ def make_plan(
         squares=QUICK_SQUARES if quick else FULL_SQUARES,
         projections=LLAMA31_8B_PROJECTIONS,
         m_sweep=QUICK_M_SWEEP if quick else FULL_M_SWEEP,
-        warmup=1 if quick else 3, reps=3 if quick else 7,
+        warmup=1 if quick else 3, reps=CPU_QUICK_REPS if quick else CPU_FULL_REPS,
         point_budget_s=0.5 if quick else 5.0, gemm_budget_s=20.0 if quick else 900.0,
         rotate_target_bytes=2 * last_cache_bytes, rotate_cap_bytes=(128 if quick else 1024) * MIB,
         stream_buffer_bytes=stream_bytes, ladder_sizes=fitting,
         ladder_bytes_per_call=(16 if quick else 128) * MIB, min_sample_s=20e-3 if quick else 50e-3,
         spin_up_s=0.5 if quick else 2.0, spin_up_size=1024,
-        sections=sections, notes=tuple(notes),
+        sections=sections, notes=tuple(notes), statistic="best", level_top_k=CPU_LEVEL_TOP_K,
     )

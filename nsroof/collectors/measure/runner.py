@@ -17,7 +17,8 @@ from typing import Any
 from nsroof.collectors.measure import analysis
 from nsroof.collectors.measure.environment import cache_levels, describe_cpu, describe_cuda, load_average
 from nsroof.collectors.measure.ladder import find_plateaus, level_bandwidths, levels_from_plateaus
-from nsroof.collectors.measure.plan import ALL_DTYPES, DTYPE_BYTES, Plan, make_plan
+from nsroof.collectors.measure.physics import check_cpu_profile
+from nsroof.collectors.measure.plan import ALL_DTYPES, DTYPE_BYTES, Plan, longer, make_plan
 from nsroof.errors import NsroofError
 
 Progress = Callable[[str], None]
@@ -88,9 +89,11 @@ def measure(
     device: str | None = None, *, quick: bool = False, dtypes: tuple[str, ...] | None = None,
     threads: int | None = None, sections: tuple[str, ...] = ("gemm", "stream", "ladder"),
     progress: Progress | None = None, plan: Plan | None = None, gemm_budget_s: float | None = None,
+    longer_run: bool = False,
 ) -> MeasureResult:
     """Measure this machine's roofline. `plan` overrides the whole sweep (tests use small ones);
-    `gemm_budget_s` only the GEMM sweep's wall-clock budget."""
+    `gemm_budget_s` only the GEMM sweep's wall-clock budget; `longer_run` runs the sweep longer
+    (plan.longer: the second try after a failed physics check)."""
     import torch
 
     say = progress or (lambda _msg: None)
@@ -107,14 +110,14 @@ def measure(
         torch.set_num_threads(threads)
     try:
         return _measure(dev, quick=quick, dtypes=dtypes, sections=sections, say=say, plan=plan,
-                        gemm_budget_s=gemm_budget_s)
+                        gemm_budget_s=gemm_budget_s, longer_run=longer_run)
     finally:
         torch.set_num_threads(previous_threads)  # a library call leaves the caller's thread setting alone
 
 
 def _measure(
     dev: str, *, quick: bool, dtypes: tuple[str, ...] | None, sections: tuple[str, ...], say: Progress,
-    plan: Plan | None, gemm_budget_s: float | None,
+    plan: Plan | None, gemm_budget_s: float | None, longer_run: bool = False,
 ) -> MeasureResult:
     import torch
 
@@ -129,6 +132,8 @@ def _measure(
         plan = build_plan(dev, quick=quick, dtypes=dtypes, environment=env, sections=sections)
     if gemm_budget_s is not None:
         plan = dataclasses.replace(plan, gemm_budget_s=float(gemm_budget_s))
+    if longer_run:
+        plan = longer(plan)
     timer: Timer = CudaTimer(plan.min_sample_s) if dev == "cuda" else CpuTimer(plan.min_sample_s)
     env["timer"] = timer.clock
     say(f"measuring {env['device_name']} ({dev}, {'quick' if plan.quick else 'full'} sweep)")
@@ -180,7 +185,7 @@ def _has_scaled_mm() -> bool:
 def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]],
               not_measured: dict[str, str]) -> MeasureResult:
     """Peaks, level bandwidths, sources and the derived tables from the raw points (pure)."""
-    timing = f"{'CUDA events' if plan.device == 'cuda' else 'perf_counter'} median of {plan.reps}"
+    timing = f"{'CUDA events' if plan.device == 'cuda' else 'perf_counter'} {plan.timing}"
     peaks: dict[str, float] = {}
     sources: dict[str, str] = {}
     for dtype, p in analysis.best_gemm(points).items():
@@ -201,14 +206,15 @@ def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]],
         plateaus = find_plateaus(ws, bw)
         derived["plateaus"] = [dataclasses.asdict(p) for p in plateaus]
         caches = cache_levels(env)
-        levels = level_bandwidths(ws, bw, caches) if caches else levels_from_plateaus(plateaus)
+        levels = (level_bandwidths(ws, bw, caches, top_k=plan.level_top_k) if caches
+                  else levels_from_plateaus(plateaus))
         derived["ladder_levels"] = [dataclasses.asdict(lv) for lv in levels]
         for lv in levels:
             if lv.level == "dram" or not math.isfinite(lv.bytes_per_s):
                 continue
             bandwidths[lv.level] = lv.bytes_per_s
             sources[f"bandwidth_bytes_per_s.{lv.level}"] = (
-                f"measured: cache ladder, median read rate of {lv.points} point(s), {lv.note}; "
+                f"measured: cache ladder, {lv.how}, {lv.note}; "
                 f"passes of x[:W].expand(passes, W).sum(dim=1), {timing}"
             )
         cache_rates = [(lv.level, lv.bytes_per_s) for lv in levels if math.isfinite(lv.bytes_per_s)]
@@ -239,6 +245,8 @@ def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]],
     derived["reference_workloads"] = analysis.reference_workloads(peaks, bandwidths.get("dram", 0.0))
     derived["efficiency"] = analysis.efficiency(peaks, bandwidths, _datasheet(env))
     derived["dtype_bytes"] = {d: DTYPE_BYTES[d] for d in peaks}
+    if env.get("device") == "cpu":
+        derived["physics_check"] = check_cpu_profile(peaks, bandwidths, env).to_dict()
     return MeasureResult(plan=plan, environment=env, points=points, peak_flop_per_s=peaks,
                          bandwidth_bytes_per_s=bandwidths, sources=sources, not_measured=not_measured,
                          derived=derived)

@@ -68,10 +68,12 @@ def run_streams(pool: Any, plan: Plan, timer: Timer,
     for kernel in STREAM_KERNELS:
         read, written = stream_bytes(kernel, n)
         t = timer.time(_call(kernel.name, a, b, c), warmup=max(1, plan.warmup), reps=plan.reps)
-        bytes_per_s = (read + written) / t.median_s
+        time_s = t.of(plan.statistic)
+        bytes_per_s = (read + written) / time_s
         points.append({"kind": "stream", "kernel": kernel.name, "description": kernel.description,
                        "status": "measured", "buffer_bytes": n * ELEM_BYTES, "bytes_read": read,
-                       "bytes_written": written, "bytes": read + written, "time_s": t.median_s,
+                       "bytes_written": written, "bytes": read + written, "time_s": time_s,
+                       "statistic": plan.statistic, "time_median_s": t.median_s,
                        "time_min_s": t.min_s, "time_max_s": t.max_s, "reps": t.reps, "inner": t.inner,
                        "clock": t.clock, "bytes_per_s": bytes_per_s})
         say(f"stream {kernel.name} over {n * ELEM_BYTES / 2**20:,.0f} MiB buffers: "

@@ -26,6 +26,10 @@ class Timing:
     inner: int
     clock: str
 
+    def of(self, statistic: str) -> float:
+        """The time per call a point reports: the fastest sample ("best") or the median ("median")."""
+        return self.min_s if statistic == "best" else self.median_s
+
     @property
     def spread(self) -> float:
         """(max - min) / median over the samples: how much to trust a difference between two points."""
