@@ -283,7 +283,7 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("above_roof", _B, "", "achieved exceeds a roof by more than 5% (a counting or unit error)"),
     Field("above_roof_cause", _S, "", "the likely cause of above_roof at this level: a cache serving a "
           "working set that fits it (DRAM), a roof of another counter (L2, L1), FLOPs counted above what "
-          "ran; '' when not above", True),
+          "ran; on a CPU a working set in its L2/L3 or a peak measured low first; '' when not above", True),
     Field("ceiling_source", _S, "",
           "where the roofs came from: ncu:<metrics>, spec:<machine>, measured:<file>, file:<path>", True),
     Field("missing", _S, "",

@@ -210,6 +210,8 @@ class Roofs:
     # why a level has no roof where the machine has one for another counter ('' otherwise)
     bandwidth_reason: dict[str, np.ndarray] = field(default_factory=dict)
     l2_cache_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    l3_cache_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    cpu: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # judged against a CPU profile
     # the interconnect roof of a collective's bus bytes (level 'link'), per GPU per direction
     link_bandwidth: np.ndarray = field(default_factory=lambda: np.zeros(0))
     link_src: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
@@ -238,10 +240,19 @@ def resolve_roofs(kernels: pd.DataFrame, quantities: pd.DataFrame, machine: Mach
     r.peak_reason = _peak_reasons(q, r)
     for level in levels:
         r.bandwidth[level], r.bandwidth_src[level], r.bandwidth_reason[level] = _bandwidths(q, r, level)
-    r.l2_cache_bytes = np.array([m.cache_bytes.get("l2", np.nan) if m is not None else np.nan
-                                 for m in kernel_machines], dtype=float)[mach_codes] if n else np.zeros(0)
+    r.l2_cache_bytes = _per_kernel(kernel_machines, mach_codes, n, lambda m: m.cache_bytes.get("l2", np.nan))
+    r.l3_cache_bytes = _per_kernel(kernel_machines, mach_codes, n, lambda m: m.cache_bytes.get("l3", np.nan))
+    r.cpu = _per_kernel(kernel_machines, mach_codes, n, lambda m: float(m.kind == "cpu")) == 1.0
     r.link_bandwidth, r.link_src, r.link_reason = _link_roofs(r)
     return r
+
+
+def _per_kernel(kernel_machines: list[Machine | None], mach_codes: np.ndarray, n: int,
+                read: Callable[[Machine], float]) -> np.ndarray:
+    """One figure of each kernel's machine (NaN without one), read once per machine."""
+    if not n:
+        return np.zeros(0)
+    return np.array([read(m) if m is not None else np.nan for m in kernel_machines], dtype=float)[mach_codes]
 
 
 def _link_roofs(r: Roofs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -143,8 +143,9 @@ def _level_columns(q: pd.DataFrame, roofs: Roofs, levels: Sequence[str]) -> dict
     return {"bytes": bytes_.ravel(), "bytes_source": bytes_source.ravel(),
             "bandwidth_bytes_per_s": bandwidth.ravel(),
             "ceiling_source": ceiling.ravel(), "missing": missing.ravel(),
-            # read by _classified for above_roof_cause, not a report column
-            "l2_cache_bytes": np.repeat(roofs.l2_cache_bytes, L)}
+            # read by _classified for above_roof_cause, not report columns
+            "l2_cache_bytes": np.repeat(roofs.l2_cache_bytes, L),
+            "l3_cache_bytes": np.repeat(roofs.l3_cache_bytes, L), "cpu_roofs": np.repeat(roofs.cpu, L)}
 
 
 def _link_rows(columns: dict[str, object], q: pd.DataFrame, roofs: Roofs, levels: Sequence[str]) -> None:
@@ -280,11 +281,13 @@ def _above_roof_causes(above: object, ach_f: np.ndarray, p: np.ndarray, columns:
     rows = np.flatnonzero(flag)
     if rows.size:
         levels = np.asarray(columns["level"], dtype=object)
-        cache = np.asarray(columns.get("l2_cache_bytes", np.full(len(index), np.nan)), dtype=float)
+        l2, l3 = (np.asarray(columns.get(f"{lv}_cache_bytes", np.full(len(index), np.nan)), dtype=float)
+                  for lv in ("l2", "l3"))
+        cpu = np.asarray(columns.get("cpu_roofs", np.zeros(len(index), dtype=bool)), dtype=bool)
         with np.errstate(invalid="ignore"):
             flops_above = ach_f > (1 + roofline.ABOVE_ROOF_TOLERANCE) * p
-        out[rows] = map_rows(roofline.above_roof_cause, levels[rows], qb[rows], cache[rows],
-                             flops_above[rows])
+        out[rows] = map_rows(roofline.above_roof_cause, levels[rows], qb[rows], l2[rows], flops_above[rows],
+                             l3[rows], cpu[rows])
     return pd.Series(out, index=index, dtype=object)
 
 

@@ -97,7 +97,7 @@ CLOCK_KEYS: tuple[str, ...] = ("boost", "base", "dram", "tensor")
 # 1.83 GHz, its FP32/FP64 ones 1.98 GHz); FP64 and FP32 stay at the boost clock.
 TENSOR_CLOCK_DTYPES: frozenset[str] = frozenset({"tf32", "bf16", "fp16", "fp8", "int8", "fp4"})
 CYCLE_LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
-CACHE_LEVELS: tuple[str, ...] = ("l2",)  # cache_bytes: capacities that explain traffic above the DRAM roof
+CACHE_LEVELS: tuple[str, ...] = ("l2", "l3")  # cache_bytes: capacities that explain traffic above a roof
 PACKAGE_DATA = "nsroof.data.machines"
 
 

@@ -115,15 +115,50 @@ CAUSE_FLOPS = ("FLOPs counted above what ran (an op's cost on another kernel, "
                "or an instruction shape too large)")
 
 
-def above_roof_cause(level: str, bytes_: float, l2_cache_bytes: float, flops_above: bool) -> str:
+# on a CPU (a measured CPU profile): its L2 and L3 can hold an op's whole working set, and its compute peak
+# is the best GEMM of a short sweep on operands rotated through memory, measured on a possibly busy CPU
+CAUSE_CPU_CACHE = ("working set {mb:.3g} MB fits the CPU's {cache} ({cache_mb:.3g} MB): the cache served "
+                   "bytes counted against the DRAM roof")
+CAUSE_CPU_FLOPS_CACHED = ("working set {mb:.3g} MB fits the CPU's {cache} ({cache_mb:.3g} MB): "
+                          "cache-resident operands can beat a peak timed on operands rotated through memory, "
+                          "or the peak was measured low (a busy CPU: --remeasure) — a low roof before a "
+                          "FLOP-count error")
+CAUSE_CPU_PEAK = ("the measured CPU peak is below what this op reached: measured on a busy CPU or on slower "
+                  "shapes than this op's (--remeasure) — a low roof before a FLOP-count error")
+
+
+def above_roof_cause(level: str, bytes_: float, l2_cache_bytes: float, flops_above: bool,
+                     l3_cache_bytes: float = float("nan"), cpu: bool = False) -> str:
     """The likely cause of one above-roof row, in one phrase: FLOPs above the compute roof are a counting
     error; DRAM bytes above the DRAM roof are a cache serving the working set when it fits the L2
     (elementwise ops on a tensor the previous kernel wrote), else a counting or unit error; L2 and L1
-    above their roofs come from a roof of another counter or a counting error."""
+    above their roofs come from a roof of another counter or a counting error. A row judged against a
+    CPU's measured profile (`cpu`) is `cpu_cause`'s."""
+    if cpu:
+        return cpu_cause(level, bytes_, l2_cache_bytes, l3_cache_bytes, flops_above)
     if flops_above:
         return CAUSE_FLOPS
     if level == "dram":
         if bytes_ > 0 and l2_cache_bytes > 0 and bytes_ <= l2_cache_bytes:
             return CAUSE_CACHE.format(mb=bytes_ / 1e6, cache_mb=l2_cache_bytes / 1e6)
         return CAUSE_COUNTING
+    return CAUSE_COUNTER
+
+
+def cpu_cause(level: str, bytes_: float, l2_cache_bytes: float, l3_cache_bytes: float,
+              flops_above: bool) -> str:
+    """An above-roof CPU row: a working set (the row's compulsory bytes) that fits the L2 or the L3 comes
+    first — the caches served it, and for FLOPs above the peak cache-resident operands or a peak measured
+    low explain it —; FLOPs above the peak without that are a peak measured low; only then the counts. The
+    FLOPs of a CPU op row are its formula's, which is why a low roof comes before a FLOP-count error."""
+    fits = next(((name, size) for name, size in (("L2", l2_cache_bytes), ("L3", l3_cache_bytes))
+                 if bytes_ > 0 and size > 0 and bytes_ <= size), None)
+    if flops_above:
+        if fits is None:
+            return CAUSE_CPU_PEAK
+        return CAUSE_CPU_FLOPS_CACHED.format(mb=bytes_ / 1e6, cache=fits[0], cache_mb=fits[1] / 1e6)
+    if level == "dram":
+        if fits is None:
+            return CAUSE_COUNTING
+        return CAUSE_CPU_CACHE.format(mb=bytes_ / 1e6, cache=fits[0], cache_mb=fits[1] / 1e6)
     return CAUSE_COUNTER

@@ -148,6 +148,26 @@ def test_summary_names_top_ops_bounds_and_coverage() -> None:
     assert 0 < cov < 1
 
 
+def test_an_mm_above_a_low_cpu_peak_is_blamed_on_the_cache_or_the_peak_not_the_flops() -> None:
+    """Issue "Numbers a user can trust": a low measured CPU peak put aten::mm at 233 % of its roof and the
+    summary blamed the (exact) FLOP count. Against a measured CPU profile whose peak is far too low
+    (1 GFLOP/s: any mm beats it), the cause names the cache its working set fits, L3 here."""
+    low = Machine(name="Xeon, 1 threads", source="measured", peak_flop_per_s={"fp32": 1e9},
+                  bandwidth_bytes_per_s={"dram": 1e10}, environment={"device": "cpu"},
+                  cache_bytes={"l2": 2 * 2**20, "l3": 480 * 2**20})
+    a, b = torch.randn(512, 1024), torch.randn(1024, 256)
+    with profile(machine=low) as prof:
+        torch.mm(a, b)
+    mm = prof.report[prof.report["op"].astype(str) == "aten::mm"].iloc[0]
+    assert mm["bytes"] == MM_BYTES and bool(mm["above_roof"])  # 268 MFLOP in well under 268 ms
+    # MM_BYTES = 3,670,016 bytes = 3.67 MB: above the 2 MiB L2, inside the 480 MiB = 503 MB L3
+    assert str(mm["above_roof_cause"]).startswith("working set 3.67 MB fits the CPU's L3 (503 MB): "
+                                                  "cache-resident operands can beat a peak timed")
+    text = render_summary(prof.result)
+    assert "  - aten::mm (1 rows, " in text and "working set 3.67 MB fits the CPU's L3" in text
+    assert "FLOPs counted above what ran" not in text
+
+
 # --------------------------------------------------------------------------- op_costs: golden numbers
 
 

@@ -93,3 +93,17 @@ def test_the_exports_own_roof_stays_and_a_machine_without_the_counter_does_not_r
     q["ceiling_source_l1"] = ["ncu:l1tex__t_bytes.sum.peak_sustained × l1tex__cycles_elapsed.avg.per_second"]
     r = ceilings.resolve_roofs(kernels, q, machines.resolve("a100-40gb"), levels=("l1",))
     assert r.bandwidth["l1"][0] == 2.0e13 and r.bandwidth_src["l1"][0].startswith("ncu:l1tex__t_bytes")
+
+
+def test_a_cpu_profile_gives_its_kernels_l2_and_l3_and_says_cpu():
+    cpu = machines.Machine(name="Xeon, 1 threads", source="measured", peak_flop_per_s={"fp32": 1e11},
+                           bandwidth_bytes_per_s={"dram": 1e10, "l3": 2e10}, environment={"device": "cpu"},
+                           cache_bytes={"l2": 2 * 2**20, "l3": 480 * 2**20})
+    kernels = pd.DataFrame({"device": ["cpu"]})
+    quantities = pd.DataFrame({"duration_s": [1e-3], "flops": [1e9], "flops_fp32": [1e9]})
+    r = ceilings.resolve_roofs(kernels, quantities, cpu, levels=("dram",))
+    assert r.cpu.tolist() == [True]
+    assert r.l2_cache_bytes.tolist() == [2 * 2**20] and r.l3_cache_bytes.tolist() == [480 * 2**20]
+    gpu_kernels, gpu_q = _tables([A100], [np.nan])
+    gpu = ceilings.resolve_roofs(gpu_kernels, gpu_q, levels=("dram",))
+    assert gpu.cpu.tolist() == [False] and np.isnan(gpu.l3_cache_bytes[0])

@@ -58,3 +58,27 @@ def test_attainable_never_exceeds_either_roof(w: float, q: float, p: float, b: f
     assert att <= i * b * (1 + 1e-12)
     # the time floor is the time of the work at the attainable rate
     assert math.isclose(roofline.time_floor_s(w, q, p, b), w / att, rel_tol=1e-9)
+
+
+def test_a_cpu_row_above_its_roof_blames_the_caches_or_the_peak_before_the_flops() -> None:
+    l2, l3 = 2 * 2**20, 480 * 2**20  # the development VM: 2 MiB per core, 480 MiB shared (sysfs)
+    # an fp32 mm of (512×1024)·(1024×256): 4·(524,288 + 262,144 + 131,072) = 3,670,016 bytes, in L3 not L2
+    mm = 3_670_016
+    cause = roofline.above_roof_cause("dram", mm, l2, True, l3, cpu=True)
+    assert cause.startswith("working set 3.67 MB fits the CPU's L3 (503 MB): cache-resident operands can")
+    assert "FLOPs counted" not in cause and cause.endswith("a low roof before a FLOP-count error")
+    # 1 MB fits the L2, the nearest cache, which is named
+    assert roofline.above_roof_cause("dram", 1e6, l2, True, l3, cpu=True).startswith(
+        "working set 1 MB fits the CPU's L2 (2.1 MB)")
+    # nothing fits: the measured peak is low (a busy CPU), not the formula's FLOPs
+    assert roofline.above_roof_cause("dram", 1e9, l2, True, l3, cpu=True) == roofline.CAUSE_CPU_PEAK
+    # bytes above the DRAM roof with the working set in L3: the cache served them
+    assert roofline.above_roof_cause("dram", mm, l2, False, l3, cpu=True) == (
+        "working set 3.67 MB fits the CPU's L3 (503 MB): the cache served bytes counted against the DRAM "
+        "roof")
+    assert roofline.above_roof_cause("dram", 1e9, l2, False, l3, cpu=True) == roofline.CAUSE_COUNTING
+    # cache sizes unknown (NaN): no cache is claimed
+    unknown = roofline.above_roof_cause("dram", mm, math.nan, True, math.nan, cpu=True)
+    assert unknown == roofline.CAUSE_CPU_PEAK
+    # a GPU row keeps its causes: FLOPs above the peak are a counting error there
+    assert roofline.above_roof_cause("dram", mm, 40 * 2**20, True) == roofline.CAUSE_FLOPS

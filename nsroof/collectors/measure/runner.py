@@ -320,7 +320,15 @@ def to_machine(result: MeasureResult) -> Any:
                 f"CC {env.get('compute_capability')})")
     return Machine(name=name, source="measured", peak_flop_per_s=peaks,
                    bandwidth_bytes_per_s=dict(result.bandwidth_bytes_per_s), sources=sources,
-                   environment=environment, points=json_safe(result.points))
+                   environment=environment, points=json_safe(result.points), cache_bytes=cache_sizes(env))
+
+
+def cache_sizes(env: dict[str, Any]) -> dict[str, float]:
+    """The capacities the report's above-roof causes compare working sets with (Machine.cache_bytes: a
+    CPU's L2 and L3, a GPU's L2), from the sizes the OS or the device reported (environment "caches")."""
+    from nsroof.roofs.machines import CACHE_LEVELS
+
+    return {c.name: float(c.bytes) for c in cache_levels(env) if c.name in CACHE_LEVELS and c.bytes > 0}
 
 
 def write_points_csv(points: list[dict[str, Any]], path: str | os.PathLike[str]) -> None:
