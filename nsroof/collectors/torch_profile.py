@@ -85,7 +85,8 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
     the chrome trace it saves.
 
     machine: a Machine, a machine name or JSON path; default: the datasheet entry of the CUDA device, or
-    on CPU the measured CPU profile (nsroof.collectors.measure.cpu_profile, cached after the first run).
+    on CPU the measured CPU profile (nsroof.collectors.measure.cpu_profile, cached after the first run;
+    remeasure=True measures it anew and replaces the cached one).
     steps / warmup: record `steps` steps after skipping `warmup` (see the module docstring); the profiler
     stops once they are recorded.
     window_optional: the window is a default rather than asked for: a run that marks no more than `warmup`
@@ -105,6 +106,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         trace: str | os.PathLike[str] | None = None,
         window_optional: bool = False,
         captures: Sequence[str | os.PathLike[str]] = (),
+        remeasure: bool = False,
     ) -> None:
         if steps is not None and steps < 1:
             raise NsroofError(f"steps must be >= 1, got {steps}")
@@ -117,6 +119,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         self.modules = modules
         self.trace = Path(trace) if trace is not None else None
         self.window_optional = window_optional
+        self.remeasure = remeasure  # the CPU profile is measured anew, not read from the cache
         # traces recorded around the capture of the CUDA/HIP graphs the run replays
         # (nsroof.importers.trace.graphs)
         self.captures = [Path(c) for c in captures]
@@ -243,7 +246,8 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         warnings: list[str] = []
         machine = None
         try:
-            machine = resolve_machine(self.machine_spec, cuda=self._use_cuda, warnings=warnings)
+            machine = resolve_machine(self.machine_spec, cuda=self._use_cuda, warnings=warnings,
+                                      remeasure=self.remeasure)
             built = pipeline.analyze([trace], machine=machine, captures=self.captures)
         except Exception as exc:  # noqa: BLE001 - the run is in the trace: say how to get its report
             why = str(exc) if isinstance(exc, NsroofError) else f"{type(exc).__name__}: {exc}"
@@ -430,8 +434,8 @@ def _quietly(read: Any, default: Any) -> Any:
 # --------------------------------------------------------------------------- machine
 
 
-def resolve_machine(spec: Machine | str | os.PathLike[str] | None, *, cuda: bool,
-                    warnings: list[str]) -> Machine | None:
+def resolve_machine(spec: Machine | str | os.PathLike[str] | None, *, cuda: bool, warnings: list[str],
+                    remeasure: bool = False) -> Machine | None:
     from nsroof.roofs import machines
 
     if isinstance(spec, Machine):
@@ -456,18 +460,18 @@ def resolve_machine(spec: Machine | str | os.PathLike[str] | None, *, cuda: bool
     except ImportError:
         warnings.append("no CPU machine profile (nsroof.collectors.measure is not available): pass --machine")
         return None
-    return cpu_profile()
+    return cpu_profile(remeasure=remeasure)
 
 
-def cpu_profile_pending() -> str:
-    """Where the CPU profile will be cached when it still has to be measured ('' when it is cached or when
-    the measuring module is not there)."""
+def cpu_profile_pending(remeasure: bool = False) -> str:
+    """Where the CPU profile will be cached when it still has to be measured ('' when a usable one is
+    cached and not `remeasure`, or when the measuring module is not there)."""
     try:
-        from nsroof.collectors.measure.cache import cache_key, resolve_cache_dir
+        from nsroof.collectors.measure.cache import cpu_cache_path, read_cpu_profile
     except ImportError:
         return ""
-    path = resolve_cache_dir() / f"cpu-{cache_key()}.json"
-    return "" if path.is_file() else str(path)
+    path = cpu_cache_path()
+    return "" if not remeasure and read_cpu_profile(path)[0] is not None else str(path)
 
 
 def cpu_name() -> str:

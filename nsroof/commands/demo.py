@@ -14,6 +14,7 @@ from nsroof.commands.options import (
     machine_option,
     output_option,
     quiet_option,
+    remeasure_option,
     threads_option,
     top_option,
 )
@@ -31,8 +32,10 @@ EXAMPLE_EXPORT = Path(__file__).resolve().parents[1] / "data" / "examples" / "ex
 @threads_option(default=1)
 @output_option("the report of the profiled steps", default=Path("nsroof-demo.parquet"))
 @top_option("ops in the summary")
+@remeasure_option("measure this CPU's roofline after the steps instead of reading the cached one, and "
+                  "cache it in its place")
 @quiet_option()
-def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Path, top: int,
+def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Path, top: int, remeasure: bool,
          quiet: bool) -> None:
     """The main job on any machine: a small transformer (embedding, causal attention, MLP, layer norm,
     AdamW) profiled on the CPU, every op call classified against the CPU's roofline."""
@@ -45,6 +48,9 @@ def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Pat
 
     echo = _silent if quiet else click.echo  # -q: nothing but errors
     check_suffix(output, (".parquet",), "a report")
+    if remeasure and machine is not None:
+        raise click.UsageError("--remeasure measures this CPU's roofline; --machine gives the roofline: "
+                               "leave out one of them")
     apply_threads(threads)
     cfg = train_tiny.Config()
     echo(f"Profiling nsroof.examples.train_tiny on the CPU: {cfg.layers} layers, d_model {cfg.d_model}, "
@@ -53,12 +59,13 @@ def demo(steps: int, warmup: int, machine: str | None, threads: int, output: Pat
     if machine is None:
         from nsroof.collectors.torch_profile import cpu_profile_pending
 
-        pending = cpu_profile_pending()
+        pending = cpu_profile_pending(remeasure)
         echo("Ceilings: this CPU's measured roofline (nsroof measure's quick CPU sweep" +
                    (f"; not cached yet: measured after the steps, about a minute, saved to {pending})"
                     if pending else ", cached)"))
     trace = output.with_name(output.name.removesuffix(".parquet") + ".trace.json.gz")
-    session = profile(machine=machine, steps=steps, warmup=warmup, cuda=False, trace=trace)
+    session = profile(machine=machine, steps=steps, warmup=warmup, cuda=False, trace=trace,
+                      remeasure=remeasure)
     with Progress(quiet).waiting("training, profiling and building the report"):
         with filtered_stderr(), session:
             train_tiny.train(warmup + steps, cfg)

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
-from nsroof.commands.options import Progress, apply_threads, output_option, quiet_option, threads_option
-from nsroof.errors import InputError
+from nsroof.commands.options import (
+    Progress,
+    apply_threads,
+    output_option,
+    quiet_option,
+    remeasure_option,
+    threads_option,
+)
+from nsroof.errors import InputError, NsroofError
+
+T = TypeVar("T")
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
 SECTIONS = ("gemm", "stream", "ladder")
@@ -26,49 +37,64 @@ SECTIONS = ("gemm", "stream", "ladder")
 @click.option("--budget", "budget_s", type=float,
               help="Wall-clock seconds for the GEMM sweep (default: 20 quick / 900 full on CPU, 90 / 1200 on "
                    "GPU); points that do not fit are recorded as skipped.")
-@output_option("the machine profile (JSON) here too, for `analyze --machine FILE` (it is always saved in the "
-               "cache)")
+@output_option("the machine profile (JSON) here too, for `analyze --machine FILE` (a complete one is also "
+               "cached)")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path),
               help="Also write every measured point as CSV.")
+@remeasure_option("replace the cached profile with this measurement (without it, a cached CPU profile of "
+                  "this CPU, thread count and torch is kept, so `nsroof profile` keeps its roofs)")
 @quiet_option()
 def measure(quick: bool, dtypes: tuple[str, ...], device: str, threads: int | None, sections: tuple[str, ...],
-            budget_s: float | None, output: Path | None, csv_path: Path | None, quiet: bool) -> None:
+            budget_s: float | None, output: Path | None, csv_path: Path | None, remeasure: bool,
+            quiet: bool) -> None:
     """Measure peak FLOP/s per precision and bandwidth per memory level (DRAM, caches) on this GPU or
     CPU, the ridges, and where reference LLM workloads land; save it as a machine profile in nsroof's
-    cache (on CPU, the profile `nsroof profile` and `nsroof demo` read) and, with -o, in a file."""
-    from nsroof.collectors.measure import measure as run
+    cache (on CPU, the profile `nsroof profile` and `nsroof demo` read) and, with -o, in a file. A CPU
+    measurement that fails its physics check (cache levels slower than DRAM, a peak beyond what the vector
+    units can issue or far below it) is measured once more, longer, then refused."""
     from nsroof.collectors.measure import to_machine, write_points_csv
+    from nsroof.collectors.measure.cache import refusal, store
     from nsroof.collectors.measure.render import render
+    from nsroof.collectors.measure.runner import failed_checks, measure_checked
 
     for path in (output, csv_path):
         if path is not None:
             _check_writable(path)  # fail before a minute of measuring, not after
     progress = Progress(quiet)
     apply_threads(threads)  # for the whole command: the CPU cache key holds the thread count
-    result = run(device, quick=quick, dtypes=tuple(dtypes) or None, threads=threads or None,
-                 sections=tuple(sections) or SECTIONS, progress=progress.line, gemm_budget_s=budget_s)
-    machine = to_machine(result)
-    cached, why_not = cache_path(result)
-    try:
-        if cached is not None:
-            machine.save(cached)
-        if output is not None:
-            machine.save(output)
-        if csv_path is not None:
-            write_points_csv(result.points, csv_path)
-    except OSError as exc:
-        raise InputError(exc.filename or output or csv_path or "", f"cannot write: {exc.strerror or exc}",
-                         hint="choose a writable path") from None
+    result, first = measure_checked(device, quick=quick, dtypes=tuple(dtypes) or None,
+                                    threads=threads or None, sections=tuple(sections) or SECTIONS,
+                                    progress=progress.line, gemm_budget_s=budget_s)
     echo = click.echo if not quiet else (lambda *a, **k: None)  # -q: nothing but errors
     echo(render(result))
-    echo(f"\ncached as {cached}"
-         + (" (the CPU profile `nsroof profile` and `nsroof demo` read at these threads)"
-            if result.environment.get("device") == "cpu" else "")
-               if cached is not None else f"\nnot cached: {why_not}")
+    if failed_checks(result):
+        if csv_path is not None:  # the raw points are evidence, even of a refused profile
+            _writing(lambda: write_points_csv(result.points, csv_path), csv_path)
+        kept = f"; its points are in {csv_path}" if csv_path is not None else ""
+        raise NsroofError(refusal(result, first, f"it is neither cached nor written{kept}"))
+    machine = to_machine(result)
+    cached, why_not = cache_path(result)
+    done = _writing(lambda: store(machine, cached, replace=remeasure), cached) if cached is not None \
+        else f"not cached: {why_not}"
+    if output is not None:
+        _writing(lambda: machine.save(output), output)
+    if csv_path is not None:
+        _writing(lambda: write_points_csv(result.points, csv_path), csv_path)
+    cpu = result.environment.get("device") == "cpu"
+    echo(f"\n{done}" + (" (the CPU profile `nsroof profile` and `nsroof demo` read at these threads)"
+                        if cpu and done.startswith("cached as") else ""))
     if output is not None:
         echo(f"\nwrote {output} (use: nsroof analyze --machine {output} …)")
     if csv_path is not None:
         echo(f"wrote {csv_path} ({len(result.points)} points)")
+
+
+def _writing(write: Callable[[], T], path: Path) -> T:
+    try:
+        return write()
+    except OSError as exc:
+        raise InputError(exc.filename or path, f"cannot write: {exc.strerror or exc}",
+                         hint="choose a writable path") from None
 
 
 def _check_writable(path: Path) -> None:
@@ -87,15 +113,19 @@ def _check_writable(path: Path) -> None:
 
 def cache_path(result: object) -> tuple[Path | None, str]:
     """Where a measurement is cached: on CPU the file `nsroof profile` reads (keyed on CPU model, torch
-    threads and versions), on a GPU one per device name. A partial measurement (--only) is not cached: a
-    profile without GEMM peaks or bandwidths would pass for a complete one. (path, '') or (None, why)."""
-    from nsroof.collectors.measure.cache import cache_key, gpu_cache_path, resolve_cache_dir
+    threads and versions), on a GPU one per device name. A partial measurement (--only, or on a CPU a --dtype
+    without the default ones) is not cached: it would pass for a complete one. (path, '') or (None, why)."""
+    from nsroof.collectors.measure.cache import cpu_cache_path, gpu_cache_path, partial_reason
 
     peaks, bandwidths = getattr(result, "peak_flop_per_s", {}), getattr(result, "bandwidth_bytes_per_s", {})
+    env = getattr(result, "environment", {})
+    plan = getattr(result, "plan", None)
+    if env.get("device") == "cpu":
+        swept = {"sections": getattr(plan, "sections", ()), "dtypes": getattr(plan, "dtypes", ())}
+        why = partial_reason(swept, peaks, bandwidths)
+        return (None, f"{why}: measure without it to cache a profile `nsroof profile` can use") if why \
+            else (cpu_cache_path(), "")
     if not peaks or not bandwidths:
         return None, ("only part of the roofline was measured (--only): run without --only to cache a "
                       "profile `nsroof profile` can use")
-    env = getattr(result, "environment", {})
-    if env.get("device") == "cpu":
-        return resolve_cache_dir() / f"cpu-{cache_key()}.json", ""
     return gpu_cache_path(str(env.get("device_name", "gpu"))), ""

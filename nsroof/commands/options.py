@@ -54,6 +54,12 @@ def threads_option(*, default: int | None = None) -> Callable[[F], F]:
                              "threads give steadier times on a busy machine.")
 
 
+def remeasure_option(what: str) -> Callable[[F], F]:
+    """--remeasure: measure this CPU's roofline anew instead of using the cached profile; `what` says what
+    the command then does with it."""
+    return click.option("--remeasure", "remeasure", is_flag=True, help=f"Measure the roofline anew: {what}.")
+
+
 def capture_option() -> Callable[[F], F]:
     return click.option("--capture", "captures", multiple=True, type=click.Path(path_type=Path),
                         help="A torch.profiler trace recorded around the capture of the CUDA/HIP graphs the "

@@ -28,6 +28,7 @@ from nsroof.commands.options import (
     machine_option,
     output_option,
     quiet_option,
+    remeasure_option,
     steps_warning,
     threads_option,
     top_option,
@@ -56,12 +57,14 @@ def trace_path(output: Path) -> Path:
                default=Path("nsroof-profile.parquet"))
 @top_option("ops in the summary")
 @threads_option()
+@remeasure_option("on CPU, measure this CPU's roofline after the run instead of reading the cached one, and "
+                  "cache it in its place")
 @quiet_option()
 @cost_facts_options()
 @capture_option()
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str | None, output: Path,
-            top: int, threads: int | None, quiet: bool, captures: tuple[Path, ...],
+            top: int, threads: int | None, remeasure: bool, quiet: bool, captures: tuple[Path, ...],
             command: tuple[str, ...]) -> None:
     """Run a Python script under torch.profiler and write a roofline report of every kernel (CUDA) or op
     call (CPU) with analytic FLOPs and bytes from the ledger formulas, e.g.
@@ -71,6 +74,9 @@ def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str
     from nsroof.report import parquet
 
     check_suffix(output, (".parquet",), "a report")
+    if remeasure and machine is not None:
+        raise click.UsageError("--remeasure measures this CPU's roofline; --machine gives the roofline: "
+                               "leave out one of them")
     kind, target, args = split_command(command)
     if all_steps and (steps is not None or warmup is not None):
         raise click.UsageError("--all-steps records the whole run: leave out --steps and --warmup")
@@ -83,10 +89,10 @@ def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str
     if warmup is None:
         warmup = 0 if all_steps else DEFAULT_WARMUP
     apply_threads(threads)  # before the announcement: the cached CPU profile is per thread count
-    pending = _announce_cpu_measurement(machine)
+    pending = _announce_cpu_measurement(machine, remeasure)
     progress, load = Progress(quiet), LoadWatch()
     session = nsroof_profile(machine=machine, steps=steps, warmup=warmup, trace=trace_path(output),
-                             captures=captures, window_optional=window_optional)
+                             captures=captures, window_optional=window_optional, remeasure=remeasure)
     # what the printed `nsroof analyze` command needs besides the machine to make this report again
     session.rebuild_options, session.report_path = cost_facts_words(), output
     stop = None
@@ -131,19 +137,24 @@ def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str
         click.echo(f"warning: {w}", err=True)
 
 
-def _announce_cpu_measurement(machine: str | None) -> str:
+def _announce_cpu_measurement(machine: str | None, remeasure: bool = False) -> str:
     """The first CPU run measures the CPU's roofline after the script (about a minute): say so up front.
-    Returns where that profile will be cached ('' when nothing is to be measured)."""
-    if machine is not None:
-        return ""
+    Returns where that profile will be cached ('' when nothing is to be measured). --remeasure on a GPU
+    (whose roofline is never measured implicitly) is a usage error."""
     import torch
 
+    if machine is not None:
+        return ""
+    if remeasure and torch.cuda.is_available():
+        raise click.UsageError("--remeasure re-measures the CPU's roofline; a GPU's is measured by "
+                               "`nsroof measure --device cuda --remeasure`")
     from nsroof.collectors.torch_profile import cpu_profile_pending
 
-    pending = "" if torch.cuda.is_available() else cpu_profile_pending()
+    pending = "" if torch.cuda.is_available() else cpu_profile_pending(remeasure)
     if pending:
-        click.echo(f"nsroof: no CPU roofline cached yet: measuring it after the run (about a minute, once; "
-                   f"cached in {pending}); --machine skips this", err=True)
+        what = "re-measuring this CPU's roofline" if remeasure else "no CPU roofline cached yet: measuring it"
+        click.echo(f"nsroof: {what} after the run (about a minute; cached in {pending}); --machine skips "
+                   "this", err=True)
     return pending
 
 

@@ -1,16 +1,14 @@
 """One CLI grammar: the shared options read and behave the same in every command; choices are validated;
-progress lines only on a terminal; measure caches what profile reads; profile warns about short runs and a
-busy machine."""
+progress lines only on a terminal; profile warns about short runs and a busy machine (what measure caches
+for profile: test_measure_cache_cli.py)."""
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import re
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 import pytest
@@ -101,58 +99,6 @@ def test_progress_lines_only_on_a_terminal_and_not_when_quiet() -> None:
     assert "\rbuilding… 0 s" in tty.getvalue() and re.search(r"building… done in 0\.\d s\n", tty.getvalue())
     assert "quick" not in tty.getvalue()
     assert pipe.getvalue() == "" and quiet.getvalue() == ""
-
-
-# ------------------------------------------------------------------------- measure caches what profile reads
-
-
-def _tiny_measure(calls: list[tuple[str, ...]]) -> Any:
-    from nsroof.collectors.measure import runner
-
-    real = runner.measure
-
-    def tiny(device: str, *, quick: bool, sections: tuple[str, ...] = ("gemm", "ladder"), **_: Any) -> Any:
-        calls.append(sections)
-        env = runner.describe_cpu()
-        plan = dataclasses.replace(
-            runner.build_plan("cpu", quick=True, dtypes=("fp32",), environment=env, sections=sections),
-            squares=(64, 128), projections=(), m_sweep=(), ladder_sizes=(16 * 1024, 32 * 1024),
-            ladder_bytes_per_call=1 << 20, reps=2, warmup=1, spin_up_s=0.0)
-        return real(device, plan=plan)
-
-    return tiny
-
-
-def test_measure_always_caches_the_profile_profile_reads(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import nsroof.collectors.measure as measure_pkg
-    from nsroof.collectors.measure import cache, runner
-
-    calls: list[tuple[str, ...]] = []
-    monkeypatch.setattr(measure_pkg, "measure", _tiny_measure(calls))
-    monkeypatch.setenv("NSROOF_CACHE_DIR", str(tmp_path))
-    result = CliRunner().invoke(cli, ["measure", "--device", "cpu", "--quick", "--only", "gemm", "--only",
-                                      "ladder"])
-    assert result.exit_code == 0, result.output
-    path = tmp_path / f"cpu-{cache.cache_key()}.json"
-    assert f"cached as {path} (the CPU profile `nsroof profile` and `nsroof demo` read" in result.stdout
-    assert path.is_file()
-    # the profile collector's cache reads it: nothing is measured again
-    monkeypatch.setattr(runner, "measure", lambda *a, **k: pytest.fail("measured again"))
-    assert cache.cpu_profile().path == str(path)
-
-
-def test_a_partial_measure_prints_no_empty_ridge_table_and_is_not_cached(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import nsroof.collectors.measure as measure_pkg
-
-    monkeypatch.setattr(measure_pkg, "measure", _tiny_measure([]))
-    monkeypatch.setenv("NSROOF_CACHE_DIR", str(tmp_path))
-    result = CliRunner().invoke(cli, ["measure", "--device", "cpu", "--quick", "--only", "stream"])
-    assert result.exit_code == 0, result.output
-    assert "Ridge" not in result.stdout
-    assert "not cached: only part of the roofline was measured (--only)" in result.stdout
-    assert list(tmp_path.iterdir()) == []
 
 
 # --------------------------------------------------------------------------- profile

@@ -176,6 +176,25 @@ def _measure(
     return result
 
 
+def measure_checked(device: str | None = None, *, progress: Progress | None = None,
+                    **options: Any) -> tuple[MeasureResult, str]:
+    """measure(device, **options); when a CPU result fails its physics check (physics.check_cpu_profile),
+    once more with a longer run (plan.longer). Returns the last result — its derived["physics_check"] says
+    whether it passed — and the first run's failed checks ('' when the first run passed)."""
+    say = progress or (lambda _msg: None)
+    result = measure(device, progress=progress, **options)
+    first = failed_checks(result)
+    if not first:
+        return result, ""
+    say(f"physics check failed: {first}; measuring again with a longer run")
+    return measure(device, progress=progress, longer_run=True, **options), first
+
+
+def failed_checks(result: MeasureResult) -> str:
+    """The failed physics checks of a CPU measurement, one phrase each ('' when it passed or is a GPU's)."""
+    return str(result.derived.get("physics_check", {}).get("failed", ""))
+
+
 def _has_scaled_mm() -> bool:
     import torch
 

@@ -459,39 +459,7 @@ def test_lscpu_caches_are_per_instance() -> None:
     assert parse_size("2048K") == 2 * MIB and parse_size("bogus") is None
 
 
-# ------------------------------------------------------------------ cpu_profile cache
-
-
-def test_cpu_profile_measures_once_then_reads_the_cache(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from nsroof.collectors.measure import cache, runner
-
-    calls: list[int] = []
-    real = runner.measure
-
-    def tiny(device: str, *, quick: bool, progress: Any = None) -> Any:
-        # the real measurement, on a plan small enough for a unit test
-        calls.append(1)
-        env = runner.describe_cpu()
-        plan = dataclasses.replace(
-            runner.build_plan("cpu", quick=True, dtypes=("fp32",), environment=env,
-                              sections=("gemm", "ladder")),
-            squares=(64, 128), projections=(), m_sweep=(), ladder_sizes=(16 * KIB, 32 * KIB),
-            ladder_bytes_per_call=1 * MIB, reps=2, warmup=1, spin_up_s=0.0)
-        return real(device, plan=plan)
-
-    monkeypatch.setattr(runner, "measure", tiny)
-    monkeypatch.setenv("NSROOF_CACHE_DIR", str(tmp_path))
-    first = cache.cpu_profile()
-    assert calls == [1]
-    assert first.source == "measured" and first.path.startswith(str(tmp_path))
-    assert first.peak_flop_per_s["fp32"] > 0
-    second = cache.cpu_profile()
-    assert calls == [1]  # from the cache
-    assert second.peak_flop_per_s == first.peak_flop_per_s
-    Path(second.path).write_text("{ not json")
-    cache.cpu_profile()
-    assert calls == [1, 1]  # a broken cache file is measured again, not trusted
+# ------------------------------------------------------------------ busy machines (the cache: test_cache.py)
 
 
 def test_a_busy_machine_is_flagged() -> None:
