@@ -43,6 +43,9 @@ def test_measure_caches_the_profile_profile_reads(measured: Any, monkeypatch: py
     assert result.exit_code == 0, result.output
     path = cache.cpu_cache_path()
     assert f"cached as {path} (the CPU profile `nsroof profile` and `nsroof demo` read" in result.stdout
+    assert "timing   perf_counter, best of 5 after 1 warm-up" in result.stdout
+    # 3 order checks (l1, l2, l3 against the fastest level behind each); a ceiling and a floor per dtype
+    assert "physics check passed (9 checks: cache levels in order" in result.stdout
     # the profile collector's cache reads it: nothing is measured again
     measured()
     assert cache.cpu_profile().path == str(path)
@@ -87,7 +90,8 @@ def test_a_measurement_failing_twice_is_refused_and_kept_nowhere(measured: Any, 
     assert error.startswith("nsroof: error: this CPU's measured roofline failed its physics check twice, the "
                             "same way: order l1>=l2: l1 2.1 GB/s < 75% of l2 60.0 GB/s")
     assert f"so it is neither cached nor written; its points are in {points}" in error
-    assert "GEMM peak per dtype" in result.stdout  # the summary shows what was measured
+    assert "GEMM peak per dtype" in result.stdout  # the summary shows what was measured, and what failed
+    assert "physics check FAILED:\n  order l1>=l2: l1 2.1 GB/s < 75% of l2 60.0 GB/s" in result.stdout
     assert not out.exists() and points.is_file()
     assert list((tmp_path / "cache").glob("*.json")) == []
 

@@ -38,7 +38,7 @@ def _environment(result: Any) -> list[str]:
                   f"{env.get('threads_used')} torch threads  torch {env.get('torch')}")
     caches = ", ".join(f"{k.upper()} {human_bytes(v['bytes'])}" for k, v in env.get("caches", {}).items())
     return [device, f"caches   {caches or 'not reported'}",
-            f"timing   {env.get('timer')}, median of {result.plan.reps} after {result.plan.warmup} warm-up; "
+            f"timing   {env.get('timer')}, {result.plan.timing} after {result.plan.warmup} warm-up; "
             f"{'quick' if result.plan.quick else 'full'} sweep in {result.duration_s:.1f} s", ""]
 
 
@@ -126,9 +126,22 @@ def _reference_workloads(result: Any) -> list[str]:
             *_table(["dtype", "workload", "I (FLOP/B)", "bound", "attainable"], rows, right=(2, 4))]
 
 
+def _physics(result: Any) -> list[str]:
+    """The physics check of a CPU measurement: one line when it passed, every failed check when not."""
+    check = result.derived.get("physics_check")
+    if not check:
+        return []
+    ran = [c for c in check.get("checks", []) if c.get("status") != "skip"]
+    if check.get("passed"):
+        return ["", f"physics check passed ({len(ran)} checks: cache levels in order, peaks within what the "
+                    "ISA allows and above its floor)"]
+    return ["", "physics check FAILED:", *(f"  {c['name']}: {c['detail']}" for c in ran
+                                           if c.get("status") == "fail")]
+
+
 def render(result: Any) -> str:
     out = [*_environment(result), *_gemm_peaks(result), *_memory_sweeps(result), *_ceilings(result),
-           *_reference_workloads(result)]
+           *_reference_workloads(result), *_physics(result)]
     notes = result.derived.get("notes", [])
     if notes:
         out.append("")
