@@ -65,6 +65,10 @@ class Plan:
     statistic: str = "median"
     # A cache level's bandwidth: the median of its window's `level_top_k` fastest points (0: of all of them).
     level_top_k: int = 0
+    # Streams timed chunk by chunk (0: whole buffers per call): each sample one chunk, the samples walking
+    # through the buffers, so every chunk comes from DRAM and a sample is short enough to run between two
+    # preemptions of a shared CPU.
+    stream_chunk_bytes: int = 0
 
     @property
     def timing(self) -> str:
@@ -72,18 +76,22 @@ class Plan:
         return f"{self.statistic} of {self.reps}"
 
 
-# The CPU's repetitions: the fastest of CPU_REPS samples per point, a level the median of its
-# CPU_LEVEL_TOP_K fastest points (see docs/readme/measure.md, "Stability", for what two runs agree to).
-CPU_QUICK_REPS = 5
-CPU_FULL_REPS = 7
+# The CPU's sampling: the fastest of many short samples per point (2 ms: on a CPU shared by ~10 runnable
+# processes the scheduler's slices are a few ms, so a 20 ms sample is always preempted and a 2 ms one often
+# is not), a level the median of its CPU_LEVEL_TOP_K fastest points, DRAM streams in 8 MiB chunks.
+# docs/readme/measure.md ("Stability") has the runs this was chosen from and what two runs agree to.
+CPU_QUICK_REPS = 15
+CPU_FULL_REPS = 25
+CPU_MIN_SAMPLE_S = 2e-3
 CPU_LEVEL_TOP_K = 3
+CPU_STREAM_CHUNK_BYTES = 8 * MIB
 
 
 def longer(plan: Plan) -> Plan:
     """The same sweep run longer, for a second try when the first failed its physics check: twice the
-    samples per point, each twice as long, twice the spin-up and half as much again GEMM budget."""
-    return dataclasses.replace(plan, reps=2 * plan.reps, warmup=plan.warmup + 1,
-                               min_sample_s=2 * plan.min_sample_s, spin_up_s=2 * plan.spin_up_s,
+    samples per point (more chances of an undisturbed one), one more warm-up, twice the spin-up and half
+    as much again GEMM budget."""
+    return dataclasses.replace(plan, reps=2 * plan.reps, warmup=plan.warmup + 1, spin_up_s=2 * plan.spin_up_s,
                                gemm_budget_s=1.5 * plan.gemm_budget_s,
                                notes=(*plan.notes, "a second, longer run: the first failed its physics "
                                                    "check"))
@@ -154,7 +162,8 @@ def make_plan(
         point_budget_s=0.5 if quick else 5.0, gemm_budget_s=20.0 if quick else 900.0,
         rotate_target_bytes=2 * last_cache_bytes, rotate_cap_bytes=(128 if quick else 1024) * MIB,
         stream_buffer_bytes=stream_bytes, ladder_sizes=fitting,
-        ladder_bytes_per_call=(16 if quick else 128) * MIB, min_sample_s=20e-3 if quick else 50e-3,
+        ladder_bytes_per_call=(16 if quick else 128) * MIB, min_sample_s=CPU_MIN_SAMPLE_S,
         spin_up_s=0.5 if quick else 2.0, spin_up_size=1024,
         sections=sections, notes=tuple(notes), statistic="best", level_top_k=CPU_LEVEL_TOP_K,
+        stream_chunk_bytes=CPU_STREAM_CHUNK_BYTES,
     )

@@ -69,7 +69,7 @@ def _memory_sweeps(result: Any) -> list[str]:
         out.append("Streaming kernels (DRAM)")
         rows = [[f"{p['kernel']}: {p['description']}", human_bytes(p["buffer_bytes"]),
                  human_bytes(p["bytes"]), _si(p["bytes_per_s"], "B/s")] for p in streams]
-        out += _table(["kernel", "buffer", "bytes moved", "rate"], rows, right=(1, 2, 3))
+        out += _table(["kernel", "buffer", "bytes/call", "rate"], rows, right=(1, 2, 3))
         out.append("")
     ladder = measured(result.points, "ladder")
     if ladder:

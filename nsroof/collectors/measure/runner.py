@@ -246,9 +246,11 @@ def summarize(plan: Plan, env: dict[str, Any], points: list[dict[str, Any]],
     best = analysis.best_stream(points)
     if best is not None:
         bandwidths["dram"] = best["bytes_per_s"]
+        chunk = best.get("chunk_bytes", best["buffer_bytes"])
+        chunks = f" in {chunk / 2**20:,.0f} MiB chunks" if chunk < best["buffer_bytes"] else ""
         sources["bandwidth_bytes_per_s.dram"] = (
             f"measured: best streaming kernel '{best['kernel']}' ({best['description']}) over "
-            f"{best['buffer_bytes'] / 2**20:,.0f} MiB buffers, bytes read + written / time, {timing}"
+            f"{best['buffer_bytes'] / 2**20:,.0f} MiB buffers{chunks}, bytes read + written / time, {timing}"
         )
     elif ladder:
         dram = next((lv for lv in levels if lv.level == "dram"), None)

@@ -94,7 +94,7 @@ def test_profile_is_a_measured_machine_with_provenance_and_points(quick_run: dic
     kinds = {p["kind"] for p in raw["points"]}
     assert kinds == {"gemm", "stream"}
     copy = next(p for p in raw["points"] if p.get("kernel") == "copy")
-    assert copy["bytes"] == 2 * copy["buffer_bytes"]  # 1 read + 1 write
+    assert copy["bytes"] == 2 * copy["chunk_bytes"] == 2 * 8 * MIB  # 1 read + 1 write of one 8 MiB chunk
     assert copy["bytes_per_s"] == pytest.approx(copy["bytes"] / copy["time_s"])
     # Every measured GEMM point: FLOP/s is 2·M·N·K over its median time.
     for p in raw["points"]:
