@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.errors import NsroofError
+from nsroof.report.summary import above_causes
 from nsroof.roofs.machines import Machine
 
 STEP_MARKER = "nsroof::step"
@@ -535,24 +536,6 @@ def top_modules(report: pd.DataFrame, top: int = 5) -> pd.DataFrame:
     return out.sort_values("time_s", ascending=False).head(top).reset_index(drop=True)
 
 
-def above_causes(above: pd.DataFrame, total: float, top: int = 3) -> list[str]:
-    """One line per op among the `top` with the most above-roof time: its rows, time share and the cause
-    of its longest above-roof row (roofs.roofline.above_roof_cause)."""
-    d = above["duration_s"].astype("float64").fillna(0.0).to_numpy()
-    names = above["op"].astype(str).to_numpy(dtype=object)
-    ops = np.where(names != "", names, above["kernel_name"].astype(str).to_numpy(dtype=object))
-    causes = (above["above_roof_cause"].astype(str).to_numpy(dtype=object) if "above_roof_cause" in above
-              else np.full(len(above), "", dtype=object))
-    per_op = pd.Series(d).groupby(ops, sort=False).sum().sort_values(ascending=False).head(top)
-    lines = []
-    for op, t in per_op.items():
-        mine = np.flatnonzero(ops == op)
-        cause = causes[mine[np.argmax(d[mine])]] or "a counting or unit error"
-        share = f"{t / total:.1%}" if total > 0 else "-"
-        lines.append(f"  - {op} ({len(mine)} rows, {share} of the time): {cause}")
-    return lines
-
-
 def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, output: str | None = None) -> str:
     """Top ops by time with their bound, the share of time memory-/compute-bound, and the coverage."""
     from nsroof.units import human_time
@@ -605,10 +588,9 @@ def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, outpu
                      + "; ".join(f"{why} ({human_time(t)})" for why, t in worst.items()))
     above = report["above_roof"].astype(bool)
     if above.any():
-        share = float(d[above].sum() / total)
-        lines.append(f"Above a roof: {int(above.sum())} rows ({share:.1%} of the time) beat the DRAM roof or "
-                     "the compute peak; the likely cause, for the ops with the most such time "
-                     "(`above_roof_cause`, of each op's longest such row):")
+        lines.append(f"Above a roof: {int(above.sum())} rows ({float(d[above].sum() / total):.1%} of the "
+                     "time) beat the DRAM roof or the compute peak; the likely cause, for the ops with most "
+                     "such time (`above_roof_cause`, of each op's longest such row):")
         lines += above_causes(report[above], total)
     if isinstance(result, ProfileResult):
         if result.step_source:

@@ -248,6 +248,25 @@ def _above_lines(frame: pd.DataFrame) -> list[str]:
     return lines
 
 
+def above_causes(above: pd.DataFrame, total: float, top: int = 3) -> list[str]:
+    """One line per op among the `top` with the most above-roof time (`above`: the above-roof rows of a
+    report of `total` seconds; an op-less row goes by its kernel name): its rows, time share and the cause
+    of its longest above-roof row (roofs.roofline.above_roof_cause). nsroof profile's summary."""
+    d = above["duration_s"].astype("float64").fillna(0.0).to_numpy()
+    names = above["op"].astype(str).to_numpy(dtype=object)
+    ops = np.where(names != "", names, above["kernel_name"].astype(str).to_numpy(dtype=object))
+    causes = (above["above_roof_cause"].astype(str).to_numpy(dtype=object) if "above_roof_cause" in above
+              else np.full(len(above), "", dtype=object))
+    per_op = pd.Series(d).groupby(ops, sort=False).sum().sort_values(ascending=False).head(top)
+    lines = []
+    for op, t in per_op.items():
+        mine = np.flatnonzero(ops == op)
+        cause = causes[mine[np.argmax(d[mine])]] or "a counting or unit error"
+        share = f"{t / total:.1%}" if total > 0 else "-"
+        lines.append(f"  - {op} ({len(mine)} rows, {share} of the time): {cause}")
+    return lines
+
+
 def lower_bound_warnings(frame: pd.DataFrame) -> list[str]:
     """One warning counting the rows whose L2/L1 bytes come from a read-only counter that saw fewer bytes than
     DRAM (a write-heavy kernel's stores pass uncounted) in an export with no write-inclusive counter of that
