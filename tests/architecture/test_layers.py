@@ -120,6 +120,28 @@ def test_imports_only_go_down_the_layers() -> None:
     assert "\n".join(upward_imports(graph())) == ""
 
 
+# Stages that must not reach a lower one straight: the report reads what the roofs classified and the names
+# every stage shares (nsroof.names), never a file format.
+FORBIDDEN: dict[str, tuple[str, ...]] = {"nsroof.report": ("nsroof.importers",)}
+
+
+def forbidden_imports(edges: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in edges.items():
+        for stage, banned in FORBIDDEN.items():
+            if module == stage or module.startswith(stage + "."):
+                found += [f"{module} imports {t}" for t in targets
+                          if any(t == b or t.startswith(b + ".") for b in banned)]
+    return sorted(found)
+
+
+def test_the_report_never_imports_an_importer() -> None:
+    assert "\n".join(forbidden_imports(graph())) == ""
+    # the check sees one when there is one
+    assert forbidden_imports({"nsroof.report.x": {"nsroof.importers.ncu.rep"}}) == [
+        "nsroof.report.x imports nsroof.importers.ncu.rep"]
+
+
 def test_the_import_graph_has_no_cycle() -> None:
     assert "\n".join(cycles(graph())) == ""
 
