@@ -135,19 +135,18 @@ def assert_identical(path: Path, splitter: str = "python") -> Split | None:
     return new
 
 
+# LOCAL and SHARED hold the details pages only (a raw page has no scan), and no gzip file (*.csv)
 @pytest.mark.parametrize("name", LOCAL)
 def test_repo_fixtures(name: str, splitter: str) -> None:
     path = DATA / "ncu" / name
-    if not is_details(path):
-        pytest.skip("raw page: no scan")
+    assert is_details(path)
     assert assert_identical(path, splitter) is not None
 
 
 @pytest.mark.parametrize("name", SHARED)
 def test_shared_fixtures(shared_fixtures: Path, name: str, splitter: str) -> None:
     path = shared_fixtures / name
-    if not is_details(path) or path.suffix == ".gz":
-        pytest.skip("raw page, gzip or no export: no scan")
+    assert is_details(path)
     assert_identical(path, splitter)
 
 
