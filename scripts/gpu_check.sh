@@ -3,7 +3,8 @@
 # machine as it is: its own python3 (PYTHON overrides; no venv, nothing installed: nsroof runs from this
 # tree through PYTHONPATH, so its python needs torch with CUDA, click, pandas, pyarrow and pytest), no
 # package registry. Steps, each capped by its budget (printed as it starts):
-#   1. pytest   every GPU-marked test (pytest -m gpu, in the files that have one)               110 s
+#   1. pytest   every GPU-marked test (pytest -m gpu, in the files that have one); the speed    110 s
+#               figures they record against their targets go to the report, never fail a step
 #   2. measure  `nsroof measure --quick --device cuda --budget 60` (before ncu: a killed ncu      140 s
 #               cannot leave clocks locked for it; its profile is cached and read by the next steps)
 #   3. profile  `nsroof profile` of nsroof/examples/train_tiny.py on CUDA                          50 s
@@ -31,6 +32,8 @@ START=$(date +%s)
 mkdir -p "$DEST"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export NSROOF_CACHE_DIR="$WORK/cache" PYTHONUNBUFFERED=1
+# the GPU tests record their speed figures here (never pass/fail); the report prints them
+export NSROOF_SPEED_RECORD="$WORK/speed.jsonl"
 
 die() {
   echo "gpu-check: FAILED before any step: $*" >&2

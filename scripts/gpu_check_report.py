@@ -4,7 +4,8 @@
     python scripts/gpu_check_report.py --insert ENTRY docs/measurements.md (commit a run's entry)
 
 From WORK (the run's scratch folder) into OUT, at most 8 files (what a lent GPU machine returns):
-summary.txt (verdict, each step's exit status, seconds and budget), measurements-entry.md, and copies
+summary.txt (verdict, each step's exit status, seconds and budget, the speed figures the GPU tests recorded
+against their targets: never part of the verdict), measurements-entry.md, and copies
 of machine.json, points.csv, profile.parquet, ncu.parquet, plus logs.txt (every step's log and ncu's own
 log, one after another). Only what the run wrote goes in: a missing file is said to be missing, never
 filled in. A GPU_CHECK_FAKE run's entry says it is simulated (its numbers are the CPU's).
@@ -82,6 +83,40 @@ def _machine_lines(path: Path) -> list[str]:
     return lines
 
 
+def read_speed(work: Path) -> list[dict[str, Any]]:
+    """The speed figures the GPU tests recorded (WORK/speed.jsonl, written by record_speed in
+    tests/collectors/measure/test_measure_gpu.py), in their order; [] when none was recorded. A line that
+    is not such a figure is left out."""
+    try:
+        text = (work / "speed.jsonl").read_text()
+    except OSError:
+        return []
+    figures = []
+    for line in text.splitlines():
+        try:
+            figure = json.loads(line)
+        except ValueError:
+            continue
+        if (isinstance(figure, dict) and {"name", "value", "target", "met"} <= set(figure)
+                and isinstance(figure["value"], (int, float))):
+            figures.append(figure)
+    return figures
+
+
+def speed_lines(work: Path) -> list[str]:
+    """One line a recorded speed figure: a figure off its target is a finding to look into, not a failed
+    check (the verdict is the steps' exit statuses)."""
+    figures = read_speed(work)
+    if not figures:
+        return ["- speed: none recorded (the GPU tests skipped, or did not run)"]
+    lines = []
+    for f in figures:
+        detail = f" ({f['detail']})" if f.get("detail") else ""
+        lines.append(f"- speed: {f['name']} = {f['value']:.3g}, target {f['target']}: "
+                     f"{'met' if f['met'] else 'MISSED'}{detail}")
+    return lines
+
+
 def read_steps(work: Path) -> list[list[str]]:
     """[name, exit status, seconds, budget] per step, from WORK/steps.tsv ([] when it is missing)."""
     try:
@@ -104,6 +139,8 @@ def entry(work: Path, *, fake: bool = False) -> str:
                                   [(name, rc, seconds, budget, _tail(work / f"{name}.txt"))
                                    for name, rc, seconds, budget in read_steps(work)])]
     lines.append("")
+    lines += speed_lines(work)
+    lines.append("")
     lines += _report_lines(work / "profile.parquet", "nsroof profile (examples/train_tiny.py)")
     lines += _report_lines(work / "ncu.parquet", "nsroof ncu (examples/train_tiny.py, one step, --clock-control none)")
     return "\n".join(lines) + "\n\n"
@@ -116,6 +153,7 @@ def summary(work: Path, *, fake: bool, elapsed_s: str) -> str:
     lines = [head, f"elapsed {elapsed_s} s of a 480 s budget", "", "step      exit  seconds  budget  last line"]
     for name, rc, seconds, budget in steps:
         lines.append(f"{name:<9} {rc:>4}  {seconds:>7}  {budget:>6}  {_tail(work / f'{name}.txt')}")
+    lines += ["", "speed, recorded (a missed target is a finding, not a failed step):", *speed_lines(work)]
     lines += ["", "files: summary.txt measurements-entry.md " + " ".join(n for n in RETURNED if (work / n).is_file())
               + " logs.txt"]
     return "\n".join(lines) + "\n"

@@ -47,6 +47,11 @@ def test_the_report_writer_records_device_date_steps_and_reports(repo: Path, tmp
     (out / "steps.tsv").write_text("pytest\t0\t61\t110\nmeasure\t0\t140\t140\nprofile\t0\t20\t50\n"
                                    "ncu\t1\t3\t120\n")
     (out / "pytest.txt").write_text("....\n4 passed in 60.1s\n")
+    (out / "speed.jsonl").write_text(
+        '{"name": "DRAM copy / datasheet", "value": 0.8958, "target": ">= 0.85", "met": true, '
+        '"detail": "4.30 TB/s of H200"}\n'
+        'not a figure\n'
+        '{"name": "ladder L2 / DRAM", "value": 1.1, "target": "> 1.3", "met": false, "detail": ""}\n')
     returned = tmp_path / "returned"
     script = str(repo / "scripts" / "gpu_check_report.py")
     env = {**os.environ, "PYTHONPATH": str(repo)}
@@ -58,6 +63,9 @@ def test_the_report_writer_records_device_date_steps_and_reports(repo: Path, tmp
     summary = (returned / "summary.txt").read_text()
     assert summary.startswith("gpu-check FAILED\nelapsed 230 s of a 480 s budget")  # ncu exited 1
     assert "ncu          1        3     120" in summary
+    # the speed figures the GPU tests recorded: printed with their targets, never part of the verdict
+    assert ("- speed: DRAM copy / datasheet = 0.896, target >= 0.85: met (4.30 TB/s of H200)\n"
+            "- speed: ladder L2 / DRAM = 1.1, target > 1.3: MISSED\n") in summary
     doc = tmp_path / "measurements.md"
     doc.write_text("# Measurements\n\nintro\n\n## GPU runs\n\n### an older run\n\nold\n")
     proc = subprocess.run([sys.executable, script, "--insert", str(returned / "measurements-entry.md"),
@@ -70,6 +78,7 @@ def test_the_report_writer_records_device_date_steps_and_reports(repo: Path, tmp
     assert ("| pytest | 0 | 61 | 110 | 4 passed in 60.1s |" in text
             and "| ncu | 1 | 3 | 120 | (no log) |" in text)
     assert "- peak bf16: 750.0 TFLOP/s" in text and "- bandwidth dram: 4.30 TB/s" in text
+    assert "- speed: ladder L2 / DRAM = 1.1, target > 1.3: MISSED" in text
     # the profile report: 5 rows (3 kernels, a memcpy, a memset); the two kernels launched in the backward
     # node (the mm and the one linked by enclosure) are under 'Net.fc (backward)'
     assert ("nsroof profile (examples/train_tiny.py): 5 rows on NVIDIA H100 80GB HBM3; "
@@ -119,6 +128,7 @@ def test_gpu_check_fake_runs_the_whole_control_flow_and_returns_at_most_8_files(
     assert summary.startswith("gpu-check PASSED (GPU_CHECK_FAKE: simulated device)")
     entry = (out / "measurements-entry.md").read_text()
     assert "(GPU_CHECK_FAKE: a simulated device and a stand-in ncu; not a measurement)" in entry
+    assert "- speed: none recorded (the GPU tests skipped, or did not run)" in entry  # no CUDA: they skip
     # a GH100: the FP64 tensor roof
     assert "- device: NVIDIA H100 80GB HBM3 (CC 9.0, 132 SMs" in entry and "- peak fp64_tensor: " in entry
     from nsroof.report.parquet import read_metadata

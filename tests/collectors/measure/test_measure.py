@@ -12,7 +12,6 @@ import dataclasses
 import json
 import math
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +63,10 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         # measure caches its profile: not in the user's cache
         os.environ["NSROOF_CACHE_DIR"] = str(out / "cache")
         torch.set_num_threads(1)
-        t0 = time.perf_counter()
         res = CliRunner().invoke(cli, ["measure", "--quick", "--device", "cpu", "--dtype", "fp32",
                                        "--threads", "1", "--budget", "4", "--only", "gemm", "--only",
                                        "stream", "-o", str(out / "machine.json"), "--csv",
                                        str(out / "points.csv")])
-        elapsed_s = time.perf_counter() - t0
         assert res.exit_code == 0, res.output
     finally:
         torch.set_num_threads(threads)
@@ -77,7 +74,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             os.environ.pop("NSROOF_CACHE_DIR", None)
         else:
             os.environ["NSROOF_CACHE_DIR"] = cache
-    return {"dir": out, "output": res.output, "elapsed_s": elapsed_s}
+    return {"dir": out, "output": res.output}
 
 
 def test_profile_is_a_measured_machine_with_provenance_and_points(quick_run: dict[str, Any]) -> None:
@@ -273,13 +270,26 @@ def test_spin_up_is_sized_for_the_device() -> None:
     assert (cpu.spin_up_size, cpu.spin_up_s) == (1024, 0.5)
 
 
-def test_spin_up_reads_the_clock_after_every_product() -> None:
-    """0.05 s asked: the loop stops after the first product that passes it, not after a batch of them."""
-    from nsroof.collectors.measure.timing import spin_up
+def test_spin_up_reads_the_clock_after_every_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    """0.05 s asked, each product taking 0.02 s on a clock the test holds: the loop stops after the first
+    product that passes it (the third, at 0.06 s), not after a batch of them."""
+    from types import SimpleNamespace
 
-    spent = spin_up("cpu", 0.05, 64)
-    assert 0.05 <= spent < 1.0
-    assert spin_up("cpu", 0.0, 4096) == 0.0  # no time asked: no product run, no operands made
+    from nsroof.collectors.measure import timing
+
+    now = [100.0]
+    products: list[int] = []
+
+    def product(a: torch.Tensor, b: torch.Tensor) -> None:
+        products.append(a.shape[0])
+        now[0] += 0.02
+
+    monkeypatch.setattr(timing, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    monkeypatch.setattr(torch, "matmul", product)
+    assert timing.spin_up("cpu", 0.05, 64) == pytest.approx(0.06)
+    assert products == [64, 64, 64]
+    assert timing.spin_up("cpu", 0.0, 4096) == 0.0  # no time asked: no product run, no operands made
+    assert products == [64, 64, 64]
 
 
 def test_ladder_sizes_reach_four_times_the_last_cache() -> None:
@@ -492,12 +502,15 @@ def test_without_cache_sizes_the_plateaus_name_the_levels() -> None:
     assert "cache sizes unknown" in r.sources["bandwidth_bytes_per_s.dram"]
 
 
-def test_an_unwritable_output_fails_before_measuring(tmp_path: Path) -> None:
-    t0 = time.perf_counter()
+def test_an_unwritable_output_fails_before_measuring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import nsroof.collectors.measure as measure_package
+
+    calls: list[str] = []
+    monkeypatch.setattr(measure_package, "measure", lambda device, **_: calls.append(device))
     res = CliRunner().invoke(cli, ["measure", "--device", "cpu", "--quick", "-o", str(tmp_path)])
     assert res.exit_code == 2
     assert f"nsroof: error: {tmp_path}: is a folder" in res.output
-    assert time.perf_counter() - t0 < 5  # nothing was measured
+    assert calls == []  # nothing was measured
 
 
 def test_the_ladder_reduces_one_contiguous_dimension() -> None:
