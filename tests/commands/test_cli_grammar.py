@@ -5,10 +5,12 @@ for profile: test_measure_cache_cli.py)."""
 from __future__ import annotations
 
 import io
+import queue
 import re
 import shutil
-import time
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import click
 import pytest
@@ -86,18 +88,72 @@ class _Tty(io.StringIO):
         return True
 
 
-def test_progress_lines_only_on_a_terminal_and_not_when_quiet() -> None:
+class _SteppedEvent:
+    """threading.Event as Progress uses it (set, is_set, wait), with every wait that would block handed to
+    the test through `waits`: the test answers False (the timeout passed: it moves the clock itself), or
+    set() answers True. So the progress thread writes only between two steps the test takes."""
+
+    def __init__(self, waits: queue.Queue[tuple[float, queue.Queue[bool]]]) -> None:
+        self._flag = False
+        self._lock = threading.Lock()
+        self._answer: queue.Queue[bool] | None = None
+        self._waits = waits
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def set(self) -> None:
+        with self._lock:
+            self._flag = True
+            answer, self._answer = self._answer, None
+        if answer is not None:
+            answer.put(True)
+
+    def wait(self, timeout: float) -> bool:
+        with self._lock:
+            if self._flag:
+                return True
+            answer = self._answer = queue.Queue()
+        self._waits.put((timeout, answer))
+        return answer.get(timeout=60)  # a hang guard only: the test answers at once
+
+
+def test_progress_lines_only_on_a_terminal_and_not_when_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a clock and events the test holds: nothing sleeps, and no line depends on how the threads are
+    scheduled."""
+    from nsroof.commands import options
+
+    clock = [100.0]
+    waits: queue.Queue[tuple[float, queue.Queue[bool]]] = queue.Queue()
+    monkeypatch.setattr(options, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(options, "threading",
+                        SimpleNamespace(Thread=threading.Thread, Event=lambda: _SteppedEvent(waits)))
+
+    def pass_the_wait(expected_timeout: float) -> None:
+        timeout, answer = waits.get(timeout=60)
+        assert timeout == expected_timeout
+        clock[0] += timeout
+        answer.put(False)
+
     tty, pipe, quiet = _Tty(), io.StringIO(), _Tty()
     for stream, q in ((tty, False), (pipe, False), (quiet, True)):
-        p = Progress(q, stream, after_s=0.05)
+        clock[0] = 100.0
+        p = Progress(q, stream, after_s=2.0)
+        clock[0] += 1.5
         p.line("step one")
-        with p.waiting("building"):
-            time.sleep(0.3)
+        stop = p.start("building")
+        if p.enabled:
+            pass_the_wait(2.0)  # after_s without the call returning: the line appears, 2 s
+            pass_the_wait(1.0)  # rewritten each second: 3 s
+            waits.get(timeout=60)  # the progress thread waits for its next second ...
+        clock[0] += 0.3
+        stop()  # ... when the call returns, 3.3 s after it began
         with p.waiting("quick"):
-            pass  # done before after_s: nothing printed
-    assert re.search(r"^\[\s*\d+\.\d s\] step one$", tty.getvalue(), re.M)
-    assert "\rbuilding… 0 s" in tty.getvalue() and re.search(r"building… done in 0\.\d s\n", tty.getvalue())
-    assert "quick" not in tty.getvalue()
+            pass  # done before after_s: nothing printed (its thread, if it got to wait, is answered by set)
+        while not waits.empty():
+            waits.get()
+    assert tty.getvalue() == ("[   1.5 s] step one\n"
+                              "\rbuilding… 2 s\rbuilding… 3 s\rbuilding… done in 3.3 s\n")
     assert pipe.getvalue() == "" and quiet.getvalue() == ""
 
 
