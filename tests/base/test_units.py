@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nsroof.units import UnknownUnitError, known, scale
@@ -84,6 +84,7 @@ def test_unknown_unit_is_an_error_not_a_silent_one(unit: str) -> None:
 _PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
+@settings(deadline=None)  # a slow or busy machine must not fail a property on time
 @given(
     value=st.floats(min_value=0, max_value=1e6, allow_nan=False),
     prefix=st.sampled_from(sorted(_PREFIX)),
@@ -96,6 +97,7 @@ def test_prefixed_value_equals_base_value(value: float, prefix: str, word: str) 
     assert math.isclose(value * factor, value * _PREFIX[prefix], rel_tol=1e-12, abs_tol=0.0)
 
 
+@settings(deadline=None)  # a slow or busy machine must not fail a property on time
 @given(
     num=st.sampled_from(["byte", "Kbyte", "Mbyte", "Gbyte", "cycle", "inst", "sector"]),
     den=st.sampled_from(["second", "msecond", "usecond", "nsecond", "s", "ms", "us", "ns"]),

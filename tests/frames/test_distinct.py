@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nsroof.frames.distinct import first_appearances, group_rows, map_rows, row_codes
@@ -30,6 +30,7 @@ def _key(v: object) -> object:
     return "missing" if v is None or (isinstance(v, float) and v != v) else v
 
 
+@settings(deadline=None)  # a slow or busy machine must not fail a property on time
 @given(tables())
 def test_map_rows_equals_the_loop(columns: list[list[object]]) -> None:
     calls: list[tuple[object, ...]] = []
@@ -51,6 +52,7 @@ def test_row_codes_number_rows_in_order_of_first_appearance() -> None:
     assert first.tolist() == [0, 1, 3, 4]
 
 
+@settings(deadline=None)  # a slow or busy machine must not fail a property on time
 @given(st.lists(st.integers(0, 5), max_size=80))
 def test_first_appearances_match_a_sort(values: list[int]) -> None:
     codes, _ = pd.factorize(np.array(values, dtype=np.int64))
@@ -71,6 +73,7 @@ def test_row_codes_of_many_columns_renumber_before_the_key_overflows() -> None:
     assert first.tolist() == [expected.index(c) for c in range(len(seen))]
 
 
+@settings(deadline=None)  # a slow or busy machine must not fail a property on time
 @given(st.lists(st.sampled_from(["", "a", "b", "long " * 50, None, float("nan")]), min_size=256,
                 max_size=600),
        st.booleans())
@@ -104,6 +107,7 @@ def test_identity_codes_share_a_code_per_object_in_order_of_first_appearance() -
     assert identity_codes(np.empty(0, dtype=object)).tolist() == []
 
 
+@settings(deadline=None)  # a slow or busy machine must not fail a property on time
 @given(st.lists(st.integers(0, 4), max_size=60), st.integers(0, 2))
 def test_group_rows_are_each_codes_rows_in_order(values: list[int], extra: int) -> None:
     count = max(values, default=-1) + 1 + extra  # codes that no row has: empty groups
