@@ -404,10 +404,15 @@ def load_ranges(path: str | os.PathLike[str]) -> list[RangeEvent]:
     p = Path(path)
     raw = read_bytes(p)
     body = memoryview(raw)[3:] if raw[:3] == BOM else raw
+    kind = RangeTrace | list[RangeEvent]
     try:
-        decoded = msgspec.json.decode(body, type=RangeTrace | list[RangeEvent])
-    except msgspec.DecodeError:
-        decoded = msgspec.convert(_standard_parse(p, raw),
-                                  RangeTrace | list[RangeEvent])  # type: ignore[arg-type]
+        try:
+            decoded = msgspec.json.decode(body, type=kind)
+        except msgspec.DecodeError:
+            # NaN / Infinity tokens: restated as load restates them (null, absent), so a non-finite pid or
+            # counter reads here as it did there, not as a float the declared types refuse
+            decoded = msgspec.json.decode(_restated(p, raw), type=kind)
+    except msgspec.ValidationError as exc:
+        raise validation_error(p, exc, _standard_parse(p, raw)) from None
     events = decoded.traceEvents if isinstance(decoded, RangeTrace) else decoded
     return [e for e in events if e.cat == RANGE_CAT]

@@ -1,6 +1,7 @@
 """Loading a kineto trace (nsroof.importers.trace.load): integers beyond 64 bits, over-long literals and
 floats beyond a double are one-line errors naming the field; ROCm's string streams read; what strict JSON
-refuses (NaN tokens, a BOM) and undeclared fields read (the shared traces: test_shared_traces.py)."""
+refuses (NaN tokens, a BOM; in a range-profiler trace too) and undeclared fields read (the shared traces:
+test_shared_traces.py)."""
 
 from __future__ import annotations
 
@@ -70,6 +71,24 @@ def test_nan_and_infinity_tokens_read_through_the_standard_parser(tmp_path: Path
     assert len(frame) == 1 and pd.isna(frame["gpu__time_duration.sum"].iloc[0])
     assert pd.isna(frame["launch__shared_mem_per_block"].iloc[0])  # a non-finite number reads as NaN
     assert any("non-finite 'dur'" in w for w in facts.warnings)
+
+
+def test_nan_and_infinity_tokens_in_a_range_profiler_trace_read_as_in_any_trace(tmp_path: Path) -> None:
+    # fuzz case 6192 (seed 20261207): `Infinity` as a flow event's pid in a CUPTI range-profiler trace: load
+    # read it as null (the text restated), load_ranges, reading the file again for the counters, converted the
+    # standard parser's float and msgspec refused it -> ValidationError; both read it alike now
+    import json
+
+    events = [{"ph": "X", "cat": "cuda_profiler_range", "name": "k0", "pid": 0, "tid": 1, "ts": 1, "dur": 5,
+               "args": {"sm__cycles_elapsed.avg": 100.0, "dram__bytes.sum": float("inf")}},
+              {"ph": "f", "id": 1, "pid": float("inf"), "tid": 1, "ts": 2, "cat": "ac2g", "name": "ac2g"}]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert "Infinity" in path.read_text()
+    frame, facts = importers.read(path)
+    assert frame["kernel_name"].tolist() == ["k0"] and frame["sm__cycles_elapsed.avg"].tolist() == [100.0]
+    assert pd.isna(frame["dram__bytes.sum"].iloc[0])  # a non-finite counter reads as NaN
+    assert any("CUPTI range-profiler rows" in w for w in facts.warnings)
 
 
 def test_a_bom_a_top_level_list_and_undeclared_fields_of_any_shape_read(tmp_path: Path) -> None:
