@@ -102,21 +102,40 @@ def gemm_bias(m: int, n: int, k: int, bias_elements: int, dtype: str = "fp32", b
 
 @register("grouped-gemm", source=SRC_SEQ + "; torch._grouped_mm / F.grouped_mm")
 def grouped_gemm(rows: int, k: int, n: int, groups: int, dtype: str = "bf16", out_dtype: str = "",
-                 scale_bytes: float = 0.0, index_bytes: float = 0.0, b_per_group: bool = True) -> Operator:
+                 scale_bytes: float = 0.0, index_bytes: float = 0.0, b_per_group: bool = True,
+                 active_groups: int = 0) -> Operator:
     """Grouped GEMM: `rows` rows of A [rows, k], each multiplied by its group's B [k, n] (a 2-D A split by
-    offsets, or `groups` stacked products): 2·rows·k·n FLOP. Bytes: A, every B once, the output once, the
-    fp8 scales and the offsets."""
+    offsets, or `groups` stacked products): 2·rows·k·n FLOP. Bytes: A, the B of every group that receives
+    rows once, the output once, the fp8 scales and the offsets. `active_groups`: how many groups receive
+    rows, where the offsets' values are known; 0 = not recorded, then at most min(groups, rows) groups do
+    (each routed row lands in one group) and the B bytes are that bound, said so in the notes."""
     positive("grouped-gemm", rows=rows, k=k, n=n, groups=groups)
+    if not 0 <= active_groups <= groups:
+        raise ValueError(f"grouped-gemm: active_groups={active_groups} is not in 0..groups={groups}")
     dt = canonical_dtype(dtype)
     odt = canonical_dtype(out_dtype or dtype)
-    b_elements = (groups if b_per_group else 1) * k * n
+    notes: tuple[str, ...] = ()
+    if not b_per_group:
+        read, b_note = 1, "k·n (one B for every group)"
+    elif active_groups:
+        read, b_note = active_groups, f"{active_groups} of {groups} groups receive rows: {active_groups}·k·n"
+    else:
+        read = min(groups, rows)
+        b_note = f"at most min(groups, rows) = {read} of {groups} groups receive rows: {read}·k·n"
+        if groups > 1:
+            notes = (f"bound: the weights of at most min(E, T) = {read} of {groups} experts are read "
+                     "(each of the T routed rows meets one expert's B); the routing (offsets' values) "
+                     "is not recorded",)
     items = [Term("read A", bytes=nbytes(rows * k, dt), note=f"rows·k·{dtype_bytes(dt):g} B"),
-             Term("read B", bytes=nbytes(b_elements, dt), note="groups·k·n"),
+             Term("read B", bytes=nbytes(read * k * n, dt), note=b_note),
              Term("write C", bytes=nbytes(rows * n, odt), note=f"rows·n·{dtype_bytes(odt):g} B ({odt})"),
              Term("2·rows·k·n", flops=2.0 * rows * k * n, note="each row of A meets one group's B")]
     if scale_bytes:
         items.append(Term("read scales", bytes=scale_bytes, note="the recorded scale tensors"))
     if index_bytes:
         items.append(Term("read offsets", bytes=index_bytes, note="group offsets"))
-    shape = {"rows": rows, "k": k, "n": n, "groups": groups} | ({"out_dtype": odt} if odt != dt else {})
-    return Operator("grouped-gemm", shape, dt, Cost(tuple(items)), Roof("matmul", dt))
+    shape: dict[str, object] = {"rows": rows, "k": k, "n": n, "groups": groups} | (
+        {"out_dtype": odt} if odt != dt else {})
+    if read < groups and b_per_group:  # the label says whose weights were counted, and whether a bound
+        shape["groups_read"] = read if active_groups else f"at most {read} (routing not recorded)"
+    return Operator("grouped-gemm", shape, dt, Cost(tuple(items), notes), Roof("matmul", dt))

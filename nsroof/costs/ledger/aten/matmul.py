@@ -99,10 +99,26 @@ def _addmm_activation(s: list[Shape], t: list[str], c: list[Any]) -> Any:
                  shape={"activation": "gelu" if gelu else "relu"})
 
 
+def _active_groups(values: Any, groups: int) -> int:
+    """How many groups receive rows, from the offsets' values (cumulative row ends, one per group) where the
+    trace holds them as a list; 0 where it does not (torch.profiler records a tensor's shape, not its
+    values) or they do not fit `groups` ascending."""
+    if not isinstance(values, (list, tuple)) or len(values) != groups:
+        return 0
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return 0
+    ends = [0, *values]
+    if any(b < a for a, b in zip(ends, ends[1:], strict=False)):
+        return 0
+    return sum(b > a for a, b in zip(ends, ends[1:], strict=False))
+
+
 def _grouped_mm(scaled: bool) -> Any:
     """_grouped_mm(mat_a, mat_b, offs, bias, out_dtype); _scaled_grouped_mm(mat_a, mat_b, scale_a, scale_b,
     offs, bias, scale_result, out_dtype, use_fast_accum). A 2-D [M, K] × 3-D [G, K, N] (rows split by offs),
-    3-D × 3-D (G products), or 2-D × 2-D with K split by offs (output [G, M, N])."""
+    3-D × 3-D (G products), or 2-D × 2-D with K split by offs (output [G, M, N]). 2-D × 3-D reads the B of
+    the groups the offsets give rows to: counted from their values where recorded, else bounded by
+    min(G, M) (see grouped-gemm)."""
 
     def read(s: list[Shape], t: list[str], c: list[Any]) -> Any:
         need(len(s) >= 2, "needs mat_a and mat_b")
@@ -121,9 +137,11 @@ def _grouped_mm(scaled: bool) -> Any:
         if len(a) == 2 and len(b) == 3:
             need(a[1] == b[1], f"grouped_mm shapes {a} and {b} do not agree")
             rows, k, n, groups = a[0], a[1], b[2], b[0]
+            active = _active_groups(arg(c, offs_at), groups)
         elif len(a) == 3 and len(b) == 3:
             need(a[0] == b[0] and a[2] == b[1], f"grouped_mm shapes {a} and {b} do not agree")
             rows, k, n, groups = a[0] * a[1], a[2], b[2], b[0]
+            active = groups  # every group multiplies its own a[1] rows
         elif len(a) == 2 and len(b) == 2:
             need(a[1] == b[0] and bool(offs), f"grouped_mm shapes {a} and {b} do not agree")
             groups = numel(offs)
@@ -135,7 +153,7 @@ def _grouped_mm(scaled: bool) -> Any:
         else:
             raise NoShape(f"grouped_mm of {len(a)}-D by {len(b)}-D has no formula")
         return ledger_op("grouped-gemm", rows=rows, k=k, n=n, groups=groups, dtype=dt, out_dtype=out_dtype,
-                         scale_bytes=scales, index_bytes=index_bytes)
+                         scale_bytes=scales, index_bytes=index_bytes, active_groups=active)
 
     return read
 
