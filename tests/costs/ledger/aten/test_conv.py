@@ -55,9 +55,11 @@ def test_conv_positions_differ_per_aten_op() -> None:
         shapes = x + [[]] * (len(concrete) - 2)
         t = types.get(op, ["float", "float", ""]) + ["Scalar"] * (len(concrete) - 3)
         assert op_cost(op, shapes, t, concrete).flops == expect, op
-    transposed = op_cost("aten::convolution", x + [[]] * 7, ["float"] * 9,
-                         [None, None, None, [2, 2], [1, 1], [1, 1], True, [0, 0], 1])
-    assert "transposed" in transposed.missing
+    # transposed: weight [C=3, K/groups=4, 3, 3], stride 2 padding 1 output_padding 1: out = (8 − 1)·2 − 2 +
+    # (3 − 1) + 1 + 1 = 16; each input point scatters into K·R·S: 2·N·C·8·8·K·9 = 2·1·3·64·4·9 = 13,824
+    transposed = op_cost("aten::convolution", [[1, 3, 8, 8], [3, 4, 3, 3]] + [[]] * 7, ["float"] * 9,
+                         [None, None, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1])
+    assert transposed.flops == 13_824 and transposed.formula == "convolution", transposed.missing
 
 
 def test_grouped_conv_reads_groups_from_the_weight() -> None:
