@@ -224,7 +224,9 @@ def test_op_costs_without_shapes_or_formula_are_nan_with_a_reason() -> None:
     assert math.isnan(unknown.bytes) and unknown.missing == "no formula for aten::nonzero"
     odd = op_cost("aten::conv2d", [[1, 3, 8, 8], [4, 3, 3, 5], []], ["float"] * 3,
                   [None, None, None, [1, 1], [0, 0], [1, 1], 1])
-    assert math.isnan(odd.flops) and "square kernel" in odd.missing
+    # a non-square (3, 5) kernel is costed now (the N-D convolution formula): out 6×4, so
+    # 2 · N 1 · C_out 4 · 6·4 · C_in 3 · 3·5 = 8,640 FLOPs
+    assert odd.flops == 8640 and odd.formula == "convolution" and odd.missing == ""
 
 
 def test_precision_follows_the_dtype_and_the_roof() -> None:
