@@ -1,4 +1,4 @@
-"""2-D convolution, forward (conv2d: direct convolution, NCHW, square kernel) and backward (conv2d-backward:
+"""Convolutions. 2-D, forward (conv2d: direct convolution, NCHW, square kernel) and backward (conv2d-backward:
 the input and weight gradients are two convolutions of the forward's size, as torch/utils/flop_counter.py
 counts them for groups = 1; the bias gradient Σ dY).
 
