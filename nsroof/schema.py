@@ -301,7 +301,7 @@ REPORT_FIELDS: tuple[Field, ...] = (
 
 # ---------------------------------------------------------------------------------------------
 # The quantities table: nsroof.counters.quantities.derive(kernels) -> one row per kernel (same index),
-# the roofline inputs with their provenance, before classification. report/build.py reads it.
+# the roofline inputs with their provenance, before classification. roofs/classify.py reads it.
 # ---------------------------------------------------------------------------------------------
 
 

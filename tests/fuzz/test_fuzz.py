@@ -22,7 +22,7 @@ def test_ncu_importers_survive_the_fuzz() -> None:
 
 
 def test_trace_mutations_give_a_report_or_a_clean_error() -> None:
-    # the trace JSON is validated at the door (its declared schema in importers/torch_trace.py): wrong
+    # the trace JSON is validated at the door (its declared schema in importers/trace/events.py): wrong
     # types, deep nesting and damaged gzip are one-line errors, never a crash
     seeds = [s for s in own_seeds() if s.kind == "json"]
     results = run_cases(list(range(60)), seeds, SEED, timeout=10)

@@ -1,7 +1,7 @@
 """Formulas of the inference engines' custom ops (vLLM `_C::`, `_C_cache_ops::`, `vllm::`; SGLang
 `sgl_kernel::`), from their recorded arguments in schema order (vllm/csrc/torch_bindings.cpp,
 sgl-kernel/csrc/common_extension.cc) plus, where the arguments lack them, the step annotation and the
---model-config (engine_facts).
+--model-config (engine_context).
 
 Accounting as everywhere in the ledger: each distinct input read once, each output written once, a basic op or
 transcendental 1 FLOP, a multiply-add 2. In-place arguments (`Tensor!`) are written; read only where the op's
