@@ -60,16 +60,15 @@ def nbytes(elements: float, dtype: str) -> float:
 
 
 # Printed by `nsroof ledger` (each formula's source): public sources only (the seed documents these formulas
-# grew from are not shipped). SRC_CNN, SRC_SEQ and SRC_TORCH name the modules those formulas were first
-# written in; the text is kept as it has always been printed.
+# grew from are not shipped); nsroof's own derivations name the ledger, each family file holding its algebra.
 SRC_ROOFLINE = "roofline model: Williams, Waterman & Patterson, Roofline, CACM 52(4), 2009"
 SRC_LEDGER = "ledger convention: inputs read once, outputs written once (compulsory traffic)"
 SRC_TRAFFIC = ("HBM element-traffic model of attention: Dao et al., FlashAttention, NeurIPS 2022 (naive vs "
                "tiled traffic)")
 SRC_LAYER = "NVIDIA Deep Learning Performance Guide, GPU Performance Background (worked example)"
-SRC_CNN = "nsroof ops_cnn (ledger convention; counted from each op's definition)"
-SRC_SEQ = "nsroof ops_seq (ledger convention; counted from each op's definition)"
-SRC_TORCH = "nsroof ops_torch (ledger convention; backward derived from the forward algebra)"
+SRC_CNN = "nsroof ledger (ledger convention; counted from each op's definition)"
+SRC_SEQ = SRC_CNN
+SRC_TORCH = "nsroof ledger (ledger convention; backward derived from the forward algebra)"
 
 
 def positive(formula: str, **values: float) -> None:
