@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 
@@ -59,12 +58,10 @@ def pending_machine_argument(*, cuda: bool) -> str | None:
 
         name = torch.cuda.get_device_name()
         return machine_argument(cached_gpu_profile(name) or machines.lookup_device(name))
-    try:
-        from nsroof.collectors.measure.cache import cache_key, resolve_cache_dir
-    except ImportError:
-        return None
-    path = resolve_cache_dir() / f"cpu-{cache_key()}.json"
-    return str(path) if Path(path).is_file() else None
+    from nsroof.collectors.measure.cache import cpu_cache_path
+
+    path = cpu_cache_path()
+    return str(path) if path.is_file() else None
 
 
 def for_session(session: Any, trace: str | os.PathLike[str], machine: Any = None, *,
