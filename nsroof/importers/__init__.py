@@ -41,7 +41,11 @@ FORMAT_MODULES: dict[str, str] = {
     "ncu-rep": "nsroof.importers.ncu.rep",
     "ncu-text": "nsroof.importers.ncu.text",
     "torch-trace": "nsroof.importers.trace.kineto",
+    "nsys": "nsroof.importers.nsys.sqlite_export",
 }
+# an Nsight Systems export (an SQLite database: its tables decide) or report (.nsys-rep, .qdrep)
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_NSYS_REP_MAGIC = b"NVIDIA Tegra Profiler Report"
 
 
 # what a damaged gzip stream raises while it is read: a bad header or CRC (BadGzipFile, an OSError), a
@@ -79,6 +83,8 @@ def sniff(path: str | os.PathLike[str], *, strict: bool = False) -> str:
                          hint="re-export it with `ncu -i REPORT --csv --page raw`")
     if head[:4] == b"NVR\0" or p.name.endswith(".ncu-rep"):
         return "ncu-rep"
+    if head.startswith((_SQLITE_MAGIC, _NSYS_REP_MAGIC)) or p.name.endswith((".nsys-rep", ".qdrep")):
+        return "nsys"
     if head[:4] == PARQUET_MAGIC:
         if strict:
             raise InputError(p, "a Parquet file, not an export", hint=NOT_OURS_HINT)
@@ -113,7 +119,7 @@ def read(path: str | os.PathLike[str], *,
     if kind == "parquet":
         raise InputError(Path(path), "a Parquet file, not an ncu export or torch trace", hint=PARQUET_HINT)
     module = importlib.import_module(FORMAT_MODULES[kind])
-    if captures and kind != "torch-trace":
+    if captures and kind not in ("torch-trace", "nsys"):
         raise InputError(Path(path),
                          f"--capture maps graph replays of a torch.profiler trace; this is {kind}",
                          hint="drop --capture, or pass the replay's torch.profiler trace")

@@ -67,6 +67,7 @@ KINDS: dict[str, str] = {  # cat (trace_schema.ACTIVITY_CATS) -> kind of GPU act
     "kernel": "kernel", "Kernel": "kernel",
     "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
     "gpu_memset": "memset", "Memset": "memset",
+    "cuda_graph": "graph",  # a whole CUDA graph's execution (Nsight Systems' whole-graph trace)
 }
 
 METRIC_UNITS = {
@@ -160,14 +161,22 @@ def read(path: str | os.PathLike[str], *,
 
 def _read(path: str | os.PathLike[str],
           captures: Sequence[str | os.PathLike[str]]) -> tuple[pd.DataFrame, FileFacts]:
-    events = load(path)
-    top, name = events.top, Path(path).name
+    return from_events(load(path), Path(path).name, path=path, captures=captures)
+
+
+def from_events(events: TraceEvents, name: str, *, path: str | os.PathLike[str] | None = None,
+                captures: Sequence[str | os.PathLike[str]] = (),
+                fmt: str = "torch-trace") -> tuple[pd.DataFrame, FileFacts]:
+    """The kernel table and facts of a trace's events, whichever file they were read from: a kineto trace
+    (`path`, read again for its range-profiler counters) or another timeline in the same schema (an Nsight
+    Systems export, nsroof.importers.nsys), so one set of correlation rules links them all."""
+    top = events.top
     activities = in_order(events.activities)
     meta = trace_meta(top)
     warnings: list[str] = []
     extra: dict[str, Any] = {}
     ops = None
-    if not activities and events.ranges:
+    if not activities and events.ranges and path is not None:
         frame = _profiler_ranges(load_ranges(path), top, name)
         warnings.append(f"{len(frame)} CUPTI range-profiler rows and no kernel events: counters only, no "
                         "kernel durations (a range's dur is the profiling window)")
@@ -208,7 +217,7 @@ def _read(path: str | os.PathLike[str],
                                       if op.name == "record_param_comms"}
     units = {c: u for c, u in METRIC_UNITS.items() if c in frame.columns} | {
         c: "" for c in frame.columns if c.startswith(("smsp__", "sm__"))}
-    return frame, FileFacts(format="torch-trace", source=name, metric_units=units, warnings=warnings,
+    return frame, FileFacts(format=fmt, source=name, metric_units=units, warnings=warnings,
                             levels=("dram",), extra=extra, ops=ops)
 
 
@@ -346,7 +355,7 @@ def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpT
     if bad_dur:
         warnings.append(f"{bad_dur} GPU event(s) with a negative or non-finite 'dur': duration NaN")
     flagged = sum(1 for link in links if link == LINK_ENCLOSING)
-    if flagged:
+    if flagged and any(external_id(launch.args) is not None for launch in launches.values()):
         warnings.append(f"{flagged} GPU event(s) whose launch's External id names no op enclosing the launch "
                         "on its thread: linked to the innermost enclosing op instead "
                         "(op_link 'enclosing op')")

@@ -157,6 +157,12 @@ INDUCTOR_CPU_KERNEL = re.compile(r"(?:graph_\d+_)?cpp_fused_\w+")
 INDUCTOR_CPU_REASON = ("an Inductor C++ kernel (a fused region of the compiled graph): Inductor states no "
                        "FLOP or byte count for its CPU kernels")
 
+# A kernel no recorded op encloses has its runtime/driver launch call as its op (trace rule 5): the call
+# (cudaLaunchKernel_v7000 in an Nsight Systems export, cuLaunchKernelEx, cudaMemcpyAsync) has no work of its own.
+RUNTIME_CALL = re.compile(r"(?:cuda|cu|hip)\w*(?:Launch|Memcpy|Memset)\w*")
+RUNTIME_CALL_REASON = ("no op recorded around the launch (its op is the runtime call): record the ops, "
+                       "torch.profiler or, under Nsight Systems, emit_nvtx(record_shapes=True)")
+
 
 def no_formula_reason(op: str) -> str:
     """Why an op has no cost, naming the real cause: a view moves nothing; an autograd wrapper's own time is
@@ -168,6 +174,8 @@ def no_formula_reason(op: str) -> str:
         return BOOKKEEPING_REASON
     if INDUCTOR_CPU_KERNEL.fullmatch(op):
         return INDUCTOR_CPU_REASON
+    if RUNTIME_CALL.fullmatch(op):
+        return RUNTIME_CALL_REASON
     if "::" in op and not op.startswith("aten::"):
         return (f"no formula for {op} (add one with @nsroof.formula(\"{op.split('.', 1)[0]}\"), "
                 "--formulas FILE.py)")

@@ -1,0 +1,249 @@
+"""Nsight Systems exports (SQLite, or a .nsys-rep through `nsys export`) -> the normalized kernel table.
+
+The timeline becomes the events of a kineto trace (nsroof.importers.trace.events) and goes through the
+trace's own reading (nsroof.importers.trace.kineto.from_events), so the correlation rules, the ops table,
+the costs and the roofs are the trace's (docs/nsys.md):
+
+  * a row per CUPTI_ACTIVITY_KIND_KERNEL / MEMCPY / MEMSET row (``kind`` kernel, memcpy, memset), and one
+    per whole-graph execution (CUPTI_ACTIVITY_KIND_GRAPH_TRACE, ``--cuda-graph-trace=graph``: ``kind``
+    graph, timed, never costed: the kernels inside are not recorded); node-level graph tracing gives each
+    graph kernel as a kernel row with its graph and node id;
+  * the launch: the CUPTI_ACTIVITY_KIND_RUNTIME call with the activity's correlationId (runtime and driver
+    calls alike), on its thread (globalTid);
+  * NVTX push/pop and start/end ranges (NVTX_EVENTS) on the launching thread: PyTorch's emit_nvtx ranges
+    (nsroof.importers.nsys.op_text) are ops, with their sequence numbers and input sizes when recorded;
+    every other range (user ranges, nsroof's, a library's domain) an annotation of the NVTX path. Ranges
+    count on the thread that opened them only: an export holds every thread's ranges (a compiler's
+    worker threads among them), and the launching thread's are the ones around the launch;
+  * the GPU of each row from TARGET_INFO_GPU (through TARGET_INFO_CUDA_DEVICE where the export has it):
+    name, compute capability; its SM count, clock and memory bandwidth are facts of the file.
+
+Times are nanoseconds in the export and microseconds in the trace schema (float64: exact to the ns over
+104 days of capture).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nsroof.errors import InputError
+from nsroof.importers.nsys import database as tables
+from nsroof.importers.nsys.op_text import EVALUATE, parse
+from nsroof.importers.nsys.rep import REP_MAGIC, exported
+from nsroof.importers.trace.events import (
+    ActivityArgs,
+    Device,
+    Event,
+    LaunchArgs,
+    OpArgs,
+    Trace,
+    TraceEvents,
+)
+from nsroof.schema import FileFacts
+
+FORMAT = "nsys"
+GRAPH_CAT = "cuda_graph"  # a whole-graph execution (kineto.KINDS: kind 'graph')
+# CUPTI's enums (CUpti_ActivityMemcpyKind, CUpti_ActivityMemoryKind): the names kineto writes for copies
+COPY_KINDS = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
+              9: "HtoH", 10: "PtoP", 11: "HtoD", 12: "DtoH", 13: "DtoD"}
+MEMORY_KINDS = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
+                6: "Managed Static"}
+TABLES_READ = (tables.KERNEL, tables.MEMCPY, tables.MEMSET, tables.GRAPH_TRACE)
+
+
+def read(path: str | os.PathLike[str], *,
+         captures: Sequence[str | os.PathLike[str]] = ()) -> tuple[pd.DataFrame, FileFacts]:
+    """The kernel table and facts of an nsys SQLite export, or of a .nsys-rep exported through `nsys`."""
+    p = Path(path)
+    with open(p, "rb") as fh:
+        head = fh.read(len(REP_MAGIC))
+    if head.startswith(REP_MAGIC):
+        with exported(p) as sqlite:
+            return _read(sqlite, p.name, captures)
+    return _read(p, p.name, captures)
+
+
+def _read(p: Path, name: str, captures: Sequence[str | os.PathLike[str]]) -> tuple[pd.DataFrame, FileFacts]:
+    from nsroof.importers.trace.kineto import from_events
+    from nsroof.importers.trace.load import paused_gc
+
+    with tables.opened(p) as db, paused_gc():
+        tables.check(db)
+        events, facts = _events(db)
+        if not events.activities:
+            raise InputError(p, f"no CUDA kernels recorded ({tables.KERNEL} is empty): nothing to analyze",
+                             hint="profile GPU work: `nsys profile --trace=cuda,nvtx …` (an empty capture "
+                                  "range records nothing)")
+    frame, file_facts = from_events(events, name, captures=captures, fmt=FORMAT)
+    file_facts.extra["nsys"] = facts
+    return frame, file_facts
+
+
+def _ints(values: pd.Series) -> list[int | None]:
+    """A column of integers with NULLs (pandas reads them as float NaN) as Python ints and None."""
+    if values.dtype.kind in "iu":
+        return values.tolist()
+    return [None if v is None or v != v else int(v) for v in values.tolist()]
+
+
+def _times(frame: pd.DataFrame) -> tuple[list[float], list[float]]:
+    """(start, duration) in µs from the export's ns."""
+    start = frame["start"].to_numpy(dtype="float64")
+    return (start / 1e3).tolist(), ((frame["end"].to_numpy(dtype="float64") - start) / 1e3).tolist()
+
+
+def _node(values: pd.Series) -> list[int | None]:
+    """graphNodeId: 0 or NULL for a kernel launched outside a graph."""
+    return [v if v else None for v in _ints(values)]
+
+
+def _kernels(frame: pd.DataFrame) -> list[Event[ActivityArgs]]:
+    if not len(frame):
+        return []
+    ts, dur = _times(frame)
+    shared = (frame["staticSharedMemory"].astype("float64").fillna(0)
+              + frame["dynamicSharedMemory"].astype("float64").fillna(0))
+    dims = {d: list(zip(*(_ints(frame[f"{d}{x}"]) for x in "XYZ"), strict=True)) for d in ("grid", "block")}
+    device, stream = _ints(frame["deviceId"]), _ints(frame["streamId"])
+    args = [ActivityArgs(correlation=c, graph_id=g, graph_node_id=n, stream=s, device=d, context=x,
+                         registers_per_thread=r, shared_memory=m, grid=list(gd), block=list(bd))
+            for c, g, n, s, d, x, r, m, gd, bd in zip(
+                _ints(frame["correlationId"]), _ints(frame["graphId"]), _node(frame["graphNodeId"]), stream,
+                device, _ints(frame["contextId"]), _ints(frame["registersPerThread"]), shared.tolist(),
+                dims["grid"], dims["block"], strict=True)]
+    names = ["" if n is None else str(n) for n in frame["name"].tolist()]
+    return [Event(n, "kernel", t, du, d, s, a)
+            for n, t, du, d, s, a in zip(names, ts, dur, device, stream, args, strict=True)]
+
+
+def _copy_name(table: str, row: tuple[Any, ...]) -> str:
+    if table == tables.MEMSET:
+        return f"Memset ({MEMORY_KINDS.get(row[0], 'Unknown')})"
+    kind, src, dst = row
+    return (f"Memcpy {COPY_KINDS.get(kind, 'Unknown')} "
+            f"({MEMORY_KINDS.get(src, 'Unknown')} -> {MEMORY_KINDS.get(dst, 'Unknown')})")
+
+
+def _copies(frame: pd.DataFrame, table: str) -> list[Event[ActivityArgs]]:
+    if not len(frame):
+        return []
+    ts, dur = _times(frame)
+    keys = ["memKind"] if table == tables.MEMSET else ["copyKind", "srcKind", "dstKind"]
+    names = [_copy_name(table, row) for row in zip(*(_ints(frame[k]) for k in keys), strict=True)]
+    device, stream = _ints(frame["deviceId"]), _ints(frame["streamId"])
+    cat = "gpu_memset" if table == tables.MEMSET else "gpu_memcpy"
+    return [Event(n, cat, t, du, d, s, ActivityArgs(correlation=c, graph_id=g, graph_node_id=gn, stream=s,
+                                                    device=d, context=x))
+            for n, t, du, d, s, c, g, gn, x in zip(
+                names, ts, dur, device, stream, _ints(frame["correlationId"]), _ints(frame["graphId"]),
+                _node(frame["graphNodeId"]), _ints(frame["contextId"]), strict=True)]
+
+
+def _graphs(frame: pd.DataFrame) -> list[Event[ActivityArgs]]:
+    if not len(frame):
+        return []
+    ts, dur = _times(frame)
+    device, stream, graph = _ints(frame["deviceId"]), _ints(frame["streamId"]), _ints(frame["graphId"])
+    return [Event(f"CUDA graph {g if g is not None else '?'} (whole-graph trace)", GRAPH_CAT, t, du, d, s,
+                  ActivityArgs(correlation=c, graph_id=g, stream=s, device=d, context=x))
+            for t, du, d, s, g, c, x in zip(ts, dur, device, stream, graph, _ints(frame["correlationId"]),
+                                            _ints(frame["contextId"]), strict=True)]
+
+
+def _thread(global_tid: int | None) -> tuple[int | None, int | None]:
+    """(the Event pid, tid) of an nsys globalTid: the thread itself as the 'process' (the trace rules read a
+    process's every thread for a path; nsys paths are the launching thread's), and the OS thread id (the
+    low 24 bits: NVIDIA's 'Serialized process and thread identifiers')."""
+    return (global_tid, global_tid & 0xFFFFFF) if global_tid is not None else (None, None)
+
+
+def _launches(frame: pd.DataFrame) -> list[Event[LaunchArgs]]:
+    if not len(frame):
+        return []
+    ts, dur = _times(frame)
+    threads = [_thread(g) for g in _ints(frame["globalTid"])]
+    return [Event("" if n is None else str(n), "cuda_runtime", t, du, pid, tid, LaunchArgs(correlation=c))
+            for n, t, du, (pid, tid), c in zip(frame["name"].tolist(), ts, dur, threads,
+                                                _ints(frame["correlationId"]), strict=True)]
+
+
+def _ranges(frame: pd.DataFrame) -> tuple[list[Event[OpArgs]], list[Event[OpArgs]], dict[str, int]]:
+    """(ops, annotations, counts) of the NVTX ranges: emit_nvtx texts are ops, the rest annotations."""
+    ts, dur = _times(frame)
+    texts = ["" if t is None else str(t) for t in frame["text"].tolist()]
+    parsed: dict[str, Any] = {}
+    for text in set(texts):  # a run repeats a few thousand distinct texts
+        parsed[text] = parse(text)
+    # backward functions: the nodes the engine evaluates (PyTorch 2.x) or 1.x's 'stashed seq' ranges
+    nodes = {t.removeprefix(EVALUATE) for t in parsed if t.startswith(EVALUATE)}
+    args: dict[str, OpArgs] = {}
+    for text, op in parsed.items():
+        if op is not None:
+            backward = op.stashed or op.name in nodes
+            args[text] = OpArgs(sequence_number=op.sequence_number, fwd_thread_id=1 if backward else None,
+                                 input_dims=op.input_dims)
+    ops: list[Event[OpArgs]] = []
+    annotations: list[Event[OpArgs]] = []
+    for text, t, du, g in zip(texts, ts, dur, _ints(frame["globalTid"]), strict=True):
+        pid, tid = _thread(g)
+        op = parsed[text]
+        if op is None:
+            annotations.append(Event(text, "user_annotation", t, du, pid, tid, OpArgs()))
+        else:
+            ops.append(Event(op.name, "cpu_op", t, du, pid, tid, args[text]))
+    sized = sum(1 for e in ops if e.args.input_dims is not None)
+    return ops, annotations, {"ops": len(ops), "ops_with_sizes": sized, "annotations": len(annotations)}
+
+
+def _devices(db: tables.Database, device_ids: set[int]) -> tuple[list[Device], list[dict[str, Any]]]:
+    """The GPUs the activities ran on (others listed beside them, an iGPU or a display adapter, are not
+    read) as the trace schema's devices, and their facts."""
+    gpus = tables.gpus(db)
+    devices: list[Device] = []
+    facts: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    for row in gpus.to_dict("records"):
+        cuda = row["cuda_id"]
+        if cuda != cuda or cuda is None or int(cuda) not in device_ids or int(cuda) in seen:
+            continue
+        seen.add(int(cuda))
+        major, minor = row["computeMajor"], row["computeMinor"]
+        devices.append(Device(id=int(cuda), name=str(row["name"]),
+                              computeMajor=int(major) if major == major and major is not None else None,
+                              computeMinor=int(minor) if minor == minor and minor is not None else None))
+        facts.append({"device_id": int(cuda), "name": str(row["name"]),
+                      **{key: float(row[col]) for key, col in (("sm_count", "smCount"),
+                                                               ("max_sm_clock_hz", "clockRate"),
+                                                               ("memory_bandwidth_bytes_per_s",
+                                                                "memoryBandwidth"))
+                         if row[col] == row[col] and row[col] is not None}})
+    return devices, facts
+
+
+def _events(db: tables.Database) -> tuple[TraceEvents, dict[str, Any]]:
+    activities: list[Event[ActivityArgs]] = _kernels(tables.kernels(db))
+    kernels = len(activities)
+    for table in (tables.MEMCPY, tables.MEMSET):
+        activities += _copies(tables.copies(db, table), table)
+    whole = _graphs(tables.graph_launches(db))
+    activities += whole
+    launches = _launches(tables.launches(db, list(TABLES_READ)))
+    ops, annotations, counts = _ranges(tables.nvtx_ranges(db))
+    device_ids = {d for e in activities if isinstance(d := e.args.device, int)}
+    devices, gpus = _devices(db, device_ids)
+    missing = sorted(device_ids - {d.id for d in devices if d.id is not None})
+    domains = tables.nvtx_domains(db)
+    facts: dict[str, Any] = {**tables.metadata(db), "kernels": kernels, "graph_launches": len(whole),
+                             "copies": len(activities) - kernels - len(whole), "nvtx": counts, "gpus": gpus,
+                             "nvtx_domains": sorted(set(domains.values()))}
+    if missing:
+        facts["devices_not_in_target_info"] = missing
+    top = Trace(deviceProperties=devices)
+    return TraceEvents(top, activities, launches, ops, annotations, 0), facts
+
+
