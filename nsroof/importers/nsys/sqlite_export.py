@@ -180,7 +180,7 @@ def _ranges(frame: pd.DataFrame) -> tuple[list[Event[OpArgs]], list[Event[OpArgs
     for text in set(texts):  # a run repeats a few thousand distinct texts
         parsed[text] = parse(text)
     # backward functions: the nodes the engine evaluates (PyTorch 2.x) or 1.x's 'stashed seq' ranges
-    nodes = {t.removeprefix(EVALUATE) for t in parsed if t.startswith(EVALUATE)}
+    nodes = {op.name.removeprefix(EVALUATE) for op in parsed.values() if op and op.name.startswith(EVALUATE)}
     args: dict[str, OpArgs] = {}
     for text, op in parsed.items():
         if op is not None:
