@@ -62,10 +62,9 @@ class Database:
     def frame(self, sql: str, what: str) -> pd.DataFrame:
         try:
             return pd.read_sql_query(sql, self.connection)
-        except sqlite3.OperationalError as exc:
-            if "decode" in str(exc).lower() or "utf-8" in str(exc).lower():
-                raise InputError(self.path, f"{what}: text that is not UTF-8 ({exc})", hint=EXPORT_HINT) from None
-            raise damaged(self.path, exc) from None
+        except UnicodeDecodeError as exc:  # raised by _strict_text, through sqlite3 as it is
+            raise InputError(self.path, f"{what}: text that is not UTF-8 ({exc.object[:40]!r}: {exc.reason})",
+                             hint=EXPORT_HINT) from None
         except sqlite3.DatabaseError as exc:
             raise damaged(self.path, exc) from None
 
@@ -76,7 +75,7 @@ def damaged(path: Path, exc: BaseException) -> InputError:
 
 
 def _strict_text(raw: bytes) -> str:
-    return raw.decode("utf-8")  # a UnicodeDecodeError ends the query: sqlite3 reports it as undecodable
+    return raw.decode("utf-8")  # a UnicodeDecodeError ends the query (Database.frame names the table)
 
 
 @contextmanager
@@ -100,8 +99,8 @@ def opened(path: Path) -> Iterator[Database]:
 def check(db: Database) -> None:
     """An Nsight Systems export with CUDA kernels, or the one line saying what it lacks."""
     if not db.tables & set(NSYS_TABLES):
-        raise InputError(db.path, "an SQLite database without any Nsight Systems table (StringIds, NVTX_EVENTS, "
-                         "CUPTI_ACTIVITY_KIND_*): not an nsys export", hint=EXPORT_HINT)
+        raise InputError(db.path, "an SQLite database without any Nsight Systems table (StringIds, "
+                         "NVTX_EVENTS, CUPTI_ACTIVITY_KIND_*): not an nsys export", hint=EXPORT_HINT)
     if KERNEL not in db.tables and GRAPH_TRACE not in db.tables:
         raise InputError(db.path, f"an Nsight Systems export without CUDA kernels (no {KERNEL} table): the "
                          "capture traced no CUDA work",
@@ -208,7 +207,8 @@ def nvtx_domains(db: Database) -> dict[int, str]:
 
 def gpus(db: Database) -> pd.DataFrame:
     """The target GPUs, keyed by the CUDA device ordinal a kernel's deviceId names: through
-    TARGET_INFO_CUDA_DEVICE (cudaId -> gpuId) where the export has it, else the GPU's cuDevice, else its id."""
+    TARGET_INFO_CUDA_DEVICE (cudaId -> gpuId) where the export has it, else the GPU's cuDevice, else its
+    id."""
     table = "TARGET_INFO_GPU"
     if "name" not in db.columns(table):
         return pd.DataFrame(columns=["cuda_id", "name"])
@@ -218,7 +218,8 @@ def gpus(db: Database) -> pd.DataFrame:
                      f"{c(table, 'clockRate')}, {c(table, 'memoryBandwidth')} FROM {table} t", table)
     frame["cuda_id"] = frame["cuDevice"].where(frame["cuDevice"].notna(), frame["id"])
     if {"gpuId", "cudaId"} <= db.columns("TARGET_INFO_CUDA_DEVICE"):
-        ordinal = db.frame("SELECT DISTINCT gpuId, cudaId FROM TARGET_INFO_CUDA_DEVICE", "TARGET_INFO_CUDA_DEVICE")
+        ordinal = db.frame("SELECT DISTINCT gpuId, cudaId FROM TARGET_INFO_CUDA_DEVICE",
+                           "TARGET_INFO_CUDA_DEVICE")
         by_gpu = dict(zip(ordinal["gpuId"], ordinal["cudaId"], strict=True))
         frame["cuda_id"] = [by_gpu.get(g, c) for g, c in zip(frame["id"], frame["cuda_id"], strict=True)]
     return frame

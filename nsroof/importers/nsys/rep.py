@@ -50,8 +50,8 @@ def exported(path: Path) -> Iterator[Path]:
     version = report_version(path)
     wrote = f" (written by nsys {version})" if version else ""
     if nsys is None:
-        raise InputError(path, f"an Nsight Systems report{wrote}; reading it needs the `nsys` CLI, which is not "
-                         f"on PATH", hint=f"export it where nsys is installed: `{EXPORT_COMMAND}`, then "
+        raise InputError(path, f"an Nsight Systems report{wrote}; reading it needs the `nsys` CLI, which is "
+                         "not on PATH", hint=f"export it where nsys is installed: `{EXPORT_COMMAND}`, then "
                          f"`nsroof analyze run.sqlite` (or set {NSYS_ENV} to the nsys binary)")
     with tempfile.TemporaryDirectory(prefix="nsroof-nsys-") as folder:
         out = Path(folder) / (path.name.rsplit(".", 1)[0] + ".sqlite")

@@ -24,7 +24,8 @@ class Export:
 
     # (name, start, end, correlation, stream, graph node id, graph id)
     kernels: list[tuple[Any, ...]] = field(default_factory=list)
-    launches: list[tuple[str, int, int, int, int]] = field(default_factory=list)  # (api, start, end, corr, tid)
+    # (api, start, end, correlation, tid)
+    launches: list[tuple[str, int, int, int, int]] = field(default_factory=list)
     ranges: list[tuple[str, int, int, int]] = field(default_factory=list)  # (text, start, end, tid)
     memsets: list[tuple[int, int, int, int]] = field(default_factory=list)  # (start, end, corr, bytes)
     graph_launches: list[tuple[int, int, int, int]] = field(default_factory=list)  # (start, end, corr, graph)
@@ -62,17 +63,19 @@ def write(path: Path, export: Export) -> Path:
     if export.kernel_table:
         db.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
             deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,
-            streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL,
+            streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
+            demangledName INTEGER NOT NULL,
             shortName INTEGER NOT NULL, mangledName INTEGER, launchType INTEGER, cacheConfig INTEGER,
             registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL,
             gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,
             staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL,
-            localMemoryPerThread INTEGER, localMemoryTotal INTEGER, gridId INTEGER, sharedMemoryExecuted INTEGER,
+            localMemoryPerThread INTEGER, localMemoryTotal INTEGER, gridId INTEGER,
+            sharedMemoryExecuted INTEGER,
             graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER, graphId INTEGER)""")
     if export.graph_launches:
-        db.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER NOT NULL, end INTEGER NOT NULL,
-            deviceId INTEGER, contextId INTEGER, greenContextId INTEGER, streamId INTEGER,
-            correlationId INTEGER, globalPid INTEGER, graphId INTEGER, graphExecId INTEGER)""")
+        db.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER NOT NULL,
+            end INTEGER NOT NULL, deviceId INTEGER, contextId INTEGER, greenContextId INTEGER,
+            streamId INTEGER,            correlationId INTEGER, globalPid INTEGER, graphId INTEGER, graphExecId INTEGER)""")
     for name, start, end, corr, stream, *graph in export.kernels:
         node, gid = (graph + [None, None])[:2]
         db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES "
@@ -93,8 +96,8 @@ def write(path: Path, export: Export) -> Path:
         db.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId, domainId) "
                    "VALUES (?,?,59,?,?,?,0)", (start, end, inline, gtid(tid), text_id))
     for k, (name, major, minor, sms, clock, bandwidth) in enumerate(export.gpus):
-        db.execute("INSERT INTO TARGET_INFO_GPU (vmId, id, name, isDiscrete, memoryBandwidth, clockRate, smCount, "
-                   "cuDevice, computeMajor, computeMinor) VALUES (0,?,?,1,?,?,?,?,?,?)",
+        db.execute("INSERT INTO TARGET_INFO_GPU (vmId, id, name, isDiscrete, memoryBandwidth, clockRate, "
+                   "smCount, cuDevice, computeMajor, computeMinor) VALUES (0,?,?,1,?,?,?,?,?,?)",
                    (k, name, bandwidth, clock, sms, k, major, minor))
     db.executemany("INSERT INTO META_DATA_EXPORT VALUES (?, ?)",
                    [("EXPORT_PRODUCT_VERSION", "2025.1.1.110"), ("EXPORT_SCHEMA_VERSION", "3.17.1")])

@@ -47,9 +47,11 @@ OPS: list[tuple[str, str, dict[str, Any], int, int, int]] = [
      {"Input Dims": [[256, 64], [64, 128]]}, 3250, 3450, AUTOGRAD),
 ]
 # (kernel, launch start µs, thread, kernel start µs, duration µs): each launched inside the op above it
-KERNELS = [("ampere_sgemm_64x64_tn", 140, MAIN, 1000, 12), ("vectorized_elementwise_kernel", 510, MAIN, 1100, 3),
+KERNELS = [("ampere_sgemm_64x64_tn", 140, MAIN, 1000, 12),
+           ("vectorized_elementwise_kernel", 510, MAIN, 1100, 3),
            ("vectorized_elementwise_kernel", 2030, AUTOGRAD, 4000, 3),
-           ("ampere_sgemm_64x64_nn", 3030, AUTOGRAD, 4100, 11), ("ampere_sgemm_64x64_nt", 3260, AUTOGRAD, 4200, 11)]
+           ("ampere_sgemm_64x64_nn", 3030, AUTOGRAD, 4100, 11),
+           ("ampere_sgemm_64x64_nt", 3260, AUTOGRAD, 4200, 11)]
 STEP = ("train_step", 50, 3600, MAIN)  # a user range around the forward
 
 

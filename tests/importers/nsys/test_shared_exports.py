@@ -44,7 +44,8 @@ def test_every_kernel_is_a_row_with_its_time(path: Path) -> None:
     table = _sql(path, "SELECT COUNT(*) AS n, SUM(end - start) AS ns FROM CUPTI_ACTIVITY_KIND_KERNEL")
     kernels = frame[frame["kind"] == "kernel"]
     assert len(kernels) == int(table["n"].iloc[0])
-    assert kernels["gpu__time_duration.sum"].sum() == pytest.approx(float(table["ns"].iloc[0]) * 1e-9, rel=1e-12)
+    seconds = float(table["ns"].iloc[0]) * 1e-9
+    assert kernels["gpu__time_duration.sum"].sum() == pytest.approx(seconds, rel=1e-12)
     assert facts.format == "nsys"
 
 
@@ -65,7 +66,8 @@ def test_kernels_launched_in_an_nvtx_range_carry_it(path: Path) -> None:
     if not len(inside):
         pytest.skip("no kernel launched inside an NVTX range")
     # the kernel table keeps no correlation id: its kernel rows are in (start, correlation) order
-    got = _sql(path, "SELECT correlationId AS corr FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start, correlationId")
+    got = _sql(path, "SELECT correlationId AS corr FROM CUPTI_ACTIVITY_KIND_KERNEL "
+                     "ORDER BY start, correlationId")
     by_corr = dict(zip(got["corr"], zip(kernels["nvtx_ranges"], kernels["op"], strict=True), strict=True))
     carried = sum(1 for corr, text in zip(inside["corr"], inside["innermost"], strict=True)
                   if (text in list(by_corr[corr][0])) or text.split(",")[0] == by_corr[corr][1])

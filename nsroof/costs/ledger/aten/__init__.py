@@ -158,7 +158,8 @@ INDUCTOR_CPU_REASON = ("an Inductor C++ kernel (a fused region of the compiled g
                        "FLOP or byte count for its CPU kernels")
 
 # A kernel no recorded op encloses has its runtime/driver launch call as its op (trace rule 5): the call
-# (cudaLaunchKernel_v7000 in an Nsight Systems export, cuLaunchKernelEx, cudaMemcpyAsync) has no work of its own.
+# (cudaLaunchKernel_v7000 in an Nsight Systems export, cuLaunchKernelEx, cudaMemcpyAsync) does no work
+# of its own.
 RUNTIME_CALL = re.compile(r"(?:cuda|cu|hip)\w*(?:Launch|Memcpy|Memset)\w*")
 RUNTIME_CALL_REASON = ("no op recorded around the launch (its op is the runtime call): record the ops, "
                        "torch.profiler or, under Nsight Systems, emit_nvtx(record_shapes=True)")
