@@ -75,7 +75,8 @@ def write(path: Path, export: Export) -> Path:
     if export.graph_launches:
         db.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER NOT NULL,
             end INTEGER NOT NULL, deviceId INTEGER, contextId INTEGER, greenContextId INTEGER,
-            streamId INTEGER,            correlationId INTEGER, globalPid INTEGER, graphId INTEGER, graphExecId INTEGER)""")
+            streamId INTEGER, correlationId INTEGER,
+            globalPid INTEGER, graphId INTEGER, graphExecId INTEGER)""")
     for name, start, end, corr, stream, *graph in export.kernels:
         node, gid = (graph + [None, None])[:2]
         db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES "

@@ -1,6 +1,7 @@
 """What is not an analyzable Nsight Systems export fails in one line naming the file and what it lacks,
 exit 2, no report written: an empty capture, an export without CUDA tables, text that is not UTF-8, a
-truncated database, someone else's SQLite, a report without an `nsys` to export it or newer than the local one."""
+truncated database, someone else's SQLite, a report without an `nsys` to export it or newer than the
+local one."""
 
 from __future__ import annotations
 
