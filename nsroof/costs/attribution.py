@@ -53,6 +53,9 @@ from nsroof.frames.distinct import row_codes
 from nsroof.schema import LINK_LEVEL
 
 NOT_A_KERNEL = "a memory copy or set, not a kernel: no roofline classification"
+# a row of Nsight Systems' whole-graph trace (kind 'graph'): one CUDA graph launch, its kernels unrecorded
+WHOLE_GRAPH = ("a whole CUDA graph's execution (nsys --cuda-graph-trace=graph records no kernel inside it): "
+               "profile with --cuda-graph-trace=node for a row per kernel")
 NO_OP = "launching op not in the trace (no runtime launch or cpu_op for the kernel's correlation)"
 REDISPATCH_REASON = ("autocast's own time around an op it re-dispatched at another dtype: the work is costed "
                      "on the call inside it, at the dtype it ran in, and each cast on its own row")
@@ -143,6 +146,7 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
     is_kernel = kinds == "kernel"
     at = np.where(is_kernel & (op_ids >= 0), table.rows_of(op_ids), -1)
     rows.cost[~is_kernel] = unknown(NOT_A_KERNEL)
+    rows.cost[kinds == "graph"] = unknown(WHOLE_GRAPH)
     rows.cost[is_kernel & (at < 0)] = unknown(NO_OP)
     launched = np.flatnonzero(at >= 0)
     unit = table.units_at(at[launched])

@@ -119,7 +119,7 @@ def read(path: str | os.PathLike[str], *,
     if kind == "parquet":
         raise InputError(Path(path), "a Parquet file, not an ncu export or torch trace", hint=PARQUET_HINT)
     module = importlib.import_module(FORMAT_MODULES[kind])
-    if captures and kind not in ("torch-trace", "nsys"):
+    if captures and kind != "torch-trace":
         raise InputError(Path(path),
                          f"--capture maps graph replays of a torch.profiler trace; this is {kind}",
                          hint="drop --capture, or pass the replay's torch.profiler trace")

@@ -25,7 +25,6 @@ Times are nanoseconds in the export and microseconds in the trace schema (float6
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,22 +52,24 @@ COPY_KINDS = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 
               9: "HtoH", 10: "PtoP", 11: "HtoD", 12: "DtoH", 13: "DtoD"}
 MEMORY_KINDS = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
                 6: "Managed Static"}
+# nsys exports carry no op tree of a graph's capture that --capture could map (a kineto trace's does)
+CAPTURE_HINT = ("the ops that captured a graph are not mapped in an Nsight Systems export: their kernels are "
+                "timed and attributed to the NVTX ranges around the graph launch, and uncosted")
 TABLES_READ = (tables.KERNEL, tables.MEMCPY, tables.MEMSET, tables.GRAPH_TRACE)
 
 
-def read(path: str | os.PathLike[str], *,
-         captures: Sequence[str | os.PathLike[str]] = ()) -> tuple[pd.DataFrame, FileFacts]:
+def read(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, FileFacts]:
     """The kernel table and facts of an nsys SQLite export, or of a .nsys-rep exported through `nsys`."""
     p = Path(path)
     with open(p, "rb") as fh:
         head = fh.read(len(REP_MAGIC))
     if head.startswith(REP_MAGIC):
         with exported(p) as sqlite:
-            return _read(sqlite, p.name, captures)
-    return _read(p, p.name, captures)
+            return _read(sqlite, p.name)
+    return _read(p, p.name)
 
 
-def _read(p: Path, name: str, captures: Sequence[str | os.PathLike[str]]) -> tuple[pd.DataFrame, FileFacts]:
+def _read(p: Path, name: str) -> tuple[pd.DataFrame, FileFacts]:
     from nsroof.importers.trace.kineto import from_events
     from nsroof.importers.trace.load import paused_gc
 
@@ -79,7 +80,7 @@ def _read(p: Path, name: str, captures: Sequence[str | os.PathLike[str]]) -> tup
             raise InputError(p, f"no CUDA kernels recorded ({tables.KERNEL} is empty): nothing to analyze",
                              hint="profile GPU work: `nsys profile --trace=cuda,nvtx …` (an empty capture "
                                   "range records nothing)")
-    frame, file_facts = from_events(events, name, captures=captures, fmt=FORMAT)
+    frame, file_facts = from_events(events, name, fmt=FORMAT, capture_hint=CAPTURE_HINT)
     file_facts.extra["nsys"] = facts
     return frame, file_facts
 

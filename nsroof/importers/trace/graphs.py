@@ -186,8 +186,13 @@ def map_replays(activities: list[Activity], kinds: list[str], launches: dict[int
     return out, facts
 
 
+CAPTURE_HINT = ("pass --capture CAPTURE_TRACE (a trace recorded around the graphs' capture) to map them to "
+                "the ops that issued them")
+
+
 def apply(frame: Any, activities: list[Activity], launches: dict[int, Launch], tree: OpTree,
-          captures: list[Capture], warnings: list[str], extra: dict[str, Any]) -> Any:
+          captures: list[Capture], warnings: list[str], extra: dict[str, Any],
+          capture_hint: str = CAPTURE_HINT) -> Any:
     """The kernel table with every replayed kernel a capture explains pointing at the capture's op (op_id
     past the replay's own ops: ops_table appends the captures' ops there), its shapes, module and path
     (the replay's annotations, then the capture op's)."""
@@ -230,8 +235,7 @@ def apply(frame: Any, activities: list[Activity], launches: dict[int, Launch], t
     unmapped = facts["unmapped"]
     if not captures:
         warnings.append(f"{unmapped} GPU activities of {facts['graph_launches']} graph launch(es) have the "
-                        "launch as their op: pass --capture CAPTURE_TRACE (a trace recorded around the "
-                        "graphs' capture) to map them to the ops that issued them")
+                        f"launch as their op: {capture_hint}")
     elif unmapped:
         warnings.append(f"{unmapped} of {unmapped + facts['mapped']} graph-replayed GPU activities match no "
                         f"launch captured in {', '.join(c.name for c in captures)}: they keep the graph "

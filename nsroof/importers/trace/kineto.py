@@ -166,10 +166,12 @@ def _read(path: str | os.PathLike[str],
 
 def from_events(events: TraceEvents, name: str, *, path: str | os.PathLike[str] | None = None,
                 captures: Sequence[str | os.PathLike[str]] = (),
-                fmt: str = "torch-trace") -> tuple[pd.DataFrame, FileFacts]:
+                fmt: str = "torch-trace",
+                capture_hint: str = graphs.CAPTURE_HINT) -> tuple[pd.DataFrame, FileFacts]:
     """The kernel table and facts of a trace's events, whichever file they were read from: a kineto trace
     (`path`, read again for its range-profiler counters) or another timeline in the same schema (an Nsight
-    Systems export, nsroof.importers.nsys), so one set of correlation rules links them all."""
+    Systems export, nsroof.importers.nsys), so one set of correlation rules links them all. `capture_hint`:
+    what to do for graph-replayed kernels no capture maps."""
     top = events.top
     activities = in_order(events.activities)
     meta = trace_meta(top)
@@ -193,7 +195,7 @@ def from_events(events: TraceEvents, name: str, *, path: str | os.PathLike[str] 
         if activities:
             frame, starts = _gpu_rows(activities, launches, tree, top, name, warnings)
             caps = [load_capture(k, c) for k, c in enumerate(captures)]
-            frame = graphs.apply(frame, activities, launches, tree, caps, warnings, extra)
+            frame = graphs.apply(frame, activities, launches, tree, caps, warnings, extra, capture_hint)
             extra["tf32"] = tf32_facts(meta)
         if unrecorded:  # launches, no kernel event: the launches are the kernels, of unknown duration
             warnings.append(unrecorded_launches.missing_fact(unrecorded) + ": every kernel's duration is NaN")
