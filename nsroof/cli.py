@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "measure": "nsroof.commands.measure:measure",
     "profile": "nsroof.commands.profile:profile",
     "ncu": "nsroof.commands.ncu:ncu",
+    "nsys": "nsroof.commands.nsys:nsys",
     "plot": "nsroof.commands.plot:plot",
     "report": "nsroof.commands.report:report",
     "compare": "nsroof.commands.compare:compare",

@@ -58,6 +58,19 @@ def damaged_gzip(p: Path, exc: BaseException) -> InputError:
                       hint="compress it again from the original, or pass the plain file")
 
 
+def _nsys_tables(p: Path) -> bool:
+    """Whether an SQLite database has a table only Nsight Systems exports have (a folder scan's evidence)."""
+    import sqlite3
+    from contextlib import closing
+
+    try:
+        with closing(sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro&immutable=1", uri=True)) as db:
+            names = {n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error:
+        return False
+    return bool(names & {"StringIds", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "TARGET_INFO_GPU"})
+
+
 def sniff(path: str | os.PathLike[str], *, strict: bool = False) -> str:
     """Return the format name of `path` from its first bytes; raise InputError if it cannot be one of ours.
 
@@ -83,7 +96,11 @@ def sniff(path: str | os.PathLike[str], *, strict: bool = False) -> str:
                          hint="re-export it with `ncu -i REPORT --csv --page raw`")
     if head[:4] == b"NVR\0" or p.name.endswith(".ncu-rep"):
         return "ncu-rep"
-    if head.startswith((_SQLITE_MAGIC, _NSYS_REP_MAGIC)) or p.name.endswith((".nsys-rep", ".qdrep")):
+    if head.startswith(_NSYS_REP_MAGIC) or p.name.endswith((".nsys-rep", ".qdrep")):
+        return "nsys"
+    if head.startswith(_SQLITE_MAGIC):
+        if strict and not _nsys_tables(p):
+            raise InputError(p, "an SQLite database without Nsight Systems tables", hint=NOT_OURS_HINT)
         return "nsys"
     if head[:4] == PARQUET_MAGIC:
         if strict:
