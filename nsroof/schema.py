@@ -77,8 +77,9 @@ NCU_IDENTITY_COLUMNS: dict[str, str] = {
 # their units: name -> (pandas dtype, unit, description). Importers fill what the input holds; a missing
 # column means "not known" (an ncu export has no op). `KERNEL_COLUMNS` below is the whole declared table.
 TRACE_KERNEL_COLUMNS: dict[str, tuple[str, str, str]] = {
-    "kind": ("object", "", "what the row times: kernel, memcpy, memset (GPU activities) or cpu_op (an op "
-             "call of a CPU profile)"),
+    "kind": ("object", "", "what the row times: kernel, memcpy, memset (GPU activities), graph (one launch "
+             "of a whole CUDA graph, Nsight Systems' whole-graph trace) or cpu_op (an op call of a CPU "
+             "profile)"),
     "op_id": ("Int64", "", "the innermost op that launched the activity: an op_id of the file's ops table "
               "(FileFacts.ops); <NA> when no op is linked. A cpu_op row is the op itself"),
     "op_link": ("object", "",
@@ -229,7 +230,8 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("kernel_id", _I, "", "launch ID within the source (first ID of the group when aggregated)"),
     Field("launches", _I, "count", "launches merged into this row (1 unless --aggregate)"),
     Field("kind", _S, "", "what the row times: kernel, memcpy or memset (GPU activities; copies and sets are "
-          "never classified), or cpu_op (an op call of a CPU profile)", True),
+          "never classified), graph (a whole CUDA graph's launch, never classified), or cpu_op (an op call "
+          "of a CPU profile)", True),
     Field("kernel_name", _S, "", "kernel name as the profiler printed it", True),
     Field("function", _S, "", "short function name (no return type, templates or parameters)", True),
     Field("op", _S, "", "framework op that launched the kernel (e.g. aten::mm), when known", True),

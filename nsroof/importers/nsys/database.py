@@ -1,5 +1,6 @@
 """The tables of an Nsight Systems SQLite export that nsroof reads, each read in one query of the columns it
-needs (pandas frames of column arrays, never the database as Python rows), across the schemas of nsys
+needs and handed on column by column (`Columns`: a tuple of values per column, turned from the cursor's
+rows in one C-level transpose), never as a table of Python row objects; across the schemas of nsys
 2021-2026: a column the export lacks reads as NULL, a table it lacks as no rows.
 
 NVIDIA documents the schema in "SQLite Export Schema Reference" (https://docs.nvidia.com/nsight-systems/
@@ -13,13 +14,14 @@ TARGET_INFO_CUDA_DEVICE (CUDA ordinal -> TARGET_INFO_GPU id) present or not; a w
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-
-import pandas as pd
+from typing import Any
 
 from nsroof.errors import InputError
+
+Columns = dict[str, Sequence[Any]]  # column name -> its values in row order ({} : the table is absent)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -59,9 +61,13 @@ class Database:
         alias = alias or name
         return f"{prefix}{name} AS {alias}" if name in self.columns(table) else f"NULL AS {alias}"
 
-    def frame(self, sql: str, what: str) -> pd.DataFrame:
+    def read(self, sql: str, what: str) -> Columns:
+        """The query's columns by name (`what`: the table, for an error's line)."""
         try:
-            return pd.read_sql_query(sql, self.connection)
+            cursor = self.connection.execute(sql)
+            names = [d[0] for d in cursor.description]
+            rows = cursor.fetchall()
+            return dict(zip(names, zip(*rows, strict=True) if rows else [()] * len(names), strict=True))
         except UnicodeDecodeError as exc:  # raised by _strict_text, through sqlite3 as it is
             raise InputError(self.path, f"{what}: text that is not UTF-8 ({exc.object[:40]!r}: {exc.reason})",
                              hint=EXPORT_HINT) from None
@@ -75,7 +81,7 @@ def damaged(path: Path, exc: BaseException) -> InputError:
 
 
 def _strict_text(raw: bytes) -> str:
-    return raw.decode("utf-8")  # a UnicodeDecodeError ends the query (Database.frame names the table)
+    return raw.decode("utf-8")  # a UnicodeDecodeError ends the query (Database.read names the table)
 
 
 @contextmanager
@@ -116,8 +122,8 @@ def metadata(db: Database) -> dict[str, str]:
     """The export's own metadata (product and schema version), under 2022's or the later table name."""
     for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
         if {"name", "value"} <= db.columns(table):
-            frame = db.frame(f"SELECT name, value FROM {table}", table)
-            return {str(k): str(v) for k, v in zip(frame["name"], frame["value"], strict=True)
+            cols = db.read(f"SELECT name, value FROM {table}", table)
+            return {str(k): str(v) for k, v in zip(cols["name"], cols["value"], strict=True)
                     if k in ("EXPORT_PRODUCT_VERSION", "EXPORT_SCHEMA_VERSION")}
     return {}
 
@@ -129,10 +135,10 @@ def _name(db: Database, table: str, column: str) -> str:
     return f"(SELECT s.value FROM {STRINGS} s WHERE s.id = t.{column})"
 
 
-def kernels(db: Database) -> pd.DataFrame:
+def kernels(db: Database) -> Columns:
     """One row per kernel: times (ns), device, stream, correlation, graph ids, launch configuration, name."""
     if KERNEL not in db.tables:
-        return pd.DataFrame(columns=["start", "end", "correlationId"])
+        return {}
     cols = db.columns(KERNEL)
     name = next((c for c in ("demangledName", "shortName", "mangledName") if c in cols), "")
     c = db.column
@@ -142,84 +148,93 @@ def kernels(db: Database) -> pd.DataFrame:
            f"{c(KERNEL, 'dynamicSharedMemory')}, "
            + ", ".join(c(KERNEL, f"{d}{x}") for d in ("grid", "block") for x in "XYZ")
            + f", {_name(db, KERNEL, name) if name else 'NULL'} AS name FROM {KERNEL} t")
-    return db.frame(sql, KERNEL)
+    return db.read(sql, KERNEL)
 
 
-def copies(db: Database, table: str) -> pd.DataFrame:
+def copies(db: Database, table: str) -> Columns:
     """One row per memcpy or memset: times, device, stream, correlation, bytes, kinds."""
     if table not in db.tables:
-        return pd.DataFrame(columns=["start", "end", "correlationId"])
+        return {}
     c = db.column
     extra = ([c(table, "copyKind"), c(table, "srcKind"), c(table, "dstKind")] if table == MEMCPY
              else [c(table, "memKind")])
     sql = (f"SELECT t.start, t.end, {c(table, 'correlationId')}, {c(table, 'deviceId')}, "
            f"{c(table, 'contextId')}, {c(table, 'streamId')}, {c(table, 'graphNodeId')}, "
            f"{c(table, 'graphId')}, {c(table, 'bytes')}, {', '.join(extra)} FROM {table} t")
-    return db.frame(sql, table)
+    return db.read(sql, table)
 
 
-def graph_launches(db: Database) -> pd.DataFrame:
+def graph_launches(db: Database) -> Columns:
     """One row per whole-graph execution (`--cuda-graph-trace=graph`): times, device, stream, graph id."""
     if GRAPH_TRACE not in db.tables:
-        return pd.DataFrame(columns=["start", "end", "correlationId", "graphId"])
+        return {}
     c = db.column
     sql = (f"SELECT t.start, t.end, t.correlationId, {c(GRAPH_TRACE, 'deviceId')}, "
            f"{c(GRAPH_TRACE, 'contextId')}, {c(GRAPH_TRACE, 'streamId')}, {c(GRAPH_TRACE, 'graphId')}, "
            f"{c(GRAPH_TRACE, 'graphExecId')} FROM {GRAPH_TRACE} t")
-    return db.frame(sql, GRAPH_TRACE)
+    return db.read(sql, GRAPH_TRACE)
 
 
-def launches(db: Database, activity_tables: list[str]) -> pd.DataFrame:
+def launches(db: Database, activity_tables: list[str]) -> Columns:
     """The runtime/driver calls that launched one of the activities (matched by correlationId in SQLite:
     most runtime calls launch nothing and are never read)."""
     if RUNTIME not in db.tables or not {"start", "end", "correlationId", "globalTid"} <= db.columns(RUNTIME):
-        return pd.DataFrame(columns=["start", "end", "globalTid", "correlationId", "name"])
+        return {}
     wanted = " UNION ".join(f"SELECT correlationId FROM {t}" for t in activity_tables if t in db.tables)
     where = f" WHERE t.correlationId IN ({wanted})" if wanted else " WHERE 0"
     sql = (f"SELECT t.start, t.end, t.globalTid, t.correlationId, {_name(db, RUNTIME, 'nameId')} AS name "
            f"FROM {RUNTIME} t{where}")
-    return db.frame(sql, RUNTIME)
+    return db.read(sql, RUNTIME)
 
 
-def nvtx_ranges(db: Database) -> pd.DataFrame:
+def nvtx_ranges(db: Database) -> Columns:
     """Push/pop and start/end ranges with their text (inline, or by textId) and domain id."""
     cols = db.columns(NVTX)
     if not {"start", "end", "eventType"} <= cols:
-        return pd.DataFrame(columns=["start", "end", "globalTid", "domainId", "text"])
-    text = "t.text" if "text" in cols else "NULL"
-    if "textId" in cols and STRINGS in db.tables:
-        text = f"COALESCE({text}, (SELECT s.value FROM {STRINGS} s WHERE s.id = t.textId))"
+        return {}
     sql = (f"SELECT t.start, t.end, {db.column(NVTX, 'globalTid')}, {db.column(NVTX, 'domainId')}, "
-           f"{text} AS text FROM {NVTX} t WHERE t.eventType IN ({PUSH_POP}, {START_END}) "
+           f"{_text(db)} AS text FROM {NVTX} t WHERE t.eventType IN ({PUSH_POP}, {START_END}) "
            "AND t.end IS NOT NULL")
-    return db.frame(sql, NVTX)
+    return db.read(sql, NVTX)
 
 
 def nvtx_domains(db: Database) -> dict[int, str]:
     """NVTX domain id -> name, from the domain-creation events (id 0, the default domain, has none)."""
-    cols = db.columns(NVTX)
-    if not {"eventType", "domainId", "text"} <= cols:
+    if not {"eventType", "domainId"} <= db.columns(NVTX):
         return {}
-    frame = db.frame(f"SELECT domainId, text FROM {NVTX} WHERE eventType = {DOMAIN_CREATE}", NVTX)
-    return {int(d): str(t) for d, t in zip(frame["domainId"], frame["text"], strict=True)
-            if d == d and t is not None}
+    sql = f"SELECT t.domainId, {_text(db)} AS text FROM {NVTX} t WHERE t.eventType = {DOMAIN_CREATE}"
+    cols = db.read(sql, NVTX)
+    return {int(d): str(t) for d, t in zip(cols["domainId"], cols["text"], strict=True)
+            if d is not None and t is not None}
 
 
-def gpus(db: Database) -> pd.DataFrame:
-    """The target GPUs, keyed by the CUDA device ordinal a kernel's deviceId names: through
+def _text(db: Database) -> str:
+    """An NVTX event's text: inline (`text`), else through StringIds (`textId`)."""
+    cols = db.columns(NVTX)
+    text = "t.text" if "text" in cols else "NULL"
+    if "textId" in cols and STRINGS in db.tables:
+        text = f"COALESCE({text}, (SELECT s.value FROM {STRINGS} s WHERE s.id = t.textId))"
+    return text
+
+
+def gpus(db: Database) -> list[dict[str, Any]]:
+    """The target GPUs, each with `cuda_id`, the CUDA device ordinal a kernel's deviceId names: through
     TARGET_INFO_CUDA_DEVICE (cudaId -> gpuId) where the export has it, else the GPU's cuDevice, else its
     id."""
     table = "TARGET_INFO_GPU"
     if "name" not in db.columns(table):
-        return pd.DataFrame(columns=["cuda_id", "name"])
+        return []
     c = db.column
-    frame = db.frame(f"SELECT {c(table, 'id')}, {c(table, 'cuDevice')}, t.name, "
-                     f"{c(table, 'computeMajor')}, {c(table, 'computeMinor')}, {c(table, 'smCount')}, "
-                     f"{c(table, 'clockRate')}, {c(table, 'memoryBandwidth')} FROM {table} t", table)
-    frame["cuda_id"] = frame["cuDevice"].where(frame["cuDevice"].notna(), frame["id"])
+    cols = db.read(f"SELECT {c(table, 'id')}, {c(table, 'cuDevice')}, t.name, "
+                   f"{c(table, 'computeMajor')}, {c(table, 'computeMinor')}, {c(table, 'smCount')}, "
+                   f"{c(table, 'clockRate')}, {c(table, 'memoryBandwidth')} FROM {table} t", table)
+    rows = [dict(zip(cols, row, strict=True)) for row in zip(*cols.values(), strict=True)]
+    by_gpu: dict[Any, Any] = {}
     if {"gpuId", "cudaId"} <= db.columns("TARGET_INFO_CUDA_DEVICE"):
-        ordinal = db.frame("SELECT DISTINCT gpuId, cudaId FROM TARGET_INFO_CUDA_DEVICE",
-                           "TARGET_INFO_CUDA_DEVICE")
+        ordinal = db.read("SELECT DISTINCT gpuId, cudaId FROM TARGET_INFO_CUDA_DEVICE",
+                          "TARGET_INFO_CUDA_DEVICE")
         by_gpu = dict(zip(ordinal["gpuId"], ordinal["cudaId"], strict=True))
-        frame["cuda_id"] = [by_gpu.get(g, c) for g, c in zip(frame["id"], frame["cuda_id"], strict=True)]
-    return frame
+    for row in rows:
+        own = row["cuDevice"] if row["cuDevice"] is not None else row["id"]
+        row["cuda_id"] = by_gpu.get(row["id"], own)
+    return rows

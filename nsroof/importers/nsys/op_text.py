@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 _SHAPE = r"\[(?:-?\d+(?:, -?\d+)*)?\]"
 _TEXT = re.compile(
@@ -52,4 +53,12 @@ def parse(text: str) -> OpText | None:
     if seq is None and sizes is None and m.group("op_id") is None and _OP_NAME.match(name) is None:
         return None
     return OpText(name, int(seq) if seq is not None else None,
-                  json.loads(sizes) if sizes is not None else None, m.group("stashed") is not None)
+                  _sizes(sizes) if sizes is not None else None, m.group("stashed") is not None)
+
+
+@lru_cache(maxsize=65536)
+def _sizes(text: str) -> list[list[int]]:
+    """One list per distinct sizes text, shared by the ops that repeat it (as the trace loader shares Input
+    Dims): every call of a step has its own op_id, so the whole texts are all distinct, their sizes not."""
+    sizes: list[list[int]] = json.loads(text)
+    return sizes

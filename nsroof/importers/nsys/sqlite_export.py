@@ -25,13 +25,16 @@ Times are nanoseconds in the export and microseconds in the trace schema (float6
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nsroof.errors import InputError
 from nsroof.importers.nsys import database as tables
+from nsroof.importers.nsys.database import Columns
 from nsroof.importers.nsys.op_text import EVALUATE, parse
 from nsroof.importers.nsys.rep import REP_MAGIC, exported
 from nsroof.importers.trace.events import (
@@ -85,39 +88,49 @@ def _read(p: Path, name: str) -> tuple[pd.DataFrame, FileFacts]:
     return frame, file_facts
 
 
-def _ints(values: pd.Series) -> list[int | None]:
-    """A column of integers with NULLs (pandas reads them as float NaN) as Python ints and None."""
-    if values.dtype.kind in "iu":
-        return values.tolist()
-    return [None if v is None or v != v else int(v) for v in values.tolist()]
+def _ints(values: Sequence[Any]) -> list[int | None]:
+    """A column's integers and NULLs; a REAL or text value (an export that stored one) as its integer."""
+    return [v if v is None or type(v) is int else _int(v) for v in values]
 
 
-def _times(frame: pd.DataFrame) -> tuple[list[float], list[float]]:
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _times(cols: Columns) -> tuple[list[float], list[float]]:
     """(start, duration) in µs from the export's ns."""
-    start = frame["start"].to_numpy(dtype="float64")
-    return (start / 1e3).tolist(), ((frame["end"].to_numpy(dtype="float64") - start) / 1e3).tolist()
+    start = np.asarray(cols["start"], dtype="float64")
+    return (start / 1e3).tolist(), ((np.asarray(cols["end"], dtype="float64") - start) / 1e3).tolist()
 
 
-def _node(values: pd.Series) -> list[int | None]:
+def _node(values: Sequence[Any]) -> list[int | None]:
     """graphNodeId: 0 or NULL for a kernel launched outside a graph."""
     return [v if v else None for v in _ints(values)]
 
 
-def _kernels(frame: pd.DataFrame) -> list[Event[ActivityArgs]]:
-    if not len(frame):
+def _kernels(cols: Columns) -> list[Event[ActivityArgs]]:
+    if not cols or not len(cols["start"]):
         return []
-    ts, dur = _times(frame)
-    shared = (frame["staticSharedMemory"].astype("float64").fillna(0)
-              + frame["dynamicSharedMemory"].astype("float64").fillna(0))
-    dims = {d: list(zip(*(_ints(frame[f"{d}{x}"]) for x in "XYZ"), strict=True)) for d in ("grid", "block")}
-    device, stream = _ints(frame["deviceId"]), _ints(frame["streamId"])
+    ts, dur = _times(cols)
+    shared = [(a or 0) + (b or 0) for a, b in zip(cols["staticSharedMemory"], cols["dynamicSharedMemory"],
+                                                  strict=True)]
+    # a launch configuration is one of few: each distinct one a single list the rows share
+    dims: dict[tuple[Any, ...], list[Any]] = {}
+    grid = [dims.setdefault(g, list(g))
+            for g in zip(cols["gridX"], cols["gridY"], cols["gridZ"], strict=True)]
+    block = [dims.setdefault(b, list(b))
+             for b in zip(cols["blockX"], cols["blockY"], cols["blockZ"], strict=True)]
+    device, stream = _ints(cols["deviceId"]), _ints(cols["streamId"])
     args = [ActivityArgs(correlation=c, graph_id=g, graph_node_id=n, stream=s, device=d, context=x,
-                         registers_per_thread=r, shared_memory=m, grid=list(gd), block=list(bd))
+                         registers_per_thread=r, shared_memory=m, grid=gd, block=bd)
             for c, g, n, s, d, x, r, m, gd, bd in zip(
-                _ints(frame["correlationId"]), _ints(frame["graphId"]), _node(frame["graphNodeId"]), stream,
-                device, _ints(frame["contextId"]), _ints(frame["registersPerThread"]), shared.tolist(),
-                dims["grid"], dims["block"], strict=True)]
-    names = ["" if n is None else str(n) for n in frame["name"].tolist()]
+                _ints(cols["correlationId"]), _ints(cols["graphId"]), _node(cols["graphNodeId"]), stream,
+                device, _ints(cols["contextId"]), _ints(cols["registersPerThread"]), shared, grid, block,
+                strict=True)]
+    names = ["" if n is None else n for n in cols["name"]]
     return [Event(n, "kernel", t, du, d, s, a)
             for n, t, du, d, s, a in zip(names, ts, dur, device, stream, args, strict=True)]
 
@@ -130,30 +143,30 @@ def _copy_name(table: str, row: tuple[Any, ...]) -> str:
             f"({MEMORY_KINDS.get(src, 'Unknown')} -> {MEMORY_KINDS.get(dst, 'Unknown')})")
 
 
-def _copies(frame: pd.DataFrame, table: str) -> list[Event[ActivityArgs]]:
-    if not len(frame):
+def _copies(cols: Columns, table: str) -> list[Event[ActivityArgs]]:
+    if not cols or not len(cols["start"]):
         return []
-    ts, dur = _times(frame)
+    ts, dur = _times(cols)
     keys = ["memKind"] if table == tables.MEMSET else ["copyKind", "srcKind", "dstKind"]
-    names = [_copy_name(table, row) for row in zip(*(_ints(frame[k]) for k in keys), strict=True)]
-    device, stream = _ints(frame["deviceId"]), _ints(frame["streamId"])
+    names = [_copy_name(table, row) for row in zip(*(_ints(cols[k]) for k in keys), strict=True)]
+    device, stream = _ints(cols["deviceId"]), _ints(cols["streamId"])
     cat = "gpu_memset" if table == tables.MEMSET else "gpu_memcpy"
     return [Event(n, cat, t, du, d, s, ActivityArgs(correlation=c, graph_id=g, graph_node_id=gn, stream=s,
                                                     device=d, context=x))
             for n, t, du, d, s, c, g, gn, x in zip(
-                names, ts, dur, device, stream, _ints(frame["correlationId"]), _ints(frame["graphId"]),
-                _node(frame["graphNodeId"]), _ints(frame["contextId"]), strict=True)]
+                names, ts, dur, device, stream, _ints(cols["correlationId"]), _ints(cols["graphId"]),
+                _node(cols["graphNodeId"]), _ints(cols["contextId"]), strict=True)]
 
 
-def _graphs(frame: pd.DataFrame) -> list[Event[ActivityArgs]]:
-    if not len(frame):
+def _graphs(cols: Columns) -> list[Event[ActivityArgs]]:
+    if not cols or not len(cols["start"]):
         return []
-    ts, dur = _times(frame)
-    device, stream, graph = _ints(frame["deviceId"]), _ints(frame["streamId"]), _ints(frame["graphId"])
+    ts, dur = _times(cols)
+    device, stream, graph = _ints(cols["deviceId"]), _ints(cols["streamId"]), _ints(cols["graphId"])
     return [Event(f"CUDA graph {g if g is not None else '?'} (whole-graph trace)", GRAPH_CAT, t, du, d, s,
                   ActivityArgs(correlation=c, graph_id=g, stream=s, device=d, context=x))
-            for t, du, d, s, g, c, x in zip(ts, dur, device, stream, graph, _ints(frame["correlationId"]),
-                                            _ints(frame["contextId"]), strict=True)]
+            for t, du, d, s, g, c, x in zip(ts, dur, device, stream, graph, _ints(cols["correlationId"]),
+                                            _ints(cols["contextId"]), strict=True)]
 
 
 def _thread(global_tid: int | None) -> tuple[int | None, int | None]:
@@ -163,20 +176,22 @@ def _thread(global_tid: int | None) -> tuple[int | None, int | None]:
     return (global_tid, global_tid & 0xFFFFFF) if global_tid is not None else (None, None)
 
 
-def _launches(frame: pd.DataFrame) -> list[Event[LaunchArgs]]:
-    if not len(frame):
+def _launches(cols: Columns) -> list[Event[LaunchArgs]]:
+    if not cols or not len(cols["start"]):
         return []
-    ts, dur = _times(frame)
-    threads = [_thread(g) for g in _ints(frame["globalTid"])]
-    return [Event("" if n is None else str(n), "cuda_runtime", t, du, pid, tid, LaunchArgs(correlation=c))
-            for n, t, du, (pid, tid), c in zip(frame["name"].tolist(), ts, dur, threads,
-                                                _ints(frame["correlationId"]), strict=True)]
+    ts, dur = _times(cols)
+    threads = [_thread(g) for g in _ints(cols["globalTid"])]
+    return [Event("" if n is None else n, "cuda_runtime", t, du, pid, tid, LaunchArgs(correlation=c))
+            for n, t, du, (pid, tid), c in zip(cols["name"], ts, dur, threads, _ints(cols["correlationId"]),
+                                                strict=True)]
 
 
-def _ranges(frame: pd.DataFrame) -> tuple[list[Event[OpArgs]], list[Event[OpArgs]], dict[str, int]]:
+def _ranges(cols: Columns) -> tuple[list[Event[OpArgs]], list[Event[OpArgs]], dict[str, int]]:
     """(ops, annotations, counts) of the NVTX ranges: emit_nvtx texts are ops, the rest annotations."""
-    ts, dur = _times(frame)
-    texts = ["" if t is None else str(t) for t in frame["text"].tolist()]
+    if not cols or not len(cols["start"]):
+        return [], [], {"ops": 0, "ops_with_sizes": 0, "annotations": 0}
+    ts, dur = _times(cols)
+    texts = ["" if t is None else t for t in cols["text"]]
     parsed: dict[str, Any] = {}
     for text in set(texts):  # a run repeats a few thousand distinct texts
         parsed[text] = parse(text)
@@ -190,7 +205,7 @@ def _ranges(frame: pd.DataFrame) -> tuple[list[Event[OpArgs]], list[Event[OpArgs
                                  input_dims=op.input_dims)
     ops: list[Event[OpArgs]] = []
     annotations: list[Event[OpArgs]] = []
-    for text, t, du, g in zip(texts, ts, dur, _ints(frame["globalTid"]), strict=True):
+    for text, t, du, g in zip(texts, ts, dur, _ints(cols["globalTid"]), strict=True):
         pid, tid = _thread(g)
         op = parsed[text]
         if op is None:
@@ -204,25 +219,22 @@ def _ranges(frame: pd.DataFrame) -> tuple[list[Event[OpArgs]], list[Event[OpArgs
 def _devices(db: tables.Database, device_ids: set[int]) -> tuple[list[Device], list[dict[str, Any]]]:
     """The GPUs the activities ran on (others listed beside them, an iGPU or a display adapter, are not
     read) as the trace schema's devices, and their facts."""
-    gpus = tables.gpus(db)
     devices: list[Device] = []
     facts: list[dict[str, Any]] = []
     seen: set[int] = set()
-    for row in gpus.to_dict("records"):
-        cuda = row["cuda_id"]
-        if cuda != cuda or cuda is None or int(cuda) not in device_ids or int(cuda) in seen:
+    for row in tables.gpus(db):
+        cuda = _int(row["cuda_id"])
+        if cuda is None or cuda not in device_ids or cuda in seen:
             continue
-        seen.add(int(cuda))
-        major, minor = row["computeMajor"], row["computeMinor"]
-        devices.append(Device(id=int(cuda), name=str(row["name"]),
-                              computeMajor=int(major) if major == major and major is not None else None,
-                              computeMinor=int(minor) if minor == minor and minor is not None else None))
-        facts.append({"device_id": int(cuda), "name": str(row["name"]),
+        seen.add(cuda)
+        devices.append(Device(id=cuda, name=str(row["name"]), computeMajor=_int(row["computeMajor"]),
+                              computeMinor=_int(row["computeMinor"])))
+        facts.append({"device_id": cuda, "name": str(row["name"]),
                       **{key: float(row[col]) for key, col in (("sm_count", "smCount"),
                                                                ("max_sm_clock_hz", "clockRate"),
                                                                ("memory_bandwidth_bytes_per_s",
                                                                 "memoryBandwidth"))
-                         if row[col] == row[col] and row[col] is not None}})
+                         if row[col] is not None}})
     return devices, facts
 
 
