@@ -192,7 +192,8 @@ def default_output(path: str | os.PathLike[str]) -> Path:
     """report.ncu-rep.csv -> report.nsroof.parquet, next to the input."""
     p = Path(path)
     name = p.name
-    for suffix in (".gz", ".csv", ".txt", ".log", ".json", ".ncu-rep", ".pt.trace"):
+    for suffix in (".gz", ".csv", ".txt", ".log", ".json", ".ncu-rep", ".pt.trace", ".sqlite", ".nsys-rep",
+                   ".qdrep"):
         if name.endswith(suffix) and len(name) > len(suffix):
             name = name[: -len(suffix)]
     return p.with_name(f"{name}.nsroof.parquet")
