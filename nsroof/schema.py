@@ -230,8 +230,7 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("kernel_id", _I, "", "launch ID within the source (first ID of the group when aggregated)"),
     Field("launches", _I, "count", "launches merged into this row (1 unless --aggregate)"),
     Field("kind", _S, "", "what the row times: kernel, memcpy or memset (GPU activities; copies and sets are "
-          "never classified), graph (a whole CUDA graph's launch, never classified), or cpu_op (an op call "
-          "of a CPU profile)", True),
+          "never classified), or cpu_op (an op call of a CPU profile)", True),
     Field("kernel_name", _S, "", "kernel name as the profiler printed it", True),
     Field("function", _S, "", "short function name (no return type, templates or parameters)", True),
     Field("op", _S, "", "framework op that launched the kernel (e.g. aten::mm), when known", True),

@@ -99,35 +99,6 @@ class _TorchDomain:
         return False
 
 
-class _LegacyDomain:
-    """The nvtx package before its domain objects had range methods (<= 0.2.11, the last whose ranges
-    Nsight Systems 2023.4 records): its module-level calls, with the domain named. Messages are text; every
-    domain is a real one, so a tool listens whenever one is injected (_is_dummy)."""
-
-    name = "nvtx"
-
-    def __init__(self, module: Any) -> None:
-        self._nvtx = module
-
-    def push_range(self, attributes: Any) -> None:
-        self._nvtx.push_range(attributes, domain=DOMAIN)
-
-    def pop_range(self) -> None:
-        self._nvtx.pop_range(domain=DOMAIN)
-
-    def start_range(self, attributes: Any) -> Any:
-        return self._nvtx.start_range(attributes, domain=DOMAIN)
-
-    def end_range(self, range_id: Any) -> None:
-        self._nvtx.end_range(range_id)
-
-    def mark(self, attributes: Any) -> None:
-        self._nvtx.mark(attributes, domain=DOMAIN)
-
-    def get_event_attributes(self, message: str, *args: Any) -> Any:
-        return message
-
-
 BACKEND_ENV = "NSROOF_NVTX_BACKEND"  # nvtx | torch | none: which NVTX binding nsroof's ranges use
 BACKENDS: dict[str, str] = {"nvtx": "nvtx", "torch": "torch.cuda.nvtx", "none": "none"}
 
@@ -166,7 +137,11 @@ def _domain() -> Any:
                                   "(pip install nvtx)") from None
         else:
             domain = nvtx.get_domain(DOMAIN)
-            return domain if hasattr(domain, "push_range") else _LegacyDomain(nvtx)
+            if hasattr(domain, "push_range"):
+                return domain
+            from nsroof.collectors.nvtx_legacy import LegacyDomain
+
+            return LegacyDomain(nvtx, DOMAIN)
     if choice in ("", "torch"):
         module = _torch_nvtx(required=choice == "torch")
         if module is not None:

@@ -63,7 +63,8 @@ def exported(path: Path) -> Iterator[Path]:
         if done.returncode != 0 or not out.is_file():
             said = [line.strip() for line in (done.stderr + "\n" + done.stdout).splitlines() if line.strip()]
             # nsys names the cause on an 'error' line (a newer report: both versions), the advice after it
-            cause = next((line for line in said if "error" in line.lower()), said[-1] if said else "no output")
+            last = said[-1] if said else "no output"
+            cause = next((line for line in said if "error" in line.lower()), last)
             raise InputError(path, f"`nsys export` failed{wrote}: {cause[:300]}",
                              hint=f"export it with an nsys at least as new as the one that wrote it: "
                                   f"`{EXPORT_COMMAND}`")
