@@ -10,12 +10,15 @@
 #   3. profile  `nsroof profile` of nsroof/examples/train_tiny.py on CUDA                          50 s
 #   4. ncu      `nsroof ncu --clock-control none -c 120` of the same example: one step after     120 s
 #               warm-up (the clocks are left alone: never lock them on a shared machine)
-#   5. report   the summary and the docs/measurements.md entry                                     15 s
+#   5. nsys     `nsroof nsys` of the same example, one step after warm-up: only where nsys is     40 s
+#               there (NSROOF_NSYS or nsys on PATH; never in GPU_CHECK_FAKE): the timeline's kernels,
+#               NVTX paths and emit_nvtx ops of a real capture
+#   6. report   the summary and the docs/measurements.md entry                                     15 s
 # Fails loudly (exit 2, before any step) without torch, without a CUDA device or without ncu
 # (NSROOF_NCU or ncu on PATH); exit 1 when a step fails. $OUT (a fresh temporary folder when unset) gets
-# 7 files: summary.txt, measurements-entry.md (to commit: scripts/gpu_check_report.py --insert
-# measurements-entry.md docs/measurements.md), machine.json, points.csv, profile.parquet, ncu.parquet,
-# logs.txt; everything else stays in a scratch folder.
+# 7 files (8 with nsys.parquet where nsys ran): summary.txt, measurements-entry.md (to commit:
+# scripts/gpu_check_report.py --insert measurements-entry.md docs/measurements.md), machine.json, points.csv,
+# profile.parquet, ncu.parquet, logs.txt; everything else stays in a scratch folder.
 #
 # GPU_CHECK_FAKE=1 runs the same control flow on a CPU machine: measure on a simulated CUDA device
 # (scripts/gpu_check_fake/sitecustomize.py), ncu as a stand-in (scripts/gpu_check_fake/ncu), the example
@@ -64,17 +67,21 @@ else
   NCU="${NSROOF_NCU:-$(command -v ncu || true)}"
   [ -n "$NCU" ] && [ -x "$NCU" ] || die "ncu (Nsight Compute) not found: set NSROOF_NCU or put ncu on PATH"
   export NSROOF_NCU="$NCU"
+  NSYS="${NSROOF_NSYS:-$(command -v nsys || true)}"
 fi
+NSYS="${NSYS:-}"
+TOTAL_STEPS=$([ -n "$NSYS" ] && echo 6 || echo 5)
 STEPS="$WORK/steps.tsv"
 : >"$STEPS"
-echo "gpu-check: budget ${TOTAL_S} s: pytest 110, measure 140, profile 50, ncu 120, report 15; outputs in $DEST" >&2
+echo "gpu-check: budget ${TOTAL_S} s: pytest 110, measure 140, profile 50, ncu 120,${NSYS:+ nsys 40,} report 15;" \
+  "outputs in $DEST" >&2
 
 N=0
 step() {  # step NAME SECONDS CMD...: run capped, log to $WORK/NAME.txt, record "name rc seconds budget"
   local name=$1 cap=$2; shift 2
   N=$((N + 1))
   local t0; t0=$(date +%s)
-  echo "gpu-check: [$N/5] $name: budget $cap s ($((t0 - START)) s of $TOTAL_S used)" >&2
+  echo "gpu-check: [$N/$TOTAL_STEPS] $name: budget $cap s ($((t0 - START)) s of $TOTAL_S used)" >&2
   timeout --kill-after=10 "$cap" "$@" >"$WORK/$name.txt" 2>&1
   local rc=$?
   [ "$rc" -eq 124 ] && echo "gpu-check: $name ran past its $cap s budget (stopped)" >>"$WORK/$name.txt"
@@ -90,8 +97,12 @@ step profile 50 "$PY" -m nsroof profile "${PROFILE_EXTRA[@]}" -o "$WORK/profile.
   "$PY" -m nsroof.examples.train_tiny --steps "$PROFILE_APP_STEPS" --device "$DEVICE"
 step ncu 120 "$PY" -m nsroof ncu --clock-control none -c 120 -o "$WORK/ncu" -- \
   "$PY" -m nsroof.examples.train_tiny --steps 3 --device "$DEVICE"
+if [ -n "$NSYS" ]; then
+  step nsys 40 env "NSROOF_NSYS=$NSYS" "$PY" -m nsroof nsys -o "$WORK/nsys" -- \
+    "$PY" -m nsroof.examples.train_tiny --steps 3 --device "$DEVICE"
+fi
 N=$((N + 1))
-echo "gpu-check: [$N/5] report: budget 15 s ($(($(date +%s) - START)) s of $TOTAL_S used)" >&2
+echo "gpu-check: [$N/$TOTAL_STEPS] report: budget 15 s ($(($(date +%s) - START)) s of $TOTAL_S used)" >&2
 timeout 15 "$PY" scripts/gpu_check_report.py "$WORK" "$DEST" ${FAKE:+--fake} --elapsed "$(($(date +%s) - START))" \
   || echo "gpu-check: the report step failed" >&2
 rm -rf "$WORK"

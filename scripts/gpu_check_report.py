@@ -6,7 +6,7 @@
 From WORK (the run's scratch folder) into OUT, at most 8 files (what a lent GPU machine returns):
 summary.txt (verdict, each step's exit status, seconds and budget, the speed figures the GPU tests recorded
 against their targets: never part of the verdict), measurements-entry.md, and copies
-of machine.json, points.csv, profile.parquet, ncu.parquet, plus logs.txt (every step's log and ncu's own
+of machine.json, points.csv, profile.parquet, ncu.parquet, nsys.parquet (where nsys ran), plus logs.txt (every step's log and ncu's own
 log, one after another). Only what the run wrote goes in: a missing file is said to be missing, never
 filled in. A GPU_CHECK_FAKE run's entry says it is simulated (its numbers are the CPU's).
 """
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 MARK = "## GPU runs\n"
-RETURNED = ("machine.json", "points.csv", "profile.parquet", "ncu.parquet")
-LOGS = ("pytest.txt", "measure.txt", "profile.txt", "ncu.txt", "ncu.log")
+RETURNED = ("machine.json", "points.csv", "profile.parquet", "ncu.parquet", "nsys.parquet")
+LOGS = ("pytest.txt", "measure.txt", "profile.txt", "ncu.txt", "ncu.log", "nsys.txt")
 
 
 def _tail(path: Path) -> str:
@@ -143,6 +143,8 @@ def entry(work: Path, *, fake: bool = False) -> str:
     lines.append("")
     lines += _report_lines(work / "profile.parquet", "nsroof profile (examples/train_tiny.py)")
     lines += _report_lines(work / "ncu.parquet", "nsroof ncu (examples/train_tiny.py, one step, --clock-control none)")
+    if (work / "nsys.parquet").is_file():  # the nsys step runs where nsys is
+        lines += _report_lines(work / "nsys.parquet", "nsroof nsys (examples/train_tiny.py, one step)")
     return "\n".join(lines) + "\n\n"
 
 

@@ -160,6 +160,7 @@ def run(command: Sequence[str], output: str | os.PathLike[str], *, selection: Se
         (say or (lambda _m: None))("nsroof: the script marked no step (no optimizer step, no nsroof.step()): "
                                    "profiling the whole run instead")
         cmd = _profile(nsys, command, out, sel, trace, extra)
+        state = bootstrap_state(out.modules)
     if not out.report.is_file():
         raise NsroofError(f"nsys wrote no report ({out.report}): the range {capture_filter(sel)} never "
                           "opened (lower --warmup-steps, or use --whole)")
