@@ -53,7 +53,8 @@ def test_shared_options_read_the_same_in_every_command() -> None:
             elif option == "quiet":
                 assert p.opts == ["-q", "--quiet"] and p.is_flag, name
     # --machine in every command that resolves ceilings; --threads where torch runs on the CPU
-    assert set(seen["machine"]) == {"analyze", "compare", "demo", "ledger", "machines", "ncu", "nsys", "profile"}
+    assert set(seen["machine"]) == {"analyze", "compare", "demo", "ledger", "machines", "ncu", "nsys",
+                                    "profile"}
     assert {"demo", "measure", "profile"} <= set(seen["threads"])
     assert {"analyze", "measure", "profile"} <= set(seen["quiet"])
 
