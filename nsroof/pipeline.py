@@ -130,11 +130,14 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
     roofs (classify, missing)."""
     from nsroof import importers
     from nsroof.costs import costing
-    from nsroof.roofs import ceilings, classify, missing
+    from nsroof.roofs import ceilings, classify, gpu_identity, missing
     from nsroof.roofs.aggregate import aggregate as merge_launches
 
     kernels, facts = importers.read(path, captures=captures)
     name = Path(path).name
+    # a GPU its printed name does not resolve: identified from its recorded properties or kernel names
+    kernels, identity = gpu_identity.label_devices(kernels, facts.extra)
+    facts.warnings = [*facts.warnings, *identity]
     if "source" not in kernels or kernels["source"].eq("").all():
         kernels["source"] = name
     with _collector_paused(facts.format):

@@ -33,7 +33,11 @@ JSON shape (one object; a packaged file may hold a list of them):
   "sources": {"peak_flop_per_s.bf16": "citation", "bandwidth_bytes_per_s.dram": "citation", ...},
   "environment": {...},                           # measured profiles: device, clocks, versions
   "points": [...],                                # measured profiles: every measured point
-  "notes": ["..."]                                # caveats a reader of the table should know
+  "notes": ["..."],                               # caveats a reader of the table should know
+  "memory_bytes": 85899345920,                    # device memory (nominal GB read as GiB: what a device can
+        # report at most): tells boards of one name and SM count apart (gpu_identity)
+  "llvm_target": "gfx942"                         # AMD: the LLVM target (GFXIP major, minor, stepping) ROCm
+        # traces record as computeMajor.computeMinor
 }
 
 Validation: each rate table accepts only its known keys, compared case-insensitively ("FP32" reads as
@@ -129,6 +133,8 @@ class Machine:
     counter_bandwidth_bytes_per_s: dict[str, float] = field(default_factory=dict)
     path: str = ""  # file it was loaded from, when any
     clock_note: str = ""  # set by at_clocks(): the profiled clocks these ceilings were computed at
+    memory_bytes: float = 0.0  # device memory capacity (0: not in the entry); per device as ROCm lists them
+    llvm_target: str = ""  # AMD GPUs: the LLVM target ("gfx942"); NVIDIA parts carry `cc` instead
 
     @property
     def label(self) -> str:
@@ -149,6 +155,12 @@ class Machine:
         if device in ("cuda", "gpu") or self.cc or self.sm_count or self.device_patterns:
             return "gpu"
         return ""
+
+    @property
+    def vendor(self) -> str:
+        """'AMD' (an LLVM gfx target), 'NVIDIA' (a compute capability), or '' (a CPU or a hand-written
+        profile)."""
+        return "AMD" if self.llvm_target else "NVIDIA" if self.cc else ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -191,8 +203,12 @@ class Machine:
         kwargs["counters"] = counters_table(kwargs, where)
         try:
             kwargs["sm_count"] = int(kwargs.get("sm_count") or 0)
+            kwargs["memory_bytes"] = float(kwargs.get("memory_bytes") or 0.0)
         except (TypeError, ValueError):
-            raise MachineError(f"{where}: 'sm_count' must be a whole number") from None
+            raise MachineError(f"{where}: 'sm_count' and 'memory_bytes' must be numbers") from None
+        if not 0 <= kwargs["memory_bytes"] < math.inf:
+            raise MachineError(f"{where}: 'memory_bytes' must be a positive finite number")
+        kwargs["llvm_target"] = str(kwargs.get("llvm_target") or "")
         derive_cache_bandwidths(kwargs)
         if not kwargs.get("peak_flop_per_s") and not kwargs.get("simt_flop_per_s"):
             also = "" if kwargs.get("bandwidth_bytes_per_s") else " and no bandwidth"
@@ -421,13 +437,36 @@ def lookup_device(device_name: str) -> Machine | None:
 _VENDOR_WORDS = re.compile(r"\b(nvidia|geforce|tesla|quadro)\b", re.IGNORECASE)
 
 
+# The device name nsroof gives a GPU it identified from facts other than its name (nsroof.roofs.gpu_identity):
+# what it is (an entry's name, or an architecture when no single entry fits) and the evidence.
+_INFERRED = re.compile(r"^(?P<what>.+?) \[inferred from (?P<how>.+)\]$")
+
+
+def inferred_device(what: str, how: str) -> str:
+    """'MI300X [inferred from …]': the report's device for a GPU identified from its properties or kernels;
+    it resolves to the entry named `what` (lookup_device), or to none when `what` is an architecture."""
+    return f"{what} [inferred from {how}]"
+
+
+def split_inferred(device: str) -> tuple[str, str]:
+    """(what, evidence) of an inferred_device() name; ('', '') for a name the export printed."""
+    m = _INFERRED.match(device)
+    return (m["what"], m["how"]) if m else ("", "")
+
+
 @functools.lru_cache(maxsize=256)
 def _candidates(name: str) -> tuple[Machine, ...]:
     if not name:
         return ()
-    for m in _packaged():
-        if m.matches(name):
-            return (m,)
+    what, _ = split_inferred(name)
+    if what:
+        named = _by_name().get(_normal(what))
+        return (named,) if named is not None else ()
+    # every entry whose pattern matches: one name ROCm prints for two parts ("AMD Instinct MI250X / MI250")
+    # fits both, and the SM count decides (gpu_identity)
+    matched = tuple(m for m in _packaged() if m.matches(name))
+    if matched:
+        return matched
     # A generic name ("NVIDIA H100", "Tesla V100"): the entries whose name starts with what is left
     # after the vendor words. One entry → it; several → ambiguous; the board variant decides the
     # peaks, so nsroof does not pick one.
@@ -462,6 +501,10 @@ def unknown_device(device_name: str) -> str:
     name = " ".join(str(device_name or "").split())
     if not name:
         return "the export names no GPU, so no machine table entry applies"
+    what, how = split_inferred(name)
+    if what:
+        return (f"the export names no GPU the machine table knows, and what its facts imply ({what}, from "
+                f"{how}) is not one machine table entry: the part decides the peaks")
     candidates = device_candidates(name)
     if len(candidates) > 1:
         return f"device {name!r} fits several machine table entries ({', '.join(m.name for m in candidates)})"

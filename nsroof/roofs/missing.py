@@ -9,6 +9,7 @@ import pandas as pd
 
 from nsroof.frames.distinct import map_rows
 from nsroof.roofs import machines
+from nsroof.roofs.gpu_identity import is_amd
 from nsroof.schema import MISSING_COUNTERS, Hint
 
 
@@ -18,8 +19,10 @@ def completing_metrics_hint(report: pd.DataFrame) -> Hint | str:
     # Only rows the missing counters left unclassified: a partial FLOP count (e.g. no HADD/HMUL in a
     # --set full export) still classifies, and needs no re-profiling.
     blocked = report["flops"].isna() | report["bytes"].isna() | report["duration_s"].isna()
+    # ncu profiles NVIDIA GPUs only: kernels that ran on an AMD GPU get no `ncu --metrics` advice
+    nvidia = ~map_rows(is_amd, report["device"].astype(str).to_numpy(dtype=object)).astype(bool)
     unknown = report[["source", "kernel_id", "missing"]][
-        blocked.to_numpy() & (report["bound"].to_numpy(dtype=object) == "unknown")]
+        blocked.to_numpy() & nvidia & (report["bound"].to_numpy(dtype=object) == "unknown")]
     lacking = unknown[_contains(unknown["missing"], "__")]
     if lacking.empty:
         return ""

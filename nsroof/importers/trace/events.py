@@ -183,6 +183,11 @@ class Device(Struct, gc=False):
     name: str = ""
     computeMajor: Int | None = None
     computeMinor: Int | None = None
+    # what tells GPUs of one name (or of none) apart (nsroof.roofs.gpu_identity); Any: a value of another
+    # type is a fact not recorded, never a refused trace
+    numSms: Any = None
+    totalGlobalMem: Any = None
+    warpSize: Any = None
 
 
 class Trace(Struct, gc=False):
@@ -191,6 +196,7 @@ class Trace(Struct, gc=False):
     deviceProperties: list[Device] | None = None
     nsroof: dict[str, Any] | None = None
     distributedInfo: Any = None
+    platform: str = ""  # 'rocm' (roctracer / HIP versions recorded), 'cuda' (CUPTI / CUDA versions) or ''
 
 
 class WireTrace(Struct, gc=False):
@@ -198,6 +204,16 @@ class WireTrace(Struct, gc=False):
     deviceProperties: list[Device] | None = None
     nsroof: dict[str, Any] | None = None
     distributedInfo: Any = None
+    roctracer_version: Any = None
+    hip_runtime_version: Any = None
+    cupti_version: Any = None
+    cuda_runtime_version: Any = None
+
+    @property
+    def platform(self) -> str:
+        if self.roctracer_version is not None or self.hip_runtime_version is not None:
+            return "rocm"
+        return "cuda" if self.cupti_version is not None or self.cuda_runtime_version is not None else ""
 
 
 class RangeEvent(Struct, gc=False):

@@ -192,6 +192,8 @@ def from_events(events: TraceEvents, name: str, *, path: str | os.PathLike[str] 
         tree, annotations = op_tree(events, meta, linked)
         del events  # the tree, the launches and the activities hold what is read from here on
         caps: list[graphs.Capture] = []
+        if activities or unrecorded:
+            extra.update(gpu_facts(top))
         if activities:
             frame, starts = _gpu_rows(activities, launches, tree, top, name, warnings)
             caps = [load_capture(k, c) for k, c in enumerate(captures)]
@@ -312,6 +314,24 @@ def _devices(top: Trace) -> dict[int, tuple[str, str]]:
             minor = "" if d.computeMinor is None else d.computeMinor
             out[d.id] = (d.name, f"{d.computeMajor}.{minor}" if d.computeMajor is not None else "")
     return out
+
+
+def _positive(value: Any) -> int:
+    return value if _is_int(value) and value > 0 else 0
+
+
+def gpu_facts(top: Trace) -> dict[str, Any]:
+    """What the trace records of its GPUs, once per model (a node's 8 identical devices are one): name,
+    cc, SM (CU) count, memory, warp size, and the platform (nsroof.roofs.gpu_identity reads them)."""
+    models: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for d in top.deviceProperties or []:
+        minor = "" if d.computeMinor is None else d.computeMinor
+        g = {"name": d.name, "cc": f"{d.computeMajor}.{minor}" if d.computeMajor is not None else "",
+             "sm_count": _positive(d.numSms), "memory_bytes": _positive(d.totalGlobalMem),
+             "warp_size": _positive(d.warpSize)}
+        models.setdefault(tuple(g.values()), g)
+    return ({"gpus": list(models.values())} if models else {}) | (
+        {"gpu_platform": top.platform} if top.platform else {})
 
 
 def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpTree,

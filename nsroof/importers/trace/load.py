@@ -381,7 +381,7 @@ def _load(p: Path, buffer: mmap.mmap | bytes, size: int, restated: bool = False)
         del body, text
         return _load(p, strict, len(strict), restated=True)
     if isinstance(wire, WireTrace):
-        top = Trace(wire.deviceProperties, wire.nsroof, wire.distributedInfo)
+        top = Trace(wire.deviceProperties, wire.nsroof, wire.distributedInfo, wire.platform)
         raws, wire.traceEvents = wire.traceEvents, []
     else:
         top, raws = Trace(), wire
