@@ -27,6 +27,7 @@ REQUIRED = [
     "V100 PCIe", "V100S PCIe", "T4", "A2", "A10", "A16", "A40", "A100 PCIe 40GB", "H100 NVL", "H800", "H20",
     "H200 NVL", "L40", "GB200", "B300", "RTX PRO 6000 Blackwell", "RTX 3050 Laptop", "RTX 3060 Laptop",
     "RTX 2060 Max-Q", "GTX 1650 SUPER", "GTX 1660", "GTX 1660 SUPER", "MI250X", "MI300X", "MI325X",
+    "MI100", "MI210", "MI250", "MI300A", "MI350X", "MI355X", "RX 7900 XTX", "W7900",
 ]
 DENSE_DTYPES = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "fp64_tensor"}
 
@@ -60,6 +61,8 @@ def test_every_number_is_positive_and_sourced(m: Machine) -> None:
             keys.add(f"{table}.{k}")
     if m.sm_count:
         keys.add("sm_count")
+    if m.memory_bytes:
+        keys.add("memory_bytes")
     # one citation per number, and no citation for a number that is not there
     assert set(m.sources) == keys
     assert all(len(s) > 20 for s in m.sources.values())
@@ -190,6 +193,13 @@ DEVICE_NAMES = {
     "NVIDIA GeForce RTX 4060": "RTX 4060",
     "NVIDIA GeForce RTX 5080": "RTX 5080",
     "AMD Instinct MI250X": "MI250X",
+    "AMD Instinct MI250": "MI250",
+    "AMD Instinct MI210": "MI210",
+    "AMD Instinct MI300A": "MI300A",
+    "AMD Instinct MI355X": "MI355X",
+    "AMD Radeon RX 7900 XTX": "RX 7900 XTX",
+    "AMD Radeon RX 7900 XT": "RX 7900 XT",
+    "AMD Radeon PRO W7900": "W7900",
     "AMD Instinct MI300X": "MI300X",
     "AMD Instinct MI325X": "MI325X",
 }
