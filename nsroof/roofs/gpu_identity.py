@@ -285,7 +285,7 @@ def _facts_of(stated: str, recorded: list[DeviceFacts], platform: str) -> Device
 
 
 def _note(stated: str, ident: Identity) -> str:
-    printed = f"the trace names its GPU {stated!r}" if stated else "the trace names no GPU"
+    printed = f"the export names its GPU {stated!r}" if stated else "the export names no GPU"
     if ident.machine is not None:
         return (f"GPU identity: {printed}; {ident.machine.name} inferred from {ident.how}: its datasheet "
                 "roofs apply (--machine NAME overrides)")
