@@ -160,9 +160,10 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
         levels = facts.levels or classify.LEVELS
         if fixed is not None:
             devices = kernels["device"].astype(str).unique() if "device" in kernels else []
-            # ncu exports are GPU kernels; a torch trace is when its rows name a CUDA device
-            gpu = facts.format != "torch-trace" or any(machines.device_candidates(d) or "NVIDIA" in d
-                                                       for d in devices)
+            # ncu exports are GPU kernels; a torch trace is when it has GPU rows (a ROCm trace's device may
+            # be unnamed or 'AMD Radeon Graphics')
+            gpu = facts.format != "torch-trace" or bool(
+                "kind" in kernels and kernels["kind"].isin(gpu_identity.GPU_KINDS).any())
             warnings += [f"{name}: {w}"
                          for w in machines.check_against_export(fixed, devices, gpu_export=gpu)]
         built = classify.build_report(kernels, quantities, fixed, levels=levels)

@@ -81,7 +81,13 @@ def gfxip(target: str) -> str:
 
 
 def fits(m: Machine, facts: DeviceFacts) -> bool:
-    """Whether the recorded SM/CU count and memory agree with the entry (a fact either side lacks agrees)."""
+    """Whether the recorded vendor, architecture, SM/CU count and memory agree with the entry (a fact either
+    side lacks agrees)."""
+    if m.vendor and facts.platform and m.vendor != {"rocm": "AMD", "cuda": "NVIDIA"}.get(facts.platform):
+        return False
+    arch = gfxip(m.llvm_target) if m.llvm_target else m.cc
+    if re.fullmatch(r"\d+\.\d+", facts.cc) and arch and arch != facts.cc:
+        return False
     if facts.sm_count and m.sm_count and facts.sm_count != m.sm_count:
         return False
     if facts.memory_bytes > 0 and m.memory_bytes > 0:
