@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -95,6 +95,13 @@ def fits(m: Machine, facts: DeviceFacts) -> bool:
     return True
 
 
+def agrees(m: Machine, facts: DeviceFacts) -> bool:
+    """Whether a device printed with the entry's name is that entry: its SM/CU count and memory decide (a MIG
+    slice or a CPX partition is not the whole GPU); a compute capability at odds with a name is no reason to
+    drop the roofs the name gives."""
+    return fits(m, replace(facts, cc="", platform=""))
+
+
 def same_roofs(ms: Sequence[Machine]) -> bool:
     """Every entry holds the same figures (to SAME_ROOF) in every rate table: the choice changes no roof."""
     first = ms[0]
@@ -131,7 +138,7 @@ def identify(facts: DeviceFacts, kernel_names: Iterable[str] = ()) -> Identity:
     (the module docstring). Never a guess: several entries with different roofs give no machine."""
     name = " ".join(facts.name.split())
     named = machines.device_candidates(name) if name else []
-    if len(named) == 1 and fits(named[0], facts):
+    if len(named) == 1 and agrees(named[0], facts):
         return Identity(named[0], name)
     pool = named or _by_arch(facts)
     found, left, note = _one(pool, facts)
@@ -265,7 +272,7 @@ def label_devices(kernels: pd.DataFrame, extra: dict[str, Any]) -> tuple[pd.Data
         rows = gpu & (devices == stated)
         facts = _facts_of(str(stated), recorded, platform)
         machine = machines.lookup_device(stated) if stated else None
-        if machine is not None and fits(machine, facts):
+        if machine is not None and agrees(machine, facts):
             continue
         names = (kernels["kernel_name"].astype(str).to_numpy(dtype=object)[rows] if "kernel_name" in kernels
                  else np.zeros(0, dtype=object))

@@ -34,11 +34,8 @@ JSON shape (one object; a packaged file may hold a list of them):
   "environment": {...},                           # measured profiles: device, clocks, versions
   "points": [...],                                # measured profiles: every measured point
   "notes": ["..."],                               # caveats a reader of the table should know
-  "memory_bytes": 85899345920,                    # device memory (nominal GB read as GiB: what a device can
-        # report at most): tells boards of one name and SM count apart (gpu_identity)
-  "llvm_target": "gfx942"                         # AMD: the LLVM target (GFXIP major, minor, stepping) ROCm
-        # traces record as computeMajor.computeMinor
-}
+  "memory_bytes": 85899345920, "llvm_target": "gfx942"  # memory (GB read as GiB), AMD's gfx target: what
+}                                                 # tells GPUs of one name apart (roofs.gpu_identity)
 
 Validation: each rate table accepts only its known keys, compared case-insensitively ("FP32" reads as
 fp32, "DRAM" as dram): peak_flop_per_s and sparse_peak_flop_per_s the dtypes fp64 fp32 tf32 bf16 fp16
@@ -158,8 +155,7 @@ class Machine:
 
     @property
     def vendor(self) -> str:
-        """'AMD' (an LLVM gfx target), 'NVIDIA' (a compute capability), or '' (a CPU or a hand-written
-        profile)."""
+        """'AMD' (a gfx target), 'NVIDIA' (a compute capability), or '' (a CPU or hand-written profile)."""
         return "AMD" if self.llvm_target else "NVIDIA" if self.cc else ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -450,8 +446,7 @@ def inferred_device(what: str, how: str) -> str:
 
 def split_inferred(device: str) -> tuple[str, str]:
     """(what, evidence) of an inferred_device() name; ('', '') for a name the export printed."""
-    m = _INFERRED.match(device)
-    return (m["what"], m["how"]) if m else ("", "")
+    return (m["what"], m["how"]) if (m := _INFERRED.match(device)) else ("", "")
 
 
 @functools.lru_cache(maxsize=256)
