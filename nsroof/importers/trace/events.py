@@ -51,6 +51,8 @@ class LaunchArgs(Struct, frozen=True, gc=False):
     graph_id: Int | None = field(default=None, name="graph id")
     graph_node_id: Int | None = field(default=None, name="graph node id")
     kernel: Any = None  # ROCm graph capture: the kernel a launch adds
+    grid: Any = None  # ROCm: the launch's grid and block (graph capture matching only: read leniently)
+    block: Any = None
 
 
 class _ActivityFacts(Struct, frozen=True, gc=False):
