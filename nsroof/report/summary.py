@@ -217,7 +217,10 @@ def _coverage_lines(frame: pd.DataFrame, metadata: dict[str, Any]) -> list[str]:
         return []
     lines = ["Coverage of the torch trace(s): share of kernel time (summed over streams) whose op has an "
              "analytic formula"]
+    replays = {str(i.get("name", "")): (i.get("facts") or {}).get("graphs")
+               for i in metadata.get("inputs", []) if isinstance(i, dict)}
     for _, c in coverage.iterrows():
+        graphs = replays.get(c["source"])
         if not c["time_s"] > 0:
             lines.append(f"  {_short(c['source'], 44):<44} no kernel durations ({c['kernels']} kernels)")
             continue
@@ -228,8 +231,28 @@ def _coverage_lines(frame: pd.DataFrame, metadata: dict[str, Any]) -> list[str]:
                      f"kernel time ({c['costed']} of {c['kernels']} kernels){busy}"
                      + (f"; largest uncovered: {_short(c['uncovered'], 70)} ({human_time(c['uncovered_s'])})"
                         if c["uncovered"] else ""))
+        lines += [f"    {graph_replay_line(graphs)}"] if isinstance(graphs, dict) else []
     return lines
 
+
+
+def graph_replay_line(graphs: dict[str, Any]) -> str:
+    """What became of a trace's CUDA/HIP graph replays (the importer's facts, nsroof.importers.trace.graphs):
+    how many launches, how many of their kernels a capture trace mapped, how many launches matched several
+    captured graphs equally and how many of those were ambiguous (other ops or shapes behind the same
+    kernels); or the capture trace to pass."""
+    launches, mapped = int(graphs.get("graph_launches", 0)), int(graphs.get("mapped", 0))
+    kernels = mapped + int(graphs.get("unmapped", 0))
+    names = [str(n) for n in graphs.get("captures") or []]
+    if not names:
+        return (f"graph replays: {launches} launch(es), {kernels} kernels with the launch as their op: no "
+                "capture trace; pass --capture CAPTURE_TRACE (the trace recorded around the graphs' capture)")
+    tied, ambiguous = int(graphs.get("tied_launches", 0)), int(graphs.get("ambiguous_launches", 0))
+    captured = ", ".join(_short(n, 44) for n in names)
+    return (f"graph replays: {launches} launch(es), each with the full cost of the ops it replays; {mapped} "
+            f"of {kernels} kernels mapped to {graphs.get('captured_graphs', 0)} graph(s) captured in "
+            f"{captured}; {tied} launch(es) matched several captured graphs equally, {ambiguous} of them "
+            "ambiguous (other ops or shapes: the latest captured taken)")
 
 
 def _above_lines(frame: pd.DataFrame) -> list[str]:

@@ -72,10 +72,9 @@ Signature = tuple[str, str, str]
 
 
 def launch_dims(grid: Any, block: Any) -> str:
-    """A launch's grid and block as one text ('' unless both are three numbers)."""
-    if (isinstance(grid, list) and isinstance(block, list) and len(grid) == len(block) == 3
-            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in [*grid, *block])):
-        return "x".join(str(int(v)) for v in grid) + "/" + "x".join(str(int(v)) for v in block)
+    """A launch's grid and block as one text, compared as given ('' unless both are three values)."""
+    if type(grid) is list and type(block) is list and len(grid) == len(block) == 3:  # per kernel: cheap
+        return f"{grid[0]}x{grid[1]}x{grid[2]}/{block[0]}x{block[1]}x{block[2]}"
     return ""
 
 

@@ -163,3 +163,17 @@ def test_graph_replays_with_their_capture_are_mostly_costed(shared_fixtures: Pat
         report = analyze([traces / replay], captures=[traces / capture])
     share = float(analytic_coverage(report.frame, [replay])["share"].iloc[0])
     assert share >= at_least, share
+
+
+@pytest.mark.parametrize("replay", sorted(GRAPH_TRACES))
+def test_shared_replays_carry_whole_costs_never_shares_of_replays(shared_fixtures: Path, replay: str) -> None:
+    from nsroof.pipeline import analyze
+
+    traces = shared_fixtures / "traces"
+    report = analyze([traces / replay], captures=[traces / GRAPH_TRACES[replay][0]])
+    sources = report.frame["flops_source"].dropna().astype(str)
+    # no cost divided by a replay or match count (the share note "×0.25 (1 of 4 kernels of one op …)")
+    assert not sources.str.contains("kernels of one op|×0\\.", regex=True).any()
+    assert (sources.str.startswith("analytic:")).sum() > 100
+    facts = report.metadata["inputs"][0]["facts"]["graphs"]
+    assert facts["graph_launches"] == 1 and facts["ambiguous_launches"] == 0

@@ -154,6 +154,10 @@ COMPOSITE_REASON = "a composite op's own time: its work is costed on the ops it 
 # enable_kernel_profile was on at compile time (nsroof profile turns it on): Inductor states no FLOP or byte
 # count for it (its Triton kernels' estimates, kernel_flop / kernel_num_gb, have no CPU counterpart).
 INDUCTOR_CPU_KERNEL = re.compile(r"(?:graph_\d+_)?cpp_fused_\w+")
+# A CUDA/HIP graph replay's kernels have the launch as their op until a capture trace maps them
+# (nsroof.importers.trace.graphs; its warning says more, and what an Nsight Systems export can do instead);
+# short enough for the coverage line to show whole.
+GRAPH_REPLAY_REASON = "graph replay, op recorded at capture: torch traces take --capture FILE"
 INDUCTOR_CPU_REASON = ("an Inductor C++ kernel (a fused region of the compiled graph): Inductor states no "
                        "FLOP or byte count for its CPU kernels")
 
@@ -175,6 +179,10 @@ def no_formula_reason(op: str) -> str:
         return BOOKKEEPING_REASON
     if INDUCTOR_CPU_KERNEL.fullmatch(op):
         return INDUCTOR_CPU_REASON
+    from nsroof.importers.trace.op_tree import is_graph_launch
+
+    if is_graph_launch(op):  # (before RUNTIME_CALL, which its name matches too)
+        return GRAPH_REPLAY_REASON
     if RUNTIME_CALL.fullmatch(op):
         return RUNTIME_CALL_REASON
     if "::" in op and not op.startswith("aten::"):
