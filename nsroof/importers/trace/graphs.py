@@ -165,8 +165,10 @@ class Copies:
     first_id: int
     path: list[str]
 
-    def op_id(self, op: int) -> int:
-        return self.first_id + int(np.searchsorted(self.rows, op))
+    def op_ids(self) -> dict[int, int]:
+        """The capture's op index -> the op_id of its copy."""
+        rows = self.rows.tolist()
+        return dict(zip(rows, range(self.first_id, self.first_id + len(rows)), strict=True))
 
 
 @dataclass
@@ -179,6 +181,12 @@ class Capture:
     by_node: dict[tuple[int, int], Node] = field(default_factory=dict)  # rule 1: (graph id, node id) -> node
     offset: int = 0  # its ops' op_id = offset + index in its tree (ops_table)
     copies: list[Copies] = field(default_factory=list)  # each replay's copies of its ops (ops_table)
+    paths: dict[int, list[str]] = field(default_factory=dict)  # an op's annotation path, once per op
+
+    def path(self, op: int) -> list[str]:
+        if op not in self.paths:
+            self.paths[op] = self.tree.path(op)
+        return self.paths[op]
 
 
 def graph_ids(args: ActivityArgs) -> tuple[int, int] | None:
@@ -306,7 +314,8 @@ def copy_ops(mapped: dict[int, tuple[int, int, str, int]], captures: list[Captur
         made[r, ci] = Copies(rows, first_id, list(replay_paths[first[r, ci]]))
         captures[ci].copies.append(made[r, ci])
         first_id += len(rows)
-    return {i: made[r, ci].op_id(op) for i, (ci, op, _, r) in mapped.items()}
+    ids = {key: copies.op_ids() for key, copies in made.items()}
+    return {i: ids[r, ci][op] for i, (ci, op, _, r) in mapped.items()}
 
 
 CAPTURE_HINT = ("pass --capture CAPTURE_TRACE (a trace recorded around the graphs' capture) to map them to "
@@ -344,7 +353,7 @@ def apply(frame: Any, activities: list[Activity], launches: dict[int, Launch], t
         columns["op_link"][i] = link
         columns["op"][i] = cap.tree.ops[op].name
         columns["input_shapes"][i] = shape_text(cap.tree.args[op].input_dims)
-        captured = cap.tree.path(op)
+        captured = cap.path(op)
         columns["module"][i] = cap.tree.module(captured)
         columns["nvtx_ranges"][i] = replay_path + [n for n in captured if n not in replay_path]
     frame = frame.copy()
@@ -386,22 +395,26 @@ def ops_table(tree: OpTree, source: str, captures: list[Capture]) -> Any:
         for col in ("op_id", "parent_op_id", "forward_op_id"):
             t[col] = t[col] + c.offset
         tables.append(t)
-        tables += [_copies_table(c, t, copies) for copies in c.copies]
+        tables += [_copies_table(c, t)] if c.copies else []
     return pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
 
 
-def _copies_table(cap: Capture, table: Any, copies: Copies) -> Any:
-    """One replay's copies of a capture's ops (`table`: the capture's ops table): their own op ids, parents
-    among the copies, the replay's path before the captured one."""
+def _copies_table(cap: Capture, table: Any) -> Any:
+    """Every replay's copies of a capture's ops, one table (`table`: the capture's ops table): their own op
+    ids, parents among the copies of the same replay, the replay's path before the captured one."""
     import pandas as pd
 
-    out = table.iloc[copies.rows].reset_index(drop=True)
-    out["op_id"] = pd.array(copies.first_id + np.arange(len(copies.rows)), dtype="Int64")
-    parents = np.array([cap.tree.parent[op] for op in copies.rows.tolist()], dtype="int64")
-    at = np.searchsorted(copies.rows, parents)
-    out["parent_op_id"] = pd.array(np.where(parents >= 0, copies.first_id + at, 0), dtype="Int64")
-    out.loc[parents < 0, "parent_op_id"] = pd.NA
-    prefix = copies.path
-    out["nvtx_path"] = pd.Series(["/".join(prefix + [n for n in cap.tree.path(op) if n not in prefix])
-                                  for op in copies.rows.tolist()], dtype=object)
+    rows = np.concatenate([c.rows for c in cap.copies])
+    parent = np.asarray(cap.tree.parent, dtype="int64")
+    ids, parents, paths = [], [], []
+    for c in cap.copies:
+        ids.append(c.first_id + np.arange(len(c.rows)))
+        up = parent[c.rows]
+        parents.append(np.where(up >= 0, c.first_id + np.searchsorted(c.rows, up), -1))
+        paths += ["/".join(c.path + [n for n in cap.path(op) if n not in c.path]) for op in c.rows.tolist()]
+    out = table.iloc[rows].reset_index(drop=True)
+    out["op_id"] = pd.array(np.concatenate(ids), dtype="Int64")
+    up = np.concatenate(parents)
+    out["parent_op_id"] = pd.arrays.IntegerArray(np.maximum(up, 0), up < 0)
+    out["nvtx_path"] = pd.Series(paths, dtype=object)
     return out
