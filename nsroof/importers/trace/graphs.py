@@ -14,7 +14,9 @@ ROCm also writes the kernel's name, grid and block in the launch's args). The ru
    launches of the same kind in order, the k-th kernel of a name to the k-th launch of that name where the
    capture names its kernels. The capture window matched is the best by, in turn: the kernels matched; all
    of them, as many as it has nodes (it is the graph); the kernels launched with the grid and block the
-   capture recorded for their node (ROCm), which tells apart graphs of the same kernels at other sizes;
+   capture recorded for their node (ROCm) or, where it records none (CUDA), with the name, grid and block
+   of the kernel the node's op (same name, shapes, dtypes) launched in an eager run in the capture trace
+   (the warm-up before each capture): this tells apart graphs of the same kernels at other sizes;
 3. ties: when several windows match equally and captured the same ops with the same shapes (one cost
    whichever: the layers of piecewise graphs), the launches take them in capture order, the k-th such
    launch the k-th window, cycling (piecewise graphs are captured and replayed layer by layer; replays of
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -57,6 +59,9 @@ class Node:
     name: str  # the kernel's name where the capture records it ('' otherwise)
     op: int  # op index in the capture's tree (-1: no op)
     dims: str = ""  # the launch's grid and block where the capture records them (ROCm), '' otherwise
+    # where the capture names no kernel (CUDA): "name|grid/block" of the kernel its op launched when it ran
+    # eagerly in the capture trace (learn_eager_kernels), '' when unknown
+    expect: str = ""
 
 
 @dataclass
@@ -105,10 +110,15 @@ def capture_graphs(capture: int, launches: list[Launch], tree: OpTree) -> list[G
             open_[key].nodes.append(Node(kind, kernel if named else "", op,
                                          launch_dims(e.args.grid, e.args.block) if named else ""))
     for g in out:
-        g.ops = tuple(("", "", "") if n.op < 0 else
-                      (tree.ops[n.op].name, shape_text(tree.args[n.op].input_dims),
-                       str(tree.args[n.op].input_type)) for n in g.nodes)
+        g.ops = tuple(op_key(tree, n.op) for n in g.nodes)
     return out
+
+
+def op_key(tree: OpTree, op: int) -> tuple[str, str, str]:
+    """What an op's cost reads: its name, shapes and dtypes."""
+    if op < 0:
+        return "", "", ""
+    return tree.ops[op].name, shape_text(tree.args[op].input_dims), str(tree.args[op].input_type)
 
 
 def _assign(activities: list[Signature], graph: Graph) -> list[Node | None]:
@@ -133,17 +143,24 @@ def best_windows(activities: list[Signature],
     """Rule 2 for one replay: the capture windows that match it best, equally, in capture order, each with
     the node of each activity ([] when none matches a kernel)."""
     scored = []
+    launched = [f"{name}|{dims}" if dims else "" for _, name, dims in activities]
     for g in graphs:
         nodes = _assign(activities, g)
         matched = sum(n is not None for n in nodes)
         if matched:
-            shaped = sum(1 for a, n in zip(activities, nodes, strict=True)
-                         if n is not None and n.dims and n.dims == a[2])
+            shaped = sum(1 for a, seen, n in zip(activities, launched, nodes, strict=True)
+                         if n is not None and _launched_as(n, a[2], seen))
             scored.append(((matched, matched == len(activities) == len(g.nodes), shaped), g, nodes))
     if not scored:
         return []
     top = max(s[0] for s in scored)
     return sorted(((g, nodes) for score, g, nodes in scored if score == top), key=lambda t: t[0].begin_us)
+
+
+def _launched_as(node: Node, dims: str, seen: str) -> bool:
+    """Whether a replayed kernel ran with the grid and block its node was captured with (ROCm) or, where the
+    capture records none, as its op's eager run launched it (`seen`: "name|dims")."""
+    return node.dims == dims if node.dims else bool(node.expect) and node.expect == seen
 
 
 def match_launch(activities: list[Signature],
@@ -226,6 +243,36 @@ def learn_node_ids(cap: Capture, activities: list[Activity], kinds: list[str],
             ids = graph_ids(activities[i].args)
             if graph is not None and node is not None and ids:
                 cap.by_node[ids] = node
+
+
+def learn_eager_kernels(cap: Capture, activities: list[Activity], kinds: list[str],
+                        launches: dict[int, Launch]) -> None:
+    """Rule 2's launch shapes where the capture records none (CUDA's launches name no kernel, grid or
+    block): the kernels an op of the same name, shapes and dtypes launched when it ran eagerly in the capture
+    trace (the warm-up run before each capture), in order, given to that op's nodes when as many."""
+    per_call: dict[int, list[str]] = {}
+    for a, kind in zip(activities, kinds, strict=True):
+        corr = a.args.correlation
+        launch = launches.get(corr) if corr is not None else None
+        dims = launch_dims(a.args.grid, a.args.block)
+        if kind != "kernel" or launch is None or is_graph_launch(launch.name) or not dims:
+            continue
+        j, _ = cap.tree.launcher(a.args, launches)
+        if j >= 0:
+            per_call.setdefault(j, []).append(f"{a.name}|{dims}")
+    eager: dict[tuple[str, str, str], list[str]] = {}
+    for j, kernels in per_call.items():  # the first call of each name, shapes and dtypes
+        eager.setdefault(op_key(cap.tree, j), kernels)
+    for g in cap.graphs:
+        by_op: dict[int, list[int]] = {}
+        for i, n in enumerate(g.nodes):
+            if n.kind == "kernel" and not n.name and n.op >= 0:
+                by_op.setdefault(n.op, []).append(i)
+        for op, at in by_op.items():
+            seen = eager.get(op_key(cap.tree, op), [])
+            if len(seen) == len(at):
+                for i, expect in zip(at, seen, strict=True):
+                    g.nodes[i] = replace(g.nodes[i], expect=expect)
 
 
 @dataclass

@@ -279,8 +279,9 @@ def load_capture(index: int, path: str | os.PathLike[str]) -> graphs.Capture:
     tree, _ = op_tree(events, trace_meta(events.top))
     capture = graphs.Capture(Path(path).name, tree, graphs.capture_graphs(index, events.launches, tree))
     activities = in_order(events.activities)
-    graphs.learn_node_ids(capture, activities, [KINDS[e.cat] for e in activities],
-                          launch_map(events.launches, activities))
+    kinds, launches = [KINDS[e.cat] for e in activities], launch_map(events.launches, activities)
+    graphs.learn_node_ids(capture, activities, kinds, launches)
+    graphs.learn_eager_kernels(capture, activities, kinds, launches)
     return capture
 
 

@@ -196,3 +196,44 @@ def test_op_level_rows_sum_to_the_kernel_rows(tmp_path: Path, n: int) -> None:
     ops = report.ops.drop_duplicates("kernel_id")
     assert ops["flops"].sum() == pytest.approx(k["flops"].sum())
     assert ops["flops"].sum() == n * (524_288 + 4_096)  # n replays × (GEMM + ReLU), each whole
+
+
+def cuda_capture(layers: list[Layer], path: Path) -> Path:
+    """A CUDA capture trace (launches name no kernel, grid or block): before each capture, one eager
+    warm-up run of the same ops, whose kernels the trace records with their grids."""
+    t, ts = Trace(), 100.0
+    for i, layer in enumerate(layers):
+        t.add("user_annotation", layer.annotation, ts, 190)
+        ops = (("aten::mm", GEMM, [[layer.m, layer.k], [layer.k, layer.n]], layer.grids[0]),
+               ("aten::relu", RELU, [[layer.m, layer.n]], layer.grids[1]))
+        for phase in ("warmup", "capture"):
+            base = ts + (0 if phase == "warmup" else 100)
+            if phase == "capture":
+                t.runtime("cudaStreamBeginCapture", base + 1)
+            for j, (op, kernel, dims, grid) in enumerate(ops):
+                ext = 100 * i + 10 * (phase == "capture") + j + 1
+                t.add("cpu_op", op, base + 10 + 20 * j, 15, **{"External id": ext, "Input Dims": dims,
+                                                                "Input type": ["float"] * len(dims)})
+                corr = t.runtime("cudaLaunchKernel", base + 12 + 20 * j, **{"External id": ext})
+                if phase == "warmup":
+                    t.events.append({"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 0,
+                                     "ts": base + 14 + 20 * j, "dur": 3, "args": {
+                                         "device": 0, "stream": 7, "correlation": corr,
+                                         "grid": [grid, 1, 1], "block": [256, 1, 1]}})
+            if phase == "capture":
+                t.runtime("cudaStreamEndCapture", base + 60)
+        ts += 200
+    return t.write(path)
+
+
+def test_cuda_captures_are_told_apart_by_the_kernels_their_ops_ran_eagerly(tmp_path: Path) -> None:
+    # CUDA launches name no kernel: both windows match by order alone; the warm-up before each capture ran
+    # the GEMM at grid 4 for bs 32 and grid 1 for bs 8, and the replay's GEMM ran at grid 4
+    cap = cuda_capture([Layer(32, 64, 128, grids=(4, 8), annotation="bs32"),
+                        Layer(8, 64, 128, grids=(1, 2), annotation="bs8")], tmp_path / "capture.json")
+    rep = replay([(4, 8)], tmp_path / "replay.json")
+    frame, facts = importers.read(rep, captures=[cap])
+    mm = frame[frame["kernel_name"] == GEMM]
+    assert list(mm["input_shapes"]) == ["[[32, 64], [64, 128]]"]
+    assert list(mm["nvtx_path"]) == ["decode_step/bs32"]
+    assert facts.extra["graphs"]["tied_launches"] == 0 and facts.extra["graphs"]["mapped"] == 2
