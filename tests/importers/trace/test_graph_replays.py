@@ -75,9 +75,10 @@ def capture(layers: list[Layer], path: Path) -> Path:
     return t.write(path)
 
 
-def replay(launches: list[tuple[int, int]], path: Path, step: str = "decode_step") -> Path:
+def replay(launches: list[tuple[int, int]], path: Path, step: str = "decode_step",
+           graph_id: int | None = None) -> Path:
     """A replay trace: one hipGraphLaunch per (GEMM grid, ReLU grid), its GEMM and ReLU kernels with the
-    launch's correlation, all under one step annotation."""
+    launch's correlation (and CUPTI's graph and node ids when `graph_id`), all under one step annotation."""
     t = Trace()
     t.add("user_annotation", step, 0, 100 * len(launches) + 100)
     for r, grids in enumerate(launches):
@@ -87,7 +88,8 @@ def replay(launches: list[tuple[int, int]], path: Path, step: str = "decode_step
             t.events.append({"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 0,
                              "ts": ts + 5 + 20 * j, "dur": 10 + j, "args": {
                                  "device": 0, "stream": 0, "correlation": corr, "grid": [grid, 1, 1],
-                                 "block": [256, 1, 1]}})
+                                 "block": [256, 1, 1]} | ({"graph id": graph_id, "graph node id": j + 1}
+                                                          if graph_id is not None else {})})
     return t.write(path)
 
 
@@ -150,6 +152,16 @@ def test_equal_piecewise_graphs_are_taken_in_capture_order_never_split(tmp_path:
     assert list(_report_kernels(report).query("kernel_name == @GEMM")["flops"]) == [524_288.0] * 6
     text = _text(report)
     assert "6 launch(es) matched several captured graphs equally, 0 of them ambiguous" in text
+
+
+def test_replays_of_one_graph_id_take_one_of_the_equal_graphs(tmp_path: Path) -> None:
+    # CUPTI's graph id says the three launches replay one graph: one window for all, not one each
+    cap = capture([Layer(32, 64, 128, annotation=f"layer_{i}") for i in range(3)], tmp_path / "capture.json")
+    frame, facts = importers.read(replay([(4, 8)] * 3, tmp_path / "replay.json", graph_id=7), captures=[cap])
+    kernels = frame[frame["kernel_name"] == GEMM]
+    assert [p.split("/")[-1] for p in kernels["nvtx_path"]] == ["layer_0"] * 3
+    assert kernels["op_id"].nunique() == 3  # still a copy of the ops per replay
+    assert facts.extra["graphs"]["tied_launches"] == 3
 
 
 def test_grid_and_block_pick_the_graph_captured_at_the_replayed_size(tmp_path: Path) -> None:
