@@ -106,3 +106,19 @@ def test_target_status(value: float | None, at_least: bool, expected: str, tmp_p
     row = json.loads(sink.read_text())
     assert row["status"] == expected
     assert expected in _common.table([row])
+
+
+def test_graph_bench_traces_replay_the_bs32_graph_whole(tmp_path: Path) -> None:
+    import bench_graphs
+
+    from nsroof import importers
+
+    bench_graphs.write_capture(tmp_path / "capture.json", layers=3)
+    bench_graphs.write_replay(tmp_path / "replay.json", launches=2, layers=3)
+    frame, facts = importers.read(tmp_path / "replay.json", captures=[tmp_path / "capture.json"])
+    kernels = frame[frame["kind"] == "kernel"]
+    assert len(kernels) == 2 * 3 * 2  # launches × layers × (GEMM, ReLU)
+    assert facts.extra["graphs"]["mapped"] == 12 and facts.extra["graphs"]["ambiguous_launches"] == 0
+    # the replay's grids are those of the bs-32 graph (captured first of four): its shapes, not bs 1's
+    mm = kernels[kernels["op"] == "aten::mm"]
+    assert set(mm["input_shapes"]) == {"[[32, 4096], [4096, 4096]]"} and mm["op_id"].nunique() == 6
