@@ -145,6 +145,7 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
     rows = Rows(len(kernels))
     is_kernel = kinds == "kernel"
     at = np.where(is_kernel & (op_ids >= 0), table.rows_of(op_ids), -1)
+    table.set_launches(np.where(at >= 0, op_ids, -1), texts(kernels, "nvtx_path"), full)
     rows.cost[~is_kernel] = unknown(NOT_A_KERNEL)
     rows.cost[kinds == "graph"] = unknown(WHOLE_GRAPH)
     rows.cost[is_kernel & (at < 0)] = unknown(NO_OP)
@@ -163,6 +164,7 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
     warnings = [f"{tf32_rows} fp32 matmul/conv kernel(s) judged against the TF32 tensor roof: the trace "
                 f"records TF32 allowed (matmul {tf32[0]}, cuDNN {tf32[1]})"] if tf32_rows else []
     op_kernels, op_analytic = _gpu_units(kernels, table, groups, rows)
+    warnings += table.warnings()
     return Attribution(kernels, analytic, op_kernels, op_analytic, facts={"tf32_rows": tf32_rows},
                        warnings=warnings)
 

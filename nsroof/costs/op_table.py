@@ -9,6 +9,7 @@ codes; the walks up the op tree go one level at a time over all the ops asked ab
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import cached_property
 from typing import Any, cast
 
@@ -21,6 +22,7 @@ from nsroof.costs.ledger.aten import (
     TORCH_DTYPES,
     OpCost,
     base_name,
+    concrete_values,
     has_formula,
     no_formula_reason,
     op_cost,
@@ -73,6 +75,10 @@ class OpTable:
         self._shape_text = np.full(n, None, dtype=object)  # shape_text of each row's input shapes, once known
         self._units: dict[int, int] = {}
         self._contexts: dict[int, dict[int, Any]] = {}  # by name code
+        self._context_of: dict[int, Any] = {}  # each op's context as its formula got it, by op_id
+        self._launched: dict[int, list[int]] = {}  # kernel rows by launching op_id (set_launches)
+        self._kernel_paths: np.ndarray = np.zeros(0, dtype=object)
+        self._kernel_names: np.ndarray = np.zeros(0, dtype=object)
         # (parent op_id, op row) by parent, then start
         self._children: tuple[np.ndarray, np.ndarray] | None = None
         self.forward = ops["forward_op_id"].astype("Int64").fillna(-1).to_numpy(dtype="int64") \
@@ -184,13 +190,32 @@ class OpTable:
         lo, hi = np.searchsorted(parents, op_id, "left"), np.searchsorted(parents, op_id, "right")
         return self.ids[rows[lo:hi]].tolist()
 
+    def set_launches(self, op_ids: np.ndarray, paths: np.ndarray, names: np.ndarray) -> None:
+        """The kernels each op launched (op_id -1: none): their annotation paths (a graph replay's kernel:
+        the replay's annotations, then the captured op's) and names, for the facts an engine op takes from
+        them."""
+        op_ids = np.asarray(op_ids, dtype="int64")
+        order = np.argsort(op_ids, kind="stable")
+        by_op = op_ids[order]
+        cuts = np.flatnonzero(np.r_[True, by_op[1:] != by_op[:-1]]) if len(by_op) else by_op
+        for lo, hi in zip(cuts.tolist(), [*cuts[1:].tolist(), len(by_op)], strict=True):
+            if by_op[lo] >= 0:
+                self._launched[int(by_op[lo])] = order[lo:hi].tolist()
+        self._kernel_paths = np.asarray(paths, dtype=object)
+        self._kernel_names = np.asarray(names, dtype=object)
+
     def context(self, op_id: int) -> Any:
         """The facts an engine op or collective needs beyond its arguments
         (nsroof.costs.ledger.custom.OpContext):
         the step annotation on its path, its order among the same-named ops of that step (its layer), the
-        process-group size and the event's attributes the importer kept (ops.attrs); None for aten ops."""
+        process-group size and the event's attributes the importer kept (ops.attrs); None for aten ops. An op
+        recorded at a CUDA graph's capture takes the step annotation its kernels' replay ran under (one step:
+        a graph replayed in several steps of other sizes has no one cost); a formula registered with
+        inside=True gets the calls recorded inside the op and the names of the kernels under it."""
         if self.name(op_id).startswith("aten::"):
             return None
+        if op_id in self._context_of:
+            return self._context_of[op_id]
         # an op's ordinal counts the ops of its name alone (where op_ids repeat: the whole table's, the last
         # row of an op_id counting)
         code = int(self._name_code[self.row[op_id]]) if self._index is not None else -1
@@ -201,7 +226,46 @@ class OpTable:
             # the table's attrs (world_size, op_attributes) handed over, not carried by the rows (pandas
             # deep-copies a frame's attrs on every column read)
             self._contexts[code] = op_contexts(self.columns.iloc[rows], self.frame.attrs)
-        return self._contexts[code].get(op_id)
+        found = self._context_of[op_id] = self._with_launches(op_id, self._contexts[code].get(op_id))
+        return found
+
+    def _with_launches(self, op_id: int, context: Any) -> Any:
+        from nsroof.costs.ledger import custom
+
+        formula = custom.get(self.name(op_id))
+        inside = formula is not None and formula.inside
+        if context is None or (context.step is not None and not inside):
+            return context
+        below = self._subtree(op_id)
+        kernels = [k for j in below for k in self._launched.get(j, ())]
+        if context.step is None and kernels:
+            from nsroof.costs.ledger.engine_context import step_of
+
+            steps = {step_of(str(p).split("/")) for p in self._kernel_paths[kernels].tolist()}
+            if len(steps) == 1:
+                context = replace(context, step=steps.pop())
+        if inside:
+            shapes, dtypes, concrete = self.args
+            calls = tuple(custom.Call(str(self.names[r]), shapes[r] or [], dtypes[r] or [],
+                                      concrete_values(concrete[r]))
+                          for r in self.rows_of(np.array(below[1:], dtype="int64")).tolist() if r >= 0)
+            context = replace(context, inside=calls,
+                              kernels=tuple(dict.fromkeys(str(n) for n in self._kernel_names[kernels])))
+        return context
+
+    def _subtree(self, op_id: int) -> list[int]:
+        """op_id and every op inside it, depth first by start."""
+        out, todo = [], [op_id]
+        while todo and len(out) <= len(self.ids):
+            j = todo.pop()
+            out.append(j)
+            todo += reversed(self.children(j))
+        return out
+
+    def warnings(self) -> list[str]:
+        """What the formulas said about the facts they were given (OpContext.warnings), each once."""
+        found = [w for c in self._context_of.values() if c is not None for w in c.warnings]
+        return list(dict.fromkeys(found))
 
     def concrete(self, op_id: int) -> Any:
         return self.args[2][self.row[op_id]]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -72,13 +73,32 @@ class OpContext:
     """Facts about a call from outside its arguments. step: the engine's step annotation (nsroof.costs.
     ledger.engine.Step) enclosing the call; model: the --model-config (ModelConfig); ordinal: how many calls
     of the same op came before this one in the same step (its layer index, for per-layer facts);
-    world_size: the process group's size as the trace records it (distributedInfo)."""
+    world_size: the process group's size as the trace records it (distributedInfo); a call replayed from a
+    captured CUDA graph takes the step annotation enclosing its replay."""
 
     step: Any = None
     model: Any = None
     ordinal: int = -1
     world_size: int = 0
     args: Mapping[str, Any] = field(default_factory=dict)  # the event's other attributes (record_param_comms)
+    # the calls recorded inside this one (its descendant ops), for a formula registered with inside=True: an
+    # engine op whose sizes are not its arguments (vllm::moe_forward) reads them from what it calls
+    inside: tuple[Call, ...] = field(default=(), compare=False)
+    # the names of the kernels the call and the calls inside it launched (the trace's, inside=True)
+    kernels: tuple[str, ...] = field(default=(), compare=False)
+    # what a formula found worth a warning (a --model-config fact the trace contradicts), gathered by the
+    # attribution into the report's warnings
+    warnings: list[str] = field(default_factory=list, compare=False)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One op call recorded inside another: its name and arguments as the trace recorded them."""
+
+    name: str
+    shapes: Sequence[Any]
+    dtypes: Sequence[Any]
+    concrete: Sequence[Any]
 
 
 NO_CONTEXT = OpContext()
@@ -99,6 +119,7 @@ class OpFormula:
     source: str
     user: bool = False  # registered by the user (--formulas), not built in
     roof_dtype: str = ""  # the matmul roof's dtype; '' = the first floating tensor argument's
+    inside: bool = False  # its context carries the calls recorded inside it (OpContext.inside)
 
     def cost(self, shapes: Sequence[Any], dtypes: Sequence[str], concrete: Sequence[Any],
              context: OpContext = NO_CONTEXT) -> Operator:
@@ -151,11 +172,12 @@ _LOADED: dict[str, list[str]] = {}  # --formulas files already run, by real path
 _BUILTIN_NAMES: list[Callable[[str], bool]] = []  # tests whether a name has a built-in aten reader
 
 
-def formula(name: str, *, source: str = "", roof: str = "simt", roof_dtype: str = "",
+def formula(name: str, *, source: str = "", roof: str = "simt", roof_dtype: str = "", inside: bool = False,
             _user: bool = True) -> Callable[[Callable[..., Iterable[Term]]], Callable[..., Iterable[Term]]]:
     """Register `fn` as the formula of op `name` ("namespace::op", the name the trace records, no overload).
     Every parameter must be annotated Tensor, list[Tensor], int, float, bool or str (a `| None` makes it
-    optional); a keyword-only `context` parameter receives the OpContext. Registering a name twice, or a
+    optional); a keyword-only `context` parameter receives the OpContext (with `inside=True`, holding the
+    calls recorded inside this one: OpContext.inside). Registering a name twice, or a
     name the built-in ledger already costs, is an error."""
 
     def decorate(fn: Callable[..., Iterable[Term]]) -> Callable[..., Iterable[Term]]:
@@ -171,7 +193,8 @@ def formula(name: str, *, source: str = "", roof: str = "simt", roof_dtype: str 
         if roof not in ("simt", "matmul", "link"):
             raise LedgerError(f"op formula {name!r}: roof must be simt, matmul or link, got {roof!r}")
         _OPS[name] = OpFormula(name, fn, *_signature(name, fn), roof,
-                               source or (inspect.getdoc(fn) or "").split("\n")[0], _user, roof_dtype)
+                               source or (inspect.getdoc(fn) or "").split("\n")[0], _user, roof_dtype,
+                               inside)
         return fn
 
     return decorate
@@ -220,10 +243,20 @@ def unregister(name: str) -> None:
     _OPS.pop(name, None)
 
 
+# TraceLens's kernel_shape_profiler records an SGLang launcher function as
+# `sglang_profiler::<module>_<fn>_<n>`, n a per-run counter (AMD-AGI/TraceLens strips it the same way): the
+# formula is the function's
+_NUMBERED = re.compile(r"(sglang_profiler::\w+?)_\d+$")
+
+
 def get(name: str) -> OpFormula | None:
-    """The formula of op `name` (an overload suffix '.out' is ignored), or None."""
+    """The formula of op `name` (an overload suffix '.out' is ignored, and the counter suffix of a
+    `sglang_profiler::…_N` op), or None."""
     key = name.split(".", 1)[0] if "::" in name else name
-    return _OPS.get(key)
+    found = _OPS.get(key)
+    if found is None and (numbered := _NUMBERED.fullmatch(key)):
+        found = _OPS.get(numbered.group(1))
+    return found
 
 
 def op_names(*, user: bool | None = None) -> list[str]:
