@@ -10,7 +10,7 @@ arithmetic reads them.
 
 from __future__ import annotations
 
-from nsroof.costs.ledger.core import DTYPE_BYTES, Term
+from nsroof.costs.ledger.core import Term
 from nsroof.costs.ledger.custom import Missing, OpContext, Tensor, formula
 from nsroof.costs.ledger.engine_context import ModelConfig, Step
 
@@ -171,12 +171,19 @@ def attention_pairs(step: Step, window: int | None) -> int:
 
 
 def _unified_attention(query: Tensor, key: Tensor, out_bytes: float, context: OpContext) -> list[Term]:
+    kv_heads = key.numel // (key.shape[0] * key.shape[-1])
+    return step_attention(query, kv_heads, key.itemsize, out_bytes, context)
+
+
+def step_attention(query: Tensor, kv_heads: int, kv_itemsize: float, out_bytes: float,
+                   context: OpContext) -> list[Term]:
+    """One layer's attention over the step the annotation describes: query [tokens, heads, d], the keys and
+    values at kv_heads heads of kv_itemsize bytes (a paged cache's, read once per visible token)."""
     step = _step(context)
     tokens, heads, d = query.shape[0], query.numel // (query.shape[0] * query.shape[-1]), query.shape[-1]
     if tokens != step.tokens:
         raise Missing(f"a step annotation matching this call ({tokens} query tokens, the step has "
                       f"{step.tokens})")
-    kv_heads = key.numel // (key.shape[0] * key.shape[-1])
     model: ModelConfig | None = context.model
     window = model.window_of_layer(context.ordinal) if model is not None else None
     pairs = attention_pairs(step, window)
@@ -185,7 +192,7 @@ def _unified_attention(query: Tensor, key: Tensor, out_bytes: float, context: Op
     layer = "" if model is None else (f" (sliding window {window})" if window else " (full causal)")
     return [
         Term("read Q", bytes=query.nbytes), Term("write O", bytes=out_bytes),
-        Term("read K, V", bytes=2.0 * kv * kv_heads * d * key.itemsize,
+        Term("read K, V", bytes=2.0 * kv * kv_heads * d * kv_itemsize,
              note=f"{kv:,} kv tokens·kv_heads·head_dim·2 at the key's itemsize"),
         Term("QK^T + PV", flops=4.0 * heads * pairs * d, note=f"{pairs:,} visible pairs per head{layer}"),
         Term("softmax", flops=5.0 * heads * pairs + 1.0 * tokens * heads * d,
@@ -208,87 +215,13 @@ def unified_attention(query: Tensor, key: Tensor, value: Tensor, *, context: OpC
     return _unified_attention(query, key, query.nbytes, context)
 
 
-# --------------------------------------------------------------------------- mixture of experts
-
-_WEIGHT_BYTES = {"mxfp4": 0.5 + 1 / 32, "nvfp4": 0.5 + 1 / 16}  # 4-bit values + one 8-bit scale per 32 (16)
-
-
-def _weight_itemsize(model: ModelConfig, fallback: float) -> tuple[float, str]:
-    if model.weight_dtype in _WEIGHT_BYTES:
-        return _WEIGHT_BYTES[model.weight_dtype], model.weight_dtype
-    from nsroof.costs.ledger.core import LedgerError, canonical_dtype
-
-    try:
-        dt = canonical_dtype(model.weight_dtype)
-    except LedgerError:
-        return fallback, "the activations' dtype"
-    return DTYPE_BYTES[dt], dt
-
-
-def moe_terms(tokens: int, hidden: int, ffn: int, experts: int, top_k: int, act_itemsize: float,
-              weight_itemsize: float, weight_name: str) -> list[Term]:
-    """Gated experts (gate and up projections to ffn, down back to hidden) for `tokens` tokens routed to
-    top_k of `experts`: 6·tokens·top_k·hidden·ffn FLOP; each expert's weights read once when touched, the
-    expected number touched under uniform routing E·(1 − (1 − k/E)^tokens)."""
-    touched = experts * (1.0 - (1.0 - top_k / experts) ** tokens)
-    rows = tokens * top_k
-    return [
-        Term("read x, write y", bytes=2.0 * tokens * hidden * act_itemsize,
-             note="tokens·hidden·itemsize each"),
-        Term("read expert weights", bytes=touched * 3 * hidden * ffn * weight_itemsize,
-             note=f"{touched:.1f} experts touched (expected, uniform routing)·3·hidden·ffn at {weight_name}"),
-        Term("gate + up", flops=2.0 * rows * hidden * 2 * ffn, note="2·tokens·top_k·hidden·2ffn"),
-        Term("activation·up", flops=5.0 * rows * ffn, note="silu 4 + multiply 1 per ffn element"),
-        Term("down", flops=2.0 * rows * ffn * hidden, note="2·tokens·top_k·ffn·hidden"),
-        Term("top-k routing + weighted sum", flops=1.0 * tokens * experts + 2.0 * rows * hidden,
-             note="1 per router logit; multiply-add per routed output element"),
-    ]
-
-
-@formula("vllm::moe_forward", source=SRC_VLLM + "; experts, top-k, ffn size from --model-config",
-         roof="matmul", _user=False)
-def moe_forward(hidden_states: Tensor, router_logits: Tensor, *, context: OpContext) -> list[Term]:
-    """moe_forward(hidden_states, router_logits, layer_name): the experts' sizes are not arguments, so they
-    come from the model config; the ffn is split over the tensor-parallel ranks."""
-    model: ModelConfig | None = context.model
-    if model is None:
-        raise Missing("the model's experts, top-k and expert ffn size (give --model-config CONFIG.json)")
-    top_k = model.need("num_experts_per_tok", model.top_k)
-    ffn = model.need("intermediate_size", model.moe_intermediate)
-    tp = model.tensor_parallel or context.world_size
-    if not tp:
-        raise Missing("the tensor-parallel size (the trace's distributedInfo, or \"tensor_parallel_size\" in "
-                      "the model config)")
-    tokens, hidden = hidden_states.shape[0], hidden_states.shape[-1]
-    experts = router_logits.shape[-1]
-    itemsize, name = _weight_itemsize(model, hidden_states.itemsize)
-    return moe_terms(tokens, hidden, -(-ffn // tp), experts, top_k, hidden_states.itemsize, itemsize, name)
-
-
-def _fused_experts(x: Tensor, w1: Tensor, w2: Tensor, topk_ids: Tensor) -> list[Term]:
-    experts, two_ffn = w1.shape[0], w1.shape[1]
-    return moe_terms(x.shape[0], x.shape[-1], two_ffn // 2, experts, topk_ids.shape[-1], x.itemsize,
-                     w1.itemsize, w1.dtype)
-
-
-@formula("vllm::outplace_fused_experts", source=SRC_VLLM, roof="matmul", _user=False)
-def outplace_fused_experts(x: Tensor, w1: Tensor, w2: Tensor, topk_weights: Tensor,
-                           topk_ids: Tensor) -> list[Term]:
-    """outplace_fused_experts(hidden_states, w1 [E, 2·ffn, hidden], w2 [E, hidden, ffn], topk_weights,
-    topk_ids, …)."""
-    return _fused_experts(x, w1, w2, topk_ids)
-
-
-@formula("vllm::inplace_fused_experts", source=SRC_VLLM, roof="matmul", _user=False)
-def inplace_fused_experts(x: Tensor, w1: Tensor, w2: Tensor, topk_weights: Tensor,
-                          topk_ids: Tensor) -> list[Term]:
-    """inplace_fused_experts(hidden_states!, w1, w2, topk_weights, topk_ids, …)."""
-    return _fused_experts(x, w1, w2, topk_ids)
+# mixture of experts: nsroof.costs.ledger.engine_moe
 
 
 # --------------------------------------------------------------------------- ROCm (AITER, vLLM on ROCm)
 
 SRC_AITER = "ROCm AITER / SGLang op schemas as the traces record them; ledger convention"
+SRC_AITER_OPS = "ROCm aiter aiter/ops/rmsnorm.py op signatures; ledger convention"
 
 
 @formula("aiter::rmsnorm", source=SRC_AITER, _user=False)
@@ -333,3 +266,127 @@ def sglang_store_cache(key: Tensor, value: Tensor, key_cache: Tensor, value_cach
                        slots: Tensor) -> list[Term]:
     """store_cache(k, v, k_cache!, v_cache!, indices, …): each new token's K and V into its cache slot."""
     return _cache_terms(key, value, key_cache, slots)
+
+
+@formula("aiter::rms_norm", source=SRC_AITER_OPS, _user=False)
+def aiter_rms_norm(x: Tensor, weight: Tensor, eps: float | None) -> list[Term]:
+    """rms_norm(Tensor input, Tensor weight, float epsilon, int use_model_sensitive_rmsnorm) -> Tensor (the
+    input's shape and dtype)."""
+    return _rms_terms(x, weight, x.nbytes)
+
+
+@formula("aiter::rmsnorm2d_fwd", source=SRC_AITER_OPS, _user=False)
+def aiter_rmsnorm2d_fwd(x: Tensor, weight: Tensor, eps: float | None) -> list[Term]:
+    """rmsnorm2d_fwd(Tensor input, Tensor weight, float epsilon, int use_model_sensitive_rmsnorm)."""
+    return _rms_terms(x, weight, x.nbytes)
+
+
+@formula("aiter::rmsnorm2d_fwd_ck", source=SRC_AITER_OPS, _user=False)
+def aiter_rmsnorm2d_fwd_ck(x: Tensor, weight: Tensor, eps: float | None) -> list[Term]:
+    """rmsnorm2d_fwd_ck(Tensor input, Tensor weight, float epsilon, int use_model_sensitive_rmsnorm)."""
+    return _rms_terms(x, weight, x.nbytes)
+
+
+def _rms_with_add(out: Tensor, x: Tensor, residual_in: Tensor, residual_out: Tensor,
+                  weight: Tensor) -> list[Term]:
+    return _rms_terms(x, weight, out.nbytes, residual_in)
+
+
+for _name in ("rmsnorm2d_fwd_with_add", "rmsnorm2d_fwd_with_add_ck"):
+    formula(f"aiter::{_name}", source=SRC_AITER_OPS, _user=False)(_rms_with_add)
+
+
+@formula("aiter::_groupnorm_run", source=SRC_AITER_OPS + "; aiter/ops/groupnorm.py", _user=False)
+def aiter_groupnorm(first: Tensor, groups_old: int | None, x_new: Tensor | None, groups_new: int | None,
+                    weight_new: Tensor | None = None) -> list[Term]:
+    """_groupnorm_run(input, num_groups, weight, bias, eps) -> Tensor (aiter until 2025), or
+    _groupnorm_run(y!, workspace!, input, num_groups, weight, bias, eps) (caller-allocated output): a
+    layernorm over each (sample, group) of C/G·spatial elements, then γ·x̂ + β per channel."""
+    from nsroof.costs.ledger.registry import operator
+
+    x, groups = (first, groups_old) if groups_old is not None else (x_new, groups_new)
+    if x is None or groups is None or len(x.shape) < 2:
+        raise Missing("aiter::_groupnorm_run: the input and num_groups (not recorded in either of its "
+                      "signatures)")
+    n, ch = x.shape[0], x.shape[1]
+    spatial = x.numel // (n * ch)
+    norm = operator("layernorm", rows=n * groups, hidden=ch // groups * spatial, dtype=x.dtype, affine=False)
+    return [*norm.cost.terms, Term("read γ, β", bytes=2.0 * ch * x.itemsize, note="2·channels·itemsize"),
+            Term("γ·x̂ + β", flops=2.0 * x.numel, note="2 per element")]
+
+
+def _paged_kv_heads(cache: Tensor) -> int:
+    """A paged cache [blocks, page, heads, d] (NHD) or [blocks, heads, page, d] (HND): its heads, told
+    apart only where one of the two is 1 (SGLang's aiter backend pages one token)."""
+    if len(cache.shape) == 3:
+        return cache.shape[1]
+    a, b = cache.shape[1], cache.shape[2]
+    if len(cache.shape) != 4 or min(a, b) != 1:
+        raise Missing(f"the KV cache layout (heads or page size first in key_cache {list(cache.shape)})")
+    return max(a, b)
+
+
+@formula("sglang_profiler::attention_paged_attention_ragged", roof="matmul", _user=False,
+         source="ROCm aiter csrc/include/attention_ragged.h paged_attention_ragged, as TraceLens's "
+                "kernel_shape_profiler records it for SGLang (its tensor arguments); Σ kv from the step "
+                "annotation")
+def sglang_paged_attention_ragged(out: Tensor, workspace: Tensor, query: Tensor, key_cache: Tensor,
+                                  value_cache: Tensor, kv_indptr: Tensor, *,
+                                  context: OpContext) -> list[Term]:
+    """paged_attention_ragged(out! [seqs, heads, d], workspace!, query [seqs, heads, d], key_cache,
+    value_cache, kv_indptr [seqs + 1], kv_page_indices, kv_last_page_lens, alibi_slopes, k_scale, v_scale,
+    fp8_out_scale): one query token per sequence over its pages; the kv lengths are values of kv_indptr, not
+    shapes (kv_page_indices is the pool's capacity), so they come from the step annotation."""
+    return step_attention(query, _paged_kv_heads(key_cache), key_cache.itemsize, out.nbytes, context)
+
+
+def _prefill_pairs(q: int, kv: int, requests: int, causal: bool, window: int, context: OpContext) -> int:
+    if context.step is not None and context.step.context.q == q and context.step.generation.q == 0:
+        phase = context.step.context
+        if window > 0:
+            return phase.window_pairs(window + 1, "context")
+        if causal:
+            return phase.causal_pairs("context")
+        if phase.q_kv is None:
+            raise Missing("Σ q·kv of the step's context requests (the step annotation gives only token "
+                          "counts)")
+        return phase.q_kv
+    if requests != 1:
+        raise Missing(f"the per-request query and key lengths of the {requests} requests (values of "
+                      "cu_seqlens_q / kv_indptr, which the trace does not record; the engine's step "
+                      "annotation gives Σ q·kv)")
+    if window > 0:  # keys i − window … i of the query at absolute position kv − q + i
+        return sum(min(kv - q + i + 1, window + 1) for i in range(q)) if causal else q * min(kv, window + 1)
+    return q * kv - q * (q - 1) // 2 if causal else q * kv
+
+
+@formula("aiter::mha_batch_prefill", roof="matmul", _user=False,
+         source="ROCm aiter aiter/ops/mha.py mha_batch_prefill; ledger convention")
+def aiter_mha_batch_prefill(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, kv_indptr: Tensor,
+                            kv_page_indices: Tensor, max_seqlen_q: int | None, max_seqlen_k: int | None,
+                            dropout_p: float | None, softmax_scale: float | None,
+                            logits_soft_cap: float | None, zero_tensors: bool | None, is_causal: bool | None,
+                            window_size_left: int | None, *, context: OpContext) -> list[Term]:
+    """mha_batch_prefill(q [Σq, heads, d], k, v (paged [pages, page, kv_heads, d] or [slots, kv_heads, d]),
+    cu_seqlens_q [B + 1], kv_indptr [B + 1], kv_page_indices [pages], max_seqlen_q, max_seqlen_k, dropout_p,
+    softmax_scale, logits_soft_cap, zero_tensors, is_causal, window_size_left, window_size_right, …): ragged
+    prefill over a paged KV cache; Σ kv = pages · page size (the pages the batch holds)."""
+    if is_causal is None:
+        raise Missing("aiter::mha_batch_prefill: is_causal (argument #12) not recorded")
+    tokens, heads, d, dv = q.shape[0], q.shape[1], q.shape[-1], v.shape[-1]
+    page = k.shape[1] if len(k.shape) == 4 else 1
+    kv_heads = k.shape[-2]
+    kv = kv_page_indices.numel * page
+    requests = cu_seqlens_q.shape[0] - 1
+    window = window_size_left if window_size_left is not None and window_size_left >= 0 else 0
+    pairs = _prefill_pairs(tokens, kv, requests, bool(is_causal), window, context)
+    mask = ("causal" if is_causal else "full") + (f", window {window}" if window else "")
+    return [
+        Term("read Q", bytes=q.nbytes), Term("write O", bytes=tokens * heads * dv * q.itemsize),
+        Term("read K, V", bytes=kv * kv_heads * (d + dv) * k.itemsize,
+             note=f"{kv:,} kv tokens (pages·page size)·kv_heads·(d + dv) at the cache's itemsize"),
+        Term("QK^T + PV", flops=2.0 * heads * pairs * (d + dv),
+             note=f"{pairs:,} visible pairs per head ({mask})"),
+        Term("softmax", flops=5.0 * heads * pairs + 1.0 * tokens * heads * dv,
+             note="5 per score + 1 per output"),
+    ]

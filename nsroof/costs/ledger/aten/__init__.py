@@ -26,6 +26,7 @@ from typing import Any
 from nsroof.costs.ledger import collectives as _collectives  # noqa: F401
 from nsroof.costs.ledger import custom
 from nsroof.costs.ledger import engine as _engine  # noqa: F401
+from nsroof.costs.ledger import engine_moe as _engine_moe  # noqa: F401
 
 # The aten readers register on import, one module per op family (its formulas: nsroof.costs.ledger.<family>;
 # data movement, priced by the pointwise formula: movement).
