@@ -26,6 +26,7 @@ POINTWISE_FLOPS: dict[str, tuple[float, str]] = {
     "sin": (1, "1 sin"), "cos": (1, "1 cos"), "tanh": (1, "1 tanh"), "abs": (1, "1 abs"),
     "pow": (1, "1 pow"), "square": (1, "1 multiply"), "relu": (1, "1 max"), "clamp": (2, "max + min"),
     "maximum": (1, "1 max"), "minimum": (1, "1 min"), "where": (1, "1 select"),
+    "masked_fill": (1, "1 select (mask ? value : x)"),
     "sigmoid": (3, "exp, add, divide"),
     "silu": (4, "x/(1+exp(-x)): negate, exp, add, divide"),
     "gelu": (5, "x·0.5·(1+erf(x/√2)): divide, erf, add, 2 multiplies"),
@@ -58,7 +59,7 @@ _ARITY: dict[str, int] = {"add": 3, "sub": 3, "rsub": 3, "div": 3, "clamp": 3, "
                           "addcmul": 4, "addcdiv": 4, "threshold_backward": 3, "gelu_backward": 3, "copy": 3,
                           "mul": 2, "pow": 2, "maximum": 2, "minimum": 2, "silu_backward": 2,
                           "sigmoid_backward": 2, "tanh_backward": 2, "clone": 2, "fill": 2, "gelu": 2,
-                          "floor_divide": 2, "remainder": 2}
+                          "floor_divide": 2, "remainder": 2, "masked_fill": 3}
 
 
 _RANK = {"fp8": 0, "fp16": 1, "bf16": 1, "fp32": 2, "fp64": 3}

@@ -154,7 +154,28 @@ def _mse(backward: bool) -> Any:
     return read
 
 
+def _arg_reduction(kind: str) -> Reader:
+    """argmax/argmin(input, dim=None, keepdim=False): one compare per input element, the indices written as
+    int64."""
+    values = _reduction(kind)
+
+    def read(s: list[Shape], t: list[str], c: list[Any]) -> Any:
+        from dataclasses import replace
+
+        if arg(c, 1) is None and len(t) > 1 and t[1] == "Scalar":  # a dim was passed but not recorded
+            raise Unrecorded(f"{kind} dim not recorded")
+        op = values(s, t, c)
+        outputs = int(op.shape["outputs"])
+        terms = tuple(Term("write indices", bytes=8.0 * outputs, note="outputs·8 B (int64)")
+                      if x.name == "write output" else x for x in op.cost.terms)
+        return replace(op, cost=Cost(terms))
+
+    return read
+
+
 register_reader(("sum",), _reduction("sum"))
+register_reader(("argmax",), _arg_reduction("argmax"))
+register_reader(("argmin",), _arg_reduction("argmin"))
 register_reader(("mean",), _reduction("mean"))
 register_reader(("softmax", "_softmax", "log_softmax", "_log_softmax"), _softmax)
 register_reader(("_softmax_backward_data",), _softmax_backward(False))
