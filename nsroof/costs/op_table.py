@@ -197,8 +197,8 @@ class OpTable:
         op_ids = np.asarray(op_ids, dtype="int64")
         order = np.argsort(op_ids, kind="stable")
         by_op = op_ids[order]
-        cuts = np.flatnonzero(np.r_[True, by_op[1:] != by_op[:-1]]) if len(by_op) else by_op
-        for lo, hi in zip(cuts.tolist(), [*cuts[1:].tolist(), len(by_op)], strict=True):
+        cuts = np.flatnonzero(np.r_[True, by_op[1:] != by_op[:-1]]).tolist() if len(by_op) else []
+        for lo, hi in zip(cuts, [*cuts[1:], len(by_op)][:len(cuts)], strict=True):
             if by_op[lo] >= 0:
                 self._launched[int(by_op[lo])] = order[lo:hi].tolist()
         self._kernel_paths = np.asarray(paths, dtype=object)
@@ -255,7 +255,8 @@ class OpTable:
 
     def _subtree(self, op_id: int) -> list[int]:
         """op_id and every op inside it, depth first by start."""
-        out, todo = [], [op_id]
+        out: list[int] = []
+        todo = [op_id]
         while todo and len(out) <= len(self.ids):
             j = todo.pop()
             out.append(j)

@@ -218,3 +218,59 @@ def test_an_op_called_again_inside_itself_at_other_floating_dtypes_is_redispatch
     assert table.outermost_costed_at(table.rows_of(np.array([1, 2, 4])), skip=found).tolist() == [-1, 2, 4]
     assert table.outermost_costed_at(table.rows_of(np.array([1, 2, 4]))).tolist() == [1, 1, 3]
     assert [table.outermost_costed(j, found) for j in (1, 2, 4)] == [-1, 2, 4]  # one by one, as walked
+
+
+STEP = "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086sqsq32sqsk55086)"
+ENGINE_CALLS: list[tuple[str, Any, Any]] = [
+    ("vllm::unified_attention_with_output",
+     [[32, 64, 64], [32, 8, 64], [32, 8, 64], [32, 64, 64], [], [], []],
+     ["c10::BFloat16"] * 4 + ["", "", ""]),
+    ("vllm::moe_forward", [[32, 3072], [32, 32], []], ["c10::BFloat16", "c10::BFloat16", ""]),
+    ("SortTokens", [[32, 4], [32, 4], []], ["c10::BFloat16", "short int", "Scalar"]),
+    ("aten::view", [[32, 1536, 5888], []], ["unsigned char", "ScalarList"]),
+    ("aten::view", [[32, 1472, 3072], []], ["unsigned char", "ScalarList"]),
+]
+
+
+def test_a_captured_engine_op_takes_the_step_its_replay_ran_under() -> None:
+    # an attention op recorded at a CUDA graph's capture (its path holds no step annotation); its kernel,
+    # replayed, carries the replay's path: the step it gives costs the op (55,086 pairs per head: decode)
+    frame = ops_frame([(0, -1, 0)], calls=ENGINE_CALLS)
+    frame["nvtx_path"] = pd.Series(["capture_32_FULL"], dtype=object)
+    table = OpTable(frame)
+    table.set_launches(np.array([0]), np.array([f"{STEP}/capture_32_FULL"], dtype=object),
+                       np.array(["kernel_unified_attention_2d"], dtype=object))
+    cost = table.cost(0)
+    assert cost.flops == 4 * 64 * 55_086 * 64 + 5 * 64 * 55_086 + 32 * 64 * 64
+    # replayed in two steps of other sizes: no one cost
+    other = OpTable(frame)
+    other.set_launches(np.array([0, 0]), np.array([f"{STEP}/capture_32_FULL", STEP.replace("55086", "60000")
+                                                   + "/capture_32_FULL"], dtype=object),
+                       np.array(["k", "k"], dtype=object))
+    assert "step annotation" in other.cost(0).missing
+
+
+def test_an_engine_op_registered_inside_gets_the_calls_and_kernels_under_it() -> None:
+    # moe_forward > SortTokens (k = 4 from its [32, 4] int16 ids) and the two views of the MXFP4 weight
+    # stacks; the kernel name says MXFP4: every fact the formula needs is under the op
+    frame = ops_frame([(0, -1, 1), (1, 0, 2), (2, 0, 3), (3, 0, 4)], calls=ENGINE_CALLS)
+    table = OpTable(frame)
+    table.set_launches(np.array([0, 1]), np.array(["", ""], dtype=object),
+                       np.array(["_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu",
+                                 "_sum_bitmatrix_rows"], dtype=object))
+    context = table.context(0)
+    assert [c.name for c in context.inside] == ["SortTokens", "aten::view", "aten::view"]
+    assert set(context.kernels) == {"_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu",
+                                    "_sum_bitmatrix_rows"}
+    # F = 5888 / 2 = 2944: 4·128·3072·2944 + 5·128·2944 + 2·128·2944·3072 + 32·32 + 2·128·3072 FLOP
+    assert table.cost(0).flops == 6 * 128 * 3072 * 2944 + 5 * 128 * 2944 + 32 * 32 + 2 * 128 * 3072
+    assert table.warnings() == []
+
+
+def test_no_kernels_launched_leaves_the_contexts_as_the_ops_give_them() -> None:
+    # a CPU trace: no kernels; the attention op on a step path keeps its own step
+    frame = ops_frame([(0, -1, 0)], calls=ENGINE_CALLS)
+    frame["nvtx_path"] = pd.Series([STEP], dtype=object)
+    table = OpTable(frame)
+    table.set_launches(np.zeros(0, dtype="int64"), np.zeros(0, dtype=object), np.zeros(0, dtype=object))
+    assert table.context(0).step is not None and table.cost(0).known

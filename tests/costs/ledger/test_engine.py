@@ -119,12 +119,19 @@ def test_b200_trace_every_custom_op_costed_or_naming_its_fact() -> None:
     custom_ops = kernels[~kernels["op"].astype(str).str.startswith("aten::")
                          & kernels["op"].astype(str).str.contains("::")]
     missing = set(custom_ops.loc[custom_ops["flops"].isna(), "missing"].astype(str))
-    assert missing == {"the model's experts, top-k and expert ffn size (give --model-config CONFIG.json)"}
-    with using_model(read_model_config(str(GPT_OSS))):
-        frame = analyze(B200, machine="b200").frame
-    kernels = frame[frame["kind"].astype(str) == "kernel"]
+    # without --model-config the MoE's sizes come from the trace: only its routing, quantize and finalize
+    # kernels stay without FLOPs (the attribution's rule 2: the op's work is on its GEMM kernels)
+    assert missing == {"a copy/layout kernel of vllm::moe_forward: its tensors are not recorded; the op's "
+                       "FLOPs and bytes are on its GEMM/conv/attention kernels"}
     d = kernels["duration_s"].fillna(0.0)
-    assert d[kernels["flops"].notna()].sum() / d.sum() >= 0.75
+    assert d[kernels["flops"].notna()].sum() / d.sum() >= 0.90
+    with using_model(read_model_config(str(GPT_OSS))):
+        report = analyze(B200, machine="b200")
+    kernels = report.frame[report.frame["kind"].astype(str) == "kernel"]
+    d = kernels["duration_s"].fillna(0.0)
+    assert d[kernels["flops"].notna()].sum() / d.sum() >= 0.90
+    # the config's 2880 / 8 = 360 per rank against the 512 the trace's buffers hold (padded): both named
+    assert any("ffn 512" in w and "360" in w for w in report.warnings)
     att = kernels[kernels["op"].astype(str) == "vllm::unified_attention_with_output"]
     assert att["flops"].notna().all() and not math.isnan(float(att["flops"].sum()))
 
@@ -199,3 +206,77 @@ def test_op_contexts_count_each_steps_calls_of_one_name_in_start_order() -> None
     attention = ops[ops["name"] == "vllm::unified_attention"]
     attention.attrs = {}
     assert op_contexts(attention, ops.attrs) == {j: got[j] for j in (1, 3, 5, 7)}
+
+
+def test_aiter_rmsnorms_follow_their_signatures() -> None:
+    bf16 = "c10::BFloat16"
+    # rmsnorm2d_fwd_with_add_ck(out, input, residual_in, residual_out, weight, eps, flag) on [32, 2880]:
+    # 4·n + 3·rows + n (the add) FLOP, n = 92,160; read x, write out, read w, read residual + write the sum
+    n = 32 * 2880
+    add = op_cost("aiter::rmsnorm2d_fwd_with_add_ck", [[32, 2880]] * 4 + [[2880], [], []], [bf16] * 5 +
+                  ["Scalar", "Scalar"], ["", "", "", "", "", "1e-05", "0"])
+    assert add.flops == 4 * n + 3 * 32 + n
+    assert add.bytes == 2 * n + 2 * 2880 + 2 * n + 2 * 2 * n
+    # rms_norm(input, weight, eps, flag) -> out of the input's shape: 4·n + 3·rows, x + y + w bytes
+    plain = op_cost("aiter::rms_norm", [[32, 2880], [2880], [], []], [bf16, bf16, "Scalar", "Scalar"],
+                    ["", "", "1e-05", "0"])
+    assert (plain.flops, plain.bytes) == (4 * n + 3 * 32, 2 * n + 2 * n + 2 * 2880)
+
+
+def test_aiter_groupnorm_in_both_signatures() -> None:
+    # x [2, 64, 8, 8] bf16, 32 groups: a layernorm over 2·32 rows of 2·64 elements (layernorm without affine:
+    # 1 + 3 + 2 per element, 4 per row) + γ·x̂ + β (2 per element); x read, y written, γ and β read once
+    n = 2 * 64 * 8 * 8
+    flops = 6 * n + 4 * 64 + 2 * n
+    nbytes = 2 * n * 2 + 2 * 64 * 2
+    bf16 = "c10::BFloat16"
+    old = op_cost("aiter::_groupnorm_run", [[2, 64, 8, 8], [], [64], [64], []],
+                  [bf16, "Scalar", bf16, bf16, "Scalar"], ["", "32", "", "", "1e-05"])
+    new = op_cost("aiter::_groupnorm_run", [[2, 64, 8, 8], [4096], [2, 64, 8, 8], [], [64], [64], []],
+                  [bf16, "float", bf16, "Scalar", bf16, bf16, "Scalar"], ["", "", "", "32", "", "", "1e-05"])
+    assert (old.flops, old.bytes) == (new.flops, new.bytes) == (flops, nbytes)
+
+
+def test_aiter_mha_batch_prefill_counts_the_mask_it_records() -> None:
+    bf16 = "c10::BFloat16"
+    # one request: 128 new queries over 512 cached-and-new keys in 32 pages of 16, 8 heads over 2 kv heads,
+    # d = 64; is_causal (#12) True, window_size_left (#13) -1
+    shapes = [[128, 8, 64], [40, 16, 2, 64], [40, 16, 2, 64], [2], [2], [32], *([[]] * 9)]
+    types = [bf16, bf16, bf16, "int", "int", "int", *(["Scalar"] * 9)]
+
+    def concrete(causal: bool, left: int) -> list[str]:
+        return ["", "", "", "", "", "", "128", "512", "0.0", "0.125", "0.0", "False", str(causal), str(left),
+                "-1"]
+
+    causal = op_cost("aiter::mha_batch_prefill", shapes, types, concrete(True, -1), context=OpContext())
+    # lower-right causal pairs q·kv − q(q − 1)/2 = 65,536 − 8,128 = 57,408; 2·8·57,408·(64 + 64) +
+    # 5·8·57,408 + 128·8·64 FLOP; Q read, O written (128·8·64·2 B each), K and V 512·2·(64 + 64)·2 B
+    pairs = 128 * 512 - 128 * 127 // 2
+    assert causal.flops == 2 * 8 * pairs * 128 + 5 * 8 * pairs + 128 * 8 * 64
+    assert causal.bytes == 2 * 128 * 8 * 64 * 2 + 512 * 2 * 128 * 2
+    full = op_cost("aiter::mha_batch_prefill", shapes, types, concrete(False, -1), context=OpContext())
+    assert full.flops == 2 * 8 * 128 * 512 * 128 + 5 * 8 * 128 * 512 + 128 * 8 * 64
+    # a left window of 63 keys: query i at position 384 + i sees min(385 + i, 64) = 64 keys each
+    window = op_cost("aiter::mha_batch_prefill", shapes, types, concrete(True, 63), context=OpContext())
+    assert window.flops == 2 * 8 * 128 * 64 * 128 + 5 * 8 * 128 * 64 + 128 * 8 * 64
+    batched = [[128, 8, 64], [40, 16, 2, 64], [40, 16, 2, 64], [3], [3], [32], *([[]] * 9)]
+    assert "per-request" in op_cost("aiter::mha_batch_prefill", batched, types, concrete(True, -1),
+                                    context=OpContext()).missing
+
+
+def test_sglang_profiler_paged_attention_takes_the_kv_lengths_from_the_step() -> None:
+    bf16 = "c10::BFloat16"
+    # the wrapper records the tensor arguments only: out, workspace, query, key/value cache [slots, 1, 8, 128]
+    # (NHD, page 1), kv_indptr [33], kv_page_indices (the pool's capacity), kv_last_page_lens, alibi (None),
+    # k_scale, v_scale, fp8_out_scale (None)
+    shapes = [[32, 32, 128], [1000], [32, 32, 128], [835874, 1, 8, 128], [835874, 1, 8, 128], [33],
+              [20971520], [4096], [], [1], [1], []]
+    types = [bf16, "unsigned char", bf16, bf16, bf16, "int", "int", "int", "", "float", "float", ""]
+    name = "sglang_profiler::attention_paged_attention_ragged_100"  # the profiler's counter suffix
+    assert "step annotation" in op_cost(name, shapes, types, context=OpContext()).missing
+    step = parse_step("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)")
+    cost = op_cost(name, shapes, types, context=OpContext(step=step))
+    # 32 one-token requests over Σkv = 32,785 keys: 32,785 pairs per head; 4·32·32,785·128 + 5·32·32,785 +
+    # 32·32·128 FLOP (TraceLens: 4·32·32,785·128 = 0.537 GFLOP); K and V 32,785·8·128·2·2 B + Q + O
+    assert cost.flops == 4 * 32 * 32_785 * 128 + 5 * 32 * 32_785 + 32 * 32 * 128
+    assert cost.bytes == 2 * 32 * 32 * 128 * 2 + 2 * 32_785 * 8 * 128 * 2

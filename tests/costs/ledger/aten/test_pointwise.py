@@ -18,3 +18,14 @@ def test_out_argument_is_written_not_read() -> None:
     # torch.mul(a, b, out=o), 4096 fp32 each: read a, b (2·16,384 B), write o (16,384 B) = 49,152 B
     cost = op_cost("aten::mul", [[4096], [4096], [4096]], ["float"] * 3, [None, None, None])
     assert cost.bytes == 3 * 4096 * 4 == 49_152 and cost.flops == 4096
+
+
+def test_masked_fill_reads_self_and_the_broadcast_mask() -> None:
+    # vLLM's masked_fill_(x [888, 2880] bf16, mask [888, 1] bool, 0): 1 select per element (2,557,440 FLOP);
+    # read x and write it back (2·2,557,440·2 B) + the mask once (888·1 B) = 10,230,648 B
+    cost = op_cost("aten::masked_fill_", [[888, 2880], [888, 1], []], ["c10::BFloat16", "bool", "Scalar"],
+                   ["", "", "0"])
+    assert (cost.flops, cost.bytes) == (888 * 2880, 2 * 888 * 2880 * 2 + 888) == (2_557_440, 10_230_648)
+    functional = op_cost("aten::masked_fill", [[4, 8], [4, 8], []], ["float", "bool", "Scalar"],
+                         ["", "", "1"])
+    assert (functional.flops, functional.bytes) == (32, 32 * 4 + 32 + 32 * 4)
