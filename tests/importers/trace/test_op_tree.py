@@ -134,3 +134,23 @@ def test_activities_in_order_is_sorteds_order_by_start_then_correlation() -> Non
                                                             else [1, 2, 2, 3])))
                   for i in range(rng.randint(0, 12))]
         assert [e.name for e in in_order(events)] == [e.name for e in sorted(events, key=key)]
+
+
+def test_kernels_launched_through_launch_kernel_ex_belong_to_their_op(tmp_path: Path) -> None:
+    # flashinfer/trtllm-gen and Triton launch through the driver's cuLaunchKernelEx and the runtime's
+    # cudaLaunchKernelExC: correlated like cudaLaunchKernel, their kernels get the op enclosing the launch
+    def x(cat: str, name: str, ts: float, dur: float, tid: int = 1, **args: Any) -> dict[str, Any]:
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+    trace = {"traceEvents": [
+        x("cpu_op", "vllm::moe_forward", 0, 100, **{"External id": 5, "Input Dims": [[8, 64], [8, 4], []],
+                                                   "Input type": ["c10::BFloat16", "c10::BFloat16", ""]}),
+        x("cuda_driver", "cuLaunchKernelEx", 10, 2, correlation=1, **{"External id": 5}),
+        x("cuda_runtime", "cudaLaunchKernelExC", 20, 2, correlation=2, **{"External id": 5}),
+        x("kernel", "bmm_MxE4m3_MxE2m1MxE4m3_Fp32", 30, 3, tid=7, correlation=1),
+        x("kernel", "routingIndicesHistogramKernel", 40, 3, tid=7, correlation=2)]}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(trace))
+    rows = importers.read(path)[0].set_index("kernel_name")
+    for kernel in ("bmm_MxE4m3_MxE2m1MxE4m3_Fp32", "routingIndicesHistogramKernel"):
+        assert rows.at[kernel, "op"] == "vllm::moe_forward", kernel
