@@ -29,7 +29,7 @@ import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from nsroof.costs.ledger.core import DTYPE_BYTES, Cost, LedgerError, Operator, Roof, Term
@@ -89,6 +89,9 @@ class OpContext:
     # what a formula found worth a warning (a --model-config fact the trace contradicts), gathered by the
     # attribution into the report's warnings
     warnings: list[str] = field(default_factory=list, compare=False)
+    # the sizes a formula derived beyond the arguments (a MoE's experts, top-k, FFN width), put in its label
+    # (the report's flops_source) so that the number says what it was computed from
+    label: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ class OpFormula:
              context: OpContext = NO_CONTEXT) -> Operator:
         values = [self._value(i, p, kind, opt, shapes, dtypes, concrete)
                   for i, (p, kind, opt) in enumerate(self.args)]
+        context = replace(context, label={})  # this call's own: what the formula derives, it writes there
         kwargs = {"context": context} if self.wants_context else {}
         items = tuple(self.fn(*values, **kwargs))
         if not items or not all(isinstance(t, Term) for t in items):
@@ -138,6 +142,7 @@ class OpFormula:
                  for (p, _, _), v in zip(self.args, values, strict=True)
                  if isinstance(v, Tensor | int | float | str) and not isinstance(v, bool)}
         label_shape = {k: "x".join(map(str, v)) if isinstance(v, list) else v for k, v in shape.items()}
+        label_shape |= context.label
         # a collective's bytes cross the GPU's links: its roof is the interconnect
         # (nsroof.roofs.machines.interconnect)
         facts = {"link_roof": 1.0} if self.roof == "link" else {}

@@ -303,8 +303,9 @@ def _cost(op: str, x: Tensor, experts: int | None, context: OpContext, *, stacks
     facts = with_model(op, moe_facts(x, experts, context, stacks=stacks, routing=routing), context.model,
                        context.world_size, context.warnings)
     if facts.weight_itemsize is None and context.model is not None:  # the config names no dtype
-        facts.weight_itemsize, facts.weight_name = x.itemsize, "the activations' dtype"
+        facts.weight_itemsize, facts.weight_name = x.itemsize, f"{x.dtype} (the activations' dtype)"
     e, k, ffn, itemsize = facts.need(op)
+    context.label.update(experts=e, top_k=k, ffn=ffn, weights=facts.weight_name.split(" ")[0])
     terms = moe_terms(facts.tokens, facts.hidden, ffn, e, k, x.itemsize, itemsize, facts.weight_name)
     said = "; ".join(f"{name} from {where}" for name, where in facts.source.items())
     return [*terms[:-1], Term(terms[-1].name, flops=terms[-1].flops, note=f"{terms[-1].note} ({said})")]

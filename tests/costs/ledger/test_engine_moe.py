@@ -78,6 +78,8 @@ def test_moe_facts_from_the_routed_buffers_of_trtllm_gen() -> None:
     # the weights: 128·(1 − (1 − 4/128)^888) ≈ 128.0 experts touched · 3·3072·512 at 0.5 + 1/32 B
     touched = 128 * (1 - (1 - 4 / 128) ** 888)
     assert cost.flops == gated_flops(888, 4, 3072, 512, 128)
+    # the label (the report's flops_source) says what the number was computed from
+    assert "experts=128, top_k=4, ffn=512, weights=mxfp4" in cost.label
     assert cost.bytes == pytest.approx(2 * 888 * 3072 * 2 + touched * 3 * 3072 * 512 * MXFP4)
 
 
