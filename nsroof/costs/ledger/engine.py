@@ -10,6 +10,8 @@ arithmetic reads them.
 
 from __future__ import annotations
 
+import re
+
 from nsroof.costs.ledger.core import Term
 from nsroof.costs.ledger.custom import Missing, OpContext, Tensor, formula
 from nsroof.costs.ledger.engine_context import ModelConfig, Step
@@ -360,33 +362,69 @@ def _prefill_pairs(q: int, kv: int, requests: int, causal: bool, window: int, co
     return q * kv - q * (q - 1) // 2 if causal else q * kv
 
 
-@formula("aiter::mha_batch_prefill", roof="matmul", _user=False,
-         source="ROCm aiter aiter/ops/mha.py mha_batch_prefill; ledger convention")
-def aiter_mha_batch_prefill(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, kv_indptr: Tensor,
-                            kv_page_indices: Tensor, max_seqlen_q: int | None, max_seqlen_k: int | None,
-                            dropout_p: float | None, softmax_scale: float | None,
-                            logits_soft_cap: float | None, zero_tensors: bool | None, is_causal: bool | None,
-                            window_size_left: int | None, *, context: OpContext) -> list[Term]:
-    """mha_batch_prefill(q [Σq, heads, d], k, v (paged [pages, page, kv_heads, d] or [slots, kv_heads, d]),
-    cu_seqlens_q [B + 1], kv_indptr [B + 1], kv_page_indices [pages], max_seqlen_q, max_seqlen_k, dropout_p,
-    softmax_scale, logits_soft_cap, zero_tensors, is_causal, window_size_left, window_size_right, …): ragged
-    prefill over a paged KV cache; Σ kv = pages · page size (the pages the batch holds)."""
-    if is_causal is None:
-        raise Missing("aiter::mha_batch_prefill: is_causal (argument #12) not recorded")
+def _prefill_terms(q: Tensor, v: Tensor, kv: int, kv_heads: int, kv_itemsize: float, pairs: int, causal: bool,
+                   window: int) -> list[Term]:
     tokens, heads, d, dv = q.shape[0], q.shape[1], q.shape[-1], v.shape[-1]
-    page = k.shape[1] if len(k.shape) == 4 else 1
-    kv_heads = k.shape[-2]
-    kv = kv_page_indices.numel * page
-    requests = cu_seqlens_q.shape[0] - 1
-    window = window_size_left if window_size_left is not None and window_size_left >= 0 else 0
-    pairs = _prefill_pairs(tokens, kv, requests, bool(is_causal), window, context)
-    mask = ("causal" if is_causal else "full") + (f", window {window}" if window else "")
+    mask = ("causal" if causal else "full") + (f", window {window}" if window else "")
     return [
         Term("read Q", bytes=q.nbytes), Term("write O", bytes=tokens * heads * dv * q.itemsize),
-        Term("read K, V", bytes=kv * kv_heads * (d + dv) * k.itemsize,
-             note=f"{kv:,} kv tokens (pages·page size)·kv_heads·(d + dv) at the cache's itemsize"),
+        Term("read K, V", bytes=kv * kv_heads * (d + dv) * kv_itemsize,
+             note=f"{kv:,} kv tokens·kv_heads·(d + dv) at the keys' itemsize"),
         Term("QK^T + PV", flops=2.0 * heads * pairs * (d + dv),
              note=f"{pairs:,} visible pairs per head ({mask})"),
         Term("softmax", flops=5.0 * heads * pairs + 1.0 * tokens * heads * dv,
              note="5 per score + 1 per output"),
     ]
+
+
+@formula("aiter::mha_batch_prefill", roof="matmul", _user=False,
+         source="ROCm aiter aiter/ops/mha.py mha_batch_prefill; ledger convention")
+def aiter_mha_batch_prefill(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, kv_indptr: Tensor,
+                            kv_page_indices: Tensor, max_seqlen_q: int | None, max_seqlen_k: int | None,
+                            dropout_p: float | None, softmax_scale: float | None,
+                            logits_soft_cap: float | None, zero_tensors: bool | None, is_causal: str | None,
+                            window_size_left: str | None, *, context: OpContext) -> list[Term]:
+    """mha_batch_prefill(q [Σq, heads, d], k, v (paged [pages, page, kv_heads, d] or [slots, kv_heads, d]),
+    cu_seqlens_q [B + 1], kv_indptr [B + 1], kv_page_indices [pages], max_seqlen_q, max_seqlen_k, dropout_p,
+    softmax_scale, logits_soft_cap, zero_tensors, is_causal, window_size_left, window_size_right, …): ragged
+    prefill over a paged KV cache; Σ kv = pages · page size (the pages the batch holds)."""
+    # read as text: aiter's signatures differ by release, and a value of another type at these places is
+    # another signature's argument, not a flag to coerce
+    if is_causal not in ("True", "False") or not re.fullmatch(r"-?\d+", window_size_left or ""):
+        raise Missing("aiter::mha_batch_prefill: is_causal and window_size_left (arguments #12, #13 of "
+                      f"aiter/ops/mha.py's signature; recorded {is_causal!r}, {window_size_left!r})")
+    causal, left = is_causal == "True", int(str(window_size_left))
+    tokens = q.shape[0]
+    page = k.shape[1] if len(k.shape) == 4 else 1
+    kv_heads = k.shape[-2]
+    kv = kv_page_indices.numel * page
+    requests = cu_seqlens_q.shape[0] - 1
+    window = max(left, 0)
+    pairs = _prefill_pairs(tokens, kv, requests, causal, window, context)
+    return _prefill_terms(q, v, kv, kv_heads, k.itemsize, pairs, causal, window)
+
+
+# aiter's mha_varlen_fwd by release (aiter/ops/mha.py): where is_causal and window_size_left sit
+_VARLEN_LAYOUTS = ((10, 11),  # (…, max_seqlen_q, max_seqlen_k, dropout_p, softmax_scale, zero_tensors, …)
+                   (12, 13))  # (…, max_seqlen_k, min_seqlen_q, dropout_p, softmax_scale, logits_soft_cap, …)
+
+
+@formula("aiter::mha_varlen_fwd", roof="matmul", _user=False,
+         source="ROCm aiter aiter/ops/mha.py mha_varlen_fwd (both argument layouts); ledger convention")
+def aiter_mha_varlen_fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, a4: str | None = None,
+                         a5: str | None = None, a6: str | None = None, a7: str | None = None,
+                         a8: str | None = None, a9: str | None = None, a10: str | None = None,
+                         a11: str | None = None, a12: str | None = None, a13: str | None = None, *,
+                         context: OpContext) -> list[Term]:
+    """mha_varlen_fwd(q [Σq, heads, d], k [Σkv, kv_heads, d], v, cu_seqlens_q [B + 1], cu_seqlens_k, …,
+    is_causal, window_size_left, …): varlen prefill over packed keys (Σkv = k's rows)."""
+    args = {10: a10, 11: a11, 12: a12, 13: a13}
+    layout = next(((c, w) for c, w in _VARLEN_LAYOUTS if args[c] in ("True", "False")
+                   and re.fullmatch(r"-?\d+", args[w] or "")), None)
+    if layout is None or len(k.shape) != 3:
+        raise Missing("aiter::mha_varlen_fwd: is_causal and window_size_left at either release's places, "
+                      "over packed (not paged) keys")
+    causal, window = args[layout[0]] == "True", max(int(str(args[layout[1]])), 0)
+    tokens, kv, kv_heads = q.shape[0], k.shape[0], k.shape[1]
+    pairs = _prefill_pairs(tokens, kv, cu_seqlens_q.shape[0] - 1, causal, window, context)
+    return _prefill_terms(q, v, kv, kv_heads, k.itemsize, pairs, causal, window)

@@ -280,3 +280,30 @@ def test_sglang_profiler_paged_attention_takes_the_kv_lengths_from_the_step() ->
     # 32·32·128 FLOP (TraceLens: 4·32·32,785·128 = 0.537 GFLOP); K and V 32,785·8·128·2·2 B + Q + O
     assert cost.flops == 4 * 32 * 32_785 * 128 + 5 * 32 * 32_785 + 32 * 32 * 128
     assert cost.bytes == 2 * 32 * 32 * 128 * 2 + 2 * 32_785 * 8 * 128 * 2
+
+
+def test_aiter_mha_batch_prefill_refuses_another_signatures_arguments() -> None:
+    bf16 = "c10::BFloat16"
+    shapes = [[128, 8, 64], [40, 16, 2, 64], [40, 16, 2, 64], [2], [2], [32], *([[]] * 9)]
+    types = [bf16, bf16, bf16, "int", "int", "int", *(["Scalar"] * 9)]
+    # a release with one more scalar before is_causal: #12 holds a float, #13 a bool: no flag is coerced
+    shifted = ["", "", "", "", "", "", "128", "512", "128", "0.0", "0.125", "0.0", "False", "True", "-1"]
+    cost = op_cost("aiter::mha_batch_prefill", shapes, types, shifted, context=OpContext())
+    assert "is_causal and window_size_left" in cost.missing
+
+
+def test_aiter_mha_varlen_fwd_in_both_argument_layouts() -> None:
+    bf16 = "c10::BFloat16"
+    # one request of 256 tokens, packed keys [256, 2, 64], 8 heads, causal: 256·256 − 256·255/2 = 32,896
+    # pairs; 2·8·32,896·128 + 5·8·32,896 + 256·8·64 FLOP
+    pairs = 256 * 256 - 256 * 255 // 2
+    expect = 2 * 8 * pairs * 128 + 5 * 8 * pairs + 256 * 8 * 64
+    shapes = [[256, 8, 64], [256, 2, 64], [256, 2, 64], [2], [2], *([[]] * 11)]
+    types = [bf16, bf16, bf16, "int", "int", *(["Scalar"] * 11)]
+    # (q, k, v, cu_q, cu_k, max_q, max_k, dropout, scale, zero_tensors, is_causal #10, window_left #11, …)
+    old = ["", "", "", "", "", "256", "256", "0.0", "0.125", "False", "True", "-1", "-1", "False", "False",
+           ""]
+    # (…, max_k, min_q, dropout, scale, soft_cap, zero_tensors, is_causal #12, window_left #13, …)
+    new = ["", "", "", "", "", "256", "256", "256", "0.0", "0.125", "0.0", "False", "True", "-1", "-1", ""]
+    for concrete in (old, new):
+        assert op_cost("aiter::mha_varlen_fwd", shapes, types, concrete, context=OpContext()).flops == expect
