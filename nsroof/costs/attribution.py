@@ -65,9 +65,11 @@ TF32_MATMUL_FORMULAS = ("gemm", "gemm-bias", "bmm", "linear", "attention", "atte
 TF32_CONV_PREFIX = "conv"
 
 # Kernels that move or reduce data around a GEMM/conv/attention (matched on the short function name, which
-# carries no template arguments): layout transforms, copies, fills, split-K reductions, im2col.
-AUX_KERNEL = re.compile(r"splitk|reduce|quantize|finalize|routing|nchwtonhwc|nhwctonchw|transpose|copy|"
-                        r"memcpy|memset|fill|elementwise|catarray|im2col|col2im", re.IGNORECASE)
+# carries no template arguments): layout transforms, copies, fills, split-K reductions, im2col, and a fused
+# MoE's routing (top-k, the expert bitmatrix, its sort: triton_kernels' _topk_forward, _sum_bitmatrix_rows).
+AUX_KERNEL = re.compile(r"splitk|reduce|quantize|finalize|routing|topk|bitmatrix|sort|nchwtonhwc|"
+                        r"nhwctonchw|transpose|copy|memcpy|memset|fill|elementwise|catarray|im2col|col2im",
+                        re.IGNORECASE)
 WORK_KERNEL = re.compile(r"gemm|gemv|bmm|cublas|cutlass|xmma|wgrad|dgrad|fprop|conv|implicit|winograd|fft|"
                          r"flash|fmha|attention|attn|sdpa|mma", re.IGNORECASE)
 # Child ops (without a formula of their own) that only move data, and those that do matmul/conv work.

@@ -49,6 +49,11 @@ def test_serving_decode_costs_at_least_the_kernel_time_tracelens_costs(replay: s
                  "aiter::rmsnorm2d_fwd_with_add_ck"} if "vllm" in peer
                 else {"sglang_profiler::attention_paged_attention_ragged_100"})
     assert expected <= costed_ops
+    if "vllm" in peer:  # the MoE's routing kernels (top-k, the expert bitmatrix) carry none of its FLOPs
+        kernels = report.frame[report.frame["level"].astype(str) == "dram"]
+        routing = kernels[kernels["kernel_name"].astype(str).isin(["_topk_forward", "_sum_bitmatrix_rows"])]
+        gemm = kernels[kernels["kernel_name"].astype(str).str.startswith("_matmul_ogs_")]
+        assert len(routing) and routing["flops"].isna().all() and gemm["flops"].notna().all()
 
 
 def test_b200_kernel_time_is_costed_without_a_model_config() -> None:
