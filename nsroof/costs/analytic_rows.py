@@ -101,7 +101,7 @@ def analytic_table(kernels: pd.DataFrame, rows: Rows) -> pd.DataFrame:
         "analytic_tensor_dtype": distinct.of(lambda c: c.tensor_dtype),
         "analytic_formula": distinct.of(lambda c: c.formula),
         "analytic_label": labels[codes],
-        "analytic_missing": distinct.of(lambda c: c.missing),
+        "analytic_missing": distinct.of(lambda c: c.missing or c.flops_missing),
         "analytic_origin": np.where(known, rows.origin, ""),
         "analytic_roof": np.where(known & distinct.of(lambda c: c.roof_kind == LINK_LEVEL, bool), LINK_LEVEL,
                                   ""),

@@ -376,7 +376,8 @@ def _has_tf32(cc: str) -> bool:
 
 def _trace_costs(kernels: pd.DataFrame, rows: Rows) -> None:
     """Rule 4: a cost the trace states for a kernel replaces the formula's (the hook for Inductor's
-    kernel_flop / kernel_num_gb)."""
+    kernel_flop / kernel_num_gb). Where it states the bytes alone (Inductor's kernel_num_gb without
+    kernel_flop: its pointwise and reduction kernels) the formula's FLOPs stay, and the label says so."""
     if "trace_flops" not in kernels:
         return
     flops = kernels["trace_flops"].astype("float64").to_numpy()
@@ -387,11 +388,15 @@ def _trace_costs(kernels: pd.DataFrame, rows: Rows) -> None:
         old = rows.cost[i]
         source = str(origin[i]) or "trace"
         prefix, _, label = source.partition(":")
+        stated_flops, flops_label = flops[i], label or prefix
+        if np.isnan(stated_flops) and old.known and not np.isnan(old.flops):
+            stated_flops, flops_label = old.flops, f"{label or prefix} (bytes); FLOPs by {old.label}"
         rows.put(i, Row(int(rows.op_id[i]), rows.role[i] or "own",
-                         OpCost(flops[i], nbytes[i], label or prefix, label or prefix,
+                         OpCost(stated_flops, nbytes[i], label or prefix, flops_label,
                                 old.precision or "fp32", "",
                                 # the trace's bytes are DRAM bytes, whatever roof the formula's had
-                                old.tensor_dtype, "" if old.roof_kind == LINK_LEVEL else old.roof_kind),
+                                old.tensor_dtype, "" if old.roof_kind == LINK_LEVEL else old.roof_kind,
+                                (old.flops_missing or old.missing) if np.isnan(stated_flops) else ""),
                          1.0, "", prefix))
 
 

@@ -52,6 +52,7 @@ from nsroof.costs.ledger import attention as _attention  # noqa: F401
 from nsroof.costs.ledger import conv as _conv  # noqa: F401
 from nsroof.costs.ledger import decode as _decode  # noqa: F401
 from nsroof.costs.ledger import embedding as _embedding  # noqa: F401
+from nsroof.costs.ledger import inductor as _inductor  # noqa: F401
 from nsroof.costs.ledger import matmul as _matmul  # noqa: F401
 from nsroof.costs.ledger import norm as _norm  # noqa: F401
 from nsroof.costs.ledger import pointwise as _pointwise  # noqa: F401

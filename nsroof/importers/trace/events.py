@@ -76,8 +76,9 @@ class ActivityArgs(_ActivityFacts, frozen=True, gc=False):
 
 
 class OpExtras(Struct, frozen=True, gc=False):
-    """The attributes few ops carry, passed on as given: Inductor's launch records' estimates
-    (torch_trace.inductor_estimates) and record_param_comms' message (nsroof.costs.ledger.collectives)."""
+    """The attributes few ops carry, passed on as given: Inductor's launch records' estimates and launch facts
+    (kineto.inductor_estimates, nsroof.costs.ledger.inductor_launch) and record_param_comms' message
+    (nsroof.costs.ledger.collectives)."""
 
     kernel_backend: Any = None
     kernel_flop: Any = None
@@ -87,6 +88,9 @@ class OpExtras(Struct, frozen=True, gc=False):
     out_msg_nelems: Any = None
     dtype: Any = None
     group_size: Any = None
+    kernel_kwargs: Any = None
+    kernel_file: Any = None
+    grid: Any = None
 
 
 class OpArgs(Struct, frozen=True, gc=False):
@@ -141,6 +145,9 @@ class WireOpArgs(Struct, gc=False):
     out_msg_nelems: Any = field(default=None, name="Out msg nelems")
     dtype: Any = None
     group_size: Any = field(default=None, name="Group size")
+    kernel_kwargs: Any = None
+    kernel_file: Any = None
+    grid: Any = None  # an Inductor launch's grid call in PyTorch ≤ 2.5 ('grid(100,)': its numels)
 
 
 A = TypeVar("A", LaunchArgs, ActivityArgs, OpArgs)
@@ -250,6 +257,18 @@ def comms_attributes(args: OpArgs) -> dict[str, Any]:
     extras = args.extras
     return {} if extras is None else {
         key: value for key, attr in COMMS_ATTRIBUTES.items() if (value := getattr(extras, attr)) is not None}
+
+
+# An Inductor Triton launch's attributes the costing reads (nsroof.costs.ledger.inductor_launch)
+TRITON_ATTRIBUTES = ("kernel_flop", "kernel_num_gb", "kernel_kwargs", "kernel_file", "grid")
+
+
+def triton_attributes(args: OpArgs) -> dict[str, Any]:
+    """An Inductor Triton launch record's attributes (those it has); {} for any other op."""
+    extras = args.extras
+    if extras is None or extras.kernel_backend != "triton":
+        return {}
+    return {key: value for key in TRITON_ATTRIBUTES if (value := getattr(extras, key)) is not None}
 
 
 def mixed_shapes(dims: list[Any]) -> bool:

@@ -39,7 +39,7 @@ import pandas as pd
 
 from nsroof.frames.arrays import nonnegative_or_missing, row_numbers
 from nsroof.importers.kernel_table import empty_identity
-from nsroof.importers.trace import graphs
+from nsroof.importers.trace import graphs, inductor_cache
 from nsroof.importers.trace import unrecorded as unrecorded_launches
 from nsroof.importers.trace.events import (
     Activity,
@@ -49,6 +49,7 @@ from nsroof.importers.trace.events import (
     Trace,
     TraceEvents,
     comms_attributes,
+    triton_attributes,
 )
 from nsroof.importers.trace.load import load, load_ranges, paused_gc
 from nsroof.importers.trace.op_tree import (
@@ -216,13 +217,35 @@ def from_events(events: TraceEvents, name: str, *, path: str | os.PathLike[str] 
         ops = graphs.ops_table(tree, name, caps)
         # facts the ledger's collective formulas read beside the ops' arguments (nsroof.costs.attribution)
         ops.attrs["world_size"] = _world_size(top)
-        ops.attrs["op_attributes"] = {i: comms_attributes(a)
-                                      for i, (op, a) in enumerate(zip(tree.ops, tree.args, strict=True))
-                                      if op.name == "record_param_comms"}
+        ops.attrs["op_attributes"] = op_attributes(tree, caps)
     units = {c: u for c, u in METRIC_UNITS.items() if c in frame.columns} | {
         c: "" for c in frame.columns if c.startswith(("smsp__", "sm__"))}
     return frame, FileFacts(format=fmt, source=name, metric_units=units, warnings=warnings,
                             levels=("dram",), extra=extra, ops=ops)
+
+
+def op_attributes(tree: OpTree, captures: Sequence[graphs.Capture] = ()) -> dict[int, dict[str, Any]]:
+    """The attributes the ledger reads beside an op's arguments, by op_id (a capture trace's ops past the
+    trace's own, as graphs.ops_table numbers them): record_param_comms' message, an Inductor Triton launch's
+    kernel_kwargs, grid and estimates, with its kernel file's facts where that file is here."""
+    files: dict[Any, dict[str, Any]] = {}  # each kernel file looked up once
+
+    def of(t: OpTree, offset: int) -> dict[int, dict[str, Any]]:
+        out: dict[int, dict[str, Any]] = {}
+        for i, (op, a) in enumerate(zip(t.ops, t.args, strict=True)):
+            if op.name == "record_param_comms":
+                out[i + offset] = comms_attributes(a)
+            elif found := triton_attributes(a):
+                path = found.get("kernel_file")
+                if path not in files:
+                    files[path] = inductor_cache.facts(path)
+                out[i + offset] = found | ({"kernel_file_facts": files[path]} if files[path] else {})
+        return out
+
+    attributes = of(tree, 0)
+    for c in captures:
+        attributes |= of(c.tree, c.offset)
+    return attributes
 
 
 def _world_size(top: Trace) -> int:
@@ -410,17 +433,26 @@ def inductor_estimates(frame: pd.DataFrame, tree: OpTree, launcher: np.ndarray) 
     """Inductor's own estimates for the Triton kernels it launches: its launch record (a ``cpu_op`` named by
     the kernel, ``kernel_backend`` triton) carries ``kernel_flop`` (FLOP) and ``kernel_num_gb`` (10^9 bytes
     its buffers move) when ``torch._inductor.config.benchmark_kernel`` was on at compile time (nsroof profile
-    turns it on). Read into trace_flops / trace_bytes / trace_cost_source (nsroof.schema); the costing
-    (nsroof.costs.attribution) prefers them to an op formula."""
+    turns it on); so does the generated kernel file's inductor_meta, read where the record points to a file
+    that is here (inductor_cache). Read into trace_flops / trace_bytes / trace_cost_source (nsroof.schema);
+    the costing (nsroof.costs.attribution) prefers them to an op formula."""
     n = len(frame)
     flops, nbytes, source = np.full(n, np.nan), np.full(n, np.nan), [""] * n
+    files: dict[Any, dict[str, Any]] = {}
     for i, j in enumerate(launcher.tolist()):
         if j < 0 or tree.args[j].kernel_backend != "triton" or frame["kind"].iat[i] != "kernel":
             continue
         args = tree.args[j]
         flops[i], gb = number(args.kernel_flop), number(args.kernel_num_gb)
-        nbytes[i] = gb * 1e9
         stated = [k for k, v in (("kernel_flop", flops[i]), ("kernel_num_gb", gb)) if v == v]
+        if not stated and args.extras is not None:  # the record states none: its kernel file may
+            path = args.extras.kernel_file
+            if path not in files:
+                files[path] = inductor_cache.facts(path)
+            flops[i], gb = number(files[path].get("kernel_flop")), number(files[path].get("kernel_num_gb"))
+            stated = [f"{k} (kernel file)" for k, v in (("kernel_flop", flops[i]), ("kernel_num_gb", gb))
+                      if v == v]
+        nbytes[i] = gb * 1e9
         source[i] = "inductor:" + ", ".join(stated) if stated else ""
     frame["trace_flops"], frame["trace_bytes"] = flops, nbytes
     frame["trace_cost_source"] = pd.Series(source, dtype=object)

@@ -259,7 +259,7 @@ def _op_args(w: WireOpArgs, texts: _Texts) -> OpArgs:
                       and w.kernel_num_gb is None and w.in_msg_nelems is None and w.out_msg_nelems is None
                       and w.dtype is None and w.group_size is None) else \
         OpExtras(w.kernel_backend, w.kernel_flop, w.kernel_num_gb, w.collective_name, w.in_msg_nelems,
-                 w.out_msg_nelems, w.dtype, w.group_size)
+                 w.out_msg_nelems, w.dtype, w.group_size, w.kernel_kwargs, w.kernel_file, w.grid)
     return OpArgs(w.external_id if w.external_id is not None else w.external_id_2021, w.sequence_number,
                   w.fwd_thread_id, texts.shapes(dims), texts.values(w.input_type),
                   texts.values(w.concrete_inputs), extras)

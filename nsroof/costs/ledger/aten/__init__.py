@@ -72,6 +72,8 @@ class OpCost:
     tensor_dtype: str = ""  # for precision "tensor": the dtype whose dense tensor peak is the roof
     # the ledger roof: "matmul", "simt" or "link" (bytes over the interconnect: a collective)
     roof_kind: str = ""
+    # why flops alone is NaN where the bytes are known (an Inductor kernel whose fused ops lack a FLOP count)
+    flops_missing: str = ""
 
     @property
     def known(self) -> bool:
@@ -85,7 +87,14 @@ def unknown(reason: str) -> OpCost:
 def has_formula(op: str) -> bool:
     if op.startswith("aten::"):
         return base_name(op) in READERS
-    return op.split(".", 1)[0] in READERS or custom.get(op) is not None
+    return op.split(".", 1)[0] in READERS or custom.get(op) is not None or _is_inductor_launch(op)
+
+
+def _is_inductor_launch(op: str) -> bool:
+    # imported here: nsroof.costs.ledger.inductor reads this package's pointwise table
+    from nsroof.costs.ledger.inductor_launch import is_launch
+
+    return op.startswith("triton_") and is_launch(op)
 
 
 def op_cost(op: str, shapes: Sequence[Any] | None, dtypes: Sequence[Any] | None,
@@ -103,9 +112,17 @@ def op_cost(op: str, shapes: Sequence[Any] | None, dtypes: Sequence[Any] | None,
         return unknown(NO_SHAPES)
     if not has_formula(op):
         return unknown(no_formula_reason(op))
+    flops_missing = ""
     try:
-        operator = _operator(op, shape_list, [str(d) for d in (dtypes or [])], concrete_values(concrete),
-                             context)
+        if _is_inductor_launch(op):  # an Inductor Triton kernel's launch record
+            from nsroof.costs.ledger.inductor_launch import launch_operator
+
+            operator, flops_missing = launch_operator(
+                op, shape_list, [str(d) for d in (dtypes or [])], concrete_values(concrete),
+                (context or OpContext()).args)
+        else:
+            operator = _operator(op, shape_list, [str(d) for d in (dtypes or [])], concrete_values(concrete),
+                                 context)
     except custom.Missing as exc:
         return unknown(str(exc))
     except Unrecorded as exc:
@@ -122,7 +139,7 @@ def op_cost(op: str, shapes: Sequence[Any] | None, dtypes: Sequence[Any] | None,
     tensor_dtype = operator.roof.dtype if precision == "tensor" else ""
     roof_kind = "link" if operator.facts.get("link_roof") else operator.roof.kind
     return OpCost(operator.flops, operator.bytes, operator.formula, operator.label, precision, "",
-                  tensor_dtype, roof_kind)
+                  tensor_dtype, roof_kind, flops_missing)
 
 
 _LOW_PRECISION = ("fp16", "bf16", "fp8", "tf32")
