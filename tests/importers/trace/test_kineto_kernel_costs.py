@@ -132,3 +132,59 @@ def test_bytes_without_flops_and_no_estimates_at_all(tmp_path: Path) -> None:
 
 def _kernel_row_bf16(path: Path) -> Any:
     return _kernel_row(path, H100_BF16)
+
+
+# --------------------------------------------------------------------------- Inductor's kernels without estimates
+
+
+def _launch(tmp_path: Path, name: str, record: dict[str, Any]) -> Path:
+    """An Inductor launch record (kernel_backend triton, its arguments' shapes and values) and its kernel."""
+    return _launch_trace(tmp_path, name, {"kernel_backend": "triton", "num_warps": 4, **record}, name,
+                         outer=(_x("cpu_op", "CompiledFunction", 0, 80),))
+
+
+def test_a_triton_kernel_without_estimates_is_costed_from_its_launchs_shapes(tmp_path: Path) -> None:
+    # a pointwise add + relu of x[256, 1024] and b[1024], fp32, xnumel = 262,144 (the last integer; XBLOCK
+    # alone: one numel); the kernel file it names is not here
+    row = _kernel_row_bf16(_launch(tmp_path, "triton_poi_fused_add_relu_0", {
+        "Input Dims": [[256, 1024], [1024], [256, 1024], []], "Input type": ["float"] * 3 + ["Scalar"],
+        "Concrete Inputs": ["", "", "", "262144"], "kernel_kwargs": "XBLOCK=1024",
+        "kernel_file": str(tmp_path / "not-here.py")}))
+    assert row["flops"] == 262144 * 2  # add 1 + relu 1 per element
+    assert row["bytes"] == (262144 * 2 + 1024) * 4 == 2_101_248  # x, y and b once
+    assert row["flops_source"] == ("analytic:triton-pointwise(n=262144, ops=add+relu, flops_per_element=2, "
+                                   "dtype=fp32)")
+    assert row["bytes_source"] == "analytic:triton-pointwise"
+    # 2,101,248 B at 3.35 TB/s = 627 ns at best; the kernel ran 10 µs
+    assert row["time_floor_s"] == pytest.approx(2_101_248 / 3.35e12)
+
+
+def test_a_local_kernel_file_gives_argument_roles_numels_and_inductors_estimate(tmp_path: Path) -> None:
+    from tests.importers.trace.test_inductor_cache import write_kernel
+
+    record = {"Input Dims": [[1024], [1024], []], "Input type": ["float", "float", "Scalar"],
+              "Concrete Inputs": ["", "", "1024"]}
+    # no kernel_kwargs, no grid: the file names xnumel, and in_out_ptr0 is read and written
+    row = _kernel_row_bf16(_launch(tmp_path, "triton_poi_fused_add_relu_0",
+                                   {**record, "kernel_file": str(write_kernel(tmp_path))}))
+    assert (row["flops"], row["bytes"]) == (1024 * 2, 1024 * 4 * 3)  # add + relu; in_out twice, in once
+    # the file states Inductor's bytes (kernel_num_gb 1.2288e-05 = 12,288 B) but no FLOPs: the formula's stay
+    stated = tmp_path / "stated"
+    stated.mkdir()
+    row = _kernel_row_bf16(_launch(stated, "triton_poi_fused_add_relu_0", {
+        **record, "kernel_file": str(write_kernel(stated, ", 'kernel_num_gb': 1.2288e-05"))}))
+    assert (row["flops"], row["bytes"]) == (2048, pytest.approx(12288))
+    assert row["bytes_source"] == "inductor:kernel_num_gb (kernel file)"
+    assert row["flops_source"] == ("inductor:kernel_num_gb (kernel file) (bytes); FLOPs by "
+                                   "triton-pointwise(n=1024, ops=add+relu, flops_per_element=2, dtype=fp32)")
+
+
+def test_the_ops_table_view_costs_the_launch_as_its_kernel(tmp_path: Path) -> None:
+    report = analyze(_launch(tmp_path, "triton_red_fused_sum_0", {
+        "Input Dims": [[64, 512], [64], [], []], "Input type": ["float", "float", "Scalar", "Scalar"],
+        "Concrete Inputs": ["", "", "64", "512"], "kernel_kwargs": "XBLOCK=1,R0_BLOCK=512"}), machine=H100_BF16)
+    kernel = report.frame[report.frame["kernel_name"] == "triton_red_fused_sum_0"].iloc[0]
+    assert (kernel["flops"], kernel["bytes"]) == (64 * 512, (64 * 512 + 64) * 4)  # 1 add per element
+    op = report.ops[report.ops["op"] == "triton_red_fused_sum_0"].iloc[0]
+    assert (op["flops"], op["bytes"], op["flops_source"]) == (kernel["flops"], kernel["bytes"],
+                                                               kernel["flops_source"])
