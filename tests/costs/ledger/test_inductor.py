@@ -79,14 +79,15 @@ def test_pytorch_2_4_records_the_grid_call_with_the_numels() -> None:
 
 def test_a_reduction_and_a_persistent_reduction() -> None:
     # mean(x²) over rows of a 16×4096 fp32 x: xnumel 16, r0_numel 4096 (XBLOCK and R0_BLOCK: two numels)
-    red = _cost("triton_red_fused_mean_pow_0", [[16, 4096], [16], [], []], ["float", "float", "Scalar", "Scalar"],
-                ["", "", "16", "4096"], kernel_kwargs="XBLOCK=1,R0_BLOCK=2048")
+    red = _cost("triton_red_fused_mean_pow_0", [[16, 4096], [16], [], []],
+                ["float", "float", "Scalar", "Scalar"], ["", "", "16", "4096"], kernel_kwargs="XBLOCK=1,R0_BLOCK=2048")
     assert red.flops == 16 * 4096 * 2 == 131072  # mean 1 + pow 1 per element of the 16×4096 space
     assert red.bytes == 16 * 4096 * 4 + 16 * 4 == 262208
     assert red.label.startswith("triton-reduction(outputs=16, reduced=4096, ops=mean+pow")
     # a persistent reduction drops R0_BLOCK from its config: still one r numel, the last integer
     per = _cost("triton_per_fused__softmax_0", [[8, 1024], [8, 1024], [], []],
-                ["c10::Half", "c10::Half", "Scalar", "Scalar"], ["", "", "8", "1024"], kernel_kwargs="XBLOCK=1")
+                ["c10::Half", "c10::Half", "Scalar", "Scalar"], ["", "", "8", "1024"],
+                kernel_kwargs="XBLOCK=1")
     assert per.flops == 8 * 1024 * 5 == 40960  # softmax: max, subtract, exp, sum, divide
     assert per.bytes == 2 * 8 * 1024 * 2 == 32768
 
@@ -99,7 +100,8 @@ def test_gemm_templates_from_the_shapes_that_multiply() -> None:
     assert c.flops == 2 * 128 * 256 * 512 + 2 * 128 * 256 == 33_619_968
     assert c.bytes == (256 + 128 * 512 + 512 * 256 + 128 * 256) * 2 == 459_264
     assert (c.formula, c.precision, c.tensor_dtype, c.roof_kind) == ("triton-mm", "tensor", "fp16", "matmul")
-    bmm = _cost("triton_tem_fused_bmm_1", [[4, 64, 32], [4, 32, 16], [4, 64, 16]], ["float"] * 3, ["", "", ""])
+    bmm = _cost("triton_tem_fused_bmm_1", [[4, 64, 32], [4, 32, 16], [4, 64, 16]], ["float"] * 3,
+                ["", "", ""])
     assert bmm.flops == 2 * 4 * 64 * 16 * 32 == 262144
     assert bmm.bytes == (4 * 64 * 32 + 4 * 32 * 16 + 4 * 64 * 16) * 4 == 57344
     assert bmm.label == "triton-mm(m=64, n=16, k=32, batch=4, ops=bmm, dtype=fp32)"
@@ -119,7 +121,8 @@ def test_an_op_without_flops_per_element_leaves_the_flops_nan_and_names_it() -> 
      "triton_poi_fused_add_3: the trace records no kernel_flop/kernel_num_gb and no tensor shapes"),
     ("triton_poi_fused_add_3", [[64], [64], []], ["float", "float", "Scalar"], ["", "", "64"], {},
      "neither the launch's kernel_kwargs nor its grid"),
-    ("triton_poi_fused_add_3", [[64], [64], []], ["float", "float", "Scalar"], None, {"kernel_kwargs": "XBLOCK=64"},
+    ("triton_poi_fused_add_3", [[64], [64], []], ["float", "float", "Scalar"], None,
+     {"kernel_kwargs": "XBLOCK=64"},
      "values are not recorded (Concrete Inputs"),
     ("triton_poi_fused_0", [[32], [32]], ["float", "float"], ["", ""], {"kernel_kwargs": "XBLOCK=64"},
      "numels are compiled into the kernel"),
@@ -129,8 +132,8 @@ def test_an_op_without_flops_per_element_leaves_the_flops_nan_and_names_it() -> 
      "no two recorded tensor arguments multiply"),
     ("triton_for_fused_0", [[8], [8]], ["float", "float"], ["", ""], {}, "a Triton foreach kernel"),
 ])
-def test_what_the_record_lacks_is_named(name: str, dims: Any, types: Any, concrete: Any, facts: dict[str, Any],
-                                        why: str) -> None:
+def test_what_the_record_lacks_is_named(name: str, dims: Any, types: Any, concrete: Any,
+                                        facts: dict[str, Any], why: str) -> None:
     c = _cost(name, dims, types, concrete, **facts)
     assert not c.known and math.isnan(c.flops) and math.isnan(c.bytes)
     assert why in c.missing and c.missing.startswith(name)
@@ -158,7 +161,8 @@ _VLLM_CAPTURE = "tracelens__vllm_decode_full__graph_capture_rank_0.1773709742341
     ("hta__triton_example.json.gz", None, {"triton_poi_fused_add_cos_sin_0": (300, 1200)}),
     # vLLM's token masking on 888 tokens: int32, int64 and bool [888] (8 ops, each 1 per element)
     ("tracelens__b200__eager_trace.json.gz", None,
-     {"triton_poi_fused_add_bitwise_and_bitwise_not_bitwise_or_ge_lt_mul_sub_0": (888 * 8, 888 * (4 + 8 + 1))}),
+     {"triton_poi_fused_add_bitwise_and_bitwise_not_bitwise_or_ge_lt_mul_sub_0":
+      (888 * 8, 888 * (4 + 8 + 1))}),
     # replayed from the graph its capture recorded: fp32 [131072, 64] → bf16, 8,388,608 elements
     (_VLLM, _VLLM_CAPTURE, {"triton_poi_fused__to_copy_1": (0, 8388608 * (4 + 2))}),
 ])

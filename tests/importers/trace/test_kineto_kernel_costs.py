@@ -134,7 +134,7 @@ def _kernel_row_bf16(path: Path) -> Any:
     return _kernel_row(path, H100_BF16)
 
 
-# --------------------------------------------------------------------------- Inductor's kernels without estimates
+# --------------------------------------------------------------------------- Inductor's kernels, no estimates
 
 
 def _launch(tmp_path: Path, name: str, record: dict[str, Any]) -> Path:
@@ -182,7 +182,8 @@ def test_a_local_kernel_file_gives_argument_roles_numels_and_inductors_estimate(
 def test_the_ops_table_view_costs_the_launch_as_its_kernel(tmp_path: Path) -> None:
     report = analyze(_launch(tmp_path, "triton_red_fused_sum_0", {
         "Input Dims": [[64, 512], [64], [], []], "Input type": ["float", "float", "Scalar", "Scalar"],
-        "Concrete Inputs": ["", "", "64", "512"], "kernel_kwargs": "XBLOCK=1,R0_BLOCK=512"}), machine=H100_BF16)
+        "Concrete Inputs": ["", "", "64", "512"], "kernel_kwargs": "XBLOCK=1,R0_BLOCK=512"}),
+        machine=H100_BF16)
     kernel = report.frame[report.frame["kernel_name"] == "triton_red_fused_sum_0"].iloc[0]
     assert (kernel["flops"], kernel["bytes"]) == (64 * 512, (64 * 512 + 64) * 4)  # 1 add per element
     op = report.ops[report.ops["op"] == "triton_red_fused_sum_0"].iloc[0]
