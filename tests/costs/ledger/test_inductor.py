@@ -80,7 +80,8 @@ def test_pytorch_2_4_records_the_grid_call_with_the_numels() -> None:
 def test_a_reduction_and_a_persistent_reduction() -> None:
     # mean(x²) over rows of a 16×4096 fp32 x: xnumel 16, r0_numel 4096 (XBLOCK and R0_BLOCK: two numels)
     red = _cost("triton_red_fused_mean_pow_0", [[16, 4096], [16], [], []],
-                ["float", "float", "Scalar", "Scalar"], ["", "", "16", "4096"], kernel_kwargs="XBLOCK=1,R0_BLOCK=2048")
+                ["float", "float", "Scalar", "Scalar"], ["", "", "16", "4096"],
+                kernel_kwargs="XBLOCK=1,R0_BLOCK=2048")
     assert red.flops == 16 * 4096 * 2 == 131072  # mean 1 + pow 1 per element of the 16×4096 space
     assert red.bytes == 16 * 4096 * 4 + 16 * 4 == 262208
     assert red.label.startswith("triton-reduction(outputs=16, reduced=4096, ops=mean+pow")
