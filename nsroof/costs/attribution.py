@@ -481,6 +481,7 @@ class _Units:
     source: np.ndarray
     first: np.ndarray
     launches: np.ndarray
+    origin: np.ndarray | None = None  # each cost's origin (nsroof.costs.analytic_rows.Row); None: analytic
 
 
 def _gpu_units(kernels: pd.DataFrame, table: OpTable, groups: _Groups, rows: Rows
@@ -504,13 +505,19 @@ def _gpu_units(kernels: pd.DataFrame, table: OpTable, groups: _Groups, rows: Row
             judgements[id(c), id(k)] = replace(c, precision=k.precision, tensor_dtype=k.tensor_dtype,
                                                label=k.label if k.formula == c.formula else c.label)
         cost[g] = judgements[id(c), id(k)]
+    # an op launching one kernel whose cost the trace states (rule 4: Inductor's launch record) has that cost
+    origin = np.full(len(groups.ids), "analytic", dtype=object)
+    first_row = members[start] if n else np.zeros(0, dtype="int64")
+    stated = np.flatnonzero((groups.size == 1) & (rows.origin[first_row] != "analytic")) if n else first_row
+    cost[stated], origin[stated] = rows.cost[first_row[stated]], rows.origin[first_row[stated]]
     total = _sums(seconds, groups)
     source = np.full(len(groups.ids), "sum of its kernels' gpu__time_duration.sum", dtype=object)
     for g in np.flatnonzero(only_aux).tolist():  # its helpers alone: the sample lost the work kernel
         source[g] = (f"its GEMM/conv/attention kernel is not in the trace (its {groups.size[g]} helper "
                      f"kernel(s) ran {total[g] * 1e6:.3g} us)")
     total[only_aux] = np.nan
-    return _units_table(kernels, table, _Units(groups.ids, cost, total, source, members[start], groups.size))
+    return _units_table(kernels, table, _Units(groups.ids, cost, total, source, members[start], groups.size,
+                                               origin))
 
 
 def _sums(seconds: np.ndarray, groups: _Groups) -> np.ndarray:
@@ -563,6 +570,8 @@ def _units_table(kernels: pd.DataFrame, table: OpTable, units: _Units) -> tuple[
     })
     rows = Rows(len(ids))
     rows.op_id[:], rows.role[:], rows.cost[:] = units.ids, "own", units.cost
+    if units.origin is not None:
+        rows.origin[:] = units.origin
     return op_kernels, analytic_table(op_kernels, rows)
 
 

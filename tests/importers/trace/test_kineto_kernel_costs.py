@@ -189,3 +189,11 @@ def test_the_ops_table_view_costs_the_launch_as_its_kernel(tmp_path: Path) -> No
     op = report.ops[report.ops["op"] == "triton_red_fused_sum_0"].iloc[0]
     assert (op["flops"], op["bytes"], op["flops_source"]) == (kernel["flops"], kernel["bytes"],
                                                                kernel["flops_source"])
+
+
+def test_the_ops_table_view_takes_inductors_estimates_as_its_kernel_does(tmp_path: Path) -> None:
+    report = analyze(_triton_trace(tmp_path, "triton_poi_fused_add_0",
+                                   {"kernel_flop": 1048576, "kernel_num_gb": 0.012582912}), machine=H100_BF16)
+    op = report.ops[report.ops["op"] == "triton_poi_fused_add_0"].iloc[0]
+    assert (op["flops"], op["bytes"]) == (1048576, 12582912)
+    assert op["flops_source"] == op["bytes_source"] == "inductor:kernel_flop, kernel_num_gb"
