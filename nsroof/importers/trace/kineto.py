@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -45,6 +45,7 @@ from nsroof.importers.trace.events import (
     Activity,
     Launch,
     Op,
+    OpArgs,
     RangeEvent,
     Trace,
     TraceEvents,
@@ -205,7 +206,9 @@ def from_events(events: TraceEvents, name: str, *, path: str | os.PathLike[str] 
             rows, at = unrecorded_launches.launch_rows(unrecorded, tree, _devices(top), name)
             frame, starts = ((pd.concat([frame, rows], ignore_index=True), np.concatenate([starts, at]))
                              if activities else (rows, at))
-        elif not activities:
+        if activities or unrecorded:  # a replayed kernel's launch record is in its capture trace
+            frame = inductor_estimates(frame, launch_args(tree, caps))
+        else:
             frame, starts = _cpu_rows(tree, name, meta)
             if captures:
                 warnings.append("no GPU kernels in the trace (a CPU run): --capture maps nothing")
@@ -426,23 +429,39 @@ def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpT
     frame["start_us"] = numbers([k.ts for k in activities])  # the activity's own
     frame["launch__registers_per_thread"] = registers
     frame["launch__shared_mem_per_block"] = shared
-    return inductor_estimates(frame, tree, launcher), starts
+    return frame, starts
 
 
-def inductor_estimates(frame: pd.DataFrame, tree: OpTree, launcher: np.ndarray) -> pd.DataFrame:
+def launch_args(tree: OpTree, captures: Sequence[graphs.Capture]) -> Callable[[int], OpArgs | None]:
+    """The recorded args of the op with op_id j: the trace's own, or a capture trace's (past the trace's own
+    ops, as graphs.ops_table numbers them)."""
+    def of(j: int) -> OpArgs | None:
+        if 0 <= j < len(tree.args):
+            return tree.args[j]
+        for c in captures:  # (an offset is set where a replay was mapped: graphs.apply)
+            if c.offset >= len(tree.args) and 0 <= j - c.offset < len(c.tree.args):
+                return c.tree.args[j - c.offset]
+        return None
+
+    return of
+
+
+def inductor_estimates(frame: pd.DataFrame, args_of: Callable[[int], OpArgs | None]) -> pd.DataFrame:
     """Inductor's own estimates for the Triton kernels it launches: its launch record (a ``cpu_op`` named by
     the kernel, ``kernel_backend`` triton) carries ``kernel_flop`` (FLOP) and ``kernel_num_gb`` (10^9 bytes
     its buffers move) when ``torch._inductor.config.benchmark_kernel`` was on at compile time (nsroof profile
     turns it on); so does the generated kernel file's inductor_meta, read where the record points to a file
     that is here (inductor_cache). Read into trace_flops / trace_bytes / trace_cost_source (nsroof.schema);
-    the costing (nsroof.costs.attribution) prefers them to an op formula."""
+    the costing (nsroof.costs.attribution) prefers them to an op formula. `args_of`: the recorded args of
+    the op a kernel row's op_id names (launch_args)."""
     n = len(frame)
     flops, nbytes, source = np.full(n, np.nan), np.full(n, np.nan), [""] * n
     files: dict[Any, dict[str, Any]] = {}
-    for i, j in enumerate(launcher.tolist()):
-        if j < 0 or tree.args[j].kernel_backend != "triton" or frame["kind"].iat[i] != "kernel":
+    kinds = frame["kind"].tolist()
+    for i, j in enumerate(frame["op_id"].astype("Int64").fillna(-1).tolist()):
+        args = args_of(int(j)) if kinds[i] == "kernel" else None
+        if args is None or args.kernel_backend != "triton":
             continue
-        args = tree.args[j]
         flops[i], gb = number(args.kernel_flop), number(args.kernel_num_gb)
         stated = [k for k, v in (("kernel_flop", flops[i]), ("kernel_num_gb", gb)) if v == v]
         if not stated and args.extras is not None:  # the record states none: its kernel file may

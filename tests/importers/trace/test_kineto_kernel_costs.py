@@ -197,3 +197,37 @@ def test_the_ops_table_view_takes_inductors_estimates_as_its_kernel_does(tmp_pat
     op = report.ops[report.ops["op"] == "triton_poi_fused_add_0"].iloc[0]
     assert (op["flops"], op["bytes"]) == (1048576, 12582912)
     assert op["flops_source"] == op["bytes_source"] == "inductor:kernel_flop, kernel_num_gb"
+
+
+def test_a_graph_replayed_triton_kernel_is_costed_from_its_capture_launch_record(tmp_path: Path) -> None:
+    # the capture trace records the launch (its estimates or its shapes); the replay only the graph launch
+    name = "triton_poi_fused__to_copy_0"
+    record = {"External id": 1, "kernel_backend": "triton", "kernel_kwargs": "XBLOCK=1024",
+              "Input Dims": [[4096, 64], [4096, 64], []], "Input type": ["float", "c10::BFloat16", "Scalar"],
+              "Concrete Inputs": ["", "", "262144"]}
+    capture = {"traceEvents": [
+        _x("cuda_runtime", "cudaStreamBeginCapture", 105, 1, correlation=10),
+        _x("cpu_op", name, 110, 20, **record),
+        _x("cuda_runtime", "cudaLaunchKernel", 115, 5, correlation=11, **{"External id": 1}),
+        _x("cuda_runtime", "cudaStreamEndCapture", 190, 1, correlation=12)]}
+    kernel = _x("kernel", name, 1020, 10, device=0, stream=7, correlation=50)
+    kernel.update(pid=0, tid=7)
+    replay = {"deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9,
+                                    "computeMinor": 0}],
+              "traceEvents": [_x("cuda_runtime", "cudaGraphLaunch", 1010, 5, correlation=50), kernel]}
+    paths = []
+    for label, data in (("capture", capture), ("replay", replay)):
+        paths.append(tmp_path / f"{label}.json")
+        paths[-1].write_text(json.dumps(data))
+    frame = analyze(paths[1], machine=H100_BF16, captures=[paths[0]]).frame
+    row = frame[frame["kernel_name"] == name].iloc[0]
+    # fp32 → bf16 of 262,144 elements: 0 FLOP, 262,144·(4 + 2) = 1,572,864 B
+    assert (row["flops"], row["bytes"]) == (0, 1572864)
+    stated = tmp_path / "stated"
+    stated.mkdir()
+    capture["traceEvents"][1]["args"].update(kernel_flop=0, kernel_num_gb=0.001572864)
+    (stated / "capture.json").write_text(json.dumps(capture))
+    frame = analyze(paths[1], machine=H100_BF16, captures=[stated / "capture.json"]).frame
+    row = frame[frame["kernel_name"] == name].iloc[0]
+    assert row["bytes_source"] == "inductor:kernel_flop, kernel_num_gb"
+    assert row["bytes"] == pytest.approx(1572864)
