@@ -205,8 +205,10 @@ def _fused_flops(name: str, ops: list[str], unknown: list[str]) -> tuple[float, 
         return math.nan, (f"{name}: Inductor's name lists no fused ops (descriptive_names off, or a combo "
                           "kernel): FLOPs per element unknown")
     gemm = [o for o in ops if o in GEMM_OPS]
-    if gemm:
-        return math.nan, f"{name}: a pointwise or reduction kernel naming the GEMM op(s) {', '.join(gemm)}"
+    if gemm:  # the GEMM ran in an external kernel (cuBLAS): this one does a part its name does not tell
+        return math.nan, (f"{name}: it names {', '.join(gemm)}, which Inductor runs as an external kernel: "
+                          "which part of it this kernel does (a bias add, a layout copy) the name does not "
+                          "say")
     return per_element(ops)[0], ""
 
 

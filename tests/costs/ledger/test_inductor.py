@@ -115,6 +115,11 @@ def test_an_op_without_flops_per_element_leaves_the_flops_nan_and_names_it() -> 
     assert c.known and math.isnan(c.flops)
     assert c.bytes == (32 * 2880 + 32 * 3072) * 2 == 380928
     assert "moe_forward have no FLOPs per element" in c.flops_missing
+    # a bias add or copy left over from a GEMM Inductor ran in cuBLAS: which, the name does not say
+    bias = _cost("triton_poi_fused_addmm_relu_0", [[64, 256], [256], []], ["float", "float", "Scalar"],
+                 ["", "", "16384"], kernel_kwargs="XBLOCK=512")
+    assert bias.bytes == (16384 + 256) * 4 and math.isnan(bias.flops)
+    assert "it names addmm, which Inductor runs as an external kernel" in bias.flops_missing
 
 
 @pytest.mark.parametrize(("name", "dims", "types", "concrete", "facts", "why"), [
