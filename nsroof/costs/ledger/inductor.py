@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 from nsroof.costs.ledger.aten.pointwise import POINTWISE_FLOPS
 from nsroof.costs.ledger.core import (
@@ -112,6 +113,13 @@ def parse_name(name: str) -> tuple[str, list[str], list[str]] | None:
     """(kind, the fused ops known to FLOPS_PER_OP or GEMM_OPS, the words no known op name covers) of an
     Inductor kernel name; None for any other name. The ops are read longest name first ('bitwise_and'
     before 'bitwise'), as joined by '_'."""
+    parsed = _parsed(name)
+    return None if parsed is None else (parsed[0], list(parsed[1]), list(parsed[2]))
+
+
+@lru_cache(maxsize=4096)
+def _parsed(name: str) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
+    """parse_name, once per name (a trace launches a few hundred kernels thousands of times)."""
     m = KERNEL_NAME.fullmatch(name)
     if m is None:
         return None
@@ -132,7 +140,7 @@ def parse_name(name: str) -> tuple[str, list[str], list[str]] | None:
             known.append(word)
         after_unknown = word not in known[-1:]
         i += len(word) + 1
-    return m.group("kind"), known, unknown
+    return m.group("kind"), tuple(known), tuple(unknown)
 
 
 def _longest_op(text: str, i: int) -> str | None:
