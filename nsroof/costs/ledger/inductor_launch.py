@@ -27,23 +27,124 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from nsroof.costs.ledger.aten.args import TORCH_DTYPES
-from nsroof.costs.ledger.aten.pointwise import promoted
+from nsroof.costs.ledger.aten.pointwise import POINTWISE_FLOPS, promoted
 from nsroof.costs.ledger.core import DTYPE_BYTES, Operator
 from nsroof.costs.ledger.custom import Missing
-from nsroof.costs.ledger.inductor import (
-    FLOPS_PER_OP,
-    GEMM_OPS,
-    KINDS,
-    NAME_MAX_OPS,
-    parse_name,
-    per_element,
-    triton_mm,
-    triton_pointwise,
-    triton_reduction,
-)
+from nsroof.costs.ledger.inductor import triton_mm, triton_pointwise, triton_reduction
+
+# An Inductor Triton kernel's name: triton_<kind>_fused[_<ops>]_<n>.
+KERNEL_NAME = re.compile(r"triton_(?P<kind>[a-z]+)_fused(?:_(?P<ops>\w*?))?_(?P<n>\d+)")
+KINDS = {"poi": "pointwise", "red": "reduction", "per": "persistent reduction", "tem": "template",
+         "for": "foreach", "spl": "split scan", "unk": "unknown"}
+# Inductor lists at most this many ops in a name (torch._inductor.config.kernel_name_max_ops).
+NAME_MAX_OPS = 10
+
+_ONE = "1 per element"
+_MOVE = "data movement: 0"
+# FLOPs per element of the iteration space, by ATen op (overload packet) name, with the arithmetic.
+FLOPS_PER_OP: dict[str, tuple[float, str]] = {
+    **{k: (v, n) for k, (v, n) in POINTWISE_FLOPS.items()},
+    **{k: (1.0, f"1 {k}") for k in (
+        "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
+        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+        "bitwise_right_shift", "__and__", "__or__", "__xor__", "__lshift__", "__rshift__", "isnan", "isinf",
+        "sign", "sgn", "floor", "ceil", "round", "trunc", "frac", "erf", "erfc", "erfinv", "exp2", "expm1",
+        "log1p", "log2", "log10", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+        "atan2", "fmod", "masked_fill", "true_divide", "fmax", "fmin", "signbit", "nan_to_num",
+        "scalar_tensor")},
+    "hardtanh": (2.0, "max + min"), "leaky_relu": (2.0, "compare, multiply"),
+    "softplus": (3.0, "exp, add, log"), "mish": (5.0, "softplus 3, tanh, multiply"),
+    "hardsigmoid": (3.0, "add, clamp (2)"), "hardswish": (4.0, "hardsigmoid 3, multiply"),
+    "elu": (3.0, "compare, exp, multiply-subtract"),
+    # reductions: one accumulate per input element (nsroof.costs.ledger.reduction)
+    **{k: (1.0, "1 accumulate per input element") for k in (
+        "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "prod", "any", "all", "cumsum",
+        "cumprod", "logsumexp", "nansum", "count_nonzero")},
+    **{k: (4.0, "mean 1, (x−mean)² accumulate 3: the layernorm formula's statistics") for k in (
+        "var", "var_mean", "std", "std_mean")},
+    # composites: the per-element terms of their ledger formulas (nsroof.costs.ledger.norm, .reduction)
+    "native_layer_norm": (8.0, "layernorm: mean 1, variance 3, normalize 2, affine 2"),
+    "layer_norm": (8.0, "layernorm: mean 1, variance 3, normalize 2, affine 2"),
+    "native_layer_norm_backward": (13.0, "layernorm-backward: dx 10, dγ and dβ 3"),
+    "rms_norm": (4.0, "rmsnorm: sum of squares 2, multiply by w 2"),
+    "_fused_rms_norm": (4.0, "rmsnorm: sum of squares 2, multiply by w 2"),
+    "_softmax": (5.0, "softmax: max, subtract, exp, sum, divide"),
+    "softmax": (5.0, "softmax: max, subtract, exp, sum, divide"),
+    "_log_softmax": (5.0, "softmax's 5 per element"), "log_softmax": (5.0, "softmax's 5 per element"),
+    "_softmax_backward_data": (4.0, "softmax-backward: 4 per element"),
+    "_log_softmax_backward_data": (4.0, "softmax-backward (log): 4 per element"),
+    "embedding_dense_backward": (1.0, "1 add per gradient element"),
+    "index_add": (1.0, "1 add"), "scatter_add": (1.0, "1 add"), "index_put": (0.0, _MOVE),
+    **{k: (0.0, _MOVE) for k in (
+        "_to_copy", "to", "copy", "clone", "view", "_unsafe_view", "reshape", "permute", "transpose", "t",
+        "expand", "expand_as", "unsqueeze", "squeeze", "slice", "select", "narrow", "index", "_unsafe_index",
+        "gather", "index_select", "embedding", "cat", "stack", "constant_pad_nd", "pad", "split",
+        "split_with_sizes", "unbind", "as_strided", "full", "full_like", "zeros", "zeros_like", "ones",
+        "ones_like", "empty", "empty_like", "empty_strided", "new_zeros", "new_ones", "new_empty", "new_full",
+        "fill", "zero", "arange", "iota", "repeat", "repeat_interleave", "flip", "roll", "alias", "detach",
+        "lift_fresh_copy", "slice_scatter", "select_scatter", "as_strided_scatter", "scatter", "unfold",
+        "diagonal", "view_as", "convert_element_type", "_unsafe_view", "contiguous", "flatten",
+        "unflatten", "movedim", "split_copy", "view_copy", "permute_copy", "lift_fresh")},
+    "clamp_min": (1.0, "1 max"), "clamp_max": (1.0, "1 min"),
+    "native_dropout": (2.0, "compare against p, scale"),
+}
+# The GEMM ops a template kernel runs, and which of the ledger's matmul formulas names them.
+GEMM_OPS = ("mm", "addmm", "bmm", "baddbmm", "_scaled_mm", "_int_mm", "_addmm_activation")
+
+
+def parse_name(name: str) -> tuple[str, list[str], list[str]] | None:
+    """(kind, the fused ops known to FLOPS_PER_OP or GEMM_OPS, the words no known op name covers) of an
+    Inductor kernel name; None for any other name. The ops are read longest name first ('bitwise_and'
+    before 'bitwise'), as joined by '_'."""
+    parsed = _parsed(name)
+    return None if parsed is None else (parsed[0], list(parsed[1]), list(parsed[2]))
+
+
+@lru_cache(maxsize=4096)
+def _parsed(name: str) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
+    """parse_name, once per name (a trace launches a few hundred kernels thousands of times)."""
+    m = KERNEL_NAME.fullmatch(name)
+    if m is None:
+        return None
+    text = m.group("ops") or ""
+    known: list[str] = []
+    unknown: list[str] = []
+    i, after_unknown = 0, False
+    while i < len(text):
+        word = _longest_op(text, i)
+        if word is None:  # no op name starts here: an unknown op, up to the next separator
+            end = text.find("_", i + 1 if text[i] == "_" else i)
+            word = text[i:] if end < 0 else text[i:end]
+            if after_unknown:  # words no op name covers, in a row: one op ('moe_forward'), as best told
+                unknown[-1] += "_" + word
+            else:
+                unknown.append(word)
+        else:
+            known.append(word)
+        after_unknown = word not in known[-1:]
+        i += len(word) + 1
+    return m.group("kind"), tuple(known), tuple(unknown)
+
+
+def _longest_op(text: str, i: int) -> str | None:
+    best = None
+    for word in (*FLOPS_PER_OP, *GEMM_OPS):
+        end = i + len(word)
+        if text.startswith(word, i) and (end == len(text) or text[end] == "_") and (
+                best is None or len(word) > len(best)):
+            best = word
+    return best
+
+
+def per_element(ops: list[str]) -> tuple[float, str]:
+    """FLOPs per element of the listed ops (each once) and the arithmetic: (3, 'add 1 + cos 1 + sin 1')."""
+    total = math.fsum(FLOPS_PER_OP[o][0] for o in ops)
+    return total, " + ".join(f"{o} {FLOPS_PER_OP[o][0]:g}" for o in ops) or "no ops named"
+
 
 # torch.profiler's dtype strings beyond those the aten readers know (nsroof.costs.ledger.custom's table)
 _DTYPES = {**TORCH_DTYPES, "c10::Float8_e4m3fnuz": "fp8", "c10::Float8_e5m2fnuz": "fp8",
@@ -200,7 +301,7 @@ def _data_dtype(tensors: list[_Arg]) -> str:
 def _fused_flops(name: str, ops: list[str], unknown: list[str]) -> tuple[float, str]:
     if unknown:
         return math.nan, (f"{name}: its fused op(s) {', '.join(unknown)} have no FLOPs per element in "
-                          "nsroof's table (nsroof.costs.ledger.inductor.FLOPS_PER_OP)")
+                          "nsroof's table (nsroof.costs.ledger.inductor_launch.FLOPS_PER_OP)")
     if not ops:
         return math.nan, (f"{name}: Inductor's name lists no fused ops (descriptive_names off, or a combo "
                           "kernel): FLOPs per element unknown")

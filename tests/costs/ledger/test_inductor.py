@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from nsroof.costs.ledger.aten import OpContext, OpCost, op_cost
-from nsroof.costs.ledger.inductor import parse_name, per_element
+from nsroof.costs.ledger.inductor_launch import parse_name, per_element
 
 
 def _cost(name: str, dims: list[Any], types: list[str], concrete: list[str], **facts: Any) -> OpCost:
