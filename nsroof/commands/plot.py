@@ -67,11 +67,12 @@ def plot(report: Path, output: Path, level: str, top: int, precision: str | None
     plots.save(fig, output, dpi=dpi)
     missing = chart_data.unplotted(data)
     points = int(data["plotted"].sum())
-    text = f"wrote {output}: {n} kernel{'s' if n != 1 else ''}, {points} point{'s' if points != 1 else ''}"
+    noun = chart_data.row_noun(df)
+    text = f"wrote {output}: {n} {noun}{'s' if n != 1 else ''}, {points} point{'s' if points != 1 else ''}"
     if df.empty:
         text += " (the report has no kernels)"
     whole = int((~missing["partial"]).sum()) if len(missing) else 0
     if whole:
-        text += f"; {whole} kernel{'s' if whole != 1 else ''} not plotted (listed under the chart)"
+        text += f"; {whole} {noun}{'s' if whole != 1 else ''} not plotted (listed under the chart)"
     if not quiet:
         click.echo(text)

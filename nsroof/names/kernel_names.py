@@ -99,3 +99,60 @@ def fit_name(name: str, width: int) -> str:
     tail = (width - 1) // 2
     head = width - 1 - tail
     return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+def fit_tail(name: str, width: int) -> str:
+    """`name` in at most `width` characters keeping its end: '…' + the tail. For dotted module paths, whose
+    head is the model's root shared by every row (`…layers.11.self_attn.q_proj`)."""
+    text = str(name)
+    if len(text) <= width:
+        return text
+    kept = text[len(text) - width + 1:] if width > 1 else ""
+    dot = kept.find(".")
+    if 0 <= dot < min(8, len(kept) // 3):  # start at a path component when one starts close by
+        kept = kept[dot + 1:]
+    return "…"[:width] + kept
+
+
+def fit_names(names: list[str], width: int, *, keep: str = "middle") -> list[str]:
+    """Each of `names` in at most `width` characters — cut in the middle (fit_name) or, keep="tail", at the
+    head (fit_tail) — such that distinct names stay distinct where the width allows: names whose cut
+    forms coincide (`aten::convolution_backward` / `aten::convolution` cut to the same head, two layers'
+    modules differing only in their middle) are shown instead as the window of `width` characters around
+    where they first differ, '…' on each cut side. The one shortener of a table's or a chart's column."""
+    fit = fit_tail if keep == "tail" else fit_name
+    texts = [str(n) for n in names]
+    out = [fit(t, width) for t in texts]
+    for _ in range(4):  # a window can collide again within a larger group: refine a few times
+        groups: dict[str, set[str]] = {}
+        for text, shown in zip(texts, out, strict=True):
+            groups.setdefault(shown, set()).add(text)
+        clashes = {shown: sorted(full) for shown, full in groups.items() if len(full) > 1}
+        if not clashes:
+            break
+        for shown, full in clashes.items():
+            at = len(_common_prefix(full))
+            windows = {t: _window(t, at, width) for t in full}
+            out = [windows.get(t, o) if o == shown else o for t, o in zip(texts, out, strict=True)]
+    return out
+
+
+def _common_prefix(texts: list[str]) -> str:
+    import os.path
+
+    return os.path.commonprefix(texts)
+
+
+def _window(text: str, at: int, width: int) -> str:
+    """The `width` characters of `text` around position `at` (where it differs from its look-alikes), '…'
+    marking each cut side: the differing character and what follows it come first."""
+    if len(text) <= width:
+        return text
+    room = width - 2  # both sides cut, at most
+    start = max(0, min(at - room // 3, len(text) - (width - 1)))
+    if start == 0:
+        return text[:width - 1] + "…"
+    end = start + room
+    if end >= len(text):
+        return "…" + text[len(text) - (width - 1):]
+    return "…" + text[start:end] + "…"

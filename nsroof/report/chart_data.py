@@ -69,13 +69,33 @@ def short_name(name: str, width: int = SHORT_NAME_CHARS) -> str:
     return fit_name(text, width)
 
 
+def row_noun(df: pd.DataFrame) -> str:
+    """What a report's rows time, as the charts and listings name them: 'op' when every row is an op call of
+    a CPU profile (kind cpu_op; a CPU runs no kernels), else 'kernel'."""
+    if "kind" in df.columns and len(df) and bool((df["kind"].astype(str) == "cpu_op").all()):
+        return "op"
+    return "kernel"
+
+
+def point_label(name: str, module: object = "") -> str:
+    """A point's label: the short function or op name, and for an op that ran inside an nn.Module the
+    module's last path components after '@' (`aten::mm @ layers.3.mlp.up_proj`): two layers' GEMMs share
+    the op's name, not the module's."""
+    module = module if isinstance(module, str) else ""
+    if not module:
+        return short_name(name)
+    from nsroof.names.kernel_names import fit_tail
+
+    return f"{short_name(name, SHORT_NAME_CHARS - 12)} @ {fit_tail(module, 22)}"
+
+
 def kernels(df: pd.DataFrame) -> pd.DataFrame:
     """One row per kernel of the report, longest first: key, identity, duration_s, time_share, rank.
 
     time_share = duration_s / Σ duration_s over all kernels of the report (NaN durations count 0)."""
     key = kernel_key(df)
     cols = [c for c in ("source", "kernel_id", "kernel_name", "function", "device", "nvtx_path", "duration_s",
-                        "precision") if c in df.columns]
+                        "precision", "module") if c in df.columns]
     k = df[cols].assign(key=key.to_numpy()).drop_duplicates("key").reset_index(drop=True)
     k["duration_s"] = k["duration_s"].astype("float64")
     total_s = float(np.nansum(k["duration_s"].to_numpy()))
@@ -167,7 +187,8 @@ def chart_data(df: pd.DataFrame, *, level: str = "all", top: int = 10, nvtx: str
     })
     pts["level_order"] = pts["level"].map(level_rank).fillna(len(LEVELS)).astype("int64")
     pts = pts.merge(shown[["key", "rank", "source", "kernel_id", "function", "kernel_name", "device",
-                           "nvtx_path", "duration_s", "time_share"]], on="key", how="left")
+                           "nvtx_path", "duration_s", "time_share",
+                           *(["module"] if "module" in shown else [])]], on="key", how="left")
     pts = pts.sort_values(["rank", "level_order"], kind="stable").reset_index(drop=True)
 
     x, y = pts["x_intensity"].to_numpy(dtype="float64"), pts["y_flop_per_s"].to_numpy(dtype="float64")
@@ -188,9 +209,11 @@ def chart_data(df: pd.DataFrame, *, level: str = "all", top: int = 10, nvtx: str
     is_top = pts["rank"] <= max(int(top), 0)
     labelled = (first_plotted & is_top).to_numpy(dtype=bool)
     names = np.full(len(pts), "", dtype=object)  # the labels' names only: a report has millions of points
-    names[labelled] = [short_name(f if isinstance(f, str) and f else n) for f, n in
+    modules = (pts["module"].to_numpy(dtype=object)[labelled] if "module" in pts
+               else np.full(int(labelled.sum()), "", dtype=object))
+    names[labelled] = [point_label(f if isinstance(f, str) and f else n, m) for f, n, m in
                        zip(pts["function"].to_numpy(dtype=object)[labelled],
-                           pts["kernel_name"].to_numpy(dtype=object)[labelled], strict=True)]
+                           pts["kernel_name"].to_numpy(dtype=object)[labelled], modules, strict=True)]
     pts["label"] = np.where(labelled, names, "")
     columns = ["source", "kernel_id", "function", "kernel_name", "device", "nvtx_path", "level", "rank",
                "duration_s", "time_share", "x_intensity", "y_flop_per_s", "marker_area_pt2", "label", "bound",

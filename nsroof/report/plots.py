@@ -30,6 +30,7 @@ from nsroof.report.chart_data import (  # noqa: F401  (the names callers of plot
     kernels,
     ridge_points,
     roof_lines,
+    row_noun,
     select,
     short_name,
     short_source,
@@ -119,7 +120,8 @@ def plot(df: pd.DataFrame, *, level: str = "all", top: int = 10, nvtx: str | Non
         roofs = roof_lines(df, level=level, nvtx=nvtx, precision=precision)
         ridges = ridge_points(df, level=level, nvtx=nvtx, precision=precision)
         missing = unplotted(data)
-        lines = _unplotted_lines(missing)
+        noun = row_noun(df)
+        lines = _unplotted_lines(missing, noun)
         if ax is None:
             from matplotlib.figure import Figure
 
@@ -140,9 +142,9 @@ def plot(df: pd.DataFrame, *, level: str = "all", top: int = 10, nvtx: str | Non
             if lines:
                 ax.text(0.0, -0.11, "\n".join(lines), transform=ax.transAxes, va="top", ha="left",
                         fontsize=8.0)
-        _draw(ax, data, roofs, ridges, title=title or _title(data, level, nvtx, precision),
-              empty_text="The report has no kernels" if df.empty else "No kernel matches the filters",
-              point_links=point_links)
+        _draw(ax, data, roofs, ridges, title=title or _title(data, level, nvtx, precision, noun),
+              empty_text="The report has no kernels" if df.empty else f"No {noun} matches the filters",
+              point_links=point_links, noun=noun)
     return fig
 
 
@@ -165,18 +167,19 @@ def _panels(df: pd.DataFrame, devices: list[str], *, size: tuple[float, float] |
     return fig
 
 
-def _title(data: pd.DataFrame, level: str, nvtx: str | None, precision: str | None) -> str:
+def _title(data: pd.DataFrame, level: str, nvtx: str | None, precision: str | None, noun: str = "kernel"
+           ) -> str:
     n = data["key"].nunique()
     devices = sorted({d for d in data["device"].astype(str) if d})
     what = "Hierarchical roofline" if level == "all" else f"Roofline at {LEVEL_NAMES[level]}"
-    text = f"{what}: {n} kernel{'s' if n != 1 else ''}"
+    text = f"{what}: {n} {noun}{'s' if n != 1 else ''}"
     if devices:
         text += " on " + ", ".join(devices[:3]) + (f" +{len(devices) - 3}" if len(devices) > 3 else "")
     filters = [f for f in (f"nvtx~{nvtx}" if nvtx else "", precision or "") if f]
     return text + (f" ({', '.join(filters)})" if filters else "")
 
 
-def _unplotted_lines(missing: pd.DataFrame) -> list[str]:
+def _unplotted_lines(missing: pd.DataFrame, noun: str = "kernel") -> list[str]:
     if missing.empty:
         return []
     lines: list[str] = []
@@ -185,8 +188,8 @@ def _unplotted_lines(missing: pd.DataFrame) -> list[str]:
     part = missing[missing["partial"]]
     budget = MAX_UNPLOTTED_LINES
     for frame, head in (
-        (whole, "Not plotted: {n} kernel{s} ({share:.1f}% of the run's time)"),
-        (part, "Points missing at some levels: {n} kernel{s} ({share:.1f}% of the run's time)"),
+        (whole, "Not plotted: {n} " + noun + "{s} ({share:.1f}% of the run's time)"),
+        (part, "Points missing at some levels: {n} " + noun + "{s} ({share:.1f}% of the run's time)"),
     ):
         if frame.empty:
             continue
@@ -205,7 +208,8 @@ def _unplotted_lines(missing: pd.DataFrame) -> list[str]:
 
 
 def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFrame, *, title: str,
-          empty_text: str = "No kernel matches the filters", point_links: bool = False) -> None:
+          empty_text: str = "No kernel matches the filters", point_links: bool = False,
+          noun: str = "kernel") -> None:
     from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
 
@@ -256,11 +260,11 @@ def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFram
     place_labels(ax, pts, gid_prefix=LABEL_GID if point_links else None)
     handles: list[Any] = [
         Line2D([], [], marker=LEVEL_MARKERS[lv], linestyle="", markerfacecolor=LEVEL_COLORS[lv],
-               markeredgecolor="white", markersize=7, label=f"kernel at {LEVEL_NAMES[lv]}")
+               markeredgecolor="white", markersize=7, label=f"{noun} at {LEVEL_NAMES[lv]}")
         for lv in LEVEL_MARKERS if (pts["level"] == lv).any()
     ]
     if segments:
-        handles.append(Line2D([], [], color="#888888", linewidth=0.7, label="same kernel across levels"))
+        handles.append(Line2D([], [], color="#888888", linewidth=0.7, label=f"same {noun} across levels"))
     if len(hot):
         handles.append(Line2D([], [], marker="o", linestyle="", markerfacecolor="none",
                               markeredgecolor=ABOVE_ROOF_COLOR, markeredgewidth=1.6, markersize=9,

@@ -35,7 +35,8 @@ def per_kernel(frame: pd.DataFrame) -> pd.DataFrame:
     key = ["source", "kernel_id"]
     first = frame.drop_duplicates(key).set_index(key)
     columns = ["function", "nvtx_path", "duration_s", "limiting", "launches", "missing"]
-    out = first[columns + [c for c in ("kind", "start_us", "device_id") if c in first.columns]].copy()
+    out = first[columns + [c for c in ("kind", "start_us", "device_id", "module", "kernel_name")
+                           if c in first.columns]].copy()
     for level in frame["level"].astype(str).unique():
         sub = frame[frame["level"].astype(str) == level].set_index(key)
         out[f"bound_{level}"] = sub["bound"].astype(str).reindex(out.index).fillna("")
@@ -87,7 +88,7 @@ def render(report: Any, *, top: int = 10, output: str | None = None, width: int 
     kernels = per_kernel(frame)
     lines = _head_lines(frame, kernels, metadata, output)
     lines += ["", *(name_table(frame, top, width) if by == "name" else _top_table(kernels, top, width))]
-    lines += op_lines(getattr(report, "ops", None), top, width)
+    lines += op_lines(getattr(report, "ops", None), top, width, cpu=_cpu_only(frame))
     lines += ["", *_share_lines(frame, kernels)]
     gains = _gain_lines(frame, top, ledger_used=bool(metadata.get("ledger")), width=width)
     lines += ["", *gains] if gains else []
@@ -123,13 +124,14 @@ def _head_lines(frame: pd.DataFrame, kernels: pd.DataFrame, metadata: dict[str, 
     )
     launches = int(kernels["launches"].fillna(1).sum())
     copies = is_copy(kernels)
-    what = f"{len(kernels)} kernels"
+    what = f"{len(kernels)} {'ops' if _cpu_only(kernels) else 'kernels'}"
     if copies.any():
         what = f"{int((~copies).sum())} kernels + {int(copies.sum())} memory copies/sets"
     busy = gpu_busy_s(kernels)
     wall = (f" summed; the GPU busy {human_time(busy)}, kernels overlapping on streams counted once"
             if _overlapped(busy, total) else "")
-    lines = [f"{what} ({launches} launches, {human_time(total)}{wall}) from {sources} on {devices}"]
+    calls = "calls" if _cpu_only(kernels) else "launches"
+    lines = [f"{what} ({launches} {calls}, {human_time(total)}{wall}) from {sources} on {devices}"]
     if metadata.get("selection"):
         lines.append(f"selected: {metadata['selection']}")
     lines += _ceiling_lines(ceilings, metadata)
@@ -139,9 +141,10 @@ def _head_lines(frame: pd.DataFrame, kernels: pd.DataFrame, metadata: dict[str, 
 
 
 def _top_table(kernels: pd.DataFrame, top: int, width: int) -> list[str]:
-    """The longest kernels, one line each, sized to `width`: id, a name cut in the middle (the suffix that
-    tells `…_nn` from `…_tn` kept), time, share, bound and roof fraction per level, the limiting level."""
-    from nsroof.names.kernel_names import fit_name
+    """The longest kernels (ops of a CPU trace), one line each, sized to `width`: id, a name cut in the middle
+    (the suffix that tells `…_nn` from `…_tn` kept; distinct names stay distinct), the module when the rows
+    carry one (its tail: the layer), time, share, bound and roof fraction per level, the limiting level."""
+    from nsroof.names.kernel_names import fit_names
 
     if top <= 0:
         return []
@@ -153,25 +156,52 @@ def _top_table(kernels: pd.DataFrame, top: int, width: int) -> list[str]:
     id_w = max(2, int(ids.str.len().max()))
     compact = width - (2 + id_w + 1 + 1 + 9 + 1 + 6 + 2 + 8) - 13 * len(levels) < 24
     cell_w, limit_w, time_w = (10, 5, 8) if compact else (13, 8, 9)
-    name_w = max(12, width - (2 + id_w + 1 + 1 + time_w + 1 + 6 + 2 + limit_w) - cell_w * len(levels))
+    room = max(12, width - (2 + id_w + 1 + 1 + time_w + 1 + 6 + 2 + limit_w) - cell_w * len(levels))
     ranked = kernels.sort_values("duration_s", ascending=False, na_position="last").head(top)
-    longest = int(ranked["function"].fillna("").astype(str).str.len().max()) if len(ranked) else 0
-    name_w = min(name_w, max(longest, len("function")))  # a wide terminal gives the names room, no more
-    lines = [f"Top {min(top, len(kernels))} {'kernels and copies' if copies.any() else 'kernels'} by time "
+    functions = [str(f or n) for f, n in zip(_texts(ranked, "function"), _texts(ranked, "kernel_name"),
+                                             strict=True)]
+    modules = _texts(ranked, "module") if "module" in ranked else []
+    longest = max([len(f) for f in functions] + [len("function")])
+    mod_w = 0
+    if any(modules) and room >= 40:  # a module column takes what the names leave, 12 characters or more
+        name_w = min(longest, max(16, room * 11 // 20))
+        mod_w = min(max(len(m) for m in modules), room - name_w - 1)
+        mod_w = mod_w if mod_w >= 12 else 0
+        room -= mod_w + 1 if mod_w else 0
+    name_w = min(room, longest)  # a wide terminal gives the names room, no more
+    names = fit_names(functions, name_w)
+    mods = fit_names(modules, mod_w, keep="tail") if mod_w else []
+    word = "ops" if _cpu_only(kernels) else "kernels"
+    lines = [f"Top {min(top, len(kernels))} {f'{word} and copies' if copies.any() else word} by time "
              "(bound and fraction of the attainable roof per level)",
-             f"  {'id':>{id_w}} {'function':<{name_w}} {'time':>{time_w}} {'share':>6}  "
+             f"  {'id':>{id_w}} {'function' if word == 'kernels' else 'op':<{name_w}} "
+             + (f"{'module':<{mod_w}} " if mod_w else "") + f"{'time':>{time_w}} {'share':>6}  "
              + "".join(f"{lv.upper():<{cell_w}}" for lv in levels) + ("limit" if compact else "limiting")]
-    for _, k in ranked.iterrows():
+    for i, (_, k) in enumerate(ranked.iterrows()):
         share = k["duration_s"] / total if total and np.isfinite(k["duration_s"]) else np.nan
         share_text = f"{share:.1%}" if np.isfinite(share) else "?"
         copy = str(k.get("kind", "")) in COPY_KINDS
         cells = "".join(
             f"{'(copy/set)' if copy else _cell(k[f'bound_{lv}'], k[f'fraction_{lv}'], compact):<{cell_w}}"
             for lv in levels)
-        name = fit_name(k["function"] or k.get("kernel_name", ""), name_w)
-        lines.append(f"  {k['kernel_id']!s:>{id_w}} {name:<{name_w}} {human_time(k['duration_s']):>{time_w}} "
+        module = f"{mods[i] or '-':<{mod_w}} " if mod_w else ""
+        lines.append(f"  {k['kernel_id']!s:>{id_w}} {names[i]:<{name_w}} {module}"
+                     f"{human_time(k['duration_s']):>{time_w}} "
                      f"{share_text:>6}  {cells}{_limit(k['limiting'], compact) or '-'}")
     return lines
+
+
+def _texts(frame: pd.DataFrame, column: str) -> list[str]:
+    """A text column's values as strings, '' for a missing value or column."""
+    if column not in frame:
+        return [""] * len(frame)
+    return ["" if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA else str(v)
+            for v in frame[column].astype(object).tolist()]
+
+
+def _cpu_only(frame: pd.DataFrame) -> bool:
+    """Whether every row is an op call of a CPU profile (kind cpu_op): such a report has ops, no kernels."""
+    return "kind" in frame.columns and len(frame) > 0 and bool((frame["kind"].astype(str) == "cpu_op").all())
 
 
 def _limit(limiting: str, compact: bool) -> str:
@@ -186,7 +216,7 @@ def _share_lines(frame: pd.DataFrame, kernels: pd.DataFrame) -> list[str]:
         copy_s = float(kernels.loc[copies, "duration_s"].astype("float64").sum())
         lines.append(f"Memory copies/sets: {human_time(copy_s)} ({copy_s / total:.1%} of the time), not "
                      "kernels: timed, never classified")
-    lines.append("Share of kernel time by bound")
+    lines.append(f"Share of {'op' if _cpu_only(kernels) else 'kernel'} time by bound")
     lines.append(f"  {'level':<6} {'memory':>8} {'compute':>8} {'unknown':>8}")
     for _, row in bound_shares(frame).iterrows():
         cells = " ".join(f"{row[b]:>8.1%}" if np.isfinite(row[b]) else f"{'?':>8}"
@@ -200,7 +230,8 @@ def _unknown_lines(frame: pd.DataFrame) -> list[str]:
     if not len(unknown):
         return []
     n_kernels = unknown.drop_duplicates(["source", "kernel_id"]).shape[0]
-    lines = [f"Not classified: {n_kernels} kernel(s) at one or more levels; why:"]
+    lines = [f"Not classified: {n_kernels} {'op' if _cpu_only(frame) else 'kernel'}(s) at one or more levels; "
+             "why:"]
     reasons = unknown.groupby(unknown["missing"].astype(str), sort=False, observed=True).agg(
         rows=("kernel_id", "size"), levels=("level", lambda s: ",".join(sorted(set(map(str, s)))))
     ).sort_values("rows", ascending=False)
@@ -215,20 +246,21 @@ def _coverage_lines(frame: pd.DataFrame, metadata: dict[str, Any]) -> list[str]:
     coverage = analytic_coverage(frame, traces)
     if not len(coverage):
         return []
-    lines = ["Coverage of the torch trace(s): share of kernel time (summed over streams) whose op has an "
-             "analytic formula"]
+    word = "op" if _cpu_only(frame) else "kernel"
+    streams = "" if word == "op" else " (summed over streams)"
+    lines = [f"Coverage of the torch trace(s): share of {word} time{streams} whose op has an analytic formula"]
     replays = {str(i.get("name", "")): (i.get("facts") or {}).get("graphs")
                for i in metadata.get("inputs", []) if isinstance(i, dict)}
     for _, c in coverage.iterrows():
         graphs = replays.get(c["source"])
         if not c["time_s"] > 0:
-            lines.append(f"  {_short(c['source'], 44):<44} no kernel durations ({c['kernels']} kernels)")
+            lines.append(f"  {_short(c['source'], 44):<44} no {word} durations ({c['kernels']} {word}s)")
             continue
         busy = (f"; GPU busy {human_time(c['busy_s'])} (overlaps once), "
                 f"{c['costed_busy_s'] / c['busy_s']:.1%} of it under costed kernels"
-                if _overlapped(c["busy_s"], c["time_s"]) else "")
+                if _overlapped(c["busy_s"], c["time_s"]) and word == "kernel" else "")
         lines.append(f"  {_short(c['source'], 44):<44} {c['share']:>6.1%} of {human_time(c['time_s'])} "
-                     f"kernel time ({c['costed']} of {c['kernels']} kernels){busy}"
+                     f"{word} time ({c['costed']} of {c['kernels']} {word}s){busy}"
                      + (f"; largest uncovered: {_short(c['uncovered'], 70)} ({human_time(c['uncovered_s'])})"
                         if c["uncovered"] else ""))
         lines += [f"    {graph_replay_line(graphs)}"] if isinstance(graphs, dict) else []
@@ -316,36 +348,74 @@ def lower_bound_warnings(frame: pd.DataFrame) -> list[str]:
             f"wrong ({parts})"]
 
 
-def op_lines(ops: pd.DataFrame | None, top: int, width: int = 80) -> list[str]:
+def op_lines(ops: pd.DataFrame | None, top: int, width: int = 80, *, cpu: bool = False) -> list[str]:
     """The op-level view's costed ops by time (a trace's REPORT.ops.parquet), the calls of one op and shape
-    together: their kernels' summed time and their formula's whole FLOPs, so the rate is right even where a
-    helper kernel carries none of them. Bound and roof fraction of the first call
-    (one shape, one intensity)."""
+    together, the shapes shown: their kernels' summed time and their formula's whole FLOPs, so the rate is
+    right even where a helper kernel carries none of them. One intensity per group (one shape), so one
+    bound; its roof fraction is the group's, Σ time floor / Σ time (a time-weighted mean of its calls'). The
+    ops of a CPU profile (`cpu`) launch no kernels: no kernels column."""
+    from nsroof.names.kernel_names import fit_names
+
     if ops is None or not len(ops) or not ops["flops"].notna().any():
         return []
     costed = ops[ops["flops"].notna()]
+    floor = costed["time_floor_s"].astype("float64")
+    costed = costed.assign(floored_s=costed["duration_s"].astype("float64").where(floor.notna()),
+                           floor_s=floor, shapes=compact_shapes(costed["input_shapes"]) if "input_shapes"
+                           in costed else "")
     groups = costed.groupby([costed["op"].astype(str), costed["flops_source"].astype(str)], sort=False,
                             observed=True)
     # a call of unknown time (its kernels not recorded) makes the group's time unknown, never 0 s
     table = groups.agg(time=("duration_s", lambda s: s.sum(skipna=False)), flops=("flops", "sum"),
-                       calls=("op", "size"),
-                       kernels=("launches", "sum"), bound=("bound", "first"),
-                       fraction=("roof_fraction", "first"), level=("level", "first"))
+                       calls=("op", "size"), kernels=("launches", "sum"), bound=("bound", "first"),
+                       floor=("floor_s", "sum"), floored=("floored_s", "sum"), level=("level", "first"),
+                       shapes=("shapes", "first"))
     table = table.sort_values("time", ascending=False).head(top)
     links = bool((table["level"] == LINK_LEVEL).any())
-    op_w = max(12, min(34, width - (2 + 1 + 9 + 1 + 6 + 1 + 7 + 1 + 9 + 2
-                                    + 12 + 5 * links)))  # 'compute 100%'
+    fixed = 2 + 1 + 9 + 1 + 6 + (0 if cpu else 1 + 7) + 1 + 9 + 2 + 12 + 5 * links  # 'compute 100%'
+    ops_text = [str(op) for op, _ in table.index]
+    shapes = table["shapes"].astype(str).tolist()
+    op_w = max(12, min(max(len(o) for o in ops_text), max(16, (width - fixed) * 11 // 20)))
+    shape_w = max(0, min(max(len(x) for x in shapes + ["input shapes"]), width - fixed - op_w - 1))
+    names = fit_names(ops_text, op_w)
+    shown = fit_names(shapes, shape_w) if shape_w >= 8 else [""] * len(shapes)
+    shape_col = f" {'input shapes':<{shape_w}}" if shape_w >= 8 else ""
+    kernels_col = "" if cpu else f" {'kernels':>7}"
     lines = ["",
-             f"Top {len(table)} costed ops by time (op-level rows, calls of one op and shape together: their "
-             "kernels' time, their formula's FLOPs)",
-             f"  {'op':<{op_w}} {'time':>9} {'calls':>6} {'kernels':>7} {'FLOP/s':>9}  "
+             f"Top {len(table)} costed ops by time, one row per op and input shapes (op-level rows)",
+             "  (summed over the calls: time, the formula's FLOPs; roof = Σ time floor / Σ time)",
+             f"  {'op':<{op_w}}{shape_col} {'time':>9} {'calls':>6}{kernels_col} {'FLOP/s':>9}  "
              f"DRAM{'/link' if links else ''}"]
-    for (op, _), r in table.iterrows():
+    for i, ((op, _), r) in enumerate(table.iterrows()):
         rate = r["flops"] / r["time"] if r["time"] > 0 else np.nan
-        lines.append(f"  {_short(str(op), op_w):<{op_w}} {human_time(r['time']):>9} {int(r['calls']):>6} "
-                     f"{int(r['kernels']):>7} {(f'{rate:.3g}' if np.isfinite(rate) else '?'):>9}  "
-                     f"{_cell(r['bound'], r['fraction'])}{' link' if r['level'] == LINK_LEVEL else ''}")
+        fraction = r["floor"] / r["floored"] if r["floored"] > 0 else np.nan
+        shape = f" {shown[i]:<{shape_w}}" if shape_col else ""
+        kernels = "" if cpu else f" {int(r['kernels']):>7}"
+        lines.append(f"  {names[i]:<{op_w}}{shape} {human_time(r['time']):>9} {int(r['calls']):>6}{kernels} "
+                     f"{(f'{rate:.3g}' if np.isfinite(rate) else '?'):>9}  "
+                     f"{_cell(r['bound'], fraction)}{' link' if r['level'] == LINK_LEVEL else ''}")
     return lines
+
+
+def compact_shapes(shapes: pd.Series) -> pd.Series:
+    """Recorded input shapes as a table shows them: `[[384], [512, 128], [], []]` -> `384 512x128` (the
+    empty shapes of scalar arguments dropped; a text that is no list of shapes kept as it is)."""
+    import json
+
+    def one(text: str) -> str:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return text
+        if not isinstance(value, list):
+            return text
+        parts = ["x".join(str(d) for d in shape) if isinstance(shape, list) else str(shape)
+                 for shape in value if shape != []]
+        return " ".join(parts)
+
+    values = shapes.astype(object).where(shapes.notna(), "").astype(str)
+    distinct = {v: one(v) for v in pd.unique(values.to_numpy(dtype=object))}
+    return values.map(distinct)
 
 
 def _merge_clocks(families: set[str]) -> list[str]:
@@ -416,12 +486,16 @@ def _gain_lines(frame: pd.DataFrame, top: int, ledger_used: bool = False, width:
                                   "and the warnings below")
         return [f"Ledger: {matched} of {total} kernels matched and evaluated a formula; no ideal time could "
                 f"be computed{' (no roofs: pass --machine)' if matched else ''}{why}"]
+    from nsroof.names.kernel_names import fit_names
+
+    word = "ops" if _cpu_only(frame) else "kernels"
     lines = [f"Time that could be gained (duration - ideal time from the ledger; {matched} of {total} "
-             "kernels matched)"]
+             f"{word} matched)"]
     label_w = max(20, min(60, width - 2 - 1 - 9 - 2 - 18))
-    for _, r in table.head(top).iterrows():
-        label = f"[{r['kind']}] {r['name']}"
-        lines.append(f"  {_short(label, label_w):<{label_w}} {human_time(float(r['gain_s'])):>9}  "
+    shown = table.head(top)
+    labels = fit_names([f"[{r['kind']}] {r['name']}" for _, r in shown.iterrows()], label_w)
+    for label, (_, r) in zip(labels, shown.iterrows(), strict=True):
+        lines.append(f"  {label:<{label_w}} {human_time(float(r['gain_s'])):>9}  "
                      f"headroom {r['headroom']:.3g}x")
     return lines
 
@@ -541,12 +615,15 @@ def name_table(frame: pd.DataFrame, top: int, width: int) -> list[str]:
              "  (bound, limit: those of most of each name's time; roof = Σ floor / Σ time)",
              f"  {'kernel name':<{name_w}} {'kerns':>5} {'launches':>8} {'time':>9} {'share':>6}  "
              f"{'bound':<{bound_w}}{'limit' if compact else 'limiting':<{limit_w}}{'roof':>5}"]
-    for _, n in ranked.iterrows():
+    from nsroof.names.kernel_names import fit_names
+
+    names = fit_names(ranked["function"].astype(str).tolist(), name_w)
+    for i, (_, n) in enumerate(ranked.iterrows()):
         share = f"{n['time_share']:.1%}" if np.isfinite(n["time_share"]) else "?"
         bound = _cell(str(n["bound"]), n["bound_time_share"] if n["bound_time_share"] < 0.995 else np.nan,
                       compact)
         roof = f"{n['roof_fraction']:.0%}" if np.isfinite(n["roof_fraction"]) else "?"
-        lines.append(f"  {_short(n['function'], name_w):<{name_w}} {n['kernels']:>5} {n['launches']:>8} "
+        lines.append(f"  {names[i]:<{name_w}} {n['kernels']:>5} {n['launches']:>8} "
                      f"{human_time(n['duration_s']):>9} {share:>6}  {bound:<{bound_w}}"
                      f"{_limit(str(n['limiting']), compact) or '-':<{limit_w}}{roof:>5}")
     return lines

@@ -41,8 +41,8 @@ def test_the_summary_shows_ops_with_their_whole_flops_over_their_kernels_time(tm
     report = analyze(_trace(tmp_path), machine=GPU)
     line = next(x for x in render(report).splitlines() if x.strip().startswith("aten::mm"))
     # gemm(m=8, n=32, k=16) = 2·8·32·16 = 8,192 FLOP per call; 2 calls over 2 × (10 + 10) µs = 40 µs:
-    # 16,384 / 40e-6 = 4.1e8 FLOP/s; 2 calls, 4 kernels
-    assert line.split()[1:6] == ["40", "us", "2", "4", "4.1e+08"]
+    # 16,384 / 40e-6 = 4.1e8 FLOP/s; 2 calls, 4 kernels; the shapes the group shares shown
+    assert line.split()[1:8] == ["8x16", "16x32", "40", "us", "2", "4", "4.1e+08"]
     out = report.write(tmp_path / "r.parquet")
     assert ops_path(out).name == "r.ops.parquet" and ops_path(out).is_file()
 
