@@ -563,7 +563,8 @@ def _op_table(ops: pd.DataFrame, width: int) -> list[str]:
     for name, (_, row) in zip(names, ops.iterrows(), strict=True):
         frac = f"{row['roof_fraction']:.0%}" if np.isfinite(row["roof_fraction"]) else "-"
         inten = f"{row['intensity']:.3g}" if not math.isnan(row["intensity"]) else "-"
-        lines.append(f"  {name:<{name_w}} {row['calls']:>6} {human_time(row['time_s']):>9} {row['share']:>6.1%}  "
+        lines.append(f"  {name:<{name_w}} {row['calls']:>6} {human_time(row['time_s']):>9} "
+                     f"{row['share']:>6.1%}  "
                      f"{row['bound']:<8} {frac:>5} {inten:>8}")
     return lines
 
@@ -577,7 +578,8 @@ def _module_table(modules: pd.DataFrame, width: int) -> list[str]:
     fixed = 2 + 1 + 9 + 1 + 6 + 2 + 8 + 1 + len("memory 100% / compute 100%")
     name_w = max(12, min(width - fixed, int(modules["module"].astype(str).str.len().max())))
     names = fit_names(modules["module"].astype(str).tolist(), name_w, keep="tail")
-    lines = ["", "Top modules by time (forward and backward; bound: the one holding most of the module's time)"]
+    lines = ["", "Top modules by time (forward and backward; bound: the one holding most of the module's "
+             "time)"]
     for name, (_, row) in zip(names, modules.iterrows(), strict=True):
         lines.append(f"  {name:<{name_w}} {human_time(row['time_s']):>9} {row['share']:>6.1%}  "
                      f"{row['bound']:<8} memory {row['memory']:.0%} / compute {row['compute']:.0%}")

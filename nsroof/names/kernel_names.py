@@ -109,7 +109,8 @@ def fit_tail(name: str, width: int) -> str:
         return text
     kept = text[len(text) - width + 1:] if width > 1 else ""
     dot = kept.find(".")
-    if 0 <= dot < min(8, len(kept) // 3):  # start at a path component when one starts close by
+    # start at a path component when one starts close by, unless the cut one is a layer's index
+    if 0 <= dot < min(8, len(kept) // 3) and not kept[:dot].isdigit():
         kept = kept[dot + 1:]
     return "…"[:width] + kept
 

@@ -230,7 +230,8 @@ def _unknown_lines(frame: pd.DataFrame) -> list[str]:
     if not len(unknown):
         return []
     n_kernels = unknown.drop_duplicates(["source", "kernel_id"]).shape[0]
-    lines = [f"Not classified: {n_kernels} {'op' if _cpu_only(frame) else 'kernel'}(s) at one or more levels; "
+    word = "op" if _cpu_only(frame) else "kernel"
+    lines = [f"Not classified: {n_kernels} {word}(s) at one or more levels; "
              "why:"]
     reasons = unknown.groupby(unknown["missing"].astype(str), sort=False, observed=True).agg(
         rows=("kernel_id", "size"), levels=("level", lambda s: ",".join(sorted(set(map(str, s)))))
@@ -248,7 +249,8 @@ def _coverage_lines(frame: pd.DataFrame, metadata: dict[str, Any]) -> list[str]:
         return []
     word = "op" if _cpu_only(frame) else "kernel"
     streams = "" if word == "op" else " (summed over streams)"
-    lines = [f"Coverage of the torch trace(s): share of {word} time{streams} whose op has an analytic formula"]
+    lines = [f"Coverage of the torch trace(s): share of {word} time{streams} whose op has an analytic "
+             "formula"]
     replays = {str(i.get("name", "")): (i.get("facts") or {}).get("graphs")
                for i in metadata.get("inputs", []) if isinstance(i, dict)}
     for _, c in coverage.iterrows():
@@ -386,7 +388,7 @@ def op_lines(ops: pd.DataFrame | None, top: int, width: int = 80, *, cpu: bool =
              "  (summed over the calls: time, the formula's FLOPs; roof = Σ time floor / Σ time)",
              f"  {'op':<{op_w}}{shape_col} {'time':>9} {'calls':>6}{kernels_col} {'FLOP/s':>9}  "
              f"DRAM{'/link' if links else ''}"]
-    for i, ((op, _), r) in enumerate(table.iterrows()):
+    for i, (_, r) in enumerate(table.iterrows()):
         rate = r["flops"] / r["time"] if r["time"] > 0 else np.nan
         fraction = r["floor"] / r["floored"] if r["floored"] > 0 else np.nan
         shape = f" {shown[i]:<{shape_w}}" if shape_col else ""
