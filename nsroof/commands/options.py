@@ -226,8 +226,12 @@ class LoadWatch:
         from nsroof.collectors.measure.environment import load_average
         from nsroof.collectors.measure.runner import busy_note
 
+        import sys
+
+        torch = sys.modules.get("torch")  # the run's thread count, when it ran torch (never imported here)
         env = {"logical_cpus": os.cpu_count(), "load_average_at_start": self.start,
-               "load_average_at_end": load_average()}
+               "load_average_at_end": load_average(),
+               "threads_used": torch.get_num_threads() if torch is not None else None}
         return busy_note(env) or ""
 
 

@@ -154,8 +154,10 @@ def refusal(result: Any, first: str, outcome: str = "it is not used") -> str:
     again = failed_checks(result)
     tries = f"twice (first: {first}; then, run longer: {again})" if first != again else \
         f"twice, the same way: {again}"
+    threads = "" if (getattr(result, "environment", None) or {}).get("threads_used") == 1 else \
+        " or with --threads 1"
     return (f"this CPU's measured roofline failed its physics check {tries}, so {outcome} — rerun on an "
-            "idle machine or with --threads 1, or pass --machine FILE")
+            f"idle machine{threads}, or pass --machine FILE")
 
 
 def cpu_profile(cache_dir: str | os.PathLike[str] | None = None, *, progress: Any = None,

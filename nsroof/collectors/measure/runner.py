@@ -279,9 +279,10 @@ def busy_note(env: dict[str, Any]) -> str | None:
     loads = [la[0] for la in (env.get("load_average_at_start"), env.get("load_average_at_end")) if la]
     if not cpus or not loads or max(loads) <= cpus:
         return None
+    # --threads 1 steadies the ratios only where the run used more threads than that
+    threads = "" if env.get("threads_used") == 1 else ", or with --threads 1 for steadier ratios"
     return (f"load average up to {max(loads):.1f} on {cpus} CPUs: other processes shared the CPU during this "
-            "run, so these figures are lower bounds (rerun on an idle machine, or with --threads 1 for "
-            "steadier ratios)")
+            f"run, so these figures are lower bounds (rerun on an idle machine{threads})")
 
 
 def _datasheet(env: dict[str, Any]) -> Any | None:

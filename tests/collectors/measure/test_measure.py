@@ -480,6 +480,11 @@ def test_a_busy_machine_is_flagged() -> None:
     note = busy_note({"logical_cpus": 2, "load_average_at_start": [0.5, 0.4, 0.3],
                       "load_average_at_end": [6.4, 5, 3]})
     assert note is not None and note.startswith("load average up to 6.4 on 2 CPUs")
+    assert note.endswith("(rerun on an idle machine, or with --threads 1 for steadier ratios)")
+    # a run that already used one thread is not told to use one (issue 41, "CPU runs speak CPU")
+    one = busy_note({"logical_cpus": 2, "load_average_at_start": [0.5, 0.4, 0.3],
+                     "load_average_at_end": [6.4, 5, 3], "threads_used": 1})
+    assert one is not None and one.endswith("(rerun on an idle machine)") and "--threads" not in one
     assert busy_note({"logical_cpus": 2}) is None  # no load average known: no claim
 
 
