@@ -48,7 +48,8 @@ def load(path: PathLike, *, filters: Any = None, columns: list[str] | None = Non
 
 
 class profile(_profile):  # noqa: N801  (used as `with nsroof.profile(...)`, like torch.profiler.profile)
-    """nsroof.collectors.torch_profile.profile, whose `.report` is a Report (rows, metadata, warnings)."""
+    """nsroof.collectors.torch_profile.profile, whose `.report` is a Report (rows, metadata, warnings, and
+    `.trace`: the chrome trace it saved, in a new temporary folder unless `trace=` named a path)."""
 
     @property
     def report(self) -> Report:  # type: ignore[override]
@@ -56,7 +57,7 @@ class profile(_profile):  # noqa: N801  (used as `with nsroof.profile(...)`, lik
         result = self.result
         assert result is not None
         ops = result.ops if result.ops is not None else Report(frame).ops
-        return Report(frame, dict(result.metadata), list(result.warnings), ops=ops)
+        return Report(frame, dict(result.metadata), list(result.warnings), ops=ops, trace=result.trace)
 
 
 def summary(report: ReportLike, *, top: int = 10, width: int | None = None) -> str:

@@ -31,6 +31,8 @@ class Report:
     hints: list[str] = field(default_factory=list)
     # the op-level view: one row per op call (kind 'op', level dram), written beside the report
     ops: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COLUMNS))
+    # the chrome trace a live profile saved (nsroof.profile: a temporary folder unless trace= named one)
+    trace: Path | None = None
 
     def write(self, path: str | os.PathLike[str]) -> Path:
         """The report file, and the op-level rows (when the inputs have ops) at ops_path(path): both written
@@ -54,7 +56,10 @@ class Report:
         where = (f" from {', '.join(sources[:2])}{' …' if len(sources) > 2 else ''}" if sources else "") + (
             f" on {', '.join(devices[:2])}{' …' if len(devices) > 2 else ''}" if devices else "")
         notes = f", {len(self.warnings)} warning(s)" if self.warnings else ""
-        return (f"Report({n} kernel{'s' if n != 1 else ''}, {len(f)} rows{where}{notes}; "
+        noun = "op" if len(f) and "kind" in f.columns and bool((f["kind"].astype(str) == "cpu_op").all()) \
+            else "kernel"  # a CPU profile's rows are op calls: a CPU runs no kernels
+        trace = f", trace {self.trace}" if self.trace is not None else ""
+        return (f"Report({n} {noun}{'s' if n != 1 else ''}, {len(f)} rows{where}{notes}{trace}; "
                 ".frame holds the rows)")
 
 

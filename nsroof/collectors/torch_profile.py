@@ -81,6 +81,15 @@ class ProfileResult:
 # --------------------------------------------------------------------------- the context manager
 
 
+def quiet_kineto() -> Any:
+    """Kineto's `USDT: … profiler_start/stop` lines (written from C++ to file descriptor 2 as the profiler
+    starts and stops) dropped; any other output passes unchanged (nsroof.collectors.script.filtered_stderr).
+    The Python API's output stays the user's own, as the CLI's does."""
+    from nsroof.collectors.script import filtered_stderr
+
+    return filtered_stderr()
+
+
 class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p:`
     """torch.profiler (CPU, plus CUDA when available; shapes recorded) whose exit builds the report from
     the chrome trace it saves.
@@ -171,7 +180,8 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         if self.modules:
             # Forward ranges only: backward ops are attributed through autograd sequence numbers.
             self._cleanup.append(nvtx_ranges.annotate_all_modules(backward=False).remove)
-        self._prof.__enter__()
+        with quiet_kineto():
+            self._prof.__enter__()
         # a profiler the profiled code starts from here on is made a no-op, with one warning (its start would
         # take over this session and its stop end it: the process then dies in kineto, nothing saved)
         self._cleanup.append(nested_profiler.install(self._prof.profiler, lambda: not self._stopped,
@@ -221,7 +231,8 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
                                "facts_error": f"{type(exc).__name__}: {exc}"}
                 self._prof.add_metadata_json("nsroof", json.dumps(self._facts))
             finally:
-                self._prof.__exit__(None, None, None)
+                with quiet_kineto():
+                    self._prof.__exit__(None, None, None)
 
     def _marked(self) -> int:
         return self._counts["nsroof"] or self._counts["optimizer"]

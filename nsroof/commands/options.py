@@ -222,11 +222,10 @@ class LoadWatch:
 
     def warning(self) -> str:
         import os
+        import sys
 
         from nsroof.collectors.measure.environment import load_average
         from nsroof.collectors.measure.runner import busy_note
-
-        import sys
 
         torch = sys.modules.get("torch")  # the run's thread count, when it ran torch (never imported here)
         env = {"logical_cpus": os.cpu_count(), "load_average_at_start": self.start,

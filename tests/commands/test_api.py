@@ -64,3 +64,18 @@ def test_profile_report_is_a_report_with_a_short_repr(cpu_machine_json: Path, tm
         torch.ones(64, 64) @ torch.ones(64, 64)
     assert isinstance(prof.report, nsroof.Report) and len(prof.report.frame) > 0
     assert len(repr(prof.result)) < 300 and len(repr(prof.report)) < 300
+
+
+def test_profile_keeps_the_output_clean_and_says_where_its_trace_is(
+        cpu_machine_json: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Issue 41, "Python API": kineto's `USDT: … profiler_start/stop` lines (C++, file descriptor 2) no longer
+    reach the user's terminal, and the trace saved in a temporary folder is on the report."""
+    torch = pytest.importorskip("torch")
+    with nsroof.profile(machine=str(cpu_machine_json)) as prof:
+        torch.ones(64, 64) @ torch.ones(64, 64)
+        print("the user's own line", file=sys.stderr, flush=True)
+    out, err = capfd.readouterr()
+    assert "USDT" not in out + err and "the user's own line" in err
+    trace = prof.report.trace
+    assert trace is not None and trace.is_file() and trace.name == "trace.json.gz"
+    assert f"trace {trace}" in repr(prof.report) and repr(prof.report).startswith("Report(3 ops,")  # CPU: ops
