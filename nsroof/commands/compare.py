@@ -21,6 +21,9 @@ from nsroof.commands.options import check_suffix, machine_option, output_option,
 @output_option("every kernel row: .csv or .parquet (per-range rows go to <name>.ranges.<ext>)")
 @click.option("--json", "as_json", is_flag=True, help="Print the kernel and range tables as JSON.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print the kernel table as CSV.")
+@click.option("--html", "html_out", type=click.Path(path_type=Path), default=None,
+              help="Also write the comparison as a self-contained HTML page, side by side: totals, then "
+                   "time, FLOPs, DRAM bytes and bound per kernel (op) and per NVTX range.")
 @click.option("--per", type=click.Choice(["auto", "run", "step", "launch"]), default="auto",
               show_default=True,
               help="Normalise: per step (both step counts known), per launch (before scaled to the after "
@@ -28,7 +31,7 @@ from nsroof.commands.options import check_suffix, machine_option, output_option,
                    "counts differ.")
 @selection_options()
 def compare(before: Path, after: Path, top: int, ranges: bool, machine: str | None, output: Path | None,
-            as_json: bool, as_csv: bool, per: str, selection: Any) -> None:
+            as_json: bool, as_csv: bool, per: str, selection: Any, html_out: Path | None) -> None:
     """Compare two reports (.parquet), datasets (folders written by `nsroof analyze -o DIR`) or exports
     (analyzed on the fly): kernels (or CPU ops) matched by function name + NVTX path (torch emit_nvtx's
     seq / op_id / input_op_ids counters and step numbers ignored, sizes kept), normalised per step or
@@ -39,6 +42,7 @@ def compare(before: Path, after: Path, top: int, ranges: bool, machine: str | No
     if as_json and as_csv:
         raise click.UsageError("give one of --json and --csv")
     check_suffix(output, (".csv", ".parquet"), "the comparison")
+    check_suffix(html_out, (".html", ".htm"), "the comparison page")
     a, meta_a = _side(before, machine)
     b, meta_b = _side(after, machine)
     a, b = selection.apply(a, what=str(before)), selection.apply(b, what=str(after))
@@ -49,6 +53,11 @@ def compare(before: Path, after: Path, top: int, ranges: bool, machine: str | No
         return
     result = cmp.compare(a, b, per=per, ranges=ranges, metadata=(meta_a, meta_b))
     kernels, per_range = result.kernels, result.ranges
+    if html_out is not None:
+        from nsroof.report import compare_html
+
+        compare_html.write(result, html_out, before_name=str(before), after_name=str(after),
+                           title=f"nsroof compare {before.name} → {after.name}")
     if output is not None:
         _write(kernels, output)
         if per_range is not None:

@@ -191,7 +191,7 @@ def join_kernels(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     out = joined.reset_index()
     order = out["delta_s"].abs().sort_values(ascending=False, kind="stable").index
     cols = ["function", "nvtx_path", "status", "launches_before", "launches_after", "duration_s_before",
-            "duration_s_after", "delta_s", "speedup"]
+            "duration_s_after", "delta_s", "speedup", "flops_before", "flops_after"]
     for lv in ROW_LEVELS:
         cols += [f"bytes_{lv}_before", f"bytes_{lv}_after", f"delta_bytes_{lv}"]
     for lv in ROW_LEVELS:
@@ -330,7 +330,10 @@ def empty_answer(before: pd.DataFrame, after: pd.DataFrame,
 
 
 def is_cpu(report: pd.DataFrame) -> bool:
-    """A CPU op profile (nsroof profile/demo on the CPU): every duration is torch.profiler's CPU time."""
+    """A CPU op profile (nsroof profile/demo on the CPU): every row an op call (kind cpu_op), or every
+    duration torch.profiler's CPU time."""
+    if "kind" in report.columns and len(report) and bool((report["kind"].astype(str) == "cpu_op").all()):
+        return True
     src = (report["duration_source"].dropna().astype(str) if "duration_source" in report.columns
            else pd.Series([], dtype=object))
     return bool(len(src)) and bool(src.str.startswith("torch.profiler:cpu_time").all())
