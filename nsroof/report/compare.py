@@ -424,7 +424,9 @@ def describe_per(c: Comparison) -> str:
 
 
 def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = None, *, top: int = 20,
-           before_name: str = "before", after_name: str = "after") -> str:
+           before_name: str = "before", after_name: str = "after", width: int | None = None) -> str:
+    """The comparison as text; the per-kernel lines' names cut in the middle and their NVTX paths to their
+    innermost ranges, fitted to `width` (default: the terminal's)."""
     head: list[str] = []
     what, time_word = "kernels", "kernel time"
     busy = kernels.busy_s if isinstance(kernels, Comparison) else (np.nan, np.nan)
@@ -460,19 +462,27 @@ def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = Non
     lines += ["",
               f"  {'time before':>12} {'time after':>12} {'change':>11} {'speedup':>8}  "
               f"{'DRAM bytes before -> after':>28}  {'bound (DRAM)':<18} {noun} [NVTX path]"]
-    for r in kernels.head(top).itertuples():
+    from nsroof.names.kernel_names import fit_names, fit_tail
+    from nsroof.report.summary import terminal_width
+
+    shown = kernels.head(top)
+    room = max(24, (width or terminal_width()) - 2 - 12 - 1 - 12 - 1 - 11 - 1 - 8 - 2 - 28 - 2 - 18 - 1)
+    names = iter(fit_names([str(f) for f in shown["function"]], min(60, max(40, room // 2))))
+    for r in shown.itertuples():
         # a collective has a link row where other kernels have a DRAM row: its line shows the link's
         # bytes and bound
         lv = LINK_LEVEL if _at_link(r) else "dram"
         bound = f"{getattr(r, f'bound_{lv}_before') or '-'}->{getattr(r, f'bound_{lv}_after') or '-'}" \
             if r.status == "both" else r.status
         bound += " link" if lv == LINK_LEVEL else ""
-        where = f" [{r.nvtx_path}]" if r.nvtx_path else ""
+        name = next(names)
+        # the NVTX path's innermost ranges (a profiled run's module) in what the name leaves of the line
+        where = f" [{fit_tail(str(r.nvtx_path), max(32, room - len(name) - 3))}]" if r.nvtx_path else ""
         moved = " -> ".join(human_bytes(getattr(r, f"bytes_{lv}_{side}")) for side in ("before", "after"))
         lines.append(
             f"  {_s(r.duration_s_before):>12} {_s(r.duration_s_after):>12} {_signed_s(r.delta_s):>11} "
             f"{_ratio(r.duration_s_before, r.duration_s_after):>8}  {moved:>28}  {bound:<18} "
-            f"{str(r.function)[:60]}{where}"
+            f"{name}{where}"
         )
     if len(kernels) > top:
         lines.append(f"  ... {len(kernels) - top} more (--top N, or -o FILE for all rows)")
