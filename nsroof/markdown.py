@@ -1,6 +1,6 @@
-"""The one renderer of Markdown tables: the README's schema table (nsroof.schema), docs/readme/formulas.md
-(nsroof.counters.metric_formulas), docs/readme/machines.md (nsroof.roofs.machines) and the GPU-check entry of
-docs/measurements.md (scripts/gpu_check_report.py).
+"""The one renderer of Markdown tables: docs/readme/report.md's column table (nsroof.schema),
+docs/readme/formulas.md (nsroof.counters.metric_formulas), docs/readme/machines.md (nsroof.roofs.machines)
+and the GPU-check entry of docs/measurements.md (scripts/gpu_check_report.py).
 
 GitHub's table syntax: a header row, a `|---|` separator, one row per item, cells as given (inline
 Markdown allowed). A `|` inside a cell would end it, so it is escaped as `\\|`, which GitHub shows as `|`.

@@ -3,8 +3,8 @@
 - the kernel table every importer returns (IDENTITY_COLUMNS, plus profiler metrics under their own
   ncu names in SI base units) and the file facts returned beside it (FileFacts);
 - the report: one row per (kernel launch, memory level), REPORT_FIELDS. Every field carries its unit
-  and meaning in the Parquet field metadata; the README's schema table is generated from
-  REPORT_FIELDS (tests keep them in step).
+  and meaning in the Parquet field metadata; the column table of docs/readme/report.md is generated
+  from REPORT_FIELDS (tests keep them in step).
 """
 
 from __future__ import annotations
@@ -384,7 +384,8 @@ def arrow_schema(metadata: dict[bytes, bytes] | None = None,
 
 
 def render_markdown() -> str:
-    """The README's schema table, generated from REPORT_FIELDS (tests keep the README in step)."""
+    """The report's column table (docs/readme/report.md), generated from REPORT_FIELDS (a test keeps it in
+    step)."""
     rows = [(f"`{f.name}`", f"{f.type}" + (" (categorical)" if f.categorical else ""), f.unit or "—",
              f.description)
             for f in REPORT_FIELDS]
