@@ -56,8 +56,9 @@ class Report:
         where = (f" from {', '.join(sources[:2])}{' …' if len(sources) > 2 else ''}" if sources else "") + (
             f" on {', '.join(devices[:2])}{' …' if len(devices) > 2 else ''}" if devices else "")
         notes = f", {len(self.warnings)} warning(s)" if self.warnings else ""
-        noun = "op" if len(f) and "kind" in f.columns and bool((f["kind"].astype(str) == "cpu_op").all()) \
-            else "kernel"  # a CPU profile's rows are op calls: a CPU runs no kernels
+        from nsroof.schema import cpu_ops_only
+
+        noun = "op" if cpu_ops_only(f) else "kernel"  # a CPU profile's rows are op calls, not kernels
         trace = f", trace {self.trace}" if self.trace is not None else ""
         return (f"Report({n} {noun}{'s' if n != 1 else ''}, {len(f)} rows{where}{notes}{trace}; "
                 ".frame holds the rows)")

@@ -401,6 +401,12 @@ if __name__ == "__main__":
 KERNEL_KEY: tuple[str, ...] = ("source", "kernel_id")
 
 
+def cpu_ops_only(frame: Any) -> bool:
+    """Whether every row of a report DataFrame is an op call of a CPU profile (kind cpu_op): such a report has
+    ops, no kernels, and every table, chart and comparison says so."""
+    return "kind" in frame.columns and len(frame) > 0 and bool((frame["kind"].astype(str) == "cpu_op").all())
+
+
 def kernel_key(frame: Any) -> Any:
     """(source, kernel_id) of each row of a report DataFrame as one string Series ('' for a missing value)."""
     source, kernel_id = (frame[c].astype(object).where(frame[c].notna(), "").astype(str) for c in KERNEL_KEY)

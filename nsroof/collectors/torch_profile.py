@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from nsroof.errors import NsroofError
@@ -507,96 +506,6 @@ def coverage(report: pd.DataFrame) -> float:
     return float(d[report["flops"].notna()].sum() / total) if total > 0 else math.nan
 
 
-def top_ops(report: pd.DataFrame, top: int = 10) -> pd.DataFrame:
-    """Per op name, all its calls together (one statistic for every column): calls, total time, share,
-    FLOPs and bytes of the costed calls, intensity = Σ FLOPs / Σ bytes and its bound against the ridge of
-    the op's longest call, roof = Σ time floor / Σ time of the calls with a floor (the time-weighted mean
-    of their roof fractions)."""
-    r = report.copy()
-    r["op_key"] = r["op"].astype(str).where(r["op"].astype(str) != "", r["kernel_name"].astype(str))
-    r["duration_s"] = r["duration_s"].astype("float64").fillna(0.0)
-    total = r["duration_s"].sum()
-    rows = []
-    for op, g in r.groupby("op_key", sort=False):
-        t = g["duration_s"].sum()
-        flops, nbytes = (g[c].astype("float64") for c in ("flops", "bytes"))
-        costed = flops.notna() & nbytes.notna()
-        w, q = float(flops[costed].sum()), float(nbytes[costed].sum())
-        intensity = w / q if q > 0 else (math.inf if w > 0 else math.nan)
-        ridge = float(g["ridge"].astype("float64").iloc[int(np.argmax(g["duration_s"].to_numpy()))])
-        bound = ("unknown" if not costed.any() or not np.isfinite(ridge) or math.isnan(intensity)
-                 else "memory" if intensity < ridge else "compute")
-        floor = g["time_floor_s"].astype("float64")
-        has_floor = floor.notna() & (g["duration_s"] > 0)
-        floor_time = float(g.loc[has_floor, "duration_s"].sum())
-        rows.append({
-            "op": op, "calls": len(g), "time_s": t, "share": t / total if total > 0 else math.nan,
-            "bound": bound, "roof_fraction": float(floor[has_floor].sum()) / floor_time if floor_time > 0
-            else math.nan, "flops": w if costed.any() else math.nan, "intensity": intensity,
-        })
-    out = pd.DataFrame(rows, columns=["op", "calls", "time_s", "share", "bound", "roof_fraction", "flops",
-                                      "intensity"])
-    return out.sort_values("time_s", ascending=False).head(top).reset_index(drop=True)
-
-
-def top_modules(report: pd.DataFrame, top: int = 5) -> pd.DataFrame:
-    """Per innermost module: time, share, the bound carrying most of its time and the memory/compute split."""
-    r = report[report["module"].astype(str) != ""]
-    total = float(report["duration_s"].astype("float64").fillna(0.0).sum())
-    rows = []
-    for module, g in r.groupby(r["module"].astype(str), sort=False):
-        d = g["duration_s"].astype("float64").fillna(0.0)
-        t = float(d.sum())
-        by_bound = d.groupby(g["bound"].astype(str)).sum()
-        rows.append({"module": module, "time_s": t, "share": t / total if total > 0 else math.nan,
-                     "bound": str(by_bound.idxmax()) if len(by_bound) else "unknown",
-                     "memory": float(by_bound.get("memory", 0.0)) / t if t > 0 else math.nan,
-                     "compute": float(by_bound.get("compute", 0.0)) / t if t > 0 else math.nan})
-    out = pd.DataFrame(rows, columns=["module", "time_s", "share", "bound", "memory", "compute"])
-    return out.sort_values("time_s", ascending=False).head(top).reset_index(drop=True)
-
-
-def _op_table(ops: pd.DataFrame, width: int) -> list[str]:
-    from nsroof.names.kernel_names import fit_names
-    from nsroof.report.summary import fit_line
-    from nsroof.units import human_time
-
-    if not len(ops):
-        return []
-    fixed = 2 + 1 + 6 + 1 + 9 + 1 + 6 + 2 + 8 + 1 + 5 + 1 + 8
-    name_w = max(12, min(width - fixed, int(ops["op"].astype(str).str.len().max())))
-    names = fit_names(ops["op"].astype(str).tolist(), name_w)
-    lines = [*(fit_line(line, width) for line in (
-                 f"Top {len(ops)} ops by time, all calls of an op together (DRAM, analytic bytes)",
-                 "  (FLOP/B = Σ FLOPs / Σ bytes, bound: FLOP/B vs the ridge, roof = Σ floor / Σ time)")),
-             f"  {'op':<{name_w}} {'calls':>6} {'time':>9} {'share':>6}  {'bound':<8} {'roof':>5} "
-             f"{'FLOP/B':>8}"]
-    for name, (_, row) in zip(names, ops.iterrows(), strict=True):
-        frac = f"{row['roof_fraction']:.0%}" if np.isfinite(row["roof_fraction"]) else "-"
-        inten = f"{row['intensity']:.3g}" if not math.isnan(row["intensity"]) else "-"
-        lines.append(f"  {name:<{name_w}} {row['calls']:>6} {human_time(row['time_s']):>9} "
-                     f"{row['share']:>6.1%}  "
-                     f"{row['bound']:<8} {frac:>5} {inten:>8}")
-    return lines
-
-
-def _module_table(modules: pd.DataFrame, width: int) -> list[str]:
-    from nsroof.names.kernel_names import fit_names
-    from nsroof.units import human_time
-
-    if not len(modules):
-        return []
-    fixed = 2 + 1 + 9 + 1 + 6 + 2 + 8 + 1 + len("memory 100% / compute 100%")
-    name_w = max(12, min(width - fixed, int(modules["module"].astype(str).str.len().max())))
-    names = fit_names(modules["module"].astype(str).tolist(), name_w, keep="tail")
-    lines = ["", "Top modules by time (forward and backward; bound: the one holding most of the module's "
-             "time)"]
-    for name, (_, row) in zip(names, modules.iterrows(), strict=True):
-        lines.append(f"  {name:<{name_w}} {human_time(row['time_s']):>9} {row['share']:>6.1%}  "
-                     f"{row['bound']:<8} memory {row['memory']:.0%} / compute {row['compute']:.0%}")
-    return lines
-
-
 def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, output: str | None = None,
                    width: int | None = None) -> str:
     """Top ops by time with their bound, the share of time memory-/compute-bound, and the coverage; the
@@ -621,8 +530,10 @@ def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, outpu
     if isinstance(result, ProfileResult) and result.rebuild:
         lines.append(f"trace: {result.trace} (`{result.rebuild}` makes this report again)")
     lines.append("")
-    lines += _op_table(top_ops(report, top), width)
-    lines += _module_table(top_modules(report, 5), width)
+    from nsroof.report.op_tables import module_table, op_table, top_modules, top_ops
+
+    lines += op_table(top_ops(report, top), width)
+    lines += module_table(top_modules(report, 5), width)
     lines.append("")
     shares = {b: float(d[report["bound"].astype(str) == b].sum() / total) if total > 0 else math.nan
               for b in ("memory", "compute", "unknown")}

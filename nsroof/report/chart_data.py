@@ -72,9 +72,9 @@ def short_name(name: str, width: int = SHORT_NAME_CHARS) -> str:
 def row_noun(df: pd.DataFrame) -> str:
     """What a report's rows time, as the charts and listings name them: 'op' when every row is an op call of
     a CPU profile (kind cpu_op; a CPU runs no kernels), else 'kernel'."""
-    if "kind" in df.columns and len(df) and bool((df["kind"].astype(str) == "cpu_op").all()):
-        return "op"
-    return "kernel"
+    from nsroof.schema import cpu_ops_only
+
+    return "op" if cpu_ops_only(df) else "kernel"
 
 
 def point_label(name: str, module: object = "") -> str:

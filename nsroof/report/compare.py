@@ -332,7 +332,9 @@ def empty_answer(before: pd.DataFrame, after: pd.DataFrame,
 def is_cpu(report: pd.DataFrame) -> bool:
     """A CPU op profile (nsroof profile/demo on the CPU): every row an op call (kind cpu_op), or every
     duration torch.profiler's CPU time."""
-    if "kind" in report.columns and len(report) and bool((report["kind"].astype(str) == "cpu_op").all()):
+    from nsroof.schema import cpu_ops_only
+
+    if cpu_ops_only(report):
         return True
     src = (report["duration_source"].dropna().astype(str) if "duration_source" in report.columns
            else pd.Series([], dtype=object))

@@ -208,8 +208,7 @@ def _unplotted_lines(missing: pd.DataFrame, noun: str = "kernel") -> list[str]:
 
 
 def _draw(ax: Axes, data: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFrame, *, title: str,
-          empty_text: str = "No kernel matches the filters", point_links: bool = False,
-          noun: str = "kernel") -> None:
+          empty_text: str, point_links: bool = False, noun: str = "kernel") -> None:
     from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
 

@@ -10,7 +10,9 @@ import pandas as pd
 
 from nsroof.counters.quantities import READ_ONLY_LOWER_BOUND
 from nsroof.frames.distinct import group_rows
-from nsroof.schema import LEVELS, LINK_LEVEL
+from nsroof.report.op_tables import bound_cell as _cell
+from nsroof.report.op_tables import fit_line, op_lines
+from nsroof.schema import LEVELS, cpu_ops_only
 from nsroof.units import human_time
 
 
@@ -18,16 +20,6 @@ def _short(text: str, width: int) -> str:
     from nsroof.names.kernel_names import fit_name
 
     return fit_name(str(text), width)
-
-
-def _cell(bound: str, fraction: float, compact: bool = False) -> str:
-    if bound in ("", "nan"):  # no row at this level (a collective's link row stands for its dram row)
-        return "-"
-    if bound == "unknown":
-        return "unknown"
-    frac = f" {fraction:.0%}" if np.isfinite(fraction) else ""
-    word = {"memory": "mem", "compute": "comp"}.get(bound, bound) if compact else bound
-    return f"{word}{frac}"
 
 
 def per_kernel(frame: pd.DataFrame) -> pd.DataFrame:
@@ -88,7 +80,7 @@ def render(report: Any, *, top: int = 10, output: str | None = None, width: int 
     kernels = per_kernel(frame)
     lines = _head_lines(frame, kernels, metadata, output)
     lines += ["", *(name_table(frame, top, width) if by == "name" else _top_table(kernels, top, width))]
-    lines += op_lines(getattr(report, "ops", None), top, width, cpu=_cpu_only(frame))
+    lines += op_lines(getattr(report, "ops", None), top, width, cpu=cpu_ops_only(frame))
     lines += ["", *_share_lines(frame, kernels)]
     gains = _gain_lines(frame, top, ledger_used=bool(metadata.get("ledger")), width=width)
     lines += ["", *gains] if gains else []
@@ -97,17 +89,6 @@ def render(report: Any, *, top: int = 10, output: str | None = None, width: int 
     lines += [f"warning: {w}" for w in [*lower_bound_warnings(frame), *getattr(report, "warnings", [])]]
     lines += [f"hint: {h}" for h in getattr(report, "hints", [])]
     return "\n".join(fit_line(line, width) for line in lines)
-
-
-def fit_line(line: str, width: int) -> str:
-    """A line wider than `width` wrapped at spaces, its continuation indented past its own indent (a word
-    longer than a line, such as a metric list, is broken)."""
-    if len(line) <= width:
-        return line
-    import textwrap
-
-    indent = " " * (len(line) - len(line.lstrip()))
-    return "\n".join(textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_on_hyphens=False))
 
 
 def _head_lines(frame: pd.DataFrame, kernels: pd.DataFrame, metadata: dict[str, Any],
@@ -124,13 +105,13 @@ def _head_lines(frame: pd.DataFrame, kernels: pd.DataFrame, metadata: dict[str, 
     )
     launches = int(kernels["launches"].fillna(1).sum())
     copies = is_copy(kernels)
-    what = f"{len(kernels)} {'ops' if _cpu_only(kernels) else 'kernels'}"
+    what = f"{len(kernels)} {'ops' if cpu_ops_only(kernels) else 'kernels'}"
     if copies.any():
         what = f"{int((~copies).sum())} kernels + {int(copies.sum())} memory copies/sets"
     busy = gpu_busy_s(kernels)
     wall = (f" summed; the GPU busy {human_time(busy)}, kernels overlapping on streams counted once"
             if _overlapped(busy, total) else "")
-    calls = "calls" if _cpu_only(kernels) else "launches"
+    calls = "calls" if cpu_ops_only(kernels) else "launches"
     lines = [f"{what} ({launches} {calls}, {human_time(total)}{wall}) from {sources} on {devices}"]
     if metadata.get("selection"):
         lines.append(f"selected: {metadata['selection']}")
@@ -171,7 +152,7 @@ def _top_table(kernels: pd.DataFrame, top: int, width: int) -> list[str]:
     name_w = min(room, longest)  # a wide terminal gives the names room, no more
     names = fit_names(functions, name_w)
     mods = fit_names(modules, mod_w, keep="tail") if mod_w else []
-    word = "ops" if _cpu_only(kernels) else "kernels"
+    word = "ops" if cpu_ops_only(kernels) else "kernels"
     lines = [f"Top {min(top, len(kernels))} {f'{word} and copies' if copies.any() else word} by time "
              "(bound and fraction of the attainable roof per level)",
              f"  {'id':>{id_w}} {'function' if word == 'kernels' else 'op':<{name_w}} "
@@ -199,11 +180,6 @@ def _texts(frame: pd.DataFrame, column: str) -> list[str]:
             for v in frame[column].astype(object).tolist()]
 
 
-def _cpu_only(frame: pd.DataFrame) -> bool:
-    """Whether every row is an op call of a CPU profile (kind cpu_op): such a report has ops, no kernels."""
-    return "kind" in frame.columns and len(frame) > 0 and bool((frame["kind"].astype(str) == "cpu_op").all())
-
-
 def _limit(limiting: str, compact: bool) -> str:
     return "comp" if compact and limiting == "compute" else str(limiting or "")
 
@@ -216,7 +192,7 @@ def _share_lines(frame: pd.DataFrame, kernels: pd.DataFrame) -> list[str]:
         copy_s = float(kernels.loc[copies, "duration_s"].astype("float64").sum())
         lines.append(f"Memory copies/sets: {human_time(copy_s)} ({copy_s / total:.1%} of the time), not "
                      "kernels: timed, never classified")
-    lines.append(f"Share of {'op' if _cpu_only(kernels) else 'kernel'} time by bound")
+    lines.append(f"Share of {'op' if cpu_ops_only(kernels) else 'kernel'} time by bound")
     lines.append(f"  {'level':<6} {'memory':>8} {'compute':>8} {'unknown':>8}")
     for _, row in bound_shares(frame).iterrows():
         cells = " ".join(f"{row[b]:>8.1%}" if np.isfinite(row[b]) else f"{'?':>8}"
@@ -230,7 +206,7 @@ def _unknown_lines(frame: pd.DataFrame) -> list[str]:
     if not len(unknown):
         return []
     n_kernels = unknown.drop_duplicates(["source", "kernel_id"]).shape[0]
-    word = "op" if _cpu_only(frame) else "kernel"
+    word = "op" if cpu_ops_only(frame) else "kernel"
     lines = [f"Not classified: {n_kernels} {word}(s) at one or more levels; "
              "why:"]
     reasons = unknown.groupby(unknown["missing"].astype(str), sort=False, observed=True).agg(
@@ -247,7 +223,7 @@ def _coverage_lines(frame: pd.DataFrame, metadata: dict[str, Any]) -> list[str]:
     coverage = analytic_coverage(frame, traces)
     if not len(coverage):
         return []
-    word = "op" if _cpu_only(frame) else "kernel"
+    word = "op" if cpu_ops_only(frame) else "kernel"
     streams = "" if word == "op" else " (summed over streams)"
     lines = [f"Coverage of the torch trace(s): share of {word} time{streams} whose op has an analytic "
              "formula"]
@@ -350,76 +326,6 @@ def lower_bound_warnings(frame: pd.DataFrame) -> list[str]:
             f"wrong ({parts})"]
 
 
-def op_lines(ops: pd.DataFrame | None, top: int, width: int = 80, *, cpu: bool = False) -> list[str]:
-    """The op-level view's costed ops by time (a trace's REPORT.ops.parquet), the calls of one op and shape
-    together, the shapes shown: their kernels' summed time and their formula's whole FLOPs, so the rate is
-    right even where a helper kernel carries none of them. One intensity per group (one shape), so one
-    bound; its roof fraction is the group's, Σ time floor / Σ time (a time-weighted mean of its calls'). The
-    ops of a CPU profile (`cpu`) launch no kernels: no kernels column."""
-    from nsroof.names.kernel_names import fit_names
-
-    if ops is None or not len(ops) or not ops["flops"].notna().any():
-        return []
-    costed = ops[ops["flops"].notna()]
-    floor = costed["time_floor_s"].astype("float64")
-    costed = costed.assign(floored_s=costed["duration_s"].astype("float64").where(floor.notna()),
-                           floor_s=floor, shapes=compact_shapes(costed["input_shapes"]) if "input_shapes"
-                           in costed else "")
-    groups = costed.groupby([costed["op"].astype(str), costed["flops_source"].astype(str)], sort=False,
-                            observed=True)
-    # a call of unknown time (its kernels not recorded) makes the group's time unknown, never 0 s
-    table = groups.agg(time=("duration_s", lambda s: s.sum(skipna=False)), flops=("flops", "sum"),
-                       calls=("op", "size"), kernels=("launches", "sum"), bound=("bound", "first"),
-                       floor=("floor_s", "sum"), floored=("floored_s", "sum"), level=("level", "first"),
-                       shapes=("shapes", "first"))
-    table = table.sort_values("time", ascending=False).head(top)
-    links = bool((table["level"] == LINK_LEVEL).any())
-    fixed = 2 + 1 + 9 + 1 + 6 + (0 if cpu else 1 + 7) + 1 + 9 + 2 + 12 + 5 * links  # 'compute 100%'
-    ops_text = [str(op) for op, _ in table.index]
-    shapes = table["shapes"].astype(str).tolist()
-    op_w = max(12, min(max(len(o) for o in ops_text), max(16, (width - fixed) * 11 // 20)))
-    shape_w = max(0, min(max(len(x) for x in shapes + ["input shapes"]), width - fixed - op_w - 1))
-    names = fit_names(ops_text, op_w)
-    shown = fit_names(shapes, shape_w) if shape_w >= 8 else [""] * len(shapes)
-    shape_col = f" {'input shapes':<{shape_w}}" if shape_w >= 8 else ""
-    kernels_col = "" if cpu else f" {'kernels':>7}"
-    lines = ["",
-             f"Top {len(table)} costed ops by time, one row per op and input shapes (op-level rows)",
-             "  (summed over the calls: time, the formula's FLOPs; roof = Σ time floor / Σ time)",
-             f"  {'op':<{op_w}}{shape_col} {'time':>9} {'calls':>6}{kernels_col} {'FLOP/s':>9}  "
-             f"DRAM{'/link' if links else ''}"]
-    for i, (_, r) in enumerate(table.iterrows()):
-        rate = r["flops"] / r["time"] if r["time"] > 0 else np.nan
-        fraction = r["floor"] / r["floored"] if r["floored"] > 0 else np.nan
-        shape = f" {shown[i]:<{shape_w}}" if shape_col else ""
-        kernels = "" if cpu else f" {int(r['kernels']):>7}"
-        lines.append(f"  {names[i]:<{op_w}}{shape} {human_time(r['time']):>9} {int(r['calls']):>6}{kernels} "
-                     f"{(f'{rate:.3g}' if np.isfinite(rate) else '?'):>9}  "
-                     f"{_cell(r['bound'], fraction)}{' link' if r['level'] == LINK_LEVEL else ''}")
-    return lines
-
-
-def compact_shapes(shapes: pd.Series) -> pd.Series:
-    """Recorded input shapes as a table shows them: `[[384], [512, 128], [], []]` -> `384 512x128` (the
-    empty shapes of scalar arguments dropped; a text that is no list of shapes kept as it is)."""
-    import json
-
-    def one(text: str) -> str:
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return text
-        if not isinstance(value, list):
-            return text
-        parts = ["x".join(str(d) for d in shape) if isinstance(shape, list) else str(shape)
-                 for shape in value if shape != []]
-        return " ".join(parts)
-
-    values = shapes.astype(object).where(shapes.notna(), "").astype(str)
-    distinct = {v: one(v) for v in pd.unique(values.to_numpy(dtype=object))}
-    return values.map(distinct)
-
-
 def _merge_clocks(families: set[str]) -> list[str]:
     """One entry per machine: launches profiled at slightly different clocks name the first set
     and a count."""
@@ -490,7 +396,7 @@ def _gain_lines(frame: pd.DataFrame, top: int, ledger_used: bool = False, width:
                 f"be computed{' (no roofs: pass --machine)' if matched else ''}{why}"]
     from nsroof.names.kernel_names import fit_names
 
-    word = "ops" if _cpu_only(frame) else "kernels"
+    word = "ops" if cpu_ops_only(frame) else "kernels"
     lines = [f"Time that could be gained (duration - ideal time from the ledger; {matched} of {total} "
              f"{word} matched)"]
     label_w = max(20, min(60, width - 2 - 1 - 9 - 2 - 18))

@@ -107,7 +107,8 @@ def _names(header: str, rows: list[str], after_id: bool = False) -> list[str]:
 
 @pytest.mark.parametrize("width", [80, 200])
 def test_the_profile_summary_prints_distinct_ops_and_modules_distinctly(run: object, width: int) -> None:
-    from nsroof.collectors.torch_profile import render_summary, top_modules, top_ops
+    from nsroof.collectors.torch_profile import render_summary
+    from nsroof.report.op_tables import top_modules, top_ops
 
     result = run.result  # type: ignore[attr-defined]
     text = render_summary(result, top=40, width=width)

@@ -1,5 +1,5 @@
 """The summary's op-level lines: the calls of one op and shape together, their kernels' time and their
-formula's whole FLOPs (nsroof.report.summary.op_lines)."""
+formula's whole FLOPs (nsroof.report.op_tables.op_lines)."""
 
 from __future__ import annotations
 
