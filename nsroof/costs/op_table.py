@@ -246,12 +246,24 @@ class OpTable:
                 context = replace(context, step=steps.pop())
         if inside:
             shapes, dtypes, concrete = self.args
-            calls = tuple(custom.Call(str(self.names[r]), shapes[r] or [], dtypes[r] or [],
-                                      concrete_values(concrete[r]))
-                          for r in self.rows_of(np.array(below[1:], dtype="int64")).tolist() if r >= 0)
-            context = replace(context, inside=calls,
+
+            def calls(ops: list[int]) -> tuple[custom.Call, ...]:
+                return tuple(custom.Call(str(self.names[r]), shapes[r] or [], dtypes[r] or [],
+                                         concrete_values(concrete[r]))
+                             for r in self.rows_of(np.array(ops, dtype="int64")).tolist() if r >= 0)
+
+            peers = [j for p in self._peers(op_id) for j in self._subtree(p)[1:]]
+            context = replace(context, inside=calls(below[1:]), peer_inside=calls(peers),
                               kernels=tuple(dict.fromkeys(str(n) for n in self._kernel_names[kernels])))
         return context
+
+    def _peers(self, op_id: int) -> list[int]:
+        """The other ops of op_id's name with the same recorded shapes and dtypes."""
+        r = self.row[op_id]
+        key = (repr(self.args[0][r]), repr(self.args[1][r]))
+        same = np.flatnonzero(self._name_code == self._name_code[r]).tolist()
+        return [int(self.ids[s]) for s in same if s != r
+                and (repr(self.args[0][s]), repr(self.args[1][s])) == key]
 
     def _subtree(self, op_id: int) -> list[int]:
         """op_id and every op inside it, depth first by start."""

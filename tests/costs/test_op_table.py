@@ -274,3 +274,14 @@ def test_no_kernels_launched_leaves_the_contexts_as_the_ops_give_them() -> None:
     table = OpTable(frame)
     table.set_launches(np.zeros(0, dtype="int64"), np.zeros(0, dtype=object), np.zeros(0, dtype=object))
     assert table.context(0).step is not None and table.cost(0).known
+
+
+def test_an_engine_op_takes_the_facts_its_peers_recorded_when_its_own_capture_lacks_them() -> None:
+    # two captures of the same moe_forward call (same arguments): the first recorded the weight-stack views,
+    # the second only SortTokens; the second takes F = 2944 from the first (another call, same arguments)
+    frame = ops_frame([(0, -1, 1), (1, 0, 2), (2, 0, 3), (3, 0, 4), (10, -1, 1), (11, 10, 2)],
+                      calls=ENGINE_CALLS)
+    table = OpTable(frame)
+    table.set_launches(np.array([10]), np.array([""], dtype=object),
+                       np.array(["_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu"], dtype=object))
+    assert table.cost(10).flops == 6 * 128 * 3072 * 2944 + 5 * 128 * 2944 + 32 * 32 + 2 * 128 * 3072

@@ -84,6 +84,9 @@ class OpContext:
     # the calls recorded inside this one (its descendant ops), for a formula registered with inside=True: an
     # engine op whose sizes are not its arguments (vllm::moe_forward) reads them from what it calls
     inside: tuple[Call, ...] = field(default=(), compare=False)
+    # the calls inside the other calls of the same op with the same recorded arguments (another capture of
+    # the same layer may have recorded what this one did not)
+    peer_inside: tuple[Call, ...] = field(default=(), compare=False)
     # the names of the kernels the call and the calls inside it launched (the trace's, inside=True)
     kernels: tuple[str, ...] = field(default=(), compare=False)
     # what a formula found worth a warning (a --model-config fact the trace contradicts), gathered by the

@@ -219,10 +219,13 @@ def moe_facts(x: Tensor, experts: int | None, context: OpContext, *, stacks: Seq
     found = _stacks(hidden, experts, [(list(s.shape), "unsigned char" if s.dtype == "int8" else s.dtype)
                                       for s in stacks])
     where = "the call's weight arguments"
-    if not found:
-        found = _stacks(hidden, experts, ((sh, dt) for c in context.inside
+    for calls, whose in ((context.inside, "the call"), (context.peer_inside, "another call of the op with "
+                                                                        "the same arguments")):
+        if found:
+            break
+        found = _stacks(hidden, experts, ((sh, dt) for c in calls
                                           for sh, dt in zip(c.shapes, c.dtypes, strict=False)))
-        where = "the expert weight stacks recorded inside the call"
+        where = f"the expert weight stacks recorded inside {whose}"
     if experts is not None:
         facts.experts, facts.source["experts"] = experts, "the router logits' last dim"
     elif found:
@@ -230,13 +233,15 @@ def moe_facts(x: Tensor, experts: int | None, context: OpContext, *, stacks: Seq
     if routing is not None and len(routing.shape) == 2:
         facts.top_k, facts.source["top_k"] = routing.shape[-1], "the topk ids' last dim"
     else:
-        ks = _top_k_candidates(tokens, facts.experts, context.inside)
+        ks = _top_k_candidates(tokens, facts.experts, context.inside) \
+            or _top_k_candidates(tokens, facts.experts, context.peer_inside)
         if len(ks) == 1:
             facts.top_k, facts.source["top_k"] = ks.pop(), "the [tokens, k] routing tensors inside the call"
     if found and (ffn := _ffn_from_stacks(hidden, found)):
         facts.ffn, facts.source["ffn"] = ffn, where
-    elif facts.top_k and (ffn := _ffn_from_buffers(tokens, facts.top_k, hidden, context.inside)):
-        facts.ffn, facts.source["ffn"] = ffn, "the routed-token buffers the call allocates"
+    elif facts.top_k and (ffn := _ffn_from_buffers(tokens, facts.top_k, hidden, context.inside)
+                          or _ffn_from_buffers(tokens, facts.top_k, hidden, context.peer_inside)):
+        facts.ffn, facts.source["ffn"] = ffn, "the routed-token buffers the call (or its peers) allocates"
     _weights(facts, found, stacks, context.kernels)
     return facts
 

@@ -115,8 +115,8 @@ def test_the_model_config_overrides_and_a_disagreement_is_a_warning() -> None:
     cost = op_cost("vllm::moe_forward", [[888, 3072], [888, 128], []], [BF16, BF16, ""], context=ctx)
     assert cost.flops == gated_flops(888, 4, 3072, 360, 128)
     assert ctx.warnings == ["vllm::moe_forward: the trace gives ffn 512 (the routed-token buffers the call "
-                            "allocates), the model config cfg.json 360 (2880 / tensor-parallel 8): the "
-                            "config's value is used"]
+                            "(or its peers) allocates), the model config cfg.json 360 (2880 / "
+                            "tensor-parallel 8): the config's value is used"]
     # agreeing facts: no warning
     same = model_config({"num_local_experts": 128, "num_experts_per_tok": 4, "intermediate_size": 4096},
                         "same.json")
