@@ -247,7 +247,10 @@ def op_attributes(tree: OpTree, captures: Sequence[graphs.Capture] = ()) -> dict
 
     attributes = of(tree, 0)
     for c in captures:
-        attributes |= of(c.tree, c.offset)
+        own = of(c.tree, 0)
+        attributes |= {i + c.offset: a for i, a in own.items()}
+        for copy in c.copies:  # each replay's copies of the captured ops (graphs.ops_table)
+            attributes |= {op_id: own[row] for row, op_id in copy.op_ids().items() if row in own}
     return attributes
 
 
@@ -435,9 +438,14 @@ def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpT
 def launch_args(tree: OpTree, captures: Sequence[graphs.Capture]) -> Callable[[int], OpArgs | None]:
     """The recorded args of the op with op_id j: the trace's own, or a capture trace's (past the trace's own
     ops, as graphs.ops_table numbers them)."""
+    copied = {op_id: c.tree.args[row] for c in captures for copy in c.copies
+              for row, op_id in copy.op_ids().items()}
+
     def of(j: int) -> OpArgs | None:
         if 0 <= j < len(tree.args):
             return tree.args[j]
+        if j in copied:  # a replay's copy of a captured op
+            return copied[j]
         for c in captures:  # (an offset is set where a replay was mapped: graphs.apply)
             if c.offset >= len(tree.args) and 0 <= j - c.offset < len(c.tree.args):
                 return c.tree.args[j - c.offset]
