@@ -166,6 +166,30 @@ ANALYTIC_COLUMNS: dict[str, tuple[str, str, str]] = {
                       "the GPU's interconnect) or '' (DRAM)"),
 }
 
+# Where each recorded step's wall time went (a torch trace's steps: its ProfilerStep#N ranges, else an
+# engine's step annotations, else nsroof.step() / optimizer-step marks), HTA's temporal breakdown beside the
+# roofline: name -> (unit, description). nsroof.importers.trace.steps fills it; the report's metadata holds
+# it per input (facts.step_time) and the summary, HTML and `--by step` show it.
+STEP_TIME_COLUMNS: dict[str, tuple[str, str]] = {
+    "step": ("", "the step: N of ProfilerStep#N or of the N-th mark, or the engine's step annotation"),
+    "start_us": ("µs", "when the step began, on the trace's clock"),
+    "wall_s": ("s", "the step's wall time"),
+    "op_s": ("s", "time some CPU op ran (the union of the op calls on every thread: nested and parallel "
+             "ops counted once)"),
+    "outside_ops_s": ("s", "wall_s - op_s: time no op covers (Python, launch overhead, waits)"),
+    "outside_ops_share": ("1", "outside_ops_s / wall_s"),
+    "waits_s": ("s", "the part of outside_ops_s in gaps of at least 1 ms between ops (a DataLoader, a "
+                "synchronize, a sleep: more than 100 kernel launches' host time)"),
+    "between_ops_s": ("s",
+                      "the rest of outside_ops_s: gaps under 1 ms between ops (launch overhead, Python)"),
+    "longest_gap_s": ("s", "the longest stretch of the step no op covers"),
+    "dataloader_s": ("s", "time inside `enumerate(DataLoader)#…` ranges (torch's DataLoader iteration)"),
+    "kernel_s": ("s", "summed GPU activity time in the step (kernels, copies, sets; overlaps counted twice)"),
+    "gpu_busy_s": ("s", "time some GPU activity ran (the union over streams and devices: overlaps once)"),
+    "gpu_idle_s": ("s", "wall_s - gpu_busy_s: no kernel, copy or set running"),
+}
+
+
 @dataclass
 class FileFacts:
     """What an importer learned about the file as a whole, returned beside the kernel table:
@@ -246,6 +270,14 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("block", _S, "", "block size (x, y, z)", True),
     Field("stream", _I, "", "CUDA stream ID, when known"),
     Field("nvtx_path", _S, "", "enclosing NVTX ranges, outermost first, joined with '/'", True),
+    Field("category", _S, "", "the kind of work: GEMM, attention, convolution, elementwise, normalization, "
+          "reduction/softmax, embedding/index, optimizer, loss, communication, memcpy/memset or other; from "
+          "the op (its ledger family, nsroof/costs/ledger/aten/), else the kernel name "
+          "(nsroof.names.categories)",
+          True),
+    Field("phase", _S, "", "prefill or decode (mixed: a step holding both) in an LLM generation run: the "
+          "engine's step annotation, else the query length of the forward pass's token embedding (1: "
+          "decode); '' when the run is no generation (nsroof.costs.phases)", True),
     Field("step", _I, "", "training step the kernel ran in, counted from 1: the step marks of a torch trace "
           "(nsroof.step() or optimizer steps), else the N of the innermost `ProfilerStep#N` / `step N` NVTX "
           "range; null when the input marks no steps"),

@@ -33,9 +33,12 @@ from nsroof.errors import InputError
 @click.option("--ledger", "ledger", type=click.Path(path_type=Path),
               help="YAML/JSON map of kernel patterns to ledger formulas.")
 @top_option("kernels (or kernel names, with --by name) in the summary")
-@click.option("--by", type=click.Choice(["kernel", "name"]), default="kernel", show_default=True,
+@click.option("--by", type=click.Choice(["kernel", "name", "category", "step", "phase"]), default="kernel",
+              show_default=True,
               help="kernel: the longest kernels; name: time per kernel name across launches (count, total, "
-                   "share, bound, roof fraction), in the summary and in --json/--csv.")
+                   "share, bound, roof fraction), in the summary and in --json/--csv; category, step, phase: "
+                   "--json/--csv print the time per category of work, per recorded step, or per phase "
+                   "(prefill/decode) that the summary shows.")
 @click.option("-j", "--jobs", type=int, default=None,
               help="Dataset mode: worker processes (default: the number of cores).")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
@@ -113,7 +116,7 @@ def analyze(inputs: tuple[Path, ...], output: Path | None, machine: str | None, 
     report.metadata["hints"] = [str(h) for h in report.hints]  # as shown: the report re-renders the same
     report.write(out)
     if as_json or as_csv:
-        click.echo(script_output(report.frame, as_json=as_json, by=by), nl=False)
+        click.echo(script_output(report, as_json=as_json, by=by), nl=False)
     elif not quiet:
         from nsroof.report.summary import render
 
@@ -172,20 +175,25 @@ def _show_report(path: Path, output: Path | None, *, top: int, by: str, quiet: b
         check_suffix(output, (".parquet",), "a report")
         report.write(output)
     if as_json or as_csv:
-        click.echo(script_output(report.frame, as_json=as_json, by=by), nl=False)
+        click.echo(script_output(report, as_json=as_json, by=by), nl=False)
     elif not quiet:
         from nsroof.report.summary import render
 
         click.echo(render(report, top=top, output=str(output or path), by=by))
 
 
-def script_output(frame: Any, *, as_json: bool, by: str = "kernel") -> str:
-    """The wide per-kernel table (nsroof.report.wide.script_table), or with by="name" the time per kernel
-    name (nsroof.report.summary.by_name), as JSON records or CSV text."""
+def script_output(report: Any, *, as_json: bool, by: str = "kernel") -> str:
+    """The wide per-kernel table (nsroof.report.wide.script_table) of a Report (or its frame), or with by=
+    "name" the time per kernel name (nsroof.report.summary.by_name), by="category"/"step"/"phase" the tables
+    of nsroof.report.breakdown, as JSON records or CSV text."""
+    from nsroof.report import breakdown
     from nsroof.report.summary import by_name
     from nsroof.report.wide import script_table
 
-    table = by_name(frame) if by == "name" else script_table(frame)
+    frame = getattr(report, "frame", report)
+    tables = {"name": by_name, "category": breakdown.category_table, "phase": breakdown.phase_table,
+              "step": lambda _: breakdown.step_table(getattr(report, "metadata", {}) or {})}
+    table = tables.get(by, script_table)(frame)
     if as_json:
         import json
 

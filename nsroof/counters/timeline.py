@@ -27,3 +27,40 @@ def busy_s(start_us: np.ndarray, duration_s: np.ndarray, group: np.ndarray) -> n
     added = np.clip(e - np.maximum(s, before), 0.0, None)
     total = np.bincount(g, weights=np.nan_to_num(added), minlength=groups) * 1e-6
     return np.where(unknown, np.nan, total)
+
+
+def merged(start_us: np.ndarray, end_us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the intervals [start, end) as disjoint pieces, sorted: (starts, ends). Intervals with an
+    unknown (NaN) bound or no length are left out."""
+    s, e = np.asarray(start_us, dtype="float64"), np.asarray(end_us, dtype="float64")
+    keep = np.isfinite(s) & np.isfinite(e) & (e > s)
+    s, e = s[keep], e[keep]
+    if not len(s):
+        return s, e
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], np.maximum.accumulate(e[order])  # the latest end so far
+    new = np.concatenate([[True], s[1:] > e[:-1]])  # a piece starts where nothing before reaches
+    first = np.flatnonzero(new)
+    last = np.concatenate([first[1:] - 1, [len(s) - 1]])
+    return s[first], e[last]
+
+
+def covered_us(pieces: tuple[np.ndarray, np.ndarray], lo: float, hi: float) -> float:
+    """How much of [lo, hi) the disjoint sorted `pieces` (merged()) cover, in µs."""
+    starts, ends = pieces
+    a, b = np.searchsorted(ends, lo, side="right"), np.searchsorted(starts, hi, side="left")
+    if b <= a:
+        return 0.0
+    return float(np.sum(np.minimum(ends[a:b], hi) - np.maximum(starts[a:b], lo)))
+
+
+def gaps_us(pieces: tuple[np.ndarray, np.ndarray], lo: float, hi: float) -> np.ndarray:
+    """The lengths (µs) of the stretches of [lo, hi) that no piece covers, in time order."""
+    starts, ends = pieces
+    a, b = np.searchsorted(ends, lo, side="right"), np.searchsorted(starts, hi, side="left")
+    s = np.maximum(starts[a:b], lo)
+    e = np.minimum(ends[a:b], hi)
+    bounds_from = np.concatenate([[lo], e])
+    bounds_to = np.concatenate([s, [hi]])
+    gaps = bounds_to - bounds_from
+    return gaps[gaps > 0]

@@ -79,6 +79,10 @@ def render(report: Any, *, top: int = 10, output: str | None = None, width: int 
         return "no kernels"
     kernels = per_kernel(frame)
     lines = _head_lines(frame, kernels, metadata, output)
+    from nsroof.report.breakdown import category_lines, phase_lines, step_lines
+
+    for part in (category_lines(frame, width), step_lines(metadata, width), phase_lines(frame)):
+        lines += ["", *part] if part else []
     lines += ["", *(name_table(frame, top, width) if by == "name" else _top_table(kernels, top, width))]
     lines += op_lines(getattr(report, "ops", None), top, width, cpu=cpu_ops_only(frame))
     lines += ["", *_share_lines(frame, kernels)]

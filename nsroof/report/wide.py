@@ -22,7 +22,8 @@ PER_LEVEL: tuple[str, ...] = ("bound", "intensity", "ridge", "roof_fraction", "t
 # cover the link
 ROW_LEVELS: tuple[str, ...] = (*LEVELS, LINK_LEVEL)
 SCRIPT_COLUMNS: tuple[str, ...] = (
-    "rank", "source", "kernel_id", "step", "function", "kernel_name", "device", "nvtx_path", "launches",
+    "rank", "source", "kernel_id", "step", "function", "kernel_name", "category", "phase", "device",
+    "nvtx_path", "launches",
     "duration_s", "time_share", "precision", "flops", "limiting", "bound", "roof_fraction", "time_floor_s",
     "floor_ratio", *(f"{c}_{lv}" for lv in LEVELS for c in PER_LEVEL), "headroom", "above_roof", "missing",
 )
@@ -49,7 +50,7 @@ def kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
     # each frame reindexed once, all its columns together (a report has hundreds of thousands of
     # keys to look up)
     firsts = [c for c in ("launches", "limiting", "above_roof", "op", "module", "missing", "cc", "flops",
-                          "step") if c in first.columns]
+                          "step", "category", "phase", "input_shapes", "kind") if c in first.columns]
     aligned = first[firsts].reindex(out.index)
     for col in firsts:
         out[col] = aligned[col]

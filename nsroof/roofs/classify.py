@@ -60,6 +60,32 @@ def build_report(
                             _text(q, "ledger_label"), levels)
 
 
+def categories(kernels: pd.DataFrame) -> np.ndarray:
+    """Each row's category (nsroof.names.categories): the ledger, for the op families, is loaded only when a
+    row names an op (an ncu export never loads it)."""
+    from nsroof.names.categories import categorize
+
+    ops = _text(kernels, "op")
+    if not (ops != "").any():
+        return categorize(_text(kernels, "kind"), ops, _names(kernels), _text(kernels, "nvtx_path"))
+    from nsroof.costs.ledger.aten import family
+
+    return categorize(_text(kernels, "kind"), ops, _names(kernels), _text(kernels, "nvtx_path"), family)
+
+
+def _names(kernels: pd.DataFrame) -> np.ndarray:
+    function = _text(kernels, "function")
+    return np.where(function != "", function, _text(kernels, "kernel_name"))
+
+
+def phases(kernels: pd.DataFrame) -> np.ndarray:
+    """Each row's phase, prefill or decode (nsroof.costs.phases; '' when not a generation run)."""
+    from nsroof.costs.phases import phases as of_rows
+
+    return of_rows(_text(kernels, "op"), _text(kernels, "input_shapes"), _text(kernels, "nvtx_path"),
+                   _col(kernels, "start_us").astype("float64").to_numpy())
+
+
 def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: Roofs,
                  levels: Sequence[str]) -> dict[str, object]:
     """The per-kernel columns of the report (identity, duration, FLOPs, compute roof), repeated once per
@@ -99,6 +125,8 @@ def _row_columns(kernels: pd.DataFrame, q: pd.DataFrame, roofs: Roofs,
         "block": per_kernel(text("block")),
         "stream": ints("stream"),
         "nvtx_path": per_kernel(text("nvtx_path")),
+        "category": per_kernel(categories(kernels)),
+        "phase": per_kernel(phases(kernels)),
         "step": _steps(kernels, L),
         "start_us": per_kernel(_col(kernels, "start_us").astype("float64").to_numpy()),
         "duration_s": per_kernel(_col(q, "duration_s").astype("float64").to_numpy()),

@@ -39,7 +39,7 @@ import pandas as pd
 
 from nsroof.frames.arrays import nonnegative_or_missing, row_numbers
 from nsroof.importers.kernel_table import empty_identity
-from nsroof.importers.trace import graphs, inductor_cache
+from nsroof.importers.trace import graphs, inductor_cache, steps
 from nsroof.importers.trace import unrecorded as unrecorded_launches
 from nsroof.importers.trace.events import (
     Activity,
@@ -214,6 +214,9 @@ def from_events(events: TraceEvents, name: str, *, path: str | os.PathLike[str] 
                 warnings.append("no GPU kernels in the trace (a CPU run): --capture maps nothing")
             if not len(frame):
                 warnings.append("no kernel events (cat 'kernel') and no CPU ops: nothing to classify")
+        step_time = steps.accounting(tree, annotations, activities, step_window(meta, annotations)[1])
+        if step_time:
+            extra["step_time"] = step_time
         del activities, launches, linked  # in the kernel rows now: freed before the ops table is built
         frame = _select_steps(frame, starts, meta, annotations, warnings, extra)
         frame["kernel_id"] = row_numbers(len(frame))

@@ -57,7 +57,7 @@ from nsroof.costs.ledger.core import Operator
 from nsroof.costs.ledger.custom import OpContext
 
 __all__ = ["CONV_ARGS_UNRECORDED", "NO_SHAPES", "POINTWISE_FLOPS", "READERS", "TORCH_DTYPES", "OpContext",
-           "OpCost", "base_name", "concrete_values", "has_formula", "numel", "on_kernel", "op_cost",
+           "OpCost", "base_name", "concrete_values", "family", "has_formula", "numel", "on_kernel", "op_cost",
            "register_reader", "unknown"]
 
 
@@ -82,6 +82,14 @@ class OpCost:
 
 def unknown(reason: str) -> OpCost:
     return OpCost(math.nan, math.nan, "", "", "", reason)
+
+
+def family(op: str) -> str:
+    """The op family whose module reads the op's shape ('matmul' for aten::addmm: the reader lives in
+    costs/ledger/aten/matmul.py); '' when no reader does. The report's category reads it
+    (nsroof.names.categories.FAMILY_CATEGORY)."""
+    reader = READERS.get(base_name(op) if op.startswith("aten::") else op.split(".", 1)[0])
+    return str(getattr(reader, "__module__", "")).rpartition(".")[2] if reader is not None else ""
 
 
 def has_formula(op: str) -> bool:
