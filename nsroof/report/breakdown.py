@@ -26,7 +26,7 @@ def _kernels(frame: pd.DataFrame) -> pd.DataFrame:
     from nsroof.report.wide import kernel_rows
 
     k = kernel_rows(frame)
-    if "category" not in k.columns or k["category"].isna().all():
+    if "category" not in k.columns or (k["category"].fillna("").astype(str) == "").all():
         from nsroof.roofs.classify import categories
 
         k["category"] = categories(k)
@@ -91,8 +91,7 @@ def category_lines(frame: pd.DataFrame, width: int = 80) -> list[str]:
     table = category_table(frame)
     if table.empty:
         return []
-    lines = ["Time by category (bound: that of most of the category's time; headroom: Σ time / Σ roofline "
-             "floor over its kernels with a floor)",
+    lines = ["Time by category (bound: of most of its time; headroom = Σ time / Σ roofline floor)",
              f"  {'category':<18} {'kernels':>7} {'time':>9} {'share':>6}  {'bound':<14} {'headroom':>8}"]
     for _, r in table.iterrows():
         share = f"{r['time_share']:.1%}" if np.isfinite(r["time_share"]) else "?"
@@ -125,8 +124,7 @@ def step_lines(metadata: dict[str, Any], width: int = 80, top: int = 10) -> list
     if table.empty:
         return []
     gpu = table["gpu_busy_s"].notna().any()
-    lines = ["Step time accounted (outside ops: no op running; waits: gaps of 1 ms or more; GPU busy: "
-             "streams overlapped once)",
+    lines = ["Step time (outside ops: no op running; waits: gaps ≥ 1 ms; GPU busy: streams once)",
              f"  {'step':<8} {'wall':>9} {'in ops':>9} {'outside ops':>16} {'waits':>9} {'between':>9} "
              f"{'DataLoader':>10}" + (f" {'GPU busy':>9} {'GPU idle':>9}" if gpu else "")]
     shown = table.head(top)
