@@ -16,16 +16,17 @@ from nsroof.commands.options import check_suffix, output_option, quiet_option, s
 @top_option("kernels labelled on the charts")
 @click.option("--title", default="nsroof report", show_default=True, help="Page title.")
 @click.option("--rows", type=click.IntRange(min=0), default=None,
-              help="Kernels listed in the page's table, longest first (default 5000; 0: every kernel); the "
+              help="Kernels listed in the page's table, longest first (default 1000; 0: every kernel); the "
                    "charts show them all.")
 @selection_options()
 @quiet_option()
 def report(report: Path, output: Path, top: int, title: str, rows: int | None, selection: Any,
            quiet: bool) -> None:
-    """Write REPORT as one HTML file: run summary (devices, ceilings and their sources, share of time per
-    bound per level), roofline charts as inline SVG, and a sortable, filterable table of kernels grouped
-    by NVTX path; hover a point for its kernel, and the table's filter filters the charts too. Nothing on
-    the page is fetched from the network."""
+    """Write REPORT as one HTML file: an overview first (time by category, per step, prefill vs decode, the
+    top ops and modules with bound and headroom), run summary (devices, ceilings and their sources, share of
+    time per bound per level), roofline charts as inline SVG, the ops and modules by time, and, folded, a
+    sortable, filterable table of kernels grouped by NVTX path; hover a point for its kernel, and the table's
+    filter filters the charts too. Nothing on the page is fetched from the network."""
     from nsroof.report import html
     from nsroof.report.load import load_report
     from nsroof.schema import kernel_key

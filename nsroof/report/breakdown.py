@@ -173,11 +173,11 @@ def phase_table(frame: pd.DataFrame) -> pd.DataFrame:
     rows = _grouped(k, "phase", float(k["duration_s"].sum()))
     for row in rows:
         sub = k[k["phase"] == row["phase"]]
-        row |= _gemm_facts(sub)
+        row |= _gemm_facts(sub, str(row["phase"]))
     return pd.DataFrame(rows, columns=list(PHASE_COLUMNS))
 
 
-def _gemm_facts(sub: pd.DataFrame) -> dict[str, float]:
+def _gemm_facts(sub: pd.DataFrame, phase: str) -> dict[str, float]:
     from nsroof.costs.phases import token_count
 
     gemm = sub[sub["category"] == "GEMM"]
@@ -189,8 +189,10 @@ def _gemm_facts(sub: pd.DataFrame) -> dict[str, float]:
     lookups = sub[sub["op"].fillna("").astype(str) == "aten::embedding"]
     tokens = [t for t in (token_count(str(s)) for s in lookups["input_shapes"].fillna("")) if t]
     batch = float(np.median(tokens)) if tokens else np.nan
+    # only a decode pass's GEMM intensity grows with its batch (a prompt's grows with its length too)
+    leave = batch * ridge / intensity if intensity > 0 and phase == "decode" else np.nan
     return {"gemm_intensity": intensity, "gemm_ridge": ridge, "tokens_per_step": batch,
-            "batch_to_leave_memory_bound": batch * ridge / intensity if intensity > 0 else np.nan}
+            "batch_to_leave_memory_bound": leave}
 
 
 def phase_lines(frame: pd.DataFrame) -> list[str]:
@@ -213,3 +215,49 @@ def phase_lines(frame: pd.DataFrame) -> list[str]:
                          f"memory-bound regime at a batch of about {r['batch_to_leave_memory_bound']:.0f} "
                          "(batch × ridge / GEMM intensity)")
     return lines
+
+
+# ------------------------------------------------------------------------------------- ops and modules
+
+#: the per-op table's columns: one row per op and input shapes (an op-less kernel: its function name)
+OP_AGGREGATE_COLUMNS: tuple[str, ...] = ("op", "input_shapes", "module", "category", *CATEGORY_COLUMNS[1:])
+MODULE_AGGREGATE_COLUMNS: tuple[str, ...] = ("module", "category", *CATEGORY_COLUMNS[1:])
+
+
+def _text(k: pd.DataFrame, name: str) -> pd.Series:
+    return (k[name].fillna("").astype(str) if name in k.columns
+            else pd.Series("", index=k.index, dtype=object))
+
+
+def _aggregate(k: pd.DataFrame, keys: list[str], columns: tuple[str, ...]) -> pd.DataFrame:
+    """_grouped over the distinct `keys`; each group's other text columns (module, category) are those of its
+    longest kernel."""
+    if k.empty:
+        return pd.DataFrame(columns=list(columns))
+    k = k.assign(_key=k[keys].astype(str).agg("\x00".join, axis=1))
+    rows = pd.DataFrame(_grouped(k, "_key", float(k["duration_s"].sum())))
+    longest = k.sort_values("duration_s", ascending=False, kind="stable").drop_duplicates("_key")
+    texts = [c for c in columns if c in longest.columns and c not in rows.columns]
+    out = rows.merge(longest[["_key", *texts]], on="_key", how="left")
+    return out.sort_values("duration_s", ascending=False, kind="stable")[list(columns)].reset_index(drop=True)
+
+
+def op_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Time per op and input shapes, longest first (the kernels an op call launched counted under it; a
+    kernel no op launched under its own function name), with its module, category, bound and headroom."""
+    k = _kernels(frame)
+    function = _text(k, "function").where(_text(k, "function") != "", _text(k, "kernel_name"))
+    k = k.assign(op=_text(k, "op").where(_text(k, "op") != "", function),
+                 input_shapes=_text(k, "input_shapes"), module=_text(k, "module"))
+    return _aggregate(k, ["op", "input_shapes"], OP_AGGREGATE_COLUMNS)
+
+
+def module_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Time per nn.Module (its own ops: a parent's row holds what no child module ran), longest first; empty
+    when the report names no module."""
+    k = _kernels(frame)
+    k = k.assign(module=_text(k, "module"))
+    if not (k["module"] != "").any():
+        return pd.DataFrame(columns=list(MODULE_AGGREGATE_COLUMNS))
+    k["module"] = k["module"].replace("", "(no module)")
+    return _aggregate(k, ["module"], MODULE_AGGREGATE_COLUMNS)

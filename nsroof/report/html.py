@@ -8,29 +8,24 @@ function of the report and its metadata: same input, same bytes.
 
 from __future__ import annotations
 
-import html
 import os
 import re
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nsroof.report import chart_data, plots
+from nsroof.report import chart_data, html_overview, plots
 from nsroof.report.chart_data import LEVEL_NAMES
+from nsroof.report.html_cells import e as _e
+from nsroof.report.html_cells import pct as _pct
+from nsroof.report.html_cells import table as _table
+from nsroof.report.html_cells import td as _td
 from nsroof.report.wide import LEDGER_COLUMNS, kernel_rows
 from nsroof.report.wide import as_float as _num
 from nsroof.schema import BOUNDS, LEVELS, kernel_key
 from nsroof.units import human_si, human_si_range, human_time
-
-
-def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-
 
 # ------------------------------------------------------------------------------------------ data
 
@@ -86,6 +81,9 @@ tr.group th{background:#e8eef7;text-align:left;font-weight:600;cursor:default}
 .k{min-width:160px;max-width:420px;overflow-wrap:anywhere}.muted{color:#777}code{font-size:12px}
 .scroll{overflow-x:auto}.controls{margin:8px 0;display:flex;gap:12px;align-items:center}
 figure{margin:10px 0}figure svg{width:100%;height:auto}figcaption{color:#555;font-size:12px}
+summary h2{display:inline-block;border:0}summary{cursor:pointer}
+td.shape{font:11.5px ui-monospace,monospace;max-width:360px;overflow-wrap:anywhere}
+td.k.muted{max-width:320px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 figure.chart{max-width:1100px}a.pt{cursor:pointer}a.pt:hover{opacity:.6}tr.hl td{background:#fff3c4}
 """
 
@@ -122,12 +120,14 @@ var points=Array.prototype.slice.call(document.querySelectorAll('.pt')),byRank={
 table.querySelectorAll('tr.kernel').forEach(function(r){byRank[r.getAttribute('data-k')]=r;});
 points.forEach(function(p){p.addEventListener('click',function(){var r=byRank[p.getAttribute('data-k')];\
 if(!r)return;
+ document.getElementById('calls').open=true;
  table.querySelectorAll('tr.hl').forEach(function(h){h.classList.remove('hl');});
  r.classList.add('hl');r.scrollIntoView({block:'center'});});});
 text.addEventListener('input',apply);bound.addEventListener('change',apply);
 // a link may carry the filter (report.html#q=gemm&bound=memory)
 var h=new URLSearchParams(location.hash.slice(1));
 if(h.has('q'))text.value=h.get('q');if(h.has('bound'))bound.value=h.get('bound');apply();
+if(h.has('q')||h.has('bound')||h.has('sort'))document.getElementById('calls').open=true;
 // ...and a sort: #sort=duration&dir=desc
 if(h.has('sort'))Array.prototype.forEach.call(heads,function(th){if(th.textContent===h.get('sort')){
  th.click();if(h.get('dir')==='desc')th.click();}});
@@ -175,7 +175,7 @@ def charts(df: pd.DataFrame, *, top: int = 10, k: pd.DataFrame | None = None) ->
 
 #: kernels listed in the page's table by default, longest first: a real run's tens of thousands of launches
 #: would make a page of hundreds of MB that no browser opens (the Parquet report keeps every kernel)
-MAX_TABLE_ROWS = 5000
+MAX_TABLE_ROWS = 1000
 
 
 _POINT_HREF = re.compile(r'<a xlink:href="' + re.escape(plots.POINT_LINK) + r'([0-9a-f]*)-(\w+)"[^>]*>')
@@ -240,6 +240,7 @@ def render(df: pd.DataFrame, *, metadata: dict[str, Any] | None = None, title: s
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
+        html_overview.overview(df, metadata, top=top),
         _run_section(df, k, metadata),
         _ceilings_section(df, metadata),
         _bounds_section(df),
@@ -249,6 +250,7 @@ def render(df: pd.DataFrame, *, metadata: dict[str, Any] | None = None, title: s
                      "filters the charts; click a point to find its row.</p>")
         parts += [f'<figure class="chart">{svg}<figcaption>{_e(caption)}</figcaption></figure>'
                   for caption, svg in charts(df, top=top, k=k)]
+    parts.append(html_overview.aggregates(df))
     parts.append(_table_section(df, k, MAX_TABLE_ROWS if max_rows is None else max_rows))
     parts.append(f"<script>{_JS}</script></body></html>")
     return "\n".join(parts) + "\n"
@@ -262,26 +264,10 @@ def write(df: pd.DataFrame, path: str | os.PathLike[str], **kwargs: Any) -> Path
     return Path(path)
 
 
-def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "summary") -> str:
-    head = "".join(f"<th>{h}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(rows_cell for rows_cell in r) + "</tr>" for r in rows)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _td(text: str, *, numeric: bool = False, title: str | None = None, cls: str = "") -> str:
-    classes = " ".join(c for c in ("n" if numeric else "", cls) if c)
-    attrs = (f' class="{classes}"' if classes else "") + (f' title="{_e(title)}"' if title else "")
-    return f"<td{attrs}>{_e(text)}</td>"
-
-
 def _per_byte(value: float, unit: str = " FLOP/B") -> str:
     """An arithmetic intensity, 3 significant digits and no SI prefix (0.607 FLOP/B reads better
     than 607 m)."""
     return "—" if not np.isfinite(value) else f"{value:.3g}{unit}"
-
-
-def _pct(share: float) -> str:
-    return "—" if not np.isfinite(share) else f"{share * 100:.1f}%"
 
 
 def _run_section(df: pd.DataFrame, k: pd.DataFrame, metadata: dict[str, Any]) -> str:
@@ -357,8 +343,16 @@ def _bounds_section(df: pd.DataFrame) -> str:
             "over the run's total kernel time.</p>" + _table(["level", *BOUNDS], rows))
 
 
+def present_levels(df: pd.DataFrame) -> list[str]:
+    """The memory levels the report has rows at (a CPU profile or a trace: DRAM only): the page shows no
+    column for a level it has nothing at."""
+    have = set(df["level"].astype(str).unique())
+    return [lv for lv in LEVELS if lv in have] or [LEVELS[0]]
+
+
 def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int) -> str:
     ledger = ledger_ran(df)
+    levels = present_levels(df)
     cols: list[tuple[str, str]] = [
         ("#", "rank by duration, longest first"),
         ("kernel", "short function name (hover: the kernel name as the profiler printed it)"),
@@ -366,7 +360,7 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int) -> str:
         ("duration", "duration_s"), ("share", "duration_s / Σ duration_s of the run"),
         ("precision", "precision carrying most FLOPs"),
         *[(f"{LEVEL_NAMES[lv]}", f"bound at {LEVEL_NAMES[lv]} (hover: intensity, ridge, roof fraction)")
-          for lv in LEVELS],
+          for lv in levels],
         ("limiting", "level with the largest time floor (compute: the compute floor is the largest)"),
         ("roof %", "roof_fraction at the limiting level: achieved / attainable"),
         ("intensity", "FLOP per DRAM byte (hover: every level)"),
@@ -388,7 +382,7 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int) -> str:
     listed = k.head(max_rows) if 0 < max_rows < len(k) else k  # kernel_rows: longest first
     for r in listed.itertuples():
         path = group_path(str(r.nvtx_path) if isinstance(r.nvtx_path, str) else "")
-        groups.setdefault(path, []).append(_kernel_row(r, ledger))
+        groups.setdefault(path, []).append(_kernel_row(r, ledger, levels))
         group_time[path] = group_time.get(path, 0.0) + (0.0 if not np.isfinite(r.duration_s)
                                                         else r.duration_s)
     order = sorted(groups, key=lambda p: (-group_time[p], p))
@@ -415,11 +409,13 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int) -> str:
                f"({_e(_pct(listed_s / total_s if total_s > 0 else np.nan))} of the kernel time), and the "
                "filter searches them; the charts show every kernel and the Parquet report holds every row "
                "(<code>nsroof report --rows 0</code> lists them all).</p>")
-    return ("<h2>Kernels</h2><p>Grouped by NVTX path (longest group first; PyTorch's <code>seq</code> / "
+    # every call is detail below the aggregates: folded, and capped (MAX_TABLE_ROWS), so the page stays small
+    return (f'<details id="calls"><summary><h2>Every kernel ({len(listed):,} of {len(k):,} listed)</h2>'
+            "</summary><p>Grouped by NVTX path (longest group first; PyTorch's <code>seq</code> / "
             "<code>op_id</code> counters left out, hover a row for its full path); click a column to sort "
             "within the groups.</p>" + cut + controls
             + f'<div class="scroll"><table id="kernels"><thead><tr>{head}</tr></thead>' + "".join(bodies)
-            + "</table></div>")
+            + "</table></div></details>")
 
 
 def _ntd(value: float, text: str, title: str | None = None) -> str:
@@ -428,7 +424,7 @@ def _ntd(value: float, text: str, title: str | None = None) -> str:
     return f'<td class="n" data-v="{_e(v)}"{t}>{_e(text)}</td>'
 
 
-def _kernel_row(r: Any, ledger: bool) -> str:
+def _kernel_row(r: Any, ledger: bool, levels: list[str]) -> str:
     name = r.function if isinstance(r.function, str) and r.function else r.kernel_name
     cells = [
         _ntd(float(r.rank), str(r.rank)),
@@ -440,7 +436,7 @@ def _kernel_row(r: Any, ledger: bool) -> str:
         _ntd(_num(r.time_share), _pct(_num(r.time_share))),
         _td(str(r.precision) if isinstance(r.precision, str) else ""),
     ]
-    for lv in LEVELS:
+    for lv in levels:
         b = getattr(r, f"bound_{lv}") or ""
         tip = (f"intensity {_per_byte(_num(getattr(r, f'intensity_{lv}')))}, "
                f"ridge {_per_byte(_num(getattr(r, f'ridge_{lv}')))}, "
@@ -449,7 +445,7 @@ def _kernel_row(r: Any, ledger: bool) -> str:
     limiting = str(r.limiting) if isinstance(r.limiting, str) else ""
     first = LEVELS[0]
     intensities = ", ".join(f"{LEVEL_NAMES[lv]} {_per_byte(_num(getattr(r, f'intensity_{lv}')))}"
-                            for lv in LEVELS)
+                            for lv in levels)
     cells += [
         _td(LEVEL_NAMES.get(limiting, limiting)),
         _ntd(_num(r.roof_fraction), _pct(_num(r.roof_fraction))),
@@ -468,7 +464,8 @@ def _kernel_row(r: Any, ledger: bool) -> str:
                           "—" if not np.isfinite(_num(r.excess_traffic)) else f"{r.excess_traffic:.2f}×"))
         cells.append(_td(str(r.ledger_op) if isinstance(r.ledger_op, str) else ""))
     cells.append(_td("⚠" if r.above_roof else "", cls="warn" if r.above_roof else ""))
-    cells.append(_td(str(r.missing) if isinstance(r.missing, str) else "", cls="k muted"))
+    missing = str(r.missing) if isinstance(r.missing, str) else ""
+    cells.append(_td(missing, cls="k muted", title=missing or None))
     text = " ".join(str(x) for x in (name, r.kernel_name, r.source, r.nvtx_path, r.kernel_id)).lower()
     bound = str(r.bound) if isinstance(r.bound, str) and r.bound else "unknown"
     nvtx = str(r.nvtx_path) if isinstance(r.nvtx_path, str) else ""

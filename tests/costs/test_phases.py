@@ -39,5 +39,6 @@ def test_a_generate_run_splits_at_each_forward_pass() -> None:
 
 def test_no_decode_pass_is_no_generate_run() -> None:
     """A training step embeds whole sequences: no phase."""
-    got = phases(["aten::embedding", "aten::mm"], ["[[100, 8], [8, 128]]", ""], ["", ""], np.array([0.0, 1.0]))
+    got = phases(["aten::embedding", "aten::mm"], ["[[100, 8], [8, 128]]", ""], ["", ""],
+                 np.array([0.0, 1.0]))
     assert got.tolist() == ["", ""]

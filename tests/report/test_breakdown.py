@@ -1,6 +1,6 @@
-"""Where the time went (nsroof.report.breakdown): the category table sums to the run's time, with the bound and
-headroom per category; prefill apart from decode with the batch that leaves the memory-bound regime; and the
-summary and `analyze --by category/phase/step --json` show them."""
+"""Where the time went (nsroof.report.breakdown): the category table sums to the run's time, with the bound
+and headroom per category; prefill apart from decode with the batch that leaves the memory-bound regime; and
+the summary and `analyze --by category/phase/step --json` show them."""
 
 from __future__ import annotations
 
@@ -53,11 +53,12 @@ def _generate_run() -> pd.DataFrame:
     dram = {"dram": 33554432.0, "l2": 33554432.0, "l1": 33554432.0}
     lookup = {"dram": 4096.0, "l2": 4096.0, "l1": 4096.0}
     return make_report([
-        kernel(0, "indexSelect", 1e-6, 0.0, lookup, op="aten::embedding", input_shapes="[[32000, 4096], [4, 128]]",
-               category="embedding/index", phase="prefill"),
-        kernel(1, "sm90_gemm", 500e-6, 32 * 134217728.0, dram, op="aten::mm", category="GEMM", phase="prefill"),
-        kernel(2, "indexSelect", 1e-6, 0.0, lookup, op="aten::embedding", input_shapes="[[32000, 4096], [4, 1]]",
-               category="embedding/index", phase="decode"),
+        kernel(0, "indexSelect", 1e-6, 0.0, lookup, op="aten::embedding",
+               input_shapes="[[32000, 4096], [4, 128]]", category="embedding/index", phase="prefill"),
+        kernel(1, "sm90_gemm", 500e-6, 32 * 134217728.0, dram, op="aten::mm", category="GEMM",
+               phase="prefill"),
+        kernel(2, "indexSelect", 1e-6, 0.0, lookup, op="aten::embedding",
+               input_shapes="[[32000, 4096], [4, 1]]", category="embedding/index", phase="decode"),
         kernel(3, "sm90_gemm", 20e-6, 134217728.0, dram, op="aten::mm", category="GEMM", phase="decode"),
     ])
 

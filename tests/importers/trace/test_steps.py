@@ -33,8 +33,10 @@ def _waiting_step() -> dict[str, Any]:
                 _x("cpu_op", "aten::relu", 20 * ms, 10 * ms, **{"External id": 3}),
                 # the input wait: 30 -> 70 ms, no op
                 _x("cpu_op", "aten::add", 70 * ms, 30 * ms, **{"External id": 4}),
-                _x("cuda_runtime", "cudaLaunchKernel", 1 * ms, 0.01 * ms, correlation=10, **{"External id": 1}),
-                _x("cuda_runtime", "cudaLaunchKernel", 2 * ms, 0.01 * ms, correlation=11, **{"External id": 1}),
+                _x("cuda_runtime", "cudaLaunchKernel", 1 * ms, 0.01 * ms, correlation=10,
+                   **{"External id": 1}),
+                _x("cuda_runtime", "cudaLaunchKernel", 2 * ms, 0.01 * ms, correlation=11,
+                   **{"External id": 1}),
                 _x("kernel", "ampere_sgemm_64x64_nn", 1 * ms, 10 * ms, pid=0, tid=7, device=0, stream=7,
                    correlation=10, **{"External id": 1}),
                 _x("kernel", "ampere_sgemm_64x64_nn", 6 * ms, 10 * ms, pid=0, tid=8, device=0, stream=8,
@@ -80,7 +82,8 @@ def test_short_gaps_are_between_ops_and_dataloader_ranges_are_timed(tmp_path: Pa
     """Ops every 1 ms with 0.2 ms between them, inside a DataLoader range of 5 ms: 5 gaps of 0.2 ms are
     launch overhead (between ops), none a wait."""
     events = [_x("user_annotation", "ProfilerStep#3", 0.0, 5000.0),
-              _x("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0.0, 2000.0)]
+              _x("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0.0,
+                 2000.0)]
     events += [_x("cpu_op", "aten::add", i * 1000.0, 800.0, **{"External id": i + 1}) for i in range(5)]
     path = tmp_path / "cpu.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
