@@ -60,7 +60,8 @@ def make_report(kernels: list[dict[str, Any]]) -> pd.DataFrame:
             row["roof_fraction"] = ((ach_f / row["attainable_flop_per_s"]) if row["attainable_flop_per_s"]
                                     else np.nan)
             for name in ("ledger_op", "expected_flops", "min_bytes", "flop_ratio", "excess_traffic",
-                         "ideal_time_s", "headroom", "category", "phase", "op", "input_shapes", "kind"):
+                         "ideal_time_s", "headroom", "category", "phase", "op", "input_shapes", "kind",
+                         "module"):
                 if name in k:
                     row[name] = k[name]
             rows.append(row)

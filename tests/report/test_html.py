@@ -215,3 +215,56 @@ def test_emit_nvtx_counters_do_not_split_groups() -> None:
     assert p.groups == ["fc1/aten::mm — 2 kernel(s), 100.0% of time"]
     assert [r["attrs"]["title"] for r in p.rows] == [  # type: ignore[index]
         "NVTX: fc1/aten::mm, seq = 1, op_id = 5", "NVTX: fc1/aten::mm, seq = 2, op_id = 9"]
+
+
+# ------------------------------------------------------------------------------------------- overview
+
+
+def _dram_only(frame: pd.DataFrame) -> pd.DataFrame:
+    """A trace or CPU profile: one row per kernel, at DRAM."""
+    return frame[frame["level"] == "dram"].reset_index(drop=True)
+
+
+def test_the_page_opens_on_the_overview_with_categories_summing_to_the_run(page_text: str) -> None:
+    overview = page_text.index('<section id="overview">')
+    assert overview < page_text.index("<h2>Run</h2>") < page_text.index('<details id="calls">')
+    section = page_text[overview:page_text.index("</section>", overview)]
+    # five_kernels: 2.0 ms; GEMM 1 ms (50%, headroom 1.0 / 0.5 = 2), elementwise (copy) 0.5 ms (25%)
+    assert "Σ 2 ms, the run's time" in section
+    assert re.search(r"<td>GEMM</td><td class=\"n\">1</td><td class=\"n\">1 ms</td><td class=\"n\">50.0%</td>"
+                     r"<td class=\"compute\">compute</td><td class=\"n\"[^>]*>2×</td>", section)
+    assert "<td>elementwise</td>" in section and "Top 5 ops by time" in section
+
+
+def test_ops_and_modules_with_their_shapes(tmp_path: Path) -> None:
+    frame = _dram_only(make_report([
+        kernel(0, "sgemm", 3e-3, 1e9, {"dram": 1e8, "l2": 1e8, "l1": 1e8}, op="aten::mm",
+               input_shapes="[[8, 16], [16, 32]]", module="net.fc1", category="GEMM"),
+        kernel(1, "sgemm", 1e-3, 1e9, {"dram": 1e8, "l2": 1e8, "l1": 1e8}, op="aten::mm",
+               input_shapes="[[8, 16], [16, 32]]", module="net.fc1", category="GEMM"),
+        kernel(2, "relu", 1e-3, 1e6, {"dram": 1e6, "l2": 1e6, "l1": 1e6}, op="aten::relu",
+               input_shapes="[[8, 32]]", module="net.act", category="elementwise"),
+    ]))
+    text = html.render(frame)
+    ops = text[text.index('<h2 id="ops">'):text.index('<h2 id="modules">')]
+    # the two aten::mm calls of one shape: one row, 4 ms, 2 kernels
+    assert ("<td class=\"k\">aten::mm</td><td class=\"shape\">[[8, 16], [16, 32]]</td><td class=\"k\">net.fc1"
+            "</td><td>GEMM</td><td class=\"n\">2</td><td class=\"n\">4 ms</td>") in ops
+    modules = text[text.index('<h2 id="modules">'):]
+    assert modules.index("net.fc1") < modules.index("net.act")
+
+
+def test_levels_only_where_the_report_has_them() -> None:
+    """A DRAM-only report (a trace, a CPU run) shows no L2 or L1 column."""
+    page = Page(html.render(_dram_only(five_kernels())))
+    assert "DRAM" in page.headers and "L2" not in page.headers and "L1" not in page.headers
+    assert {"L2", "L1"} <= set(Page(html.render(five_kernels())).headers)
+
+
+def test_the_per_call_table_is_capped_and_folded() -> None:
+    """A long run's page lists MAX_TABLE_ROWS calls (the old page listed 5000: 7.4 MB for a 2-layer model)."""
+    many = _dram_only(make_report([kernel(i, f"k{i % 7}", 1e-6 * (i + 1), 1e6, {"dram": 1e6, "l2": 1e6,
+                                                                                "l1": 1e6})
+                                   for i in range(html.MAX_TABLE_ROWS + 50)]))
+    page = Page(html.render(many, with_charts=False))
+    assert len(page.rows) == html.MAX_TABLE_ROWS == 1000

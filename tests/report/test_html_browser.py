@@ -144,3 +144,26 @@ def test_screenshot(page_path: Path) -> None:
                          capture_output=True, text=True, timeout=90)
     assert out.returncode == 0, out.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+_PROBE = ("<script>(function(){var o=document.getElementById('overview').getBoundingClientRect();"
+          "var k=document.getElementById('kernels');"
+          "document.body.setAttribute('data-probe',[o.top<innerHeight,k.checkVisibility(),"
+          "document.getElementById('calls').open].join(' '));})();</script>")
+
+
+def _probe(page: Path, tmp_path: Path, fragment: str = "") -> list[str]:
+    probed = tmp_path / f"probed{len(fragment)}.html"
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", _PROBE + "</body>"), encoding="utf-8")
+    found = re.search(r'data-probe="([^"]*)"', _raw_dom(probed.as_uri() + fragment))
+    assert found is not None
+    return found.group(1).split()
+
+
+def test_the_page_opens_on_the_overview(example_page: Path, tmp_path: Path) -> None:
+    """In the browser the overview starts on the first screen and the per-call table is folded away (not
+    visible); a filter in the link unfolds it."""
+    dom = Page(_raw_dom(example_page.as_uri()))
+    assert dom.ids[0] == "overview"
+    assert _probe(example_page, tmp_path) == ["true", "false", "false"]  # on screen, table hidden, folded
+    assert _probe(example_page, tmp_path, "#q=gemm") == ["true", "true", "true"]
