@@ -16,7 +16,7 @@ from nsroof.commands.options import check_suffix, output_option, quiet_option, s
 @top_option("kernels labelled on the charts")
 @click.option("--title", default="nsroof report", show_default=True, help="Page title.")
 @click.option("--rows", type=click.IntRange(min=0), default=None,
-              help="Kernels listed in the page's table, longest first (default 1000; 0: every kernel); the "
+              help="Kernels listed in the page's table, longest first (default 200; 0: every kernel); the "
                    "charts show them all.")
 @selection_options()
 @quiet_option()

@@ -175,7 +175,7 @@ def charts(df: pd.DataFrame, *, top: int = 10, k: pd.DataFrame | None = None) ->
 
 #: kernels listed in the page's table by default, longest first: a real run's tens of thousands of launches
 #: would make a page of hundreds of MB that no browser opens (the Parquet report keeps every kernel)
-MAX_TABLE_ROWS = 1000
+MAX_TABLE_ROWS = 200
 
 
 _POINT_HREF = re.compile(r'<a xlink:href="' + re.escape(plots.POINT_LINK) + r'([0-9a-f]*)-(\w+)"[^>]*>')

@@ -154,7 +154,8 @@ _PROBE = ("<script>(function(){var o=document.getElementById('overview').getBoun
 
 def _probe(page: Path, tmp_path: Path, fragment: str = "") -> list[str]:
     probed = tmp_path / f"probed{len(fragment)}.html"
-    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", _PROBE + "</body>"), encoding="utf-8")
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", _PROBE + "</body>"),
+                      encoding="utf-8")
     found = re.search(r'data-probe="([^"]*)"', _raw_dom(probed.as_uri() + fragment))
     assert found is not None
     return found.group(1).split()

@@ -214,7 +214,8 @@ def from_events(events: TraceEvents, name: str, *, path: str | os.PathLike[str] 
                 warnings.append("no GPU kernels in the trace (a CPU run): --capture maps nothing")
             if not len(frame):
                 warnings.append("no kernel events (cat 'kernel') and no CPU ops: nothing to classify")
-        step_time = steps.accounting(tree, annotations, activities, step_window(meta, annotations)[1])
+        _, marks, warmup, kept = step_window(meta, annotations)
+        step_time = steps.accounting(tree, annotations, activities, marks, (warmup, kept))
         if step_time:
             extra["step_time"] = step_time
         del activities, launches, linked  # in the kernel rows now: freed before the ops table is built

@@ -31,9 +31,10 @@ ENGINE_STEP = re.compile(r"^execute(?:_\d+)?_context_\d+\(.*\)_generation_\d+\(.
 LABEL_ONLY = re.compile(r"^(ProfilerStep#\d+|enumerate\(DataLoader\)#.*|Optimizer\.\w+#.*|## .* ##)$")
 
 
-def step_windows(tree: OpTree, annotations: Sequence[Op], marks: Sequence[float]) -> list[tuple[str, float,
-                                                                                                  float]]:
-    """(step, start µs, end µs) of every recorded step, in time order (see the module docstring)."""
+def step_windows(tree: OpTree, annotations: Sequence[Op], marks: Sequence[float],
+                 kept: tuple[int, int | None] = (0, None)) -> list[tuple[str, float, float]]:
+    """(step, start µs, end µs) of every recorded step, in time order (see the module docstring); of the
+    steps from marks those the report keeps, `kept` = (warm-up steps, steps: None for all)."""
     named = [(e.name, *span(e)) for e in annotations] + [
         (op.name, *tree.spans[i]) for i, op in enumerate(tree.ops) if op.name.startswith("ProfilerStep#")]
     steps = [(m.group("n"), s, e) for name, s, e in named if (m := STEP_RANGE.match(name)) and e > s]
@@ -42,8 +43,10 @@ def step_windows(tree: OpTree, annotations: Sequence[Op], marks: Sequence[float]
     if not steps and len(marks) and len(tree.spans):
         first = float(np.nanmin(np.asarray(tree.spans, dtype="float64")[:, 0]))
         starts = [min(first, marks[0]), *marks[:-1]]
-        steps = [(str(i + 1), float(s), float(e)) for i, (s, e) in enumerate(zip(starts, marks, strict=True))
-                 if e > s]
+        # the steps the report keeps (--warmup/--steps count marked steps): the others are not its time
+        last = len(marks) if kept[1] is None else min(len(marks), kept[0] + kept[1])
+        steps = [(str(i + 1), float(starts[i]), float(marks[i])) for i in range(kept[0], last)
+                 if marks[i] > starts[i]]
     return sorted(set(steps), key=lambda t: (t[1], t[2]))
 
 
@@ -57,10 +60,10 @@ def _op_pieces(tree: OpTree) -> tuple[np.ndarray, np.ndarray]:
 
 
 def accounting(tree: OpTree, annotations: Sequence[Op], activities: Sequence[Activity],
-               marks: Sequence[float]) -> list[dict[str, Any]]:
+               marks: Sequence[float], kept: tuple[int, int | None] = (0, None)) -> list[dict[str, Any]]:
     """One record per step (STEP_TIME_COLUMNS; None where a quantity is unknown); [] when the trace marks no
     steps."""
-    windows = step_windows(tree, annotations, marks)
+    windows = step_windows(tree, annotations, marks, kept)
     if not windows:
         return []
     ops = _op_pieces(tree)

@@ -101,3 +101,18 @@ def test_no_step_marked_gives_no_step_table(tmp_path: Path) -> None:
     path.write_text(json.dumps({"schemaVersion": 1,
                                 "traceEvents": [_x("cpu_op", "aten::add", 0.0, 10.0)]}))
     assert "step_time" not in importers.read(path)[1].extra
+
+
+def test_steps_from_marks_are_those_the_report_keeps(tmp_path: Path) -> None:
+    """Optimizer-step marks at 10, 20, 30 ms (nsroof.profile's `nsroof::step#optimizer#N`), --warmup 1
+    --steps 1: step 1 [0, 10) is warm-up, step 2 [10, 20) is the report's, step 3 is past --steps."""
+    ms = 1000.0
+    events = [_x("cpu_op", "aten::mm", i * ms, 8 * ms, **{"External id": i + 1}) for i in (0, 10, 20)]
+    events += [_x("user_annotation", f"nsroof::step#optimizer#{n}", n * 10 * ms, 0.0) for n in (1, 2, 3)]
+    path = tmp_path / "marked.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "nsroof": {"steps": {"warmup": 1, "steps": 1}},
+                                "traceEvents": events}))
+    steps = importers.read(path)[1].extra["step_time"]
+    assert [s["step"] for s in steps] == ["2"]
+    assert steps[0]["wall_s"] == pytest.approx(0.010)  # 10 -> 20 ms
+    assert steps[0]["op_s"] == pytest.approx(0.008)  # the op at 10 ms, 8 ms long
