@@ -184,9 +184,12 @@ STEP_TIME_COLUMNS: dict[str, tuple[str, str]] = {
                       "the rest of outside_ops_s: gaps under 1 ms between ops (launch overhead, Python)"),
     "longest_gap_s": ("s", "the longest stretch of the step no op covers"),
     "dataloader_s": ("s", "time inside `enumerate(DataLoader)#…` ranges (torch's DataLoader iteration)"),
-    "kernel_s": ("s", "summed GPU activity time in the step (kernels, copies, sets; overlaps counted twice)"),
-    "gpu_busy_s": ("s", "time some GPU activity ran (the union over streams and devices: overlaps once)"),
-    "gpu_idle_s": ("s", "wall_s - gpu_busy_s: no kernel, copy or set running"),
+    "kernel_s": ("s", "summed time of the GPU activities the step launched (kernels, copies, sets; "
+                 "overlaps counted twice)"),
+    "gpu_busy_s": ("s", "time some GPU activity the step launched ran (the union over streams and devices: "
+                   "overlaps once)"),
+    "gpu_idle_s": ("s", "the GPU's stretch of the step (its start to the end of the last activity it "
+                   "launched, at least wall_s) - gpu_busy_s: no kernel, copy or set of the step running"),
 }
 
 

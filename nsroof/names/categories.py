@@ -50,7 +50,8 @@ _I = re.IGNORECASE
 OP_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"c10d|nccl|rccl|record_param_comms|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all"
                 r"|symm_mem", _I), COMM),
-    (re.compile(r"_foreach_|_fused_(adam|sgd|adagrad)|(^|/)Optimizer\.(step|zero_grad)#"), OPTIMIZER),
+    # (_foreach_ ops also copy and scale outside optimizers: inside Optimizer.step# the path says it)
+    (re.compile(r"_fused_(adam|sgd|adagrad)|(^|/)Optimizer\.(step|zero_grad)#"), OPTIMIZER),
     (re.compile(r"loss|nll_|cross_entropy|kl_div|_ctc", _I), LOSS),
 )
 

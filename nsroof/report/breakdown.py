@@ -4,6 +4,7 @@ summary, the HTML overview and `nsroof analyze --by category|step|phase` read th
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -117,25 +118,45 @@ def step_table(metadata: dict[str, Any]) -> pd.DataFrame:
     return table
 
 
+_ENGINE_STEP = re.compile(r"context_(\d+)\(.*\)_generation_(\d+)\(")
+
+
+def step_label(step: str, width: int = 12) -> str:
+    """A step's short name: N, or an engine step's request counts ('ctx 1 gen 0')."""
+    m = _ENGINE_STEP.search(step)
+    text = f"ctx {m.group(1)} gen {m.group(2)}" if m else step
+    from nsroof.names.kernel_names import fit_name
+
+    return fit_name(text, width)
+
+
 def step_lines(metadata: dict[str, Any], width: int = 80, top: int = 10) -> list[str]:
-    """Per step: wall time, the share no op covers (split into waits of 1 ms or more and the gaps between
-    ops), the DataLoader, and the GPU busy (streams once) and idle."""
+    """Per step: wall time, time in ops, the time no op covers and its share, split into waits (gaps of 1 ms
+    or more) and the gaps between ops; the DataLoader and the GPU busy (streams once) and idle where the run
+    has them. The gaps between ops (= outside - waits) go first when `width` is short."""
     table = step_table(metadata)
     if table.empty:
         return []
-    gpu = table["gpu_busy_s"].notna().any()
-    lines = ["Step time (outside ops: no op running; waits: gaps ≥ 1 ms; GPU busy: streams once)",
-             f"  {'step':<8} {'wall':>9} {'in ops':>9} {'outside ops':>16} {'waits':>9} {'between':>9} "
-             f"{'DataLoader':>10}" + (f" {'GPU busy':>9} {'GPU idle':>9}" if gpu else "")]
+    columns = [("wall", "wall_s"), ("in ops", "op_s"), ("outside", "outside_ops_s"), ("%", ""),
+               ("waits", "waits_s"), ("between", "between_ops_s")]
+    if (table["dataloader_s"] > 0).any():
+        columns.append(("DataLoader", "dataloader_s"))
+    if table["gpu_busy_s"].notna().any():
+        columns += [("GPU busy", "gpu_busy_s"), ("GPU idle", "gpu_idle_s")]
+    if 2 + 12 + 9 * len(columns) > width:
+        columns.remove(("between", "between_ops_s"))
+
+    def cell(name: str, column: str, r: Any) -> str:
+        w = max(8, len(name)) if column else 4
+        text = human_time(r[column]) if column else f"{r['outside_ops_share']:.0%}"
+        return f" {text:>{w}}"
+
+    lines = ["Step time (outside: no op running; waits: gaps ≥ 1 ms; GPU busy: streams once)",
+             f"  {'step':<12}" + "".join(f" {name:>{max(8, len(name)) if column else 4}}"
+                                        for name, column in columns)]
     shown = table.head(top)
     for _, r in shown.iterrows():
-        outside = f"{human_time(r['outside_ops_s'])} {r['outside_ops_share']:.0%}"
-        line = (f"  {str(r['step'])[:8]:<8} {human_time(r['wall_s']):>9} {human_time(r['op_s']):>9} "
-                f"{outside:>16} {human_time(r['waits_s']):>9} {human_time(r['between_ops_s']):>9} "
-                f"{human_time(r['dataloader_s']):>10}")
-        if gpu:
-            line += f" {human_time(r['gpu_busy_s']):>9} {human_time(r['gpu_idle_s']):>9}"
-        lines.append(line)
+        lines.append(f"  {step_label(str(r['step'])):<12}" + "".join(cell(n, c, r) for n, c in columns))
     if len(table) > len(shown):
         lines.append(f"  … {len(table) - len(shown)} more steps (`nsroof analyze --by step --json` lists "
                      "all)")
@@ -144,15 +165,19 @@ def step_lines(metadata: dict[str, Any], width: int = 80, top: int = 10) -> list
 
 
 def _step_verdict(table: pd.DataFrame) -> str:
-    """One line over all steps: which of the step's parts is largest, in words."""
+    """One line over all steps: the share of the wall time no op covered (and of it in waits), in the
+    DataLoader, and the share of the GPU's stretch it sat idle."""
     wall = float(table["wall_s"].sum())
-    parts = {"no op running": float(table["outside_ops_s"].sum()),
-             "in the DataLoader": float(table["dataloader_s"].sum())}
-    idle = float(table["gpu_idle_s"].sum()) if table["gpu_idle_s"].notna().any() else np.nan
-    text = ("; ".join(f"{p / wall:.0%} of the step time {what}" for what, p in parts.items()) if wall > 0
-            else "")
-    if np.isfinite(idle) and wall > 0:
-        text += f"; the GPU idle {idle / wall:.0%}"
+    if not wall > 0:
+        return f"  over {len(table)} step(s): no wall time"
+    outside, waits = float(table["outside_ops_s"].sum()), float(table["waits_s"].sum())
+    text = (f"{outside / wall:.0%} of the wall time no op running ({waits / wall:.0%} in waits of 1 ms or "
+            "more)")
+    loader = float(table["dataloader_s"].sum())
+    text += f"; {loader / wall:.0%} in the DataLoader" if loader > 0 else ""
+    if table["gpu_busy_s"].notna().any():
+        busy, idle = float(table["gpu_busy_s"].sum()), float(table["gpu_idle_s"].sum())
+        text += f"; the GPU idle {idle / (busy + idle):.0%} of its stretch" if busy + idle > 0 else ""
     return f"  over {len(table)} step(s): {text}"
 
 

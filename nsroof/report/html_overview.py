@@ -61,7 +61,9 @@ def _steps(metadata: dict[str, Any]) -> str:
         def times(*names: str, r: Any = r) -> list[str]:
             return [td(human_time(float(r[c])), numeric=True) for c in names]
 
-        cells = [td(str(r["source"])), td(str(r["step"])), *times("wall_s", "op_s", "outside_ops_s"),
+        label = breakdown.step_label(str(r["step"]), 40)
+        cells = [td(str(r["source"])), td(label, title=str(r["step"])),
+                 *times("wall_s", "op_s", "outside_ops_s"),
                  td(pct(float(r["outside_ops_share"])), numeric=True),
                  *times("waits_s", "between_ops_s", "dataloader_s")]
         if gpu:

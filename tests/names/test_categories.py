@@ -24,7 +24,10 @@ from nsroof.names.categories import CATEGORIES, categorize, category
     ("kernel", "aten::add_", "vectorized_elementwise_kernel", "", "elementwise"),
     # what the op is for beats its arithmetic
     ("kernel", "aten::nll_loss_forward", "cunn_ClassNLLCriterion_updateOutput_kernel", "", "loss"),
-    ("kernel", "aten::_foreach_add_", "multi_tensor_apply_kernel", "", "optimizer"),
+    ("kernel", "aten::_fused_adam_", "fused_adam_kernel", "", "optimizer"),
+    ("kernel", "aten::_foreach_add_", "multi_tensor_apply_kernel", "Optimizer.step#Adam.step", "optimizer"),
+    ("kernel", "aten::_foreach_copy_", "multi_tensor_apply_kernel", "", "elementwise"),  # not an optimizer
+    ("kernel", "hipGraphLaunch", "triton_red_fused_sum_1", "", "reduction/softmax"),  # a launch: kernel name
     ("kernel", "aten::add_", "vectorized_elementwise_kernel", "ProfilerStep#2/Optimizer.step#AdamW.step",
      "optimizer"),
     ("kernel", "c10d::allreduce_", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "", "communication"),

@@ -215,7 +215,9 @@ def from_events(events: TraceEvents, name: str, *, path: str | os.PathLike[str] 
             if not len(frame):
                 warnings.append("no kernel events (cat 'kernel') and no CPU ops: nothing to classify")
         _, marks, warmup, kept = step_window(meta, annotations)
-        step_time = steps.accounting(tree, annotations, activities, marks, (warmup, kept))
+        launched = numbers([launches[c].ts if (c := a.args.correlation) in launches else None
+                            for a in activities])
+        step_time = steps.accounting(tree, annotations, activities, launched, marks, (warmup, kept))
         if step_time:
             extra["step_time"] = step_time
         del activities, launches, linked  # in the kernel rows now: freed before the ops table is built

@@ -60,9 +60,11 @@ def _op_pieces(tree: OpTree) -> tuple[np.ndarray, np.ndarray]:
 
 
 def accounting(tree: OpTree, annotations: Sequence[Op], activities: Sequence[Activity],
-               marks: Sequence[float], kept: tuple[int, int | None] = (0, None)) -> list[dict[str, Any]]:
+               launched_us: np.ndarray, marks: Sequence[float],
+               kept: tuple[int, int | None] = (0, None)) -> list[dict[str, Any]]:
     """One record per step (STEP_TIME_COLUMNS; None where a quantity is unknown); [] when the trace marks no
-    steps."""
+    steps. `launched_us`: when each activity was launched (its runtime call; NaN: not recorded, then its own
+    start): a step's GPU work is what it launched, however late the GPU ran it (a graph replay, a queue)."""
     windows = step_windows(tree, annotations, marks, kept)
     if not windows:
         return []
@@ -72,15 +74,18 @@ def accounting(tree: OpTree, annotations: Sequence[Op], activities: Sequence[Act
                                    if op.name.startswith(DATALOADER)], dtype="float64").reshape(-1, 2).T)
     gpu_start = numbers([a.ts for a in activities])
     gpu_end = gpu_start + np.maximum(numbers([a.dur for a in activities]), 0.0)
-    gpu = merged(gpu_start, gpu_end)
+    launched = np.where(np.isnan(launched_us), gpu_start, launched_us)
     out = []
     for step, lo, hi in windows:
         wall = hi - lo
         op = covered_us(ops, lo, hi)
         gaps = gaps_us(ops, lo, hi)
         waits = float(gaps[gaps >= WAIT_GAP_US].sum())
-        kernel = float(np.nansum(np.clip(np.minimum(gpu_end, hi) - np.maximum(gpu_start, lo), 0.0, None)))
-        busy = covered_us(gpu, lo, hi)
+        mine = (launched >= lo) & (launched < hi)
+        kernel = float(np.nansum(gpu_end[mine] - gpu_start[mine]))
+        busy = covered_us(merged(gpu_start[mine], gpu_end[mine]), -np.inf, np.inf)
+        # the GPU's stretch of the step: from its start to the end of the last work it launched
+        span_us = max(hi, float(np.nanmax(gpu_end[mine]))) - lo if mine.any() else wall
         out.append({
             "step": step, "start_us": lo, "wall_s": wall * 1e-6, "op_s": op * 1e-6,
             "outside_ops_s": (wall - op) * 1e-6, "outside_ops_share": (wall - op) / wall,
@@ -89,6 +94,6 @@ def accounting(tree: OpTree, annotations: Sequence[Op], activities: Sequence[Act
             "dataloader_s": covered_us(loader, lo, hi) * 1e-6,
             "kernel_s": kernel * 1e-6 if len(activities) else None,
             "gpu_busy_s": busy * 1e-6 if len(activities) else None,
-            "gpu_idle_s": (wall - busy) * 1e-6 if len(activities) else None,
+            "gpu_idle_s": (span_us - busy) * 1e-6 if len(activities) else None,
         })
     return out

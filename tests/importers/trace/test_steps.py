@@ -74,8 +74,10 @@ def test_the_summary_and_the_step_table_show_it(tmp_path: Path) -> None:
     assert table["source"].tolist() == ["trace.json"]
     assert table["outside_ops_s"].tolist() == pytest.approx([0.040])
     text = "\n".join(step_lines(report.metadata))
-    assert "40 ms 40%" in text  # outside ops: 40 ms, 40% of the step
-    assert "40% of the step time no op running" in text
+    assert "   40 ms  40%" in text  # outside ops: 40 ms, 40% of the step
+    # 40 ms of 100: all of it one wait; the GPU idle 85 of its 100 ms
+    assert ("over 1 step(s): 40% of the wall time no op running (40% in waits of 1 ms or more); the GPU idle "
+            "85% of its stretch") in text
 
 
 def test_short_gaps_are_between_ops_and_dataloader_ranges_are_timed(tmp_path: Path) -> None:
@@ -116,3 +118,18 @@ def test_steps_from_marks_are_those_the_report_keeps(tmp_path: Path) -> None:
     assert [s["step"] for s in steps] == ["2"]
     assert steps[0]["wall_s"] == pytest.approx(0.010)  # 10 -> 20 ms
     assert steps[0]["op_s"] == pytest.approx(0.008)  # the op at 10 ms, 8 ms long
+
+
+def test_a_step_owns_the_gpu_work_it_launched_however_late_it_ran(tmp_path: Path) -> None:
+    """A graph replay launched at 1 ms of a 2 ms step runs 5 -> 9 ms, after the step's CPU range: its 4 ms are
+    the step's; the GPU's stretch of the step is 0 -> 9 ms, idle 9 - 4 = 5 ms."""
+    events = [_x("user_annotation", "ProfilerStep#1", 0.0, 2000.0),
+              _x("cpu_op", "aten::mm", 0.0, 2000.0, **{"External id": 1}),
+              _x("cuda_runtime", "cudaGraphLaunch", 1000.0, 10.0, correlation=5, **{"External id": 1}),
+              _x("kernel", "sm90_gemm", 5000.0, 4000.0, pid=0, tid=7, device=0, stream=7, correlation=5)]
+    path = tmp_path / "lag.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    (step,) = importers.read(path)[1].extra["step_time"]
+    assert step["kernel_s"] == pytest.approx(0.004)
+    assert step["gpu_busy_s"] == pytest.approx(0.004)
+    assert step["gpu_idle_s"] == pytest.approx(0.005)
