@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
@@ -149,6 +150,7 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
     with _collector_paused(facts.format):
         tf32 = facts.extra.get("tf32") or {}
         c = costing.costed(kernels, facts.ops, tf32=(tf32.get("matmul_allowed"), tf32.get("cudnn_allowed")))
+        op_phases = _op_phases(facts.ops)
         # the costed tables hold what the report needs: the input's go (a trace's ops table has a row per
         # op call, millions in a long run)
         facts.ops = None
@@ -175,11 +177,31 @@ def _analyze_one(path: str | os.PathLike[str], fixed: Machine | None, aggregate:
         built = classify.build_report(kernels, quantities, fixed, levels=levels)
         ops = (classify.build_report(c.op_kernels, c.op_quantities, fixed, levels=("dram",))
                if len(c.op_kernels) else None)
+        if ops is not None and op_phases is not None:
+            ops["phase"] = (op_phases.reindex(ops["kernel_id"].astype("Int64")).fillna("")
+                            .to_numpy(dtype=object))
     hints: list[str] = [Hint(h, source=name) for h in facts.hints]
     hints += [h.at(name) if isinstance(h, Hint) else Hint(h, source=name)
               for h in (missing.completing_metrics_hint(built), missing.ceilings_hint(built)) if h]
     return _Input(built, ops, record, warnings, hints,
                   fixed is not None and ceilings.has_ncu_ceilings(quantities))
+
+
+def _op_phases(ops: pd.DataFrame | None) -> pd.Series | None:
+    """Each op call's phase (nsroof.costs.phases) by op_id, walked over every call of the ops table (the
+    op-level view's rows are the costed ops, the embedding lookups that tell the passes apart among the
+    others); None when the run is no generation run."""
+    if ops is None or not len(ops):
+        return None
+    from nsroof.costs.phases import phases
+
+    shapes = [json.dumps(s) if isinstance(s, list) else "" for s in ops["input_shapes"]]
+    found = phases(ops["name"].astype(str).to_numpy(dtype=object), shapes,
+                   ops["nvtx_path"].fillna("").astype(str).to_numpy(dtype=object),
+                   ops["start_us"].astype("float64").to_numpy())
+    if not (found != "").any():
+        return None
+    return pd.Series(found, index=pd.Index(ops["op_id"].astype("Int64")), dtype=object)
 
 
 def _collector_paused(fmt: str) -> AbstractContextManager[None]:

@@ -88,3 +88,4 @@ def phases(ops: Texts, input_shapes: Texts, nvtx_paths: Texts,
         current = phase_of.get(int(i), current)
         out[i] = current
     return out
+

@@ -3,6 +3,9 @@ that starts each forward pass of a generate() run ([batch, query length] indices
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 
 from nsroof.costs.phases import engine_phase, phases, query_length, token_count
@@ -42,3 +45,32 @@ def test_no_decode_pass_is_no_generate_run() -> None:
     got = phases(["aten::embedding", "aten::mm"], ["[[100, 8], [8, 128]]", ""], ["", ""],
                  np.array([0.0, 1.0]))
     assert got.tolist() == ["", ""]
+
+
+def test_a_generate_trace_tells_prefill_rows_from_decode_rows(tmp_path: Path) -> None:
+    """A CPU trace of a prompt pass (indices [2, 5]) and one decode step ([2, 1]), each an embedding then a
+    matmul: the report's rows and the op-level rows carry their phase."""
+    import json
+
+    from nsroof.pipeline import analyze
+
+    def op(name: str, ts: float, dims: list[Any], types: list[str], ext: int) -> dict[str, Any]:
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": 10.0,
+                "args": {"External id": ext, "Input Dims": dims, "Input type": types}}
+
+    events = []
+    for i, length in enumerate((5, 1)):
+        t = 100.0 * i
+        events.append(op("aten::embedding", t, [[100, 8], [2, length], [], [], []],
+                         ["float", "long int", "Scalar", "Scalar", "Scalar"], 2 * i + 1))
+        events.append(op("aten::mm", t + 20, [[2 * length, 8], [8, 100]], ["float", "float"], 2 * i + 2))
+    path = tmp_path / "generate.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    report = analyze([path])
+    rows = report.frame.drop_duplicates("kernel_id")
+    assert sorted(zip(rows["op"], rows["phase"], strict=True)) == [
+        ("aten::embedding", "decode"), ("aten::embedding", "prefill"), ("aten::mm", "decode"),
+        ("aten::mm", "prefill")]
+    assert sorted(zip(report.ops["op"], report.ops["phase"], strict=True)) == [
+        ("aten::embedding", "decode"), ("aten::embedding", "prefill"), ("aten::mm", "decode"),
+        ("aten::mm", "prefill")]
