@@ -110,3 +110,27 @@ def test_analyze_by_prints_the_table_as_json(tmp_path: Path, by: str) -> None:
         assert [r["phase"] for r in records] == ["prefill", "decode"]
     else:
         assert records[0]["outside_ops_share"] == pytest.approx(0.4) and records[0]["source"] == "run.json"
+
+
+def test_a_real_training_trace_accounts_its_time(shared_fixtures: Path) -> None:
+    """kineto's ResNet-50 example (torch.profiler's tensorboard plugin, 6 ProfilerStep ranges): every kernel
+    and copy in a category, the categories summing to the run's time; each step ~211 ms of which ~50 ms in
+    the DataLoader, the input the GPU waits for."""
+    from nsroof.pipeline import analyze
+    from nsroof.report.breakdown import step_table
+
+    path = shared_fixtures / "traces" / "kineto__plugin_resnet50_num_workers_0_worker0.pt.trace.json.gz"
+    if not path.exists():
+        pytest.skip(f"{path.name} not in the shared fixtures")
+    report = analyze([path])
+    kernels = report.frame.drop_duplicates(["source", "kernel_id"])
+    assert (kernels["category"] != "").all()
+    table = category_table(report.frame)
+    assert table["duration_s"].sum() == pytest.approx(kernels["duration_s"].sum())
+    assert table.iloc[0]["category"] == "convolution"
+    steps = step_table(report.metadata)
+    assert steps["step"].tolist() == ["5", "6", "7", "8", "9", "10"]
+    assert steps["wall_s"].between(0.20, 0.23).all()
+    assert steps["dataloader_s"].between(0.045, 0.065).all()
+    assert (steps["op_s"] + steps["outside_ops_s"] - steps["wall_s"]).abs().max() < 1e-9
+    assert (steps["gpu_busy_s"] <= steps["wall_s"] + steps["gpu_idle_s"]).all()
