@@ -64,7 +64,8 @@ NAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"|scalePackedTensor", _I), CONV),
     (re.compile(r"pool", _I), REDUCTION),
     (re.compile(r"rotary|rope", _I), ELEMENTWISE),
-    (re.compile(r"gemm|cutlass|cublas|hipblas|^Cijk_|matmul|_mm\b|^mm\b|bmm|linear|moe|experts|wgmma"
+    (re.compile(r"gemm|cutlass|cublas|hipblas|^Cijk_|matmul|_mm\b|^mm\b|bmm|addmm|mmbackward|linear|moe"
+                r"|experts|wgmma"
                 r"|xmma|triton_tem", _I), GEMM),
     (re.compile(r"norm|bn_fw|bn_bw|welford", _I), NORM),
     (re.compile(r"softmax|reduce|triton_(red|per)_|argmax|argmin|topk|sort|scan|cumsum", _I), REDUCTION),

@@ -151,7 +151,9 @@ def step_lines(metadata: dict[str, Any], width: int = 80, top: int = 10) -> list
         text = human_time(r[column]) if column else f"{r['outside_ops_share']:.0%}"
         return f" {text:>{w}}"
 
-    lines = ["Step time (outside: no op running; waits: gaps ≥ 1 ms; GPU busy: streams once)",
+    gpu = ("GPU busy", "gpu_busy_s") in columns
+    lines = ["Step time (outside: no op running; waits: gaps ≥ 1 ms" + ("; GPU busy: streams once)" if gpu
+                                                                       else ")"),
              f"  {'step':<12}" + "".join(f" {name:>{max(8, len(name)) if column else 4}}"
                                         for name, column in columns)]
     shown = table.head(top)
@@ -224,8 +226,7 @@ def phase_lines(frame: pd.DataFrame) -> list[str]:
     table = phase_table(frame)
     if table.empty:
         return []
-    lines = ["Prefill vs decode (the report's `phase`; GEMM intensity = Σ FLOPs / Σ DRAM bytes of the "
-             "phase's GEMMs)",
+    lines = ["Prefill vs decode (`phase`; GEMM FLOP/B = Σ FLOPs / Σ DRAM bytes of the phase's GEMMs)",
              f"  {'phase':<8} {'kernels':>7} {'time':>9} {'share':>6}  {'bound':<14} {'headroom':>8} "
              f"{'GEMM FLOP/B':>11} {'ridge':>7}"]
     for _, r in table.iterrows():
@@ -236,9 +237,9 @@ def phase_lines(frame: pd.DataFrame) -> list[str]:
     decode = table[table["phase"] == "decode"]
     for _, r in decode.iterrows():
         if np.isfinite(r["batch_to_leave_memory_bound"]):
-            lines.append(f"  decode: {r['tokens_per_step']:.0f} token(s) per step; its GEMMs leave the "
-                         f"memory-bound regime at a batch of about {r['batch_to_leave_memory_bound']:.0f} "
-                         "(batch × ridge / GEMM intensity)")
+            batch = r["batch_to_leave_memory_bound"]
+            lines.append(f"  decode: {r['tokens_per_step']:.0f} token(s) a step; its GEMMs leave the memory-"
+                         f"bound regime at a batch of ~{batch:.0f} (batch × ridge / GEMM FLOP/B)")
     return lines
 
 

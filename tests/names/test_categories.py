@@ -42,6 +42,8 @@ from nsroof.names.categories import CATEGORIES, categorize, category
     ("kernel", "", "triton_red_fused_sum_1", "", "reduction/softmax"),
     ("kernel", "", "_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwd", "", "normalization"),
     ("kernel", "", "mystery_kernel", "", "other"),
+    # an autograd node enclosing its backward ops: its name
+    ("kernel", "autograd::engine::evaluate_function: AddmmBackward0", "sgemm", "", "GEMM"),
     # an engine's custom op (no ledger family): its name
     ("kernel", "vllm::unified_attention_with_output", "kernel_unified_attention_2d", "", "attention"),
     ("kernel", "_C::rotary_embedding", "rotary_embedding_kernel", "", "elementwise"),

@@ -76,7 +76,7 @@ def test_prefill_and_decode_are_read_apart_with_the_decode_batch_that_leaves_mem
     assert table.at["decode", "batch_to_leave_memory_bound"] == pytest.approx(10.0)
     assert batch_for_compute_bound(10.0, "bf16") == pytest.approx(10.0)
     text = "\n".join(phase_lines(_generate_run()))
-    assert "prefill" in text and "batch of about 10" in text
+    assert "prefill" in text and "at a batch of ~10 (batch × ridge / GEMM FLOP/B)" in text
 
 
 def test_a_run_that_is_no_generation_has_no_phase_table() -> None:
