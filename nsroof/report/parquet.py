@@ -218,7 +218,20 @@ def load(path: str | os.PathLike[str], filters: Any = None,
                                   "`nsroof analyze INPUTS -o DIR`") from None
     else:
         df = pd.read_parquet(p, filters=filters, columns=list(columns) if columns else None)
-    return with_categoricals(df)
+    return with_categoricals(df if columns else with_derived_columns(df))
+
+
+def with_derived_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """A report written before `category` and `phase` existed, with them: both are read off the names,
+    shapes and times the report holds (nsroof.roofs.classify), so an older report shows, and is written
+    again, as a new one."""
+    lacking = [c for c in ("category", "phase") if c not in df.columns]
+    if not lacking or not {"kernel_name", "level"} <= set(df.columns):
+        return df
+    from nsroof.roofs import classify
+
+    derive = {"category": classify.categories, "phase": classify.phases}
+    return df.assign(**{c: derive[c](df) for c in lacking})
 
 
 # ---------------------------------------------------------------- dataset folders

@@ -5,6 +5,7 @@ pandas.read_parquet of the file is unchanged."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -73,3 +74,22 @@ def test_a_value_of_the_wrong_type_is_refused_as_before() -> None:
     frame.loc[3, "missing"] = 1.5  # a number in a text column
     with pytest.raises((pa.ArrowTypeError, pa.ArrowInvalid)):
         parquet.to_table(frame, {})
+
+
+def test_a_report_written_before_category_and_phase_loads_with_them(tmp_path: Path) -> None:
+    """An older nsroof's report lacks `category` and `phase`: they are read off its names on load, so it
+    shows and is written again as a new one (the roofline numbers do not read them)."""
+    import pyarrow.parquet as pq
+
+    from nsroof.report.load import load_report
+    from tests.report.report_frames import five_kernels
+
+    frame = five_kernels()
+    path = tmp_path / "old.parquet"
+    parquet.write(frame, path)
+    table = pq.read_table(path)
+    pq.write_table(table.drop(["category", "phase"]), path)
+    loaded, _ = load_report(path)
+    assert loaded.drop_duplicates("kernel_id")["category"].astype(str).tolist() == [
+        "GEMM", "elementwise", "other", "reduction/softmax", "other"]  # by the kernels' names
+    assert (loaded["phase"].astype(str) == "").all()
