@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.names.categories import CATEGORIES, COPY_KINDS
-from nsroof.schema import STEP_TIME_COLUMNS
+from nsroof.schema import STEP_TIME_COLUMNS, cpu_ops_only
 from nsroof.units import human_time
 
 #: the columns of the per-category table (`nsroof analyze --by category`), in order
@@ -93,7 +93,8 @@ def category_lines(frame: pd.DataFrame, width: int = 80) -> list[str]:
     if table.empty:
         return []
     lines = ["Time by category (bound: of most of its time; headroom = Σ time / Σ roofline floor)",
-             f"  {'category':<18} {'kernels':>7} {'time':>9} {'share':>6}  {'bound':<14} {'headroom':>8}"]
+             f"  {'category':<18} {'ops' if cpu_ops_only(frame) else 'kernels':>7} {'time':>9} {'share':>6}  "
+             f"{'bound':<14} {'headroom':>8}"]
     for _, r in table.iterrows():
         share = f"{r['time_share']:.1%}" if np.isfinite(r["time_share"]) else "?"
         lines.append(f"  {r['category']:<18} {int(r['kernels']):>7} {human_time(r['duration_s']):>9} "
