@@ -19,6 +19,9 @@ What the trace lacks goes into it through torch's own means:
     named by the module, read as a range through the ``module_ranges`` fact); backward ops inherit their
     forward op's path through the trace's ``Sequence number`` (nsroof.importers.trace.op_tree);
   * Inductor's per-kernel estimates (``kernel_flop``, ``kernel_num_gb``): ``benchmark_kernel`` on for the run;
+  * what Inductor fused into each kernel it generates during the run (its ATen nodes with shapes and module
+    paths, the buffers it reads and writes: nsroof.collectors.inductor_kernels), under the facts' ``inductor``
+    key; Inductor's caches are off for the run so every graph is generated (and recorded);
   * step boundaries: zero-length ``nsroof::step#<source>#<n>`` record_functions, at ``nsroof.step()`` or
     at every optimizer step (a global optimizer post-hook);
   * facts: ``prof.add_metadata_json("nsroof", …)`` before the profiler stops — the module range names, the
@@ -47,6 +50,12 @@ from typing import Any
 
 import pandas as pd
 
+from nsroof.collectors.compile_settings import (
+    compile_note,
+    graph_caches_off,
+    inductor_records_on,
+    wrapper_rows,
+)
 from nsroof.errors import NsroofError
 from nsroof.report.summary import above_causes
 from nsroof.roofs.machines import Machine
@@ -116,6 +125,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         window_optional: bool = False,
         captures: Sequence[str | os.PathLike[str]] = (),
         remeasure: bool = False,
+        compile_steps: bool = False,
     ) -> None:
         if steps is not None and steps < 1:
             raise NsroofError(f"steps must be >= 1, got {steps}")
@@ -129,6 +139,11 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         self.trace = Path(trace) if trace is not None else None
         self.window_optional = window_optional
         self.remeasure = remeasure  # the CPU profile is measured anew, not read from the cache
+        # keep the steps in which torch.compile compiled (by default they are warm-up: left out of the report,
+        # and one more step recorded for each such step of the window)
+        self.compile_steps = compile_steps
+        self._compiled_steps = 0
+        self._kernels_seen = 0
         # traces recorded around the capture of the CUDA/HIP graphs the run replays
         # (nsroof.importers.trace.graphs)
         self.captures = [Path(c) for c in captures]
@@ -139,6 +154,10 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         self._counts = {"nsroof": 0, "optimizer": 0}
         self._stopped = False
         self._facts: dict[str, Any] = {}
+        # what Inductor knew of each kernel it generated during the run (nsroof.collectors.inductor_kernels)
+        from nsroof.collectors.inductor_kernels import Recorder
+
+        self._inductor = Recorder()
         self.interrupted_trace: Path | None = None  # the trace saved when Ctrl-C ended the run
         # for the command that rebuilds the report (nsroof.collectors.rebuild): options that changed the
         # costing (--model-config, --formulas) and where the CLI writes the report
@@ -157,7 +176,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         from torch.profiler import ProfilerActivity
         from torch.profiler import profile as torch_profile
 
-        from nsroof.collectors import nested_profiler, nvtx_ranges
+        from nsroof.collectors import inductor_kernels, nested_profiler, nvtx_ranges
 
         if _profiler_enabled(torch):
             raise NsroofError("a torch profiler is already recording in this process, and torch runs one at "
@@ -170,6 +189,8 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
         self._use_cuda = use_cuda
         self._prof = torch_profile(activities=activities, record_shapes=True)
         self._cleanup.append(inductor_records_on())
+        self._cleanup.append(graph_caches_off())
+        self._cleanup.append(inductor_kernels.install(self._inductor))
         self._cleanup.append(nvtx_ranges.add_step_listener(lambda n: self._boundary("nsroof")))
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
@@ -213,8 +234,13 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
 
         with record_function(f"{STEP_MARKER}#{source}#{self._counts[source]}"):
             pass
+        generated = self._inductor.generated()
+        if (generated > self._kernels_seen and not self.compile_steps and self.steps is not None
+                and self._marked() > self.warmup):
+            self._compiled_steps += 1  # Inductor generated kernels in this step of the window: a compile step
+        self._kernels_seen = generated
         if self.steps is not None:
-            if self._marked() >= self.warmup + self.steps:
+            if self._marked() >= self.warmup + self.steps + self._compiled_steps:
                 self._stop()
 
     def _stop(self) -> None:
@@ -224,6 +250,10 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
             try:
                 # the facts go in while the profiler still records: kineto takes metadata only then
                 self._facts = trace_facts(cuda=self._use_cuda, steps=self.steps, warmup=self.warmup)
+                self._facts["steps"] |= {"compile_steps": "keep" if self.compile_steps else "skip",
+                                         "compile_extended": self._compiled_steps}
+                if self._inductor.kernels or self._inductor.unreadable:
+                    self._facts["inductor"] = self._inductor.facts()
                 self._prof.add_metadata_json("nsroof", json.dumps(self._facts))
             except Exception as exc:  # noqa: BLE001 - a fact that cannot be read must not lose the run
                 self._facts = {"version": META_VERSION, "collector": "nsroof.profile",
@@ -276,7 +306,7 @@ class profile:  # noqa: N801 - used like a function: `with nsroof.profile() as p
                 "--warmup, or call nsroof.step() at the end of each step")
         warnings += self.notes + built.warnings
         window = (f"; recorded steps {steps_info['window']}: {steps_info['kept']} of {steps_info['rows']} "
-                  "rows" if "window" in steps_info else "")
+                  "rows" if "window" in steps_info else "") + compile_note(steps_info)
         return ProfileResult(built.frame, machine, trace, warnings, marked, source, built.metadata,
                              self._facts, window, built.ops,
                              for_session(self, trace, machine, with_output=False))
@@ -310,53 +340,6 @@ def save_trace(prof: Any, trace: Path) -> None:
             tmp.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=TRACE_GZIP_LEVEL, mtime=0))
         finally:
             plain.unlink(missing_ok=True)
-
-
-# Inductor settings nsroof.profile turns on for the run (config attribute, its environment form for compile
-# workers and for an Inductor imported later). They change only kernels compiled while they are on.
-INDUCTOR_SETTINGS = (
-    # each Triton kernel's launch record carries Inductor's kernel_flop and kernel_num_gb
-    # (torch/_inductor/codegen/triton.py, inductor_meta), which nsroof costs the kernel by; it adds a
-    # benchmark harness to the kernel files
-    ("benchmark_kernel", "TORCHINDUCTOR_BENCHMARK_KERNEL"),
-    # each fused C++ kernel of the CPU backend runs inside a record function of its name
-    # (graph_0_cpp_fused_*), so its time is its own row instead of part of the compiled region's
-    # (torch/_inductor/codegen/cpp.py)
-    ("cpp.enable_kernel_profile", "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"),
-)
-
-
-def inductor_records_on() -> Any:
-    """Turn on INDUCTOR_SETTINGS in torch._inductor.config (when imported) and in the environment. Returns the
-    undo, which puts back what was there."""
-    saved_env = {env: os.environ.get(env) for _, env in INDUCTOR_SETTINGS}
-    config = sys.modules.get("torch._inductor.config")
-    saved = {name: _config_value(config, name) for name, _ in INDUCTOR_SETTINGS} if config is not None else {}
-    for name, env in INDUCTOR_SETTINGS:
-        os.environ[env] = "1"
-        if config is not None:
-            _set_config(config, name, True)
-
-    def undo() -> None:
-        for name, env in INDUCTOR_SETTINGS:
-            if saved_env[env] is None:
-                os.environ.pop(env, None)
-            else:
-                os.environ[env] = saved_env[env]  # type: ignore[assignment]
-            now = sys.modules.get("torch._inductor.config")
-            if now is not None:  # imported during the run: the value its environment gave it before
-                _set_config(now, name, bool(saved[name]) if config is not None else saved_env[env] == "1")
-    return undo
-
-
-def _config_value(config: Any, name: str) -> Any:
-    owner, _, attr = name.rpartition(".")
-    return getattr(getattr(config, owner) if owner else config, attr, None)
-
-
-def _set_config(config: Any, name: str, value: bool) -> None:
-    owner, _, attr = name.rpartition(".")
-    setattr(getattr(config, owner) if owner else config, attr, value)
 
 
 def _file_extra(built: Any) -> dict[str, Any]:
@@ -500,10 +483,12 @@ def cpu_name() -> str:
 
 
 def coverage(report: pd.DataFrame) -> float:
-    """Share of profiled time whose row has an analytic cost."""
+    """Share of the op time whose row has an analytic cost. The op time leaves out torch.compile's wrappers'
+    own time (wrapper_overhead): containers whose self time is overhead, not an op's work."""
     d = report["duration_s"].astype("float64").fillna(0.0)
-    total = d.sum()
-    return float(d[report["flops"].notna()].sum() / total) if total > 0 else math.nan
+    ops = d[~wrapper_rows(report)]
+    total = ops.sum()
+    return float(ops[report["flops"].notna()].sum() / total) if total > 0 else math.nan
 
 
 def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, output: str | None = None,
@@ -540,8 +525,15 @@ def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, outpu
     lines.append("Share of time: " + ", ".join(f"{b}-bound {shares[b]:.1%}" if b != "unknown"
                                                else f"unknown {shares[b]:.1%}"
                                                for b in ("memory", "compute", "unknown")))
-    lines.append(f"Coverage: {coverage(report):.1%} of the time is in ops with an analytic formula")
-    missing = report.loc[report["flops"].isna(), ["missing", "duration_s"]].copy()
+    wrappers = wrapper_rows(report)
+    lines.append(f"Coverage: {coverage(report):.1%} of the {'op ' if wrappers.any() else ''}time is in ops "
+                 "with an analytic formula")
+    if wrappers.any():
+        w = float(d[wrappers].sum())
+        names = ", ".join(sorted(set(report.loc[wrappers, "op"].astype(str)))[:4])
+        lines.append(f"  not op time: torch.compile's wrappers' own time, {human_time(w)} ({w / total:.1%}; "
+                     f"{names}): overhead around the compiled regions, whose kernels are rows of their own")
+    missing = report.loc[report["flops"].isna() & ~wrappers, ["missing", "duration_s"]].copy()
     if len(missing):
         missing["why"] = missing["missing"].astype(str).str.split(",").str[0]
         worst = missing.groupby("why")["duration_s"].sum().sort_values(ascending=False).head(3)

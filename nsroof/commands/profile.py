@@ -51,6 +51,9 @@ def trace_path(output: Path) -> Path:
               help=f"Steps to skip first  [default: {DEFAULT_WARMUP}; none when the script marks no more "
                    "steps]")
 @click.option("--all-steps", is_flag=True, help="Record the whole run (no step window).")
+@click.option("--compile-steps", is_flag=True,
+              help="Keep the steps in which torch.compile compiled (left out as warm-up by default, one more "
+                   "step recorded for each; without step marks, the op calls inside the compilations)")
 @machine_option(when_omitted="on a GPU its profile cached by `nsroof measure --device cuda`, else its "
                               "datasheet entry; on CPU this CPU's measured profile (measured once, cached)")
 @output_option("the report (Parquet); the chrome trace is kept next to it as REPORT.trace.json.gz",
@@ -63,7 +66,8 @@ def trace_path(output: Path) -> Path:
 @cost_facts_options()
 @capture_option()
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str | None, output: Path,
+def profile(steps: int | None, warmup: int | None, all_steps: bool, compile_steps: bool, machine: str | None,
+            output: Path,
             top: int, threads: int | None, remeasure: bool, quiet: bool, captures: tuple[Path, ...],
             command: tuple[str, ...]) -> None:
     """Run a Python script under torch.profiler and write a roofline report of every kernel (CUDA) or op
@@ -92,7 +96,8 @@ def profile(steps: int | None, warmup: int | None, all_steps: bool, machine: str
     pending = _announce_cpu_measurement(machine, remeasure)
     progress, load = Progress(quiet), LoadWatch()
     session = nsroof_profile(machine=machine, steps=steps, warmup=warmup, trace=trace_path(output),
-                             captures=captures, window_optional=window_optional, remeasure=remeasure)
+                             captures=captures, window_optional=window_optional, remeasure=remeasure,
+                             compile_steps=compile_steps)
     # what the printed `nsroof analyze` command needs besides the machine to make this report again
     session.rebuild_options, session.report_path = cost_facts_words(), output
     stop = None

@@ -39,6 +39,7 @@ import pandas as pd
 
 from nsroof.costs.analytic_rows import Distinct, Row, Rows, analytic_table, ints, objects, per_cost
 from nsroof.costs.ledger.aten import (
+    COMPILED_WRAPPER,
     COMPOSITE_REASON,
     OpCost,
     base_name,
@@ -125,6 +126,14 @@ class _Groups:
 
     def kernels(self, g: int) -> list[int]:
         return self.members[self.start[g]:self.start[g] + self.size[g]].tolist()
+
+
+def _wrappers(names: np.ndarray) -> np.ndarray:
+    """Which op names are torch.compile's wrappers (nsroof.costs.ledger.aten.COMPILED_WRAPPER)."""
+    if not len(names):
+        return np.zeros(0, dtype=bool)
+    return pd.Series(names, dtype=object).astype(str).str.fullmatch(COMPILED_WRAPPER.pattern).to_numpy(
+        dtype=bool)
 
 
 def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
@@ -441,7 +450,9 @@ def _attribute_cpu(kernels: pd.DataFrame, table: OpTable) -> Attribution:
     rows_out.cost[present] = table.costs_at(at)
     rows_out.op_id[costed], rows_out.role[costed] = op_ids[keep][costed], "own"
     costed_below = table.costed_inside(every[known])
-    composite = present[~known[at] & costed_below[at]]  # a costed op inside: none of its own
+    # a costed op inside: none of its own (torch.compile's wrappers keep their own reason: their time is
+    # overhead, not a composite op's)
+    composite = present[~known[at] & costed_below[at] & ~_wrappers(table.names[at])]
     rows_out.cost[composite] = objects([unknown(COMPOSITE_REASON)] * len(composite))
     autocast = present[redispatched[at]]
     rows_out.cost[autocast] = objects([unknown(REDISPATCH_REASON)] * len(autocast))

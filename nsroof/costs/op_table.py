@@ -35,6 +35,9 @@ from nsroof.frames.distinct import row_codes
 # what pricing an op's name needs: a call priced by its arguments alone (an aten op), one that needs more
 # than its arguments (an index op's child ops, an engine op's or collective's context), one without a formula
 _BY_CALL, _ONE_BY_ONE, _NO_FORMULA = 0, 1, 2
+# a kernel Inductor generated, priced from the ops it fused (the importer's attrs["fused_kernels"] records:
+# nsroof.costs.fused_kernels)
+_FUSED = 3
 # op-tree levels walked for all ops at once; deeper chains (a cycle in a hostile table) finish one by one
 _LEVELS = 64
 # torch.profiler's names of the floating dtypes (float, double, c10::BFloat16, ...): what autocast casts
@@ -63,6 +66,10 @@ class OpTable:
         self._name_code = np.asarray(codes, dtype="int64")
         self._distinct_names = [str(x) for x in distinct]
         self._pricing = np.array([_pricing(x) for x in self._distinct_names], dtype="int64")
+        fused = self.frame.attrs.get("fused_kernels") or {}
+        self._fused: dict[str, OpCost] | None = None  # priced on first use
+        if fused:
+            self._pricing[[i for i, x in enumerate(self._distinct_names) if x in fused]] = _FUSED
         # the recorded arguments as plain object arrays (a DataFrame cell lookup per op is slow)
         self.args = [ops[c].to_numpy(dtype=object)
                      for c in ("input_shapes", "input_dtypes", "concrete_inputs")]
@@ -137,6 +144,12 @@ class OpTable:
             found[at] = self._no_formula[code[at]]
         for k in np.flatnonzero(pricing == _ONE_BY_ONE).tolist():
             found[k] = self._one_cost(int(rows[k]))
+        if (at := pricing == _FUSED).any():
+            if self._fused is None:
+                from nsroof.costs.fused_kernels import kernel_costs
+
+                self._fused = kernel_costs(self.frame.attrs["fused_kernels"])
+            found[at] = objects([self._fused[self._distinct_names[c]] for c in code[at].tolist()])
         for k in np.flatnonzero(code == self._bmm).tolist():
             found[k] = op_evidence.causal_math(self, int(self.ids[rows[k]]), found[k])
         self._cost[rows], self._known[rows], self._priced[rows] = (

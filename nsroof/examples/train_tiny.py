@@ -4,6 +4,7 @@ workload of `nsroof demo` and of benchmarks/bench_overhead.py.
 
     python -m nsroof.examples.train_tiny --steps 3
     nsroof profile -o tiny.parquet -- python -m nsroof.examples.train_tiny --steps 4
+    nsroof profile -o compiled.parquet -- python -m nsroof.examples.train_tiny --steps 5 --compile model
 """
 
 from __future__ import annotations
@@ -72,9 +73,11 @@ def build_model(cfg: Config = Config()) -> Any:
     return TinyTransformer()
 
 
-def train(steps: int = 3, cfg: Config = Config(), seed: int = 0, device: str = "cpu") -> list[float]:
+def train(steps: int = 3, cfg: Config = Config(), seed: int = 0, device: str = "cpu",
+          compile: str = "none") -> list[float]:  # noqa: A002 - the option's name
     """Run `steps` training steps on `device`; returns the losses. Each step ends with an optimizer step
-    (the step boundary nsroof.profile counts)."""
+    (the step boundary nsroof.profile counts). `compile`: 'model' runs torch.compile(model), 'step' a
+    torch.compile'd forward + loss + backward, 'none' eager."""
     import torch
     from torch.nn import functional as F  # noqa: N812
 
@@ -83,11 +86,17 @@ def train(steps: int = 3, cfg: Config = Config(), seed: int = 0, device: str = "
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     tokens = torch.randint(0, cfg.vocab, (cfg.batch, cfg.seq + 1), device=device)
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
+    forward = torch.compile(model) if compile == "model" else model
+
+    def forward_backward() -> Any:
+        loss = F.cross_entropy(forward(inputs).reshape(-1, cfg.vocab), targets.reshape(-1))
+        loss.backward()
+        return loss
+
+    run = torch.compile(forward_backward) if compile == "step" else forward_backward
     losses = []
     for _ in range(steps):
-        logits = model(inputs)
-        loss = F.cross_entropy(logits.reshape(-1, cfg.vocab), targets.reshape(-1))
-        loss.backward()
+        loss = run()
         opt.step()
         opt.zero_grad(set_to_none=True)
         losses.append(float(loss.detach()))
@@ -99,13 +108,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when torch sees a GPU)")
+    parser.add_argument("--compile", choices=("none", "model", "step"), default="none",
+                        help="torch.compile the model, or the whole forward + loss + backward step")
     args = parser.parse_args(argv)
     import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    losses = train(args.steps, device=device)
+    losses = train(args.steps, device=device, compile=args.compile)
     print("losses: " + ", ".join(f"{x:.3f}" for x in losses))
 
 

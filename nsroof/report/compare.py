@@ -275,6 +275,10 @@ class Comparison:
     # the GPUs' busy time per side, normalised like the totals (summary.gpu_busy_s: kernels overlapping on
     # streams counted once); NaN where a side records no start times or --per launch
     busy_s: tuple[float, float] = (float("nan"), float("nan"))
+    # how rows were paired: '' by function + NVTX path; 'module' by module and kind of op (a compiled run:
+    # nsroof.report.compare_compiled), with the share of each side's costed rows matched
+    by: str = ""
+    matched_rows: tuple[float, float] = (float("nan"), float("nan"))
 
 
 def compare(before: pd.DataFrame, after: pd.DataFrame, *, per: str = "auto", ranges: bool = True,
@@ -286,10 +290,22 @@ def compare(before: pd.DataFrame, after: pd.DataFrame, *, per: str = "auto", ran
     if answer:
         raise NsroofError(answer)
     steps = (steps_in(before, metadata[0]), steps_in(after, metadata[1]))
+    from nsroof.report import compare_compiled as cc
+
+    by, shares, notes = "", (float("nan"), float("nan")), []
+    if cc.is_compiled(before) or cc.is_compiled(after):
+        k = cc.keyed(before, after)
+        by, shares, ranges = "module", cc.matched_rows(k), False
+        notes.append(f"a compiled run: rows paired by module and kind of op, not by function; rows without "
+                     f"a cost (views, autograd bookkeeping, torch.compile's wrappers) left out: "
+                     f"{k.uncosted[0]} before, {k.uncosted[1]} after")
+        before, after = k.before, k.after
     ka, kb = kernel_table(before), kernel_table(after)
     chosen = choose_per(per, ka, kb, steps)
+    if by == "module" and chosen == "launch" and per == "auto":
+        chosen = "run"  # a fused kernel replaces several eager calls: launch counts differ by design
     na, nb = normalise(ka, kb, chosen, steps)
-    warnings = differences(before, after, metadata, steps)
+    warnings = notes + differences(before, after, metadata, steps)
     differ = _launches_differ(ka, kb)
     if chosen == "run" and differ:
         warnings.append(f"launch counts differ for {differ} matched kernel(s): the totals compare different "
@@ -299,7 +315,8 @@ def compare(before: pd.DataFrame, after: pd.DataFrame, *, per: str = "auto", ran
         warnings.append("one side is a CPU op profile, the other GPU kernels: their times are not the same "
                         "quantity")
     return Comparison(join_kernels(na, nb), join_ranges(ranges_of(na), ranges_of(nb)) if ranges else None,
-                      chosen, steps, warnings, on_cpu=all(cpu), busy_s=_busy(before, after, chosen, steps))
+                      chosen, steps, warnings, on_cpu=all(cpu), busy_s=_busy(before, after, chosen, steps),
+                      by=by, matched_rows=shares)
 
 
 def _busy(before: pd.DataFrame, after: pd.DataFrame, per: str, steps: tuple[int | None, int | None]
@@ -430,6 +447,8 @@ def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = Non
     """The comparison as text; the per-kernel lines' names cut in the middle and their NVTX paths to their
     innermost ranges, fitted to `width` (default: the terminal's)."""
     head: list[str] = []
+    by_module = ((kernels.by == "module", kernels.matched_rows) if isinstance(kernels, Comparison)
+                 else (False, (np.nan, np.nan)))
     what, time_word = "kernels", "kernel time"
     busy = kernels.busy_s if isinstance(kernels, Comparison) else (np.nan, np.nan)
     if isinstance(kernels, Comparison):
@@ -441,12 +460,13 @@ def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = Non
     both = kernels[kernels["status"] == "both"]
     t_a = kernels["duration_s_before"].sum(min_count=1)
     t_b = kernels["duration_s_after"].sum(min_count=1)
+    by, rows = _paired_by(what, by_module)
     lines = [
         f"compare {before_name} -> {after_name}",
         *head,
-        f"  {what}: {len(both)} matched by {'op' if what == 'ops' else 'function'} + NVTX path,"
+        f"  {what}: {len(both)} matched by {by},"
         f" {int((kernels['status'] == 'removed').sum())} only before, "
-        f"{int((kernels['status'] == 'added').sum())} only after",
+        f"{int((kernels['status'] == 'added').sum())} only after{rows}",
         f"  {time_word}: {_s(t_a)} -> {_s(t_b)} ({_signed_s(_nz(t_b) - _nz(t_a))}, speedup "
         f"{_ratio(t_a, t_b)})",
     ]
@@ -456,7 +476,8 @@ def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = Non
     for lv in ROW_LEVELS:
         ba, bb = kernels[f"bytes_{lv}_before"].sum(min_count=1), kernels[f"bytes_{lv}_after"].sum(min_count=1)
         if pd.notna(ba) or pd.notna(bb):
-            lines.append(f"  {lv.upper():4} bytes: {human_bytes(ba)} -> {human_bytes(bb)}")
+            lines.append(f"  {lv.upper():4} bytes: {human_bytes(ba)} -> {human_bytes(bb)}"
+                         f"{_uncounted(kernels, lv)}")
     changed = {lv: int(kernels[f"bound_{lv}_changed"].sum()) for lv in ROW_LEVELS}
     if any(changed.values()):
         lines.append("  bound changed: " + ", ".join(f"{n} at {lv}" for lv, n in changed.items() if n))
@@ -500,6 +521,26 @@ def render(kernels: pd.DataFrame | Comparison, ranges: pd.DataFrame | None = Non
                 f"{'  ' * (int(r.depth) - 1)}{str(r.nvtx_range).split('/')[-1]}"
             )
     return "\n".join(lines)
+
+
+def _paired_by(what: str, by_module: tuple[bool, tuple[float, float]]) -> tuple[str, str]:
+    """How the rows were paired, and (by module) the share of each side's costed rows matched."""
+    if not by_module[0]:
+        return f"{'op' if what == 'ops' else 'function'} + NVTX path", ""
+    shares = by_module[1]
+    return "module + kind of op", (f"; costed rows matched: {_pct(shares[0])} of before's, "
+                                   f"{_pct(shares[1])} of after's")
+
+
+def _uncounted(kernels: pd.DataFrame, lv: str) -> str:
+    """What a bytes total leaves out: the rows with time but no bytes (never counted as 0 bytes)."""
+    out = []
+    for side in ("before", "after"):
+        gone = kernels[f"duration_s_{side}"].notna() & kernels[f"bytes_{lv}_{side}"].isna()
+        if gone.any():
+            out.append(f"{side}: {int(gone.sum())} rows without bytes "
+                       f"({_s(float(kernels.loc[gone, f'duration_s_{side}'].sum()))}) not counted")
+    return f" ({'; '.join(out)})" if out else ""
 
 
 def _at_link(r: Any) -> bool:

@@ -379,7 +379,7 @@ def test_inductor_records_its_kernel_estimates_and_cpu_kernels_while_profiling(
 
     import torch._inductor.config as inductor_config
 
-    from nsroof.collectors.torch_profile import INDUCTOR_SETTINGS
+    from nsroof.collectors.compile_settings import INDUCTOR_SETTINGS
 
     envs = [env for _, env in INDUCTOR_SETTINGS]
     assert envs == ["TORCHINDUCTOR_BENCHMARK_KERNEL", "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"]

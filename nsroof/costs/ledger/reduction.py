@@ -27,20 +27,24 @@ from nsroof.costs.ledger.registry import register
 
 @register("reduction", source=SRC_TORCH)
 def reduction(n: int, outputs: int, dtype: str = "fp32", divide_per_output: float = 0.0,
-              op: str = "sum") -> Operator:
+              op: str = "sum", per_element: float = 1.0) -> Operator:
     """Reduce n input elements to `outputs` values: one add per input element (n − outputs exactly; n
-    on the ledger), plus `divide_per_output` FLOPs per output (1 for a mean)."""
+    on the ledger; `per_element` where each element takes more: 4 for a variance with its mean),
+    plus `divide_per_output` FLOPs per output (1 for a mean)."""
     positive("reduction", n=n, outputs=outputs)
     dt = canonical_dtype(dtype)
     b = dtype_bytes(dt)
     items = (
         Term("read input", bytes=nbytes(n, dt), note=f"n·{b:g} B"),
         Term("write output", bytes=nbytes(outputs, dt), note=f"outputs·{b:g} B"),
-        Term(f"{op}: accumulate", flops=1.0 * n, note="1 add per input element"),
+        Term(f"{op}: accumulate", flops=per_element * n,
+             note="1 add per input element" if per_element == 1 else f"{per_element:g} per input element"),
         Term("per-output scale", flops=divide_per_output * outputs, note=f"{divide_per_output:g} per output"),
     )
     roof_dtype = "fp64" if dt == "fp64" else "fp32"
-    return Operator("reduction", {"n": n, "outputs": outputs, "op": op}, dt, Cost(items),
+    shape = {"n": n, "outputs": outputs, "op": op} | (
+        {"per_element": per_element} if per_element != 1 else {})
+    return Operator("reduction", shape, dt, Cost(items),
                     Roof("simt", roof_dtype))
 
 

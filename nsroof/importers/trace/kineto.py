@@ -39,7 +39,7 @@ import pandas as pd
 
 from nsroof.frames.arrays import nonnegative_or_missing, row_numbers
 from nsroof.importers.kernel_table import empty_identity
-from nsroof.importers.trace import graphs, inductor_cache, steps
+from nsroof.importers.trace import graphs, inductor, inductor_cache, steps
 from nsroof.importers.trace import unrecorded as unrecorded_launches
 from nsroof.importers.trace.events import (
     Activity,
@@ -62,6 +62,7 @@ from nsroof.importers.trace.op_tree import (
     numbers,
     per_object,
     shape_text,
+    span,
 )
 from nsroof.schema import FileFacts
 
@@ -221,9 +222,15 @@ def from_events(events: TraceEvents, name: str, *, path: str | os.PathLike[str] 
         if step_time:
             extra["step_time"] = step_time
         del activities, launches, linked  # in the kernel rows now: freed before the ops table is built
-        frame = _select_steps(frame, starts, meta, annotations, warnings, extra)
+        frame = _select_steps(frame, starts, meta, annotations, warnings, extra,
+                              inductor.compile_spans(tree.ops, tree.spans))
         frame["kernel_id"] = row_numbers(len(frame))
         ops = graphs.ops_table(tree, name, caps)
+        # Inductor's kernels as nsroof.profile recorded them: their modules here, their costs in the costing
+        fused = inductor.kernel_records(meta)
+        if fused:
+            frame = _inductor_modules(frame, ops, fused, meta, annotations, extra)
+            ops.attrs["fused_kernels"] = fused
         # facts the ledger's collective formulas read beside the ops' arguments (nsroof.costs.attribution)
         ops.attrs["world_size"] = _world_size(top)
         ops.attrs["op_attributes"] = op_attributes(tree, caps)
@@ -258,6 +265,26 @@ def op_attributes(tree: OpTree, captures: Sequence[graphs.Capture] = ()) -> dict
         for copy in c.copies:  # each replay's copies of the captured ops (graphs.ops_table)
             attributes |= {op_id: own[row] for row, op_id in copy.op_ids().items() if row in own}
     return attributes
+
+
+def _inductor_modules(frame: pd.DataFrame, ops: pd.DataFrame, fused: dict[str, dict[str, Any]],
+                      meta: dict[str, Any], annotations: list[Op], extra: dict[str, Any]) -> pd.DataFrame:
+    """The modules of the rows a compiled graph ran: each call's from the recorded call order (CPU rows),
+    else a fused kernel's from its record; copied to the ops table (nsroof.importers.trace.inductor)."""
+    if "kind" in frame and (frame["kind"].astype(str) == "cpu_op").all() and "op_id" in frame:
+        regions = [span(a) for a in annotations if a.name.startswith(inductor.GRAPH_CALL)]
+        calls = meta["inductor"].get("calls") if isinstance(meta.get("inductor"), dict) else None
+        starts = ops.set_index("op_id")["start_us"].reindex(frame["op_id"].astype("int64")).to_numpy()
+        frame, done, matched, unmatched = inductor.call_modules(frame, starts, regions, calls or {})
+        frame = inductor.with_kernel_modules(frame, fused, "op", done=done)
+        extra["inductor"] = {"graph_runs_matched": matched, "graph_runs_unmatched": unmatched}
+        module = dict(zip(frame["op_id"].astype("int64").tolist(), frame["module"].tolist(), strict=True))
+        ops["module"] = [module.get(int(i), m) for i, m in zip(ops["op_id"].tolist(), ops["module"].tolist(),
+                                                                 strict=True)]
+    else:
+        frame = inductor.with_kernel_modules(frame, fused, "op")
+        inductor.with_kernel_modules(ops, fused, "name")
+    return frame
 
 
 def _world_size(top: Trace) -> int:
@@ -321,13 +348,21 @@ def load_capture(index: int, path: str | os.PathLike[str]) -> graphs.Capture:
 
 
 def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any], annotations: list[Op],
-                  warnings: list[str], extra: dict[str, Any]) -> pd.DataFrame:
+                  warnings: list[str], extra: dict[str, Any],
+                  compiles: list[tuple[float, float]] | None = None) -> pd.DataFrame:
     source, bounds, warmup, steps = step_window(meta, annotations)
     extra["steps"] = {"source": source, "marked": len(bounds), "warmup": warmup, "steps": steps}
     if bounds and len(frame):  # step i (from 1) ends at the i-th mark
         index = np.searchsorted(np.asarray(bounds, dtype=float), np.asarray(starts, dtype=float),
                                 side="right")
         frame["step"] = pd.array(index + 1, dtype="Int64")
+    recorded = len(frame)
+    if compiles and inductor.skips_compile_steps(meta):
+        frame, starts = inductor.without_compile_steps(frame, starts, bounds, compiles, extra["steps"])
+        # a step torch.compile compiled in is warm-up however late it comes: nsroof.profile recorded one
+        # more step for each such step in its window
+        if steps is not None:
+            steps += inductor.extended_steps(meta)
     if steps is None and not warmup:
         return frame
     if steps is None and not bounds:  # a warm-up counts steps: with none marked there is nothing to skip
@@ -339,7 +374,7 @@ def _select_steps(frame: pd.DataFrame, starts: np.ndarray, meta: dict[str, Any],
     # the window the profile asked for is a fact of the file, not a warning: the summary states it, numbered
     # as the `step` column numbers its rows (step i from 1 ends at the i-th mark; warm-up steps 1..warmup)
     extra["steps"] |= {"window": f"{warmup + 1}..{warmup + steps if steps else 'end'}",
-                       "kept": int(keep.sum()), "rows": len(frame)}
+                       "kept": int(keep.sum()), "rows": recorded}
     return frame[keep].reset_index(drop=True)
 
 

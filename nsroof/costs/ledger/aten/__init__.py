@@ -184,8 +184,21 @@ INDUCTOR_CPU_KERNEL = re.compile(r"(?:graph_\d+_)?cpp_fused_\w+")
 # (nsroof.importers.trace.graphs; its warning says more, and what an Nsight Systems export can do instead);
 # short enough for the coverage line to show whole.
 GRAPH_REPLAY_REASON = "graph replay, op recorded at capture: torch traces take --capture FILE"
-INDUCTOR_CPU_REASON = ("an Inductor C++ kernel (a fused region of the compiled graph): Inductor states no "
-                       "FLOP or byte count for its CPU kernels")
+INDUCTOR_CPU_REASON = ("an Inductor C++ kernel (a fused region of the compiled graph) whose source ops were "
+                       "not recorded (compiled before nsroof profile started, or loaded from Inductor's "
+                       "cache): profile the run that compiles it")
+
+# torch.compile's wrappers around a compiled region's kernels: Dynamo's guard check (TorchDynamo Cache
+# Lookup, Torch-Compiled Region: <frame>/<recompile>, the frame's pre-graph bytecode) and AOTAutograd's
+# runtime wrappers (CompiledFunction,
+# CompiledFunctionBackward, the runtime wrapper prologue). Containers: the kernels and extern ops inside them
+# are rows of their own, costed there; their own time is Python and dispatch overhead, never op work.
+COMPILED_WRAPPER = re.compile(r"(?:autograd::engine::evaluate_function: )?CompiledFunction(?:Backward)?|"
+                              r"TorchDynamo Cache Lookup|Pregraph bytecode|"
+                              r"Torch-Compiled Region: \d+/\d+|AOTDispatcher Runtime Wrapper Prologue")
+COMPILED_WRAPPER_REASON = ("torch.compile's wrapper around a compiled region: its own time is overhead "
+                           "(guards, AOTAutograd's runtime wrapper), its kernels are costed on their own "
+                           "rows")
 
 # A kernel no recorded op encloses has its runtime/driver launch call as its op (trace rule 5): the call
 # (cudaLaunchKernel_v7000 in an Nsight Systems export, cuLaunchKernelEx, cudaMemcpyAsync) does no work
@@ -200,6 +213,8 @@ def no_formula_reason(op: str) -> str:
     the engine's, not an operator's; otherwise the op lacks a formula (add one with @nsroof.formula)."""
     if (op.startswith("aten::") or "::" not in op) and base_name(op) in VIEWS:  # ('detach': autograd's own)
         return VIEW_REASON
+    if COMPILED_WRAPPER.fullmatch(op):  # (before the engine's bookkeeping: it wraps CompiledFunctionBackward)
+        return COMPILED_WRAPPER_REASON
     if (op.startswith("autograd::engine::evaluate_function: ") or op == "torch::autograd::AccumulateGrad"
             or re.fullmatch(r"\w+Backward\d+", op)):
         return BOOKKEEPING_REASON

@@ -210,6 +210,31 @@ def _index_put(s: list[Shape], t: list[str], c: list[Any]) -> Any:
                 other=found.index_bytes, flops=1.0 if accumulate else 0.0)
 
 
+def _masked_index_put_accumulate(s: list[Shape], t: list[str], c: list[Any]) -> Any:
+    # _unsafe_masked_index_put_accumulate(self, mask, Tensor?[] indices, values): Inductor's decomposition of
+    # embedding_dense_backward (torch/_decomp/decompositions.py): each value added into self at its index
+    # where the mask holds (the index tensors' shapes and dtype as the FX graph gives them; a profiler's
+    # trace records neither for a tensor list)
+    need(len(s) >= 4 and len(s[0]) >= 1 and bool(s[3]), "needs self, mask, indices and values")
+    indices = _tensor_list(s, 2)
+    index_dtype = TORCH_DTYPES.get(str(t[2])) if len(t) > 2 else None
+    if index_dtype is None:
+        raise Unrecorded(INDICES_UNRECORDED)
+    n = numel(s[3])
+    other = sum(numel(x) for x in indices) * dtype_bytes(index_dtype) + numel(s[1]) * dtype_bytes("int8")
+    return move(n, numel(s[3]) + n, need_dtype(t, 0), "masked scatter-add by index tensors", other=other,
+                flops=1.0)
+
+
+def _scatter_into(s: list[Shape], t: list[str], c: list[Any]) -> Any:
+    # select_scatter / slice_scatter(self, src, dim, …): a copy of self with src written into a slice of it
+    # (the backward of select, unbind and slice in a compiled graph): self's other elements and src read,
+    # the whole output written
+    need(len(s) >= 2 and len(s[0]) >= 1 and dtype_of(t, 0) is not None, "needs self and src")
+    n = numel(s[0])
+    return move(n, n, need_dtype(t, 0), "copy with a slice replaced")
+
+
 def _to_copy(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     # _to_copy(self, dtype, layout, device, pin_memory, non_blocking, memory_format): read at self's dtype,
     # write at the target dtype (c10::ScalarType code; none = self's)
@@ -238,6 +263,8 @@ register_reader(("scatter_add",), _scatter(True, 3, 2))
 register_reader(("index_add",), _scatter(True, 3, 2))
 register_reader(("index",), _index)
 register_reader(("index_put", "_index_put_impl", "_index_put_impl_"), _index_put)
+register_reader(("_unsafe_masked_index_put_accumulate",), _masked_index_put_accumulate)
+register_reader(("select_scatter", "slice_scatter"), _scatter_into)
 register_reader(("zeros", "ones", "full"), _fill(0, 1))
 register_reader(("zeros_like", "ones_like", "full_like"), _fill(None, None))
 register_reader(("arange",), _arange)

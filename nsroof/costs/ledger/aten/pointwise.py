@@ -23,6 +23,7 @@ POINTWISE_FLOPS: dict[str, tuple[float, str]] = {
     "add": (1, "1 add"), "sub": (1, "1 subtract"), "mul": (1, "1 multiply"), "div": (1, "1 divide"),
     "rsub": (1, "1 subtract"), "neg": (1, "1 negate"), "reciprocal": (1, "1 divide"),
     "exp": (1, "1 exp"), "log": (1, "1 log"), "sqrt": (1, "1 sqrt"), "rsqrt": (1, "1 rsqrt"),
+    "erf": (1, "1 erf"),
     "sin": (1, "1 sin"), "cos": (1, "1 cos"), "tanh": (1, "1 tanh"), "abs": (1, "1 abs"),
     "pow": (1, "1 pow"), "square": (1, "1 multiply"), "relu": (1, "1 max"), "clamp": (2, "max + min"),
     "maximum": (1, "1 max"), "minimum": (1, "1 min"), "where": (1, "1 select"),
@@ -47,7 +48,17 @@ POINTWISE_FLOPS: dict[str, tuple[float, str]] = {
                   "counted)"),
     "uniform": (2, "scale + shift of the generator's value"),
     "bernoulli": (1, "1 compare against p"),
+    # comparisons and logic: a bool output (what Inductor's decompositions of masks, clamps and the loss's
+    # ignore_index leave in a compiled graph)
+    "eq": (1, "1 compare"), "ne": (1, "1 compare"), "lt": (1, "1 compare"), "le": (1, "1 compare"),
+    "gt": (1, "1 compare"), "ge": (1, "1 compare"),
+    "bitwise_and": (1, "1 and"), "bitwise_or": (1, "1 or"), "bitwise_xor": (1, "1 xor"),
+    "bitwise_not": (1, "1 not"), "logical_and": (1, "1 and"), "logical_or": (1, "1 or"),
+    "logical_not": (1, "1 not"),
 }
+
+# Pointwise ops whose output is bool (stored as one byte: int8 in the ledger's dtypes).
+_BOOL_OUT = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not"}
 
 
 # Pointwise ops whose inputs are all the tensors passed (no output tensor among them).
@@ -59,7 +70,9 @@ _ARITY: dict[str, int] = {"add": 3, "sub": 3, "rsub": 3, "div": 3, "clamp": 3, "
                           "addcmul": 4, "addcdiv": 4, "threshold_backward": 3, "gelu_backward": 3, "copy": 3,
                           "mul": 2, "pow": 2, "maximum": 2, "minimum": 2, "silu_backward": 2,
                           "sigmoid_backward": 2, "tanh_backward": 2, "clone": 2, "fill": 2, "gelu": 2,
-                          "floor_divide": 2, "remainder": 2, "masked_fill": 3}
+                          "floor_divide": 2, "remainder": 2, "eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2,
+                          "ge": 2, "bitwise_and": 2, "bitwise_or": 2, "bitwise_xor": 2, "logical_and": 2,
+                          "logical_or": 2, "masked_fill": 3}
 
 
 _RANK = {"fp8": 0, "fp16": 1, "bf16": 1, "fp32": 2, "fp64": 3}
@@ -95,6 +108,8 @@ def _pointwise(kind: str, inplace: bool = False) -> Reader:
             dtype = need_dtype(t, out_at)
         elif inplace or kind == "copy" or kind in _WRITE_ONLY:
             dtype = need_dtype(t, tensors[0][1])
+        elif kind in _BOOL_OUT:
+            dtype = "int8"
         elif floating:
             dtype = promoted(dense or floating)
         else:

@@ -48,6 +48,16 @@ def _reduction(kind: str) -> Reader:
     return read
 
 
+def _var_mean(s: list[Shape], t: list[str], c: list[Any]) -> Any:
+    # var_mean(input, dim, correction, keepdim): the mean (1 add per element) and the variance about it
+    # (subtract, square, add per element: 4 in all); two outputs, each divided once (what Inductor's
+    # decomposition of layer_norm leaves in a compiled graph)
+    mean = _reduction("var_mean")(s, t, c)
+    out = mean.shape["outputs"]
+    return ledger_op("reduction", n=mean.shape["n"], outputs=2 * out, dtype=need_dtype(t, 0),
+                     divide_per_output=1.0, op="var_mean", per_element=4.0)
+
+
 def _softmax(s: list[Shape], t: list[str], c: list[Any]) -> Any:
     rows, cols = _softmax_rows(s, c, 0, 1)
     return ledger_op("softmax", rows=rows, cols=cols, dtype=need_dtype(t, 0))
@@ -177,6 +187,11 @@ register_reader(("sum",), _reduction("sum"))
 register_reader(("argmax",), _arg_reduction("argmax"))
 register_reader(("argmin",), _arg_reduction("argmin"))
 register_reader(("mean",), _reduction("mean"))
+# amax/amin(input, dim, keepdim): one compare per input element, as the sum's one add (a softmax's row max,
+# which Inductor's decomposition of log_softmax leaves in a compiled graph)
+register_reader(("amax",), _reduction("amax"))
+register_reader(("amin",), _reduction("amin"))
+register_reader(("var_mean",), _var_mean)
 register_reader(("softmax", "_softmax", "log_softmax", "_log_softmax"), _softmax)
 register_reader(("_softmax_backward_data",), _softmax_backward(False))
 register_reader(("_log_softmax_backward_data",), _softmax_backward(True))

@@ -45,6 +45,13 @@ def test_uncosted_rows_name_their_real_cause() -> None:
         assert op_cost(name, [], []).missing == INDUCTOR_CPU_REASON, name
     # no kernel name after the prefix
     assert op_cost("graph_0_cpp_fused", [], []).missing != INDUCTOR_CPU_REASON
+    from nsroof.costs.ledger.aten import COMPILED_WRAPPER_REASON
+
+    # torch.compile's wrappers: overhead around the compiled regions, their kernels costed on their own rows
+    for name in ("CompiledFunction", "CompiledFunctionBackward", "TorchDynamo Cache Lookup",
+                 "Torch-Compiled Region: 0/1", "Pregraph bytecode", "AOTDispatcher Runtime Wrapper Prologue",
+                 "autograd::engine::evaluate_function: CompiledFunctionBackward"):
+        assert op_cost(name, [], []).missing == COMPILED_WRAPPER_REASON, name
 
 
 def test_a_real_profiler_trace_is_costed_from_its_recorded_arguments(tmp_path: Path) -> None:
