@@ -41,6 +41,7 @@ from nsroof.costs.analytic_rows import Distinct, Row, Rows, analytic_table, ints
 from nsroof.costs.ledger.aten import (
     COMPILED_WRAPPER,
     COMPOSITE_REASON,
+    DTYPE_UNRECORDED,
     OpCost,
     base_name,
     concrete_values,
@@ -51,6 +52,7 @@ from nsroof.costs.op_table import OpTable
 from nsroof.counters import tensor_paths as tp
 from nsroof.frames.columns import texts
 from nsroof.frames.distinct import row_codes
+from nsroof.names.kernel_dtypes import kernel_dtype
 from nsroof.schema import LINK_LEVEL
 
 NOT_A_KERNEL = "a memory copy or set, not a kernel: no roofline classification"
@@ -58,6 +60,7 @@ NOT_A_KERNEL = "a memory copy or set, not a kernel: no roofline classification"
 WHOLE_GRAPH = ("a whole CUDA graph's execution (nsys --cuda-graph-trace=graph records no kernel inside it): "
                "profile with --cuda-graph-trace=node for a row per kernel")
 NO_OP = "launching op not in the trace (no runtime launch or cpu_op for the kernel's correlation)"
+KERNEL_DTYPE = "dtype from kernel name"  # the label of an op priced at the dtype its kernels' names state
 REDISPATCH_REASON = ("autocast's own time around an op it re-dispatched at another dtype: the work is costed "
                      "on the call inside it, at the dtype it ran in, and each cast on its own row")
 
@@ -150,7 +153,7 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
     op_ids = ints(kernels, "op_id")
     kinds = np.where(kinds == "", "kernel", kinds)
     # helpers are told by the short name (no template arguments, which name the GEMM a reduce serves); the
-    # work, its gradient and TF32 by the full name (a CUTLASS `Kernel`'s template says tensorop_s1688gemm)
+    # work, its gradient, TF32 and a dtype by the full name (a CUTLASS `Kernel`'s template: s1688gemm)
     full = texts(kernels, "kernel_name")
     names = texts(kernels, "function") if "function" in kernels else full
     rows = Rows(len(kernels))
@@ -165,6 +168,7 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
     lone = launched[unit < 0]  # launching ops without a cost, kept for the op-level view
     rows.cost[lone] = table.costs_at(at[lone])
     groups = _Groups.of(launched, np.where(unit < 0, op_ids[launched], unit), unit >= 0)
+    _kernel_dtypes(table, groups, full)
     cc = texts(kernels, "cc")
     plain = _plain_units(table, groups, rows)
     _tensor_units(table, groups, np.flatnonzero(groups.costed & ~plain), rows, (op_ids, names, full, cc),
@@ -178,6 +182,26 @@ def attribute(kernels: pd.DataFrame, ops: pd.DataFrame | None, *,
     warnings += table.warnings()
     return Attribution(kernels, analytic, op_kernels, op_analytic, facts={"tf32_rows": tf32_rows},
                        warnings=warnings)
+
+
+def _kernel_dtypes(table: OpTable, groups: _Groups, full: np.ndarray) -> None:
+    """Each unit recorded without dtypes (its FLOPs from the shapes, DTYPE_UNRECORDED) priced at the dtype its
+    kernels' full names state (nsroof.names.kernel_dtypes: cuBLAS, cuDNN, CUTLASS), where they state one and
+    no other: then its bytes and its compute roof are known too."""
+    costed = np.flatnonzero(groups.costed)
+    lacking = costed[per_cost(table.costs_at(table.rows_of(groups.ids[costed])),
+                              lambda c: c.missing == DTYPE_UNRECORDED, bool)] if len(costed) else costed
+    if not len(lacking):
+        return
+    codes, first = row_codes(full)
+    stated = objects([kernel_dtype(str(name)) for name in full[first].tolist()])[codes]
+    units, dtypes = [], []
+    for g in lacking.tolist():
+        found = set(stated[groups.kernels(g)].tolist()) - {None}
+        if len(found) == 1:
+            units.append(int(groups.ids[g]))
+            dtypes.append(str(found.pop()))
+    table.price_at_dtypes(np.asarray(units, dtype="int64"), dtypes, KERNEL_DTYPE)
 
 
 def _plain_units(table: OpTable, groups: _Groups, rows: Rows) -> np.ndarray:

@@ -8,7 +8,7 @@ codes; the walks up the op tree go one level at a time over all the ops asked ab
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cached_property
 from typing import Any, cast
@@ -19,8 +19,10 @@ import pandas as pd
 from nsroof.costs import op_evidence
 from nsroof.costs.analytic_rows import objects, per_cost
 from nsroof.costs.ledger.aten import (
+    DTYPE_UNRECORDED,
     TORCH_DTYPES,
     OpCost,
+    assumed_dtypes,
     base_name,
     concrete_values,
     has_formula,
@@ -295,6 +297,29 @@ class OpTable:
 
     def concrete(self, op_id: int) -> Any:
         return self.args[2][self.row[op_id]]
+
+    def price_at_dtypes(self, op_ids: np.ndarray, dtypes: Sequence[str], how: str) -> None:
+        """Price again, each at its dtype of `dtypes` (a ledger dtype read elsewhere: its kernels' names), the
+        ops of `op_ids` recorded without dtypes, the label saying `how`; an op that dtype does not price keeps
+        the cost it had (its FLOPs from the shapes)."""
+        rows = self.rows_of(op_ids)
+        before = self.costs_at(rows)
+        lacking = per_cost(before, lambda c: c.missing == DTYPE_UNRECORDED, bool)
+        at, before = rows[lacking], before[lacking]
+        if not len(at):
+            return
+        dtypes = [d for d, lack in zip(dtypes, lacking.tolist(), strict=True) if lack]
+        self.args[1] = self.args[1].copy()  # the caller's ops table keeps what it recorded
+        recorded = self.args[1][at]
+        self.args[1][at] = objects([assumed_dtypes(self.args[0][r], d) for r, d in zip(at.tolist(), dtypes,
+                                                                                         strict=True)])
+        self._priced[at] = False
+        after = self.costs_at(at)
+        priced = per_cost(after, lambda c: not c.missing, bool)
+        labelled = {id(c): replace(c, label=f"{c.label} [{how}]") for c in after[priced].tolist()}
+        after[priced] = objects([labelled[id(c)] for c in after[priced].tolist()])
+        after[~priced], self.args[1][at[~priced]] = before[~priced], recorded[~priced]
+        self._cost[at], self._known[at] = after, True
 
     def cost_with(self, op_id: int, concrete: list[Any]) -> OpCost:
         r = self.row[op_id]

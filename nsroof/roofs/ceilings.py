@@ -232,10 +232,12 @@ def resolve_roofs(kernels: pd.DataFrame, quantities: pd.DataFrame, machine: Mach
     mach_codes, kernel_machines = _machines_at_clocks(quantities, dev_codes, dev_machines)
     q = _tensor_estimates(quantities, texts(kernels, "cc"), mach_codes, kernel_machines)
     precision = dominant_precision(q)
+    # A kernel without FLOPs is placed under the fp32 roof: its intensity is 0 whatever the roof. FLOPs of no
+    # precision (an op's formula priced without its dtype) stand under none: which roof is the dtype's.
+    unplaced = column(q, "flops").astype("float64").to_numpy() > 0
     r = Roofs(q, devices, mach_codes, kernel_machines, machine is not None, precision,
               _tensor_dtypes(q),
-              # A kernel without FLOPs is placed under the fp32 roof: its intensity is 0 whatever the roof.
-              precision.where(precision != "", "fp32").to_numpy(dtype=object))
+              np.where(precision != "", precision, np.where(unplaced, "", "fp32")).astype(object))
     r.peak, r.peak_src = _peaks(q, r)
     r.peak_reason = _peak_reasons(q, r)
     for level in levels:
@@ -396,6 +398,8 @@ def _tensor_dtypes(q: pd.DataFrame) -> np.ndarray:
 
 def _peak_reason(precision: str, device: str, machine: Machine | None, tensor_metric: str,
                  dtype: str | None) -> str:
+    if not precision:
+        return "peak_flop_per_s (no precision: the dtype was not recorded)"
     if machine is None:
         return (f"peak_flop_per_s[{precision}] (no ncu peak metric; {machines.unknown_device(device)}: "
                 "pass --machine)")

@@ -147,6 +147,38 @@ def test_copies_and_ops_without_shapes_say_why_they_have_no_cost(tmp_path: Path)
     assert bare["analytic_missing"] == "no input shapes recorded (profile with record_shapes=True)"
 
 
+def _untyped(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events as a trace recorded without types has them (emit_nvtx ranges write sizes alone)."""
+    for e in events:
+        e["args"].pop("Input type", None)
+    return events
+
+
+def test_an_op_recorded_without_dtypes_takes_the_dtype_its_kernels_name_states(tmp_path: Path) -> None:
+    typed = _costs(tmp_path, _linear(("ampere_sgemm_32x32_sliced1x4_tn", 12.5))).iloc[0]
+    untyped = _costs(tmp_path, _untyped(_linear(("ampere_sgemm_32x32_sliced1x4_tn", 12.5)))).iloc[0]
+    # sgemm: fp32 operands, so the cost recorded types give (ADDMM_FLOPS, ADDMM_BYTES), the label saying how
+    for column in ("analytic_flops", "analytic_bytes", "analytic_precision", "analytic_formula"):
+        assert untyped[column] == typed[column], column
+    assert untyped["analytic_label"] == typed["analytic_label"] + " [dtype from kernel name]"
+    # an fp16 kernel: the same FLOPs, 2-byte operands, the fp16 tensor roof; 2·928 = 1,856 B
+    half = _costs(tmp_path, _untyped(_linear(("ampere_fp16_s16816gemm_fp16_64x64_ldg8_f2f_tn", 9.0)))).iloc[0]
+    assert (half["analytic_flops"], half["analytic_bytes"]) == (ADDMM_FLOPS, ADDMM_BYTES / 2)
+    assert (half["analytic_precision"], half["analytic_tensor_dtype"]) == ("tensor", "fp16")
+
+
+def test_an_op_recorded_without_dtypes_whose_kernels_state_none_or_two_keeps_its_flops_alone(
+        tmp_path: Path) -> None:
+    from nsroof.costs.ledger.aten import DTYPE_UNRECORDED
+
+    for kernels in ([("gemm_kernel_0", 10.0)], [("ampere_sgemm_a", 10.0), ("ampere_h16816gemm_b", 10.0)]):
+        rows = _costs(tmp_path, _untyped(_linear(*kernels)))
+        assert rows["analytic_flops"].sum() == ADDMM_FLOPS, kernels
+        assert rows["analytic_bytes"].isna().all() and (rows["analytic_missing"] == DTYPE_UNRECORDED).all()
+        assert rows["analytic_label"].str.contains("dtype=not recorded").all()
+        assert (rows["analytic_precision"] == "").all()
+
+
 def test_tf32_by_the_recorded_switch_or_else_by_the_kernel_name(tmp_path: Path) -> None:
     kernels, facts = _read(tmp_path, _linear(("sm80_xmma_gemm_f32f32_tf32f32_f32", 10.0)))
     by_name = attribute(kernels, facts.ops).analytic.iloc[0]

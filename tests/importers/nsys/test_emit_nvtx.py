@@ -1,15 +1,15 @@
 """An emit_nvtx(record_shapes=True) export of a training step costs its ops as a kineto trace of the same step
 does: the NVTX range texts PyTorch writes (torch/csrc/profiler/util.cpp, getNvtxStr) become the same ops
 table, so the same formulas price the same kernels; the backward ops take their forward op through `seq`.
-emit_nvtx writes no dtypes (only `sizes`), so the kineto trace compared is the same step recorded without
-them: every formula that needs a dtype says so, in both, with the same words. The NVTX paths differ by
-design where no kernel is: nsys paths are the launching thread's ranges (an export holds every thread's),
-a kineto path every thread's of the process."""
+emit_nvtx writes sizes and no dtypes: every op gets the FLOPs a trace recorded with dtypes gives (FLOPs follow
+from the shapes), and the bytes and compute roof where its kernels' names state the dtype (cuBLAS sgemm:
+fp32); elsewhere the bytes are NaN with the dtype named as missing, as in a trace recorded without dtypes.
+The NVTX paths differ by design where no kernel is: nsys paths are the launching thread's ranges (an export
+holds every thread's), a kineto path every thread's of the process."""
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +55,16 @@ KERNELS = [("ampere_sgemm_64x64_tn", 140, MAIN, 1000, 12),
 STEP = ("train_step", 50, 3600, MAIN)  # a user range around the forward
 
 
-def _kineto(path: Path) -> Path:
+def _kineto(path: Path, *, typed: bool = False) -> Path:
+    """The step as torch.profiler(record_shapes=True) records it (`typed`: with its "Input type"s: every
+    tensor of this step fp32, `float`; a scalar argument `Scalar`), or without types."""
+
     def x(cat: str, name: str, ts: float, dur: float, tid: int, **args: Any) -> dict[str, Any]:
         return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
     events = [x("user_annotation", STEP[0], STEP[1], STEP[2] - STEP[1], STEP[3])]
-    events += [x("cpu_op", name, s, e - s, tid, **args) for _, name, args, s, e, tid in OPS]
+    events += [x("cpu_op", name, s, e - s, tid, **args, **_types(args) if typed else {})
+               for _, name, args, s, e, tid in OPS]
     for corr, (kernel, at, tid, start, dur) in enumerate(KERNELS, 1):
         events.append(x("cuda_runtime", "cudaLaunchKernel", at, 5, tid, correlation=corr))
         k = x("kernel", kernel, start, dur, 7, correlation=corr, device=0, stream=7)
@@ -69,6 +73,11 @@ def _kineto(path: Path) -> Path:
                                                        "computeMajor": 9, "computeMinor": 0}],
                                 "traceEvents": events}))
     return path
+
+
+def _types(args: dict[str, Any]) -> dict[str, Any]:
+    dims = args.get("Input Dims")
+    return {} if dims is None else {"Input type": ["float" if d else "Scalar" for d in dims]}
 
 
 def _nsys(path: Path, *, text_ids: bool = False) -> Path:
@@ -81,9 +90,9 @@ def _nsys(path: Path, *, text_ids: bool = False) -> Path:
     return write(path, export)
 
 
-def _ops(path: Path) -> pd.DataFrame:
+def _ops(path: Path, columns: tuple[str, ...] = ("op", "input_shapes", "flops", "missing")) -> pd.DataFrame:
     ops = analyze(path).ops
-    return ops[ops["level"] == "dram"][["op", "input_shapes", "flops", "missing"]].reset_index(drop=True)
+    return ops[ops["level"] == "dram"][list(columns)].reset_index(drop=True)
 
 
 def _op_table(path: Path) -> pd.DataFrame:
@@ -105,12 +114,37 @@ def test_an_emit_nvtx_step_gives_the_kineto_traces_ops_table(tmp_path: Path, tex
     assert export["forward"].tolist().count("aten::addmm") == 3  # AddmmBackward0 and its two mm
 
 
-def test_an_emit_nvtx_step_costs_every_op_as_the_kineto_trace_of_the_step(tmp_path: Path) -> None:
+def test_an_emit_nvtx_step_costs_every_op_as_the_kineto_trace_of_the_step_without_dtypes(
+        tmp_path: Path) -> None:
     trace, export = _ops(_kineto(tmp_path / "step.json")), _ops(_nsys(tmp_path / "step.sqlite"))
     pd.testing.assert_frame_equal(trace, export)
-    # the mm's formula reads the shapes; its bytes need the dtype emit_nvtx does not write
-    assert export["missing"].str.contains("dtype").any()
-    assert math.isnan(export["flops"].iloc[0])
+    # the elementwise kernels name no dtype: relu's FLOPs from its shape (64·256 = 16,384), no bytes
+    relu = export.set_index("op").loc["aten::relu"]
+    assert relu["flops"] == 16_384 and "input dtype not recorded" in relu["missing"]
+
+
+COSTED = ("op", "input_shapes", "flops", "flops_source", "bytes", "precision", "peak_flop_per_s", "missing")
+
+
+def test_an_emit_nvtx_step_gets_the_flops_per_op_of_the_kineto_trace_with_dtypes(tmp_path: Path) -> None:
+    typed = _ops(_kineto(tmp_path / "step.json", typed=True), COSTED)
+    export = _ops(_nsys(tmp_path / "step.sqlite"), COSTED)
+    shapes = ["op", "input_shapes", "flops"]
+    pd.testing.assert_frame_equal(export[shapes], typed[shapes])
+    # addmm = gemm-bias(64, 256, 128): 2·64·256·128 + 64·256 = 4,210,688; relu and threshold_backward one
+    # FLOP per element of [64, 256]: 16,384; each mm 2·64·128·256 = 4,194,304
+    assert export["flops"].tolist() == [4_210_688, 16_384, 16_384, 4_194_304, 4_194_304]
+    gemm = export["op"].isin(["aten::addmm", "aten::mm"]).to_numpy()
+    # their kernels are cuBLAS sgemm (fp32 operands): the bytes and the fp32 roof of the typed trace, e.g.
+    # addmm's 4·(64·128 + 128·256 + 64·256 + 256) = 230,400 B
+    same = ["bytes", "precision", "peak_flop_per_s", "missing"]
+    pd.testing.assert_frame_equal(export.loc[gemm, same], typed.loc[gemm, same])
+    assert export.loc[gemm, "bytes"].iloc[0] == 230_400
+    assert export.loc[gemm, "flops_source"].str.endswith("[dtype from kernel name]").all()
+    # the elementwise kernels name none: FLOPs from the shapes, bytes NaN with the dtype the missing fact
+    assert export.loc[~gemm, "bytes"].isna().all() and typed.loc[~gemm, "bytes"].notna().all()
+    assert export.loc[~gemm, "missing"].str.contains("input dtype not recorded").all()
+    assert export.loc[~gemm, "flops_source"].str.contains("dtype=not recorded").all()
 
 
 def test_backward_kernels_take_the_forward_ops_path_through_seq(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 # c10d, symm_mem and record_param_comms collectives; vLLM / SGLang custom ops
 from nsroof.costs.ledger import collectives as _collectives  # noqa: F401
@@ -56,9 +56,10 @@ from nsroof.costs.ledger.aten.pointwise import POINTWISE_FLOPS
 from nsroof.costs.ledger.core import Operator
 from nsroof.costs.ledger.custom import OpContext
 
-__all__ = ["CONV_ARGS_UNRECORDED", "NO_SHAPES", "POINTWISE_FLOPS", "READERS", "TORCH_DTYPES", "OpContext",
-           "OpCost", "base_name", "concrete_values", "family", "has_formula", "numel", "on_kernel", "op_cost",
-           "register_reader", "unknown"]
+__all__ = ["CONV_ARGS_UNRECORDED", "DTYPE_UNRECORDED", "NOT_RECORDED", "NO_SHAPES", "POINTWISE_FLOPS",
+           "READERS", "TORCH_DTYPES", "TORCH_NAMES", "OpContext", "OpCost", "assumed_dtypes", "base_name",
+           "concrete_values", "family", "has_formula", "numel", "on_kernel", "op_cost", "register_reader",
+           "unknown", "with_dtype"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class OpCost:
     formula: str  # ledger formula name ('' when none)
     label: str  # e.g. gemm(m=512, n=256, k=1024, dtype=fp32)
     precision: str  # report precision: fp64, fp32, fp16, tensor ('' when unknown)
-    missing: str  # why flops/bytes are NaN ('' when known)
+    missing: str  # why flops and/or bytes are NaN ('' when both are known)
     tensor_dtype: str = ""  # for precision "tensor": the dtype whose dense tensor peak is the roof
     # the ledger roof: "matmul", "simt" or "link" (bytes over the interconnect: a collective)
     roof_kind: str = ""
@@ -77,7 +78,8 @@ class OpCost:
 
     @property
     def known(self) -> bool:
-        return not self.missing
+        """A formula priced the call: its FLOPs and bytes, or (DTYPE_UNRECORDED) its FLOPs alone."""
+        return bool(self.formula)
 
 
 def unknown(reason: str) -> OpCost:
@@ -90,6 +92,26 @@ def family(op: str) -> str:
     (nsroof.names.categories.FAMILY_CATEGORY)."""
     reader = READERS.get(base_name(op) if op.startswith("aten::") else op.split(".", 1)[0])
     return str(getattr(reader, "__module__", "")).rpartition(".")[2] if reader is not None else ""
+
+
+# A call recorded with its shapes and no dtypes (PyTorch's emit_nvtx ranges write sizes only; a trace recorded
+# without types): the FLOPs of a matmul, conv, attention or elementwise op follow from the shapes alone, the
+# bytes and the tensor-core roof do not. One text for every op it hits (a report groups its missing texts).
+DTYPE_UNRECORDED = ("input dtype not recorded: FLOPs from the shapes; bytes and the compute roof need the "
+                    "dtype (torch.profiler records it with record_shapes=True, emit_nvtx ranges do not)")
+NOT_RECORDED = "not recorded"  # the dtype in the label of a cost priced without one
+# ledger dtypes -> the torch.profiler type names the readers take (TORCH_DTYPES' inverse, one name each)
+TORCH_NAMES = {"fp32": "float", "fp64": "double", "fp16": "c10::Half", "bf16": "c10::BFloat16",
+               "fp8": "c10::Float8_e4m3fn", "int8": "signed char"}
+# the dtypes a call without recorded ones is priced at: FLOPs that differ between them depend on the dtype
+_PROBES = ("fp32", "bf16")
+
+
+def assumed_dtypes(shapes: Sequence[Any], dtype: str) -> list[str]:
+    """Type names for a call recorded without them: `dtype` (a ledger dtype) for each input with a shape,
+    none for the inputs recorded as `[]` (a scalar argument, as emit_nvtx and torch.profiler write it)."""
+    name = TORCH_NAMES[dtype]
+    return [name if isinstance(x, list | tuple) and len(x) else "" for x in shapes]
 
 
 def has_formula(op: str) -> bool:
@@ -120,29 +142,68 @@ def op_cost(op: str, shapes: Sequence[Any] | None, dtypes: Sequence[Any] | None,
         return unknown(NO_SHAPES)
     if not has_formula(op):
         return unknown(no_formula_reason(op))
-    flops_missing = ""
+    try:
+        operator, flops_missing = _priced(op, shape_list, [str(d) for d in (dtypes or [])], concrete, context)
+    except _Unpriced as exc:
+        if shape_list and not dtypes:
+            return _from_shapes(op, shape_list, concrete, context, str(exc))
+        return unknown(str(exc))
+    return _op_cost(operator, flops_missing)
+
+
+class _Unpriced(Exception):
+    """A formula could not price the call: the reason as `missing` says it."""
+
+
+def _priced(op: str, shapes: list[Any], dtypes: list[str], concrete: Sequence[Any] | None,
+            context: OpContext | None) -> tuple[Operator, str]:
+    """The formula's Operator for the call and why its FLOPs alone are unknown ('' when known)."""
     try:
         if _is_inductor_launch(op):  # an Inductor Triton kernel's launch record
             from nsroof.costs.ledger.inductor_launch import launch_operator
 
-            operator, flops_missing = launch_operator(
-                op, shape_list, [str(d) for d in (dtypes or [])], concrete_values(concrete),
-                (context or OpContext()).args)
-        else:
-            operator = _operator(op, shape_list, [str(d) for d in (dtypes or [])], concrete_values(concrete),
-                                 context)
-    except custom.Missing as exc:
-        return unknown(str(exc))
-    except Unrecorded as exc:
-        return unknown(str(exc))
+            found: tuple[Operator, str] = launch_operator(op, shapes, dtypes, concrete_values(concrete),
+                                                          (context or OpContext()).args)
+            return found
+        return cast(Operator, _operator(op, shapes, dtypes, concrete_values(concrete), context)), ""
+    except (custom.Missing, Unrecorded) as exc:
+        raise _Unpriced(str(exc)) from exc
     except NoShape as exc:
-        return unknown(f"{op}: {exc}")
+        raise _Unpriced(f"{op}: {exc}") from exc
     except Exception as exc:  # a LedgerError from a degenerate shape (e.g. a zero-sized tensor)
         from nsroof.errors import NsroofError
 
         if not isinstance(exc, NsroofError):
             raise
-        return unknown(f"{op}: {exc}")
+        raise _Unpriced(f"{op}: {exc}") from exc
+
+
+def _from_shapes(op: str, shapes: list[Any], concrete: Sequence[Any] | None, context: OpContext | None,
+                 reason: str) -> OpCost:
+    """A call recorded without dtypes: its FLOPs where the formula gives the same at every probed dtype (a
+    formula whose FLOPs follow the dtype stays NaN), its bytes NaN (DTYPE_UNRECORDED)."""
+    try:
+        probes = [_priced(op, shapes, assumed_dtypes(shapes, d), concrete, context)[0] for d in _PROBES]
+    except _Unpriced:
+        return unknown(reason)
+    flops = {p.flops for p in probes}
+    if len(flops) != 1 or not all(math.isfinite(f) for f in flops):
+        return unknown(reason)
+    operator = replace(probes[0], dtype=NOT_RECORDED)
+    return OpCost(operator.flops, math.nan, operator.formula, operator.label, "", DTYPE_UNRECORDED,
+                  roof_kind="link" if operator.facts.get("link_roof") else operator.roof.kind)
+
+
+def with_dtype(op: str, shapes: Sequence[Any] | None, dtype: str, concrete: Sequence[Any] | None = None,
+               *, how: str) -> OpCost:
+    """The cost of a call recorded without dtypes at `dtype` (a ledger dtype) read elsewhere, the label
+    saying where (`how`): every input with a shape at that dtype."""
+    shape_list = [list(x) if isinstance(x, list | tuple) else [] for x in (shapes or [])]
+    cost = op_cost(op, shape_list, assumed_dtypes(shape_list, dtype), concrete)
+    return replace(cost, label=f"{cost.label} [{how}]") if cost.known else cost
+
+
+def _op_cost(operator: Operator, flops_missing: str) -> OpCost:
     precision = report_precision(operator)
     tensor_dtype = operator.roof.dtype if precision == "tensor" else ""
     roof_kind = "link" if operator.facts.get("link_roof") else operator.roof.kind

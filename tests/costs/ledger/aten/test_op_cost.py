@@ -4,6 +4,7 @@ reader per op, and costs only from recorded arguments, on a real profiler trace 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,52 @@ def test_no_shared_trace_op_is_costed_from_an_assumed_argument() -> None:
             bare = op_cost(str(e.get("name", "")), a.get("Input Dims"), a.get("Input type"), None)
             assert not bare.known or (bare.flops, bare.bytes) == (cost.flops, cost.bytes), e["name"]
     assert costed > 0
+
+
+def test_a_call_recorded_without_dtypes_gets_its_flops_from_the_shapes_and_no_bytes() -> None:
+    """emit_nvtx ranges (and a trace recorded without types) give sizes alone: a matmul's or an elementwise
+    op's FLOPs follow from them, its bytes and its compute roof need the dtype, named as the missing fact."""
+    from nsroof.costs.ledger.aten import DTYPE_UNRECORDED
+
+    mm = op_cost("aten::mm", [[64, 128], [128, 256]], None)
+    # 2·m·n·k = 2·64·256·128 = 4,194,304
+    assert mm.flops == 4_194_304 and math.isnan(mm.bytes) and mm.known
+    assert (mm.missing, mm.precision, mm.roof_kind) == (DTYPE_UNRECORDED, "", "matmul")
+    assert "dtype" in mm.missing and mm.label == "gemm(m=64, n=256, k=128, dtype=not recorded)"
+    # add(x, y, alpha): the [] of the scalar alpha is no tensor; 1 FLOP per output, 8·16 = 128
+    add = op_cost("aten::add", [[8, 16], [8, 16], []], [])
+    assert add.flops == 128 and math.isnan(add.bytes) and add.missing == DTYPE_UNRECORDED
+    # recorded dtypes price it whole, as before
+    assert op_cost("aten::mm", [[64, 128], [128, 256]], ["float", "float"]).bytes == 4 * (
+        64 * 128 + 128 * 256 + 64 * 256)
+    # a shape the formula cannot read keeps its own reason
+    assert op_cost("aten::mm", [[64, 128], [64, 256]], None).missing == (
+        "aten::mm: mm inner dimensions differ (128 vs 64)")
+
+
+def test_flops_that_depend_on_the_dtype_stay_nan_without_one() -> None:
+    from nsroof.costs.ledger.custom import Tensor, Term, formula, unregister
+
+    @formula("mylib::per_byte", source="one FLOP per byte (a formula whose FLOPs follow the dtype)")
+    def per_byte(x: Tensor) -> list[Term]:
+        return [Term("work", flops=x.nbytes, bytes=x.nbytes)]
+
+    try:
+        assert op_cost("mylib::per_byte", [[4, 8]], ["float"]).flops == 4 * 32
+        unpriced = op_cost("mylib::per_byte", [[4, 8]], None)
+        assert math.isnan(unpriced.flops) and not unpriced.known
+        assert unpriced.missing == "mylib::per_byte: tensor argument x (#0) not recorded"
+    finally:
+        unregister("mylib::per_byte")
+
+
+def test_with_dtype_prices_a_call_at_a_dtype_read_elsewhere() -> None:
+    from nsroof.costs.ledger.aten import with_dtype
+
+    cost = with_dtype("aten::addmm", [[256], [64, 128], [128, 256], [], []], "fp16",
+                      how="dtype from kernel name")
+    # gemm-bias(64, 256, 128) at 2 B: 2·(64·128 + 128·256 + 64·256 + 256) = 2·57,600 = 115,200 B;
+    # 2·64·256·128 + 64·256 = 4,210,688 FLOP, under the fp16 tensor roof
+    assert (cost.flops, cost.bytes) == (4_210_688, 115_200)
+    assert (cost.precision, cost.tensor_dtype) == ("tensor", "fp16")
+    assert cost.label.endswith("dtype=fp16) [dtype from kernel name]") and not cost.missing
