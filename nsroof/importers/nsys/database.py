@@ -68,10 +68,11 @@ class Database:
             names = [d[0] for d in cursor.description]
             rows = cursor.fetchall()
             return dict(zip(names, zip(*rows, strict=True) if rows else [()] * len(names), strict=True))
-        except UnicodeDecodeError as exc:  # raised by _strict_text, through sqlite3 as it is
-            raise InputError(self.path, f"{what}: text that is not UTF-8 ({exc.object[:40]!r}: {exc.reason})",
-                             hint=EXPORT_HINT) from None
         except sqlite3.DatabaseError as exc:
+            if str(exc).startswith(_NOT_UTF8):  # sqlite3's own decoding (a Python text_factory costs a call
+                # per value): "Could not decode to UTF-8 column 'text' with text '…'"
+                raise InputError(self.path, f"{what}: text that is not UTF-8 ({str(exc)[:120]})",
+                                 hint=EXPORT_HINT) from None
             raise damaged(self.path, exc) from None
 
 
@@ -80,8 +81,7 @@ def damaged(path: Path, exc: BaseException) -> InputError:
                       hint="the file may be truncated: " + EXPORT_HINT)
 
 
-def _strict_text(raw: bytes) -> str:
-    return raw.decode("utf-8")  # a UnicodeDecodeError ends the query (Database.read names the table)
+_NOT_UTF8 = "Could not decode to UTF-8"
 
 
 @contextmanager
@@ -91,7 +91,6 @@ def opened(path: Path) -> Iterator[Database]:
         connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
     except sqlite3.Error as exc:
         raise damaged(path, exc) from None
-    connection.text_factory = _strict_text
     try:
         try:
             db = Database(path, connection)

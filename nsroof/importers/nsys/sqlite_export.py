@@ -38,6 +38,7 @@ from nsroof.importers.nsys.database import Columns
 from nsroof.importers.nsys.op_text import EVALUATE, parse
 from nsroof.importers.nsys.rep import REP_MAGIC, exported
 from nsroof.importers.trace.events import (
+    NO_OP_ARGS,
     ActivityArgs,
     Device,
     Event,
@@ -180,10 +181,11 @@ def _launches(cols: Columns) -> list[Event[LaunchArgs]]:
     if not cols or not len(cols["start"]):
         return []
     ts, dur = _times(cols)
-    threads = [_thread(g) for g in _ints(cols["globalTid"])]
-    return [Event("" if n is None else n, "cuda_runtime", t, du, pid, tid, LaunchArgs(correlation=c))
-            for n, t, du, (pid, tid), c in zip(cols["name"], ts, dur, threads, _ints(cols["correlationId"]),
-                                                strict=True)]
+    gtids = _ints(cols["globalTid"])
+    threads = {g: _thread(g) for g in set(gtids)}  # a few threads
+    return [Event("" if n is None else n, "cuda_runtime", t, du, *threads[g], LaunchArgs(correlation=c))
+            for n, t, du, g, c in zip(cols["name"], ts, dur, gtids, _ints(cols["correlationId"]),
+                                      strict=True)]
 
 
 def _ranges(cols: Columns) -> tuple[list[Event[OpArgs]], list[Event[OpArgs]], dict[str, int]]:
@@ -192,26 +194,20 @@ def _ranges(cols: Columns) -> tuple[list[Event[OpArgs]], list[Event[OpArgs]], di
         return [], [], {"ops": 0, "ops_with_sizes": 0, "annotations": 0}
     ts, dur = _times(cols)
     texts = ["" if t is None else t for t in cols["text"]]
-    parsed: dict[str, Any] = {}
-    for text in set(texts):  # a run repeats a few thousand distinct texts
-        parsed[text] = parse(text)
+    parsed: dict[str, Any] = {text: parse(text) for text in dict.fromkeys(texts)}  # each distinct text once
     # backward functions: the nodes the engine evaluates (PyTorch 2.x) or 1.x's 'stashed seq' ranges
     nodes = {op.name.removeprefix(EVALUATE) for op in parsed.values() if op and op.name.startswith(EVALUATE)}
-    args: dict[str, OpArgs] = {}
-    for text, op in parsed.items():
-        if op is not None:
-            backward = op.stashed or op.name in nodes
-            args[text] = OpArgs(sequence_number=op.sequence_number, fwd_thread_id=1 if backward else None,
-                                 input_dims=op.input_dims)
-    ops: list[Event[OpArgs]] = []
-    annotations: list[Event[OpArgs]] = []
-    for text, t, du, g in zip(texts, ts, dur, _ints(cols["globalTid"]), strict=True):
-        pid, tid = _thread(g)
-        op = parsed[text]
-        if op is None:
-            annotations.append(Event(text, "user_annotation", t, du, pid, tid, OpArgs()))
-        else:
-            ops.append(Event(op.name, "cpu_op", t, du, pid, tid, args[text]))
+    events: dict[str, tuple[str, str, OpArgs]] = {
+        text: ((op.name, "cpu_op", OpArgs(sequence_number=op.sequence_number, input_dims=op.input_dims,
+                                          fwd_thread_id=1 if op.stashed or op.name in nodes else None))
+               if op is not None else (text, "user_annotation", NO_OP_ARGS))
+        for text, op in parsed.items()}
+    gtids = _ints(cols["globalTid"])
+    threads = {g: _thread(g) for g in set(gtids)}  # a few threads
+    rows = [Event(name, cat, t, du, *threads[g], a)
+            for (name, cat, a), t, du, g in zip(map(events.__getitem__, texts), ts, dur, gtids, strict=True)]
+    ops = [e for e in rows if e.cat == "cpu_op"]
+    annotations = [e for e in rows if e.cat != "cpu_op"]
     sized = sum(1 for e in ops if e.args.input_dims is not None)
     return ops, annotations, {"ops": len(ops), "ops_with_sizes": sized, "annotations": len(annotations)}
 
