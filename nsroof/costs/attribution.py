@@ -30,7 +30,6 @@ FLOPs and bytes (for CPU traces: the innermost costed ops with their own time).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -45,11 +44,10 @@ from nsroof.costs.ledger.aten import (
     OpCost,
     base_name,
     concrete_values,
-    on_kernel,
     unknown,
 )
 from nsroof.costs.op_table import OpTable
-from nsroof.counters import tensor_paths as tp
+from nsroof.costs.precision_rules import TF32_CONV_PREFIX, TF32_MATMUL_FORMULAS, fp64_tensor_rule, tf32_rule
 from nsroof.frames.columns import texts
 from nsroof.frames.distinct import row_codes
 from nsroof.names.kernel_dtypes import kernel_dtype
@@ -63,10 +61,6 @@ NO_OP = "launching op not in the trace (no runtime launch or cpu_op for the kern
 KERNEL_DTYPE = "dtype from kernel name"  # the label of an op priced at the dtype its kernels' names state
 REDISPATCH_REASON = ("autocast's own time around an op it re-dispatched at another dtype: the work is costed "
                      "on the call inside it, at the dtype it ran in, and each cast on its own row")
-
-# The ledger formulas whose fp32 form runs on tensor cores as TF32 when torch allows it.
-TF32_MATMUL_FORMULAS = ("gemm", "gemm-bias", "bmm", "linear", "attention", "attention-backward", "decode")
-TF32_CONV_PREFIX = "conv"
 
 # Kernels that move or reduce data around a GEMM/conv/attention (matched on the short function name, which
 # carries no template arguments): layout transforms, copies, fills, split-K reductions, im2col, and a fused
@@ -229,7 +223,7 @@ def _tensor_units(table: OpTable, groups: _Groups, todo: np.ndarray, rows: Rows,
     kernels are alike (names, device, launching op: what the rules read) split alike, so each kind is worked
     out once and spread (a conv backward's split reads its output mask: each its own)."""
     op_ids, names, full, cc = kernel_facts
-    policy, fp64 = _tf32_rule(tf32, cc, full), _fp64_tensor_rule(cc, full)
+    policy, fp64 = tf32_rule(tf32, cc, full), fp64_tensor_rule(cc, full)
     member = np.zeros(len(groups.ids), dtype=bool)
     member[todo] = True
     g = groups.of_member()
@@ -342,69 +336,6 @@ def _gradient_parts(table: OpTable, u: int, members: list[int], names: np.ndarra
                 return {}
             out.update({i: (part, len(kernels), what) for i in kernels})
     return out
-
-
-def _tf32_rule(tf32: tuple[bool | None, bool | None], cc: np.ndarray, names: np.ndarray
-               ) -> Callable[[OpCost, list[int]], OpCost]:
-    """How a unit's fp32 matmul/conv cost meets TF32: by torch's recorded switches on CC >= 8.0 GPUs, or by
-    its kernels' names when the trace records no switch."""
-    matmul, cudnn = tf32
-    judged: dict[tuple[int, str], tuple[OpCost, OpCost]] = {}  # (id of a cost, how) -> (the cost, judged)
-
-    def once(judge: Callable[..., OpCost], cost: OpCost, *how: str) -> OpCost:
-        """judge(cost, *how), once per cost object (a profile's units share a few thousand costs)."""
-        key = (id(cost), "".join(how))
-        if key not in judged:
-            judged[key] = (cost, judge(cost, *how))
-        return judged[key][1]
-
-    def rule(cost: OpCost, members: list[int]) -> OpCost:
-        if tf32 == (None, None):
-            for i in members:
-                cost = once(on_kernel, cost, str(names[i]))
-            return cost
-        allowed = ((cost.formula in TF32_MATMUL_FORMULAS and bool(matmul))
-                   or (cost.formula.startswith(TF32_CONV_PREFIX) and bool(cudnn)))
-        if (cost.known and cost.precision == "fp32" and allowed
-                and any(_has_tf32(str(cc[i])) for i in members)):
-            return once(_tf32_allowed, cost)
-        return cost
-
-    return rule
-
-
-# FP64 tensor cores (DMMA) exist on the data-center parts only (nsroof.counters.tensor_paths.fp64_tensor_ccs:
-# 8.0, 9.0, 10.0, from the datasheets); cuBLAS runs FP64 GEMMs on them there. A CUTLASS SIMT kernel on such a
-# part does not, and says so in its name.
-FP64_SIMT_KERNEL = re.compile(r"simt", re.IGNORECASE)
-
-
-def _fp64_tensor_rule(cc: np.ndarray, names: np.ndarray) -> Callable[[OpCost, list[int]], OpCost]:
-    """An fp64 matmul-family cost on a device with FP64 tensor cores meets the FP64 tensor roof (the dense
-    fp64 peak), picked like TF32: by the op's dtype and formula, the device, and the kernel (a SIMT kernel
-    stays on the CUDA-core fp64 roof)."""
-    fp64_tensor = tp.fp64_tensor_ccs()
-
-    def rule(cost: OpCost, members: list[int]) -> OpCost:
-        if (cost.known and cost.precision == "fp64" and cost.formula in TF32_MATMUL_FORMULAS
-                and any(str(cc[i]) in fp64_tensor for i in members)
-                and not any(FP64_SIMT_KERNEL.search(str(names[i])) for i in members)):
-            return replace(cost, precision="tensor", tensor_dtype="fp64",
-                           label=f"{cost.label} [FP64 tensor cores]")
-        return cost
-
-    return rule
-
-
-def _tf32_allowed(cost: OpCost) -> OpCost:
-    return replace(cost, precision="tensor", tensor_dtype="tf32", label=f"{cost.label} [TF32 allowed]")
-
-
-def _has_tf32(cc: str) -> bool:
-    try:
-        return float(cc) >= 8.0
-    except ValueError:
-        return False
 
 
 def _trace_costs(kernels: pd.DataFrame, rows: Rows) -> None:
