@@ -514,9 +514,14 @@ def render_summary(result: ProfileResult | pd.DataFrame, *, top: int = 10, outpu
         lines.append(f"report: {output}")
     if isinstance(result, ProfileResult) and result.rebuild:
         lines.append(f"trace: {result.trace} (`{result.rebuild}` makes this report again)")
-    lines.append("")
+    from nsroof.report.breakdown import category_lines, phase_lines, step_lines
     from nsroof.report.op_tables import module_table, op_table, top_modules, top_ops
 
+    # the first screen, as `nsroof analyze` prints it: where the time went by category, per step, per phase
+    metadata = result.metadata if isinstance(result, ProfileResult) else {}
+    for part in (category_lines(report, width), step_lines(metadata, width), phase_lines(report)):
+        lines += ["", *part] if part else []
+    lines.append("")
     lines += op_table(top_ops(report, top), width)
     lines += module_table(top_modules(report, 5), width)
     lines.append("")

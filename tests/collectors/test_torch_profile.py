@@ -146,6 +146,18 @@ def test_summary_names_top_ops_bounds_and_coverage() -> None:
     assert "Coverage:" in text and "no formula for aten::randperm" in text
     cov = coverage(prof.report)
     assert 0 < cov < 1
+    # the first screen is analyze's: the category table comes before the op table, its shares summing to
+    # the run (one mm, the randperm and the profiler's own rows: 100% between them)
+    lines = text.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("Time by category")))
+    assert start < lines.index(next(line for line in lines if line.startswith("Top ")))
+    shares = []
+    for line in lines[start + 2:]:
+        if not line.strip():
+            break
+        shares.append(float(next(c for c in line.split() if c.endswith("%") and c[0].isdigit()).rstrip("%")))
+    assert any(line.startswith("  GEMM ") for line in lines[start:start + 2 + len(shares)])
+    assert sum(shares) == pytest.approx(100, abs=0.1 * len(shares))
 
 
 def test_an_mm_above_a_low_cpu_peak_is_blamed_on_the_cache_or_the_peak_not_the_flops() -> None:
