@@ -10,30 +10,7 @@ from typing import Any
 import pytest
 
 from nsroof import pipeline
-
-GIB = 2**30
-# kineto's ROCm deviceProperties (as in the TraceLens vLLM decode trace): an empty name, GFXIP 9.4, 304 CUs
-ROCM_DEVICE = {"id": 0, "name": "", "totalGlobalMem": 192 * GIB - 16 * 2**20, "computeMajor": 9,
-               "computeMinor": 4, "warpSize": 64, "numSms": 304}
-
-
-def _x(cat: str, name: str, ts: float, dur: float, pid: Any = 1, tid: Any = 1, **args: Any) -> dict[str, Any]:
-    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
-
-
-def _trace(devices: list[dict[str, Any]], **top: Any) -> dict[str, Any]:
-    """aten::mm launches one hipBLASLt kernel: 256 x 512 x 1024 bf16."""
-    return {
-        "schemaVersion": 1, "deviceProperties": devices, **top,
-        "traceEvents": [
-            _x("cpu_op", "aten::mm", 100.0, 20.0, **{"External id": 10,
-                                                      "Input Dims": [[256, 1024], [1024, 512]],
-                                                      "Input type": ["c10::BFloat16", "c10::BFloat16"]}),
-            _x("cuda_runtime", "hipLaunchKernel", 101.0, 2.0, correlation=5, **{"External id": 10}),
-            _x("kernel", "Cijk_Alik_Bljk_BBS_BH_MT128x128x64_MI16x16x1", 110.0, 20.0, pid=2, tid=3, device=2,
-               correlation=5, grid=[64, 1, 1], block=[256, 1, 1], **{"External id": 10}),
-        ],
-    }
+from tests._rocm_trace import ROCM_DEVICE, rocm_trace
 
 
 def _write(tmp_path: Path, data: Any, name: str = "rocm.json") -> Path:
@@ -43,11 +20,11 @@ def _write(tmp_path: Path, data: Any, name: str = "rocm.json") -> Path:
 
 
 def test_unnamed_rocm_gpu_is_inferred_and_its_kernels_get_the_mi300x_roofs(tmp_path: Path) -> None:
-    before = _trace([{**ROCM_DEVICE, "numSms": 0, "totalGlobalMem": 0, "warpSize": 0}])
+    before = rocm_trace([{**ROCM_DEVICE, "numSms": 0, "totalGlobalMem": 0, "warpSize": 0}])
     r0 = pipeline.analyze(_write(tmp_path, before))
     # no CU count, memory or runtime recorded: the Cijk_ kernel says an AMD GPU ran, not which
     assert r0.frame["peak_flop_per_s"].isna().all()
-    data = _trace([ROCM_DEVICE], roctracer_version="4.1")
+    data = rocm_trace([ROCM_DEVICE], roctracer_version="4.1")
     report = pipeline.analyze(_write(tmp_path, data))
     k = report.frame[report.frame["kind"] == "kernel"].iloc[0]
     assert k["device"] == "MI300X [inferred from the device's properties: GFXIP 9.4, 304 CUs, 192.0 GiB]"
@@ -61,7 +38,8 @@ def test_unnamed_rocm_gpu_is_inferred_and_its_kernels_get_the_mi300x_roofs(tmp_p
 def test_machine_on_a_rocm_trace_is_a_gpu_what_if(tmp_path: Path) -> None:
     # a name no entry has and no CU count: the device stays 'AMD Radeon Graphics', a GPU all the same
     radeon = {**ROCM_DEVICE, "name": "AMD Radeon Graphics", "computeMinor": 0, "numSms": 0}
-    report = pipeline.analyze(_write(tmp_path, _trace([radeon], roctracer_version="4.1")), machine="mi250")
+    trace = _write(tmp_path, rocm_trace([radeon], roctracer_version="4.1"))
+    report = pipeline.analyze(trace, machine="mi250")
     assert not any("ran on the CPU" in w for w in report.warnings)
     assert set(report.frame["device"]) == {"AMD Radeon Graphics"}
     k = report.frame[report.frame["kind"] == "kernel"].iloc[0]
