@@ -227,8 +227,9 @@ def phase_lines(frame: pd.DataFrame) -> list[str]:
     table = phase_table(frame)
     if table.empty:
         return []
+    rows = "ops" if cpu_ops_only(frame) else "kernels"
     lines = ["Prefill vs decode (`phase`; GEMM FLOP/B = Σ FLOPs / Σ DRAM bytes of the phase's GEMMs)",
-             f"  {'phase':<8} {'kernels':>7} {'time':>9} {'share':>6}  {'bound':<14} {'headroom':>8} "
+             f"  {'phase':<8} {rows:>7} {'time':>9} {'share':>6}  {'bound':<14} {'headroom':>8} "
              f"{'GEMM FLOP/B':>11} {'ridge':>7}"]
     for _, r in table.iterrows():
         lines.append(f"  {r['phase']:<8} {int(r['kernels']):>7} {human_time(r['duration_s']):>9} "

@@ -79,6 +79,13 @@ def test_prefill_and_decode_are_read_apart_with_the_decode_batch_that_leaves_mem
     assert "prefill" in text and "at a batch of ~10 (batch × ridge / GEMM FLOP/B)" in text
 
 
+def test_a_cpu_generate_run_counts_ops_in_its_phase_table() -> None:
+    frame = _generate_run()
+    assert "kernels" in phase_lines(frame)[1].split()
+    frame["kind"] = "cpu_op"  # a CPU profile: its rows are op calls, not kernels
+    assert phase_lines(frame)[1].split()[:3] == ["phase", "ops", "time"]
+
+
 def test_a_run_that_is_no_generation_has_no_phase_table() -> None:
     assert phase_table(five_kernels()).empty
     assert phase_lines(five_kernels()) == []
