@@ -50,33 +50,39 @@ def inductor_records_on() -> Any:
 
 # torch.compile's graph caches off for the run: a graph loaded from Inductor's FX graph cache or the
 # AOTAutograd cache is not generated again, so nsroof.collectors.inductor_kernels would learn nothing of its
-# kernels (what they fused, what they move). (config module, attribute, environment variable read when the
-# module is imported). The C++/Triton code caches stay on: a kernel's code is still generated, only its
-# compilation is reused (torch.compiler.config.force_disable_caches would turn those off too: on a 2-core
-# machine a two-layer model's compile then took 76 s instead of 17 s).
-GRAPH_CACHES = (("torch._inductor.config", "fx_graph_cache", "TORCHINDUCTOR_FX_GRAPH_CACHE"),
-                ("torch._functorch.config", "enable_autograd_cache", "TORCHINDUCTOR_AUTOGRAD_CACHE"))
+# kernels (what they fused, what they move). (config module, attribute.) Set as attributes, never through
+# their environment variables (TORCHINDUCTOR_FX_GRAPH_CACHE, TORCHINDUCTOR_AUTOGRAD_CACHE): torch reads those
+# once, at the config's import, as a value that overrides any later assignment, so a config first imported
+# during the run would keep the caches off for the rest of the process. Both caches are looked up in the
+# compiling process, never in compile workers. A user's own environment variable still wins (the graphs it
+# loads from the cache then stay uncosted, with that reason). The C++/Triton code caches stay on: a kernel's
+# code is still generated, only its compilation is reused (torch.compiler.config.force_disable_caches would
+# turn those off too: on a 2-core machine a two-layer model's compile then took 76 s instead of 17 s).
+GRAPH_CACHES = (("torch._inductor.config", "fx_graph_cache"),
+                ("torch._functorch.config", "enable_autograd_cache"))
 
 
 def graph_caches_off() -> Any:
-    """Turn GRAPH_CACHES off (in each config module when imported, else through its environment variable).
-    Returns the undo."""
-    saved = [(m, attr, env, os.environ.get(env), sys.modules.get(m)) for m, attr, env in GRAPH_CACHES]
-    values = [getattr(config, attr, None) if config is not None else None for _, attr, _, _, config in saved]
-    for _, attr, env, _, config in saved:
-        os.environ[env] = "0"
-        if config is not None:
+    """Turn GRAPH_CACHES off, now in a config module already imported, else right after its import. Returns
+    the undo, which puts back what each module said before (its default when it was imported during the
+    run)."""
+    from nsroof.collectors.after_import import when_imported
+
+    before: list[tuple[Any, str, Any]] = []
+
+    def turn_off(attr: str) -> Any:
+        def off(config: Any) -> None:
+            before.append((config, attr, getattr(config, attr, None)))
             setattr(config, attr, False)
+        return off
+
+    stop_waiting = when_imported({module: [turn_off(attr)] for module, attr in GRAPH_CACHES})
 
     def undo() -> None:
-        for (module_name, attr, env, env_before, config), before in zip(saved, values, strict=True):
-            if env_before is None:
-                os.environ.pop(env, None)
-            else:
-                os.environ[env] = env_before
-            now = sys.modules.get(module_name)
-            if now is not None:  # imported during the run: the value its environment gave it before
-                setattr(now, attr, bool(before) if config is not None else env_before != "0")
+        stop_waiting()
+        for config, attr, value in reversed(before):
+            setattr(config, attr, value)
+        before.clear()
     return undo
 
 

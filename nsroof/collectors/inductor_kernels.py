@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -105,45 +104,20 @@ def graph_key(graph: Any) -> str:
 
 def install(recorder: Recorder) -> Callable[[], None]:
     """Wrap the _HOOKS methods so each kernel is recorded; returns the undo. A module not imported yet is
-    wrapped when it is (an import hook): importing Inductor takes over a second, which a run that never
-    compiles must not pay. A torch without the hooks records nothing (the kernels then stay uncosted, with
-    that reason)."""
-    import importlib.abc
+    wrapped when it is (nsroof.collectors.after_import). A torch without the hooks records nothing (the
+    kernels then stay uncosted, with that reason)."""
+    from nsroof.collectors.after_import import when_imported
 
     undo: list[Callable[[], None]] = []
-    waiting: dict[str, list[tuple[str, str, str]]] = {}
+    actions: dict[str, list[Callable[[Any], None]]] = {}
     for module_name, class_name, method, kind in _HOOKS:
-        if module_name in sys.modules:
-            undo += _wrap(sys.modules[module_name], class_name, method, getattr(recorder, kind))
-        else:
-            waiting.setdefault(module_name, []).append((class_name, method, kind))
-
-    class AfterImport(importlib.abc.MetaPathFinder):
-        def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-            if fullname not in waiting:
-                return None
-            import importlib.machinery
-
-            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-            loader = getattr(spec, "loader", None)
-            if spec is None or loader is None or not hasattr(loader, "exec_module"):
-                return spec
-            run = loader.exec_module
-
-            def exec_module(module: Any) -> None:
-                run(module)
-                for class_name, method, kind in waiting.pop(fullname, []):
-                    undo.extend(_wrap(module, class_name, method, getattr(recorder, kind)))
-            loader.exec_module = exec_module
-            return spec
-
-    finder = AfterImport()
-    if waiting:
-        sys.meta_path.insert(0, finder)
+        def wrap(module: Any, class_name: str = class_name, method: str = method, kind: str = kind) -> None:
+            undo.extend(_wrap(module, class_name, method, getattr(recorder, kind)))
+        actions.setdefault(module_name, []).append(wrap)
+    stop_waiting = when_imported(actions)
 
     def restore() -> None:
-        if finder in sys.meta_path:
-            sys.meta_path.remove(finder)
+        stop_waiting()
         for u in reversed(undo):
             u()
         undo.clear()

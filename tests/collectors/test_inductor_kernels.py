@@ -4,6 +4,8 @@ compilation is checked end to end by tests/commands/test_profile_cli.py (one com
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from typing import Any
 
@@ -81,12 +83,31 @@ def test_the_graph_caches_are_off_for_the_run_and_back_after(monkeypatch: pytest
 
     monkeypatch.setattr(inductor_config, "fx_graph_cache", True)
     monkeypatch.setattr(functorch_config, "enable_autograd_cache", True)
-    monkeypatch.delenv("TORCHINDUCTOR_FX_GRAPH_CACHE", raising=False)
+    environment = dict(os.environ)
     undo = graph_caches_off()
     # a cached graph is not generated again: nothing of its kernels would be recorded
     assert (inductor_config.fx_graph_cache, functorch_config.enable_autograd_cache) == (False, False)
     undo()
     assert (inductor_config.fx_graph_cache, functorch_config.enable_autograd_cache) == (True, True)
-    import os
+    assert dict(os.environ) == environment
 
-    assert "TORCHINDUCTOR_FX_GRAPH_CACHE" not in os.environ
+
+def test_a_config_imported_during_the_run_gets_its_caches_back_after() -> None:
+    # torch reads TORCHINDUCTOR_FX_GRAPH_CACHE once, at the config's import, as a value no assignment
+    # overrides: set during a run whose code imported Inductor first, it kept the caches off for good, and
+    # the test above failed after such a run in the same worker (a fresh interpreter: here Inductor is
+    # imported already)
+    script = (
+        "import sys, torch\n"
+        "assert 'torch._inductor.config' not in sys.modules\n"
+        "from nsroof.collectors.compile_settings import graph_caches_off\n"
+        "undo = graph_caches_off()\n"
+        "import torch._inductor.config as c, torch._functorch.config as f\n"
+        "during = (c.fx_graph_cache, f.enable_autograd_cache)\n"
+        "undo()\n"
+        "print(during, (c.fx_graph_cache, f.enable_autograd_cache))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHINDUCTOR_")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "(False, False) (True, True)"
