@@ -23,7 +23,7 @@ import pandas as pd
 from nsroof.errors import NsroofError
 from nsroof.frames.distinct import map_rows
 from nsroof.names.kernel_names import fit_name
-from nsroof.schema import LEVELS, PRECISIONS, kernel_key
+from nsroof.schema import LEVELS, PRECISIONS, cpu_ops_only, kernel_key
 
 #: report columns the chart reads
 REQUIRED_COLUMNS: tuple[str, ...] = (
@@ -34,6 +34,14 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
 
 LEVEL_NAMES: dict[str, str] = {"dram": "DRAM", "l2": "L2", "l1": "L1",
                                "link": "the GPU's links (a collective)"}
+
+
+def precision_name(precision: str, cpu: bool) -> str:
+    """A precision as a page or chart names it. The report's "tensor" (a GPU's tensor cores: the dense peak
+    of the op's dtype) is "matrix" on a CPU, where that roof is the matmul peak `nsroof measure` timed at
+    the dtype (AMX tiles or AVX-512 BF16/FP16 dot products, whichever the CPU has): a CPU has no tensor
+    cores. The Parquet column keeps "tensor" on both, so one filter reads every report."""
+    return "matrix" if cpu and precision == "tensor" else precision
 
 
 #: marker area in pt² of a kernel that takes the whole run's time; area ∝ share of time
@@ -72,8 +80,6 @@ def short_name(name: str, width: int = SHORT_NAME_CHARS) -> str:
 def row_noun(df: pd.DataFrame) -> str:
     """What a report's rows time, as the charts and listings name them: 'op' when every row is an op call of
     a CPU profile (kind cpu_op; a CPU runs no kernels), else 'kernel'."""
-    from nsroof.schema import cpu_ops_only
-
     return "op" if cpu_ops_only(df) else "kernel"
 
 
@@ -283,10 +289,11 @@ def source_family(source: str) -> str:
 
 def roof_lines(df: pd.DataFrame, *, level: str = "all", nvtx: str | None = None,
                precision: str | None = None) -> pd.DataFrame:
-    """One row per roof: kind ('compute' | 'bandwidth'), name (precision or level), device, source,
-    family (see `source_family`), value_min / value_max over the kernels under it (equal unless the roof
-    was measured per kernel), n_kernels, and ceiling_set: the index of the (device, family) pair it
-    belongs to — one roof set per distinct ceiling."""
+    """One row per roof: kind ('compute' | 'bandwidth'), name (precision or level), title (the name as a
+    page shows it: LEVEL_NAMES, precision_name), device, source, family (see `source_family`), value_min /
+    value_max over the kernels under it (equal unless the roof was measured per kernel), n_kernels, and
+    ceiling_set: the index of the (device, family) pair it belongs to — one roof set per distinct
+    ceiling."""
     rows = select(df, level=level, nvtx=nvtx, precision=precision)
     key = kernel_key(rows)
     # per distinct source text (a report has a few, over hundreds of thousands of rows)
@@ -307,7 +314,7 @@ def roof_lines(df: pd.DataFrame, *, level: str = "all", nvtx: str | None = None,
     parts = [_roofs_of(comp, "peak", "compute_source", "precision", "compute"),
              _roofs_of(mem, "bw", "memory_source", "level", "bandwidth")]
     parts = [part for part in parts if len(part)]
-    cols = ["kind", "name", "device", "source", "family", "value_min", "value_max", "n_kernels",
+    cols = ["kind", "name", "title", "device", "source", "family", "value_min", "value_max", "n_kernels",
             "ceiling_set"]
     if not parts:
         return pd.DataFrame(columns=cols)
@@ -317,6 +324,9 @@ def roof_lines(df: pd.DataFrame, *, level: str = "all", nvtx: str | None = None,
     roofs["_k"] = roofs["kind"].map(order)
     roofs["_n"] = roofs["name"].map(name_order)
     roofs["family"] = roofs["source"].map(source_family)
+    cpu = cpu_ops_only(rows)
+    roofs["title"] = [LEVEL_NAMES.get(n, n) if k == "bandwidth" else precision_name(n, cpu)
+                      for k, n in zip(roofs["kind"], roofs["name"], strict=True)]
     sets = sorted(set(zip(roofs["device"], roofs["family"], strict=True)))
     set_index = {s: i for i, s in enumerate(sets)}
     roofs["ceiling_set"] = [set_index[(d, f)] for d, f in zip(roofs["device"], roofs["family"], strict=True)]

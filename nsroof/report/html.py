@@ -17,14 +17,14 @@ import numpy as np
 import pandas as pd
 
 from nsroof.report import chart_data, html_overview, plots
-from nsroof.report.chart_data import LEVEL_NAMES
+from nsroof.report.chart_data import LEVEL_NAMES, precision_name, row_noun
 from nsroof.report.html_cells import e as _e
 from nsroof.report.html_cells import pct as _pct
 from nsroof.report.html_cells import table as _table
 from nsroof.report.html_cells import td as _td
 from nsroof.report.wide import LEDGER_COLUMNS, kernel_rows
 from nsroof.report.wide import as_float as _num
-from nsroof.schema import BOUNDS, LEVELS, kernel_key
+from nsroof.schema import BOUNDS, LEVELS, cpu_ops_only, kernel_key
 from nsroof.units import human_si, human_si_range, human_time
 
 # ------------------------------------------------------------------------------------------ data
@@ -161,7 +161,8 @@ def charts(df: pd.DataFrame, *, top: int = 10, k: pd.DataFrame | None = None) ->
         on = f" — {device or 'unknown device'}" if len(devices) > 1 else ""
         for level in (["all", *present] if len(present) > 1 else present or ["all"]):
             fig = plots.plot(rows, level=level, top=top, point_links=True)
-            caption = ("All levels: each kernel's points at " + ", ".join(LEVEL_NAMES[lv] for lv in present)
+            caption = (f"All levels: each {row_noun(rows)}'s points at "
+                       + ", ".join(LEVEL_NAMES[lv] for lv in present)
                        + " share one FLOP/s and are joined" if level == "all"
                        else f"{LEVEL_NAMES[level]} only") + on
             svg = plots.to_svg(fig, salt=f"nsroof-{n}-{level}")
@@ -234,6 +235,7 @@ def render(df: pd.DataFrame, *, metadata: dict[str, Any] | None = None, title: s
 
         raise NsroofError(f"the report lacks columns {', '.join(missing_cols)}: write it with nsroof analyze")
     k = kernel_rows(df)
+    noun = row_noun(df)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -246,8 +248,8 @@ def render(df: pd.DataFrame, *, metadata: dict[str, Any] | None = None, title: s
         _bounds_section(df),
     ]
     if with_charts:
-        parts.append("<h2>Roofline charts</h2><p>Hover a point for its kernel; the table's filter below also "
-                     "filters the charts; click a point to find its row.</p>")
+        parts.append(f"<h2>Roofline charts</h2><p>Hover a point for its {noun}; the table's filter below "
+                     "also filters the charts; click a point to find its row.</p>")
         parts += [f'<figure class="chart">{svg}<figcaption>{_e(caption)}</figcaption></figure>'
                   for caption, svg in charts(df, top=top, k=k)]
     parts.append(html_overview.aggregates(df))
@@ -273,17 +275,18 @@ def _per_byte(value: float, unit: str = " FLOP/B") -> str:
 def _run_section(df: pd.DataFrame, k: pd.DataFrame, metadata: dict[str, Any]) -> str:
     total_s = float(np.nansum(k["duration_s"].to_numpy(float)))
     above = int(k["above_roof"].sum())
+    noun = row_noun(df)
     lines = [
         "<h2>Run</h2><p>",
-        f"{len(k)} kernel{'s' if len(k) != 1 else ''}, total kernel time {_e(human_time(total_s))} "
-        f"(Σ duration_s), {len(df)} report rows (kernel × level).",
+        f"{len(k)} {noun}{'s' if len(k) != 1 else ''}, total {noun} time {_e(human_time(total_s))} "
+        f"(Σ duration_s), {len(df)} report rows ({noun} × level).",
     ]
     version = metadata.get("nsroof_version")
     if version:
         lines.append(f" Written by nsroof {_e(version)}, schema {_e(metadata.get('schema_version', '?'))}.")
     lines.append("</p>")
     if above:
-        lines.append(f'<p class="warn">{above} kernel{"s" if above != 1 else ""} run above a roof by more '
+        lines.append(f'<p class="warn">{above} {noun}{"s" if above != 1 else ""} run above a roof by more '
                      "than 5%: a counting or unit error in the export or a wrong ceiling (see the ⚠ "
                      "column).</p>")
     inputs = metadata.get("inputs") or []
@@ -297,7 +300,7 @@ def _run_section(df: pd.DataFrame, k: pd.DataFrame, metadata: dict[str, Any]) ->
     rows = [[_td(r.device or "(unknown device)"), _td(r.cc), _td(str(int(r.kernels)), numeric=True),
              _td(_pct(r.time_s / total_s if total_s > 0 else np.nan), numeric=True)]
             for r in agg.reset_index().itertuples()]
-    lines.append("<h3>Devices</h3>" + _table(["device", "cc", "kernels", "share of time"], rows))
+    lines.append("<h3>Devices</h3>" + _table(["device", "cc", f"{noun}s", "share of time"], rows))
     return "".join(lines)
 
 
@@ -308,17 +311,18 @@ def _ceilings_section(df: pd.DataFrame, metadata: dict[str, Any]) -> str:
         unit = "FLOP/s" if r.kind == "compute" else "B/s"
         value = human_si(r.value_max, unit) if r.value_min == r.value_max else human_si_range(
             r.value_min, r.value_max, unit)
-        rows.append([_td(r.device), _td(r.kind), _td(LEVEL_NAMES.get(r.name, r.name)),
+        rows.append([_td(r.device), _td(r.kind), _td(r.title),
                      _td(value, numeric=True, title=f"{human_si(r.value_min, unit, digits=6)} … "
                          f"{human_si(r.value_max, unit, digits=6)}"), _td(r.source, cls="k"),
                      _td(str(r.n_kernels), numeric=True)])
-    text = ("<h2>Ceilings</h2><p>The roofs every kernel was classified against, from the report's "
+    noun = row_noun(df)
+    text = (f"<h2>Ceilings</h2><p>The roofs every {noun} was classified against, from the report's "
             "<code>peak_flop_per_s</code>, <code>bandwidth_bytes_per_s</code> and "
             "<code>ceiling_source</code> columns (a range where the export gave per-kernel roofs at the "
             "profiled clock).</p>")
-    text += _table(["device", "roof", "precision / level", "value", "source", "kernels"], rows) if rows else \
-        ("<p class='muted'>No ceilings in this report: every verdict is unknown "
-         "(pass --machine to nsroof analyze).</p>")
+    headers = ["device", "roof", "precision / level", "value", "source", f"{noun}s"]
+    text += _table(headers, rows) if rows else ("<p class='muted'>No ceilings in this report: every verdict "
+                                                 "is unknown (pass --machine to nsroof analyze).</p>")
     # a machine's figures are cited whether used at boost or at the profiled clock ('spec:X @ 765 MHz SM')
     used = {chart_data.source_family(s).partition(" @ ")[0]
             for src in df["ceiling_source"].astype(str).unique()
@@ -339,8 +343,9 @@ def _bounds_section(df: pd.DataFrame) -> str:
     rows = [[_td(LEVEL_NAMES.get(str(lv), str(lv)))] + [_td(_pct(shares.at[lv, b]), numeric=True, cls=b)
                                                                 for b in BOUNDS]
             for lv in shares.index]
-    return ("<h2>Share of time per bound</h2><p>Σ duration_s of the kernels with each verdict at each level, "
-            "over the run's total kernel time.</p>" + _table(["level", *BOUNDS], rows))
+    noun = row_noun(df)
+    return (f"<h2>Share of time per bound</h2><p>Σ duration_s of the {noun}s with each verdict at each "
+            f"level, over the run's total {noun} time.</p>" + _table(["level", *BOUNDS], rows))
 
 
 def present_levels(df: pd.DataFrame) -> list[str]:
@@ -353,9 +358,10 @@ def present_levels(df: pd.DataFrame) -> list[str]:
 def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int) -> str:
     ledger = ledger_ran(df)
     levels = present_levels(df)
+    noun = row_noun(df)
     cols: list[tuple[str, str]] = [
         ("#", "rank by duration, longest first"),
-        ("kernel", "short function name (hover: the kernel name as the profiler printed it)"),
+        (noun, f"short function name (hover: the {noun} name as the profiler printed it)"),
         ("source", "input file"), ("id", "kernel_id"), ("launches", "launches merged into this row"),
         ("duration", "duration_s"), ("share", "duration_s / Σ duration_s of the run"),
         ("precision", "precision carrying most FLOPs"),
@@ -367,7 +373,7 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int) -> str:
         ("FLOP/s", "achieved_flop_per_s = flops / duration_s"),
         ("DRAM B/s", "achieved_bytes_per_s at DRAM = bytes / duration_s"),
         ("time floor", "max over levels of max(flops / peak_flop_per_s, bytes / bandwidth_bytes_per_s)"),
-        ("× floor", "duration_s / time floor: how far above its roofline floor the kernel ran"),
+        ("× floor", f"duration_s / time floor: how far above its roofline floor the {noun} ran"),
         ("headroom", "duration_s / ideal_time_s from the ledger join (— when no ledger formula matched)"),
     ]
     if ledger:
@@ -378,11 +384,12 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int) -> str:
 
     groups: dict[str, list[str]] = {}
     group_time: dict[str, float] = {}
+    cpu = cpu_ops_only(df)
     total_s = float(np.nansum(k["duration_s"].to_numpy(float)))
     listed = k.head(max_rows) if 0 < max_rows < len(k) else k  # kernel_rows: longest first
     for r in listed.itertuples():
         path = group_path(str(r.nvtx_path) if isinstance(r.nvtx_path, str) else "")
-        groups.setdefault(path, []).append(_kernel_row(r, ledger, levels))
+        groups.setdefault(path, []).append(_kernel_row(r, ledger, levels, cpu))
         group_time[path] = group_time.get(path, 0.0) + (0.0 if not np.isfinite(r.duration_s)
                                                         else r.duration_s)
     order = sorted(groups, key=lambda p: (-group_time[p], p))
@@ -393,24 +400,24 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int) -> str:
         label = _e(path) if path else '<span class="muted">(no NVTX range)</span>'
         bodies.append(
             f'<tbody><tr class="group"><th colspan="{len(cols)}">{label} — <span class="count">'
-            f"{len(groups[path])}</span> kernel(s), {_e(_pct(share))} of time</th></tr>"
+            f"{len(groups[path])}</span> {noun}(s), {_e(_pct(share))} of time</th></tr>"
             + "".join(groups[path]) + "</tbody>")
     controls = (
         '<div class="controls"><label>Filter '
         '<input id="filter" type="search" placeholder="name, source, NVTX…"></label>'
         '<label>Bound at the limiting level <select id="bound"><option value="">any</option>'
         + "".join(f'<option value="{b}">{b}</option>' for b in BOUNDS)
-        + f'</select></label><span><span id="shown">{len(listed)}</span> of {len(k)} kernels shown</span>'
+        + f'</select></label><span><span id="shown">{len(listed)}</span> of {len(k)} {noun}s shown</span>'
           '</div>')
     cut = ""
     if len(listed) < len(k):
         listed_s = float(np.nansum(listed["duration_s"].to_numpy(float)))
-        cut = (f"<p>The {len(listed):,} longest of the report's {len(k):,} kernels are listed "
-               f"({_e(_pct(listed_s / total_s if total_s > 0 else np.nan))} of the kernel time), and the "
-               "filter searches them; the charts show every kernel and the Parquet report holds every row "
+        cut = (f"<p>The {len(listed):,} longest of the report's {len(k):,} {noun}s are listed "
+               f"({_e(_pct(listed_s / total_s if total_s > 0 else np.nan))} of the {noun} time), and the "
+               f"filter searches them; the charts show every {noun} and the Parquet report holds every row "
                "(<code>nsroof report --rows 0</code> lists them all).</p>")
     # every call is detail below the aggregates: folded, and capped (MAX_TABLE_ROWS), so the page stays small
-    return (f'<details id="calls"><summary><h2>Every kernel ({len(listed):,} of {len(k):,} listed)</h2>'
+    return (f'<details id="calls"><summary><h2>Every {noun} ({len(listed):,} of {len(k):,} listed)</h2>'
             "</summary><p>Grouped by NVTX path (longest group first; PyTorch's <code>seq</code> / "
             "<code>op_id</code> counters left out, hover a row for its full path); click a column to sort "
             "within the groups.</p>" + cut + controls
@@ -424,7 +431,7 @@ def _ntd(value: float, text: str, title: str | None = None) -> str:
     return f'<td class="n" data-v="{_e(v)}"{t}>{_e(text)}</td>'
 
 
-def _kernel_row(r: Any, ledger: bool, levels: list[str]) -> str:
+def _kernel_row(r: Any, ledger: bool, levels: list[str], cpu: bool) -> str:
     name = r.function if isinstance(r.function, str) and r.function else r.kernel_name
     cells = [
         _ntd(float(r.rank), str(r.rank)),
@@ -434,7 +441,7 @@ def _kernel_row(r: Any, ledger: bool, levels: list[str]) -> str:
         _ntd(_num(r.launches), "" if pd.isna(r.launches) else str(r.launches)),
         _ntd(_num(r.duration_s), human_time(_num(r.duration_s))),
         _ntd(_num(r.time_share), _pct(_num(r.time_share))),
-        _td(str(r.precision) if isinstance(r.precision, str) else ""),
+        _td(precision_name(r.precision, cpu) if isinstance(r.precision, str) else ""),
     ]
     for lv in levels:
         b = getattr(r, f"bound_{lv}") or ""

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from nsroof.report import breakdown
+from nsroof.report.chart_data import row_noun
 from nsroof.report.html_cells import e, pct, table, td
 from nsroof.units import human_time
 
@@ -37,7 +38,9 @@ def _time_cells(r: Any) -> list[str]:
                title="Σ duration_s / Σ time_floor_s over the rows with a roofline floor")]
 
 
-TIME_HEADERS = ["kernels", "time", "share", "bound", "headroom"]
+def time_headers(noun: str) -> list[str]:
+    """The headers of _time_cells; `noun`: what the rows time (chart_data.row_noun: 'op' on a CPU)."""
+    return [f"{noun}s", "time", "share", "bound", "headroom"]
 
 
 def _categories(df: pd.DataFrame) -> str:
@@ -46,7 +49,7 @@ def _categories(df: pd.DataFrame) -> str:
     total = float(t["duration_s"].sum())
     return (f"<h3>Time by category</h3><p>Σ {e(human_time(total))}, the run's time. Bound: that of most of "
             "the category's time at its limiting level; headroom: Σ time / Σ roofline floor.</p>"
-            + table(["category", *TIME_HEADERS], rows))
+            + table(["category", *time_headers(row_noun(df))], rows))
 
 
 def _steps(metadata: dict[str, Any]) -> str:
@@ -86,40 +89,41 @@ def _phases(df: pd.DataFrame) -> str:
             for _, r in t.iterrows()]
     return ("<h3>Prefill vs decode</h3><p>GEMM FLOP/B: Σ FLOPs / Σ DRAM bytes of the phase's GEMMs; the "
             "decode batch that leaves the memory-bound regime = tokens per step × ridge / GEMM intensity.</p>"
-            + table(["phase", *TIME_HEADERS, "GEMM FLOP/B", "ridge", "batch to leave memory-bound"], rows))
+            + table(["phase", *time_headers(row_noun(df)), "GEMM FLOP/B", "ridge",
+                     "batch to leave memory-bound"], rows))
 
 
-def _ops(t: pd.DataFrame, limit: int) -> str:
+def _ops(t: pd.DataFrame, limit: int, noun: str) -> str:
     rows = [[td(str(r["op"]), cls="k"), td(str(r["input_shapes"]), cls="shape"),
              td(str(r["module"]), cls="k"), td(str(r["category"])), *_time_cells(r)]
             for _, r in t.head(limit).iterrows()]
-    return table(["op", "input shapes", "module", "category", *TIME_HEADERS], rows)
+    return table(["op", "input shapes", "module", "category", *time_headers(noun)], rows)
 
 
-def _modules(t: pd.DataFrame, limit: int) -> str:
+def _modules(t: pd.DataFrame, limit: int, noun: str) -> str:
     rows = [[td(str(r["module"]), cls="k"), td(str(r["category"])), *_time_cells(r)]
             for _, r in t.head(limit).iterrows()]
-    return table(["module", "category of its longest kernel", *TIME_HEADERS], rows)
+    return table(["module", f"category of its longest {noun}", *time_headers(noun)], rows)
 
 
 def overview(df: pd.DataFrame, metadata: dict[str, Any], *, top: int = 10) -> str:
     """The page's first section (id "overview")."""
-    ops, modules = breakdown.op_table(df), breakdown.module_table(df)
+    ops, modules, noun = breakdown.op_table(df), breakdown.module_table(df), row_noun(df)
     parts = ['<section id="overview"><h2>Overview</h2>', _categories(df), _steps(metadata), _phases(df),
-             f"<h3>Top {min(top, len(ops))} ops by time</h3>" + _ops(ops, top)]
+             f"<h3>Top {min(top, len(ops))} ops by time</h3>" + _ops(ops, top, noun)]
     if len(modules):
-        parts.append(f"<h3>Top {min(top, len(modules))} modules by time</h3>" + _modules(modules, top))
+        parts.append(f"<h3>Top {min(top, len(modules))} modules by time</h3>" + _modules(modules, top, noun))
     return "".join(parts) + "</section>"
 
 
 def aggregates(df: pd.DataFrame) -> str:
     """The per-op (and shape) and per-module tables, each capped at MAX_AGGREGATE_ROWS."""
-    ops, modules = breakdown.op_table(df), breakdown.module_table(df)
+    ops, modules, noun = breakdown.op_table(df), breakdown.module_table(df), row_noun(df)
     cap = (f"<p class='muted'>The {MAX_AGGREGATE_ROWS} longest of {len(ops)} shown.</p>"
            if len(ops) > MAX_AGGREGATE_ROWS else "")
     text = (f'<h2 id="ops">Ops by time ({len(ops)} op and shape pairs)</h2>{cap}<div class="scroll">'
-            + _ops(ops, MAX_AGGREGATE_ROWS) + "</div>")
+            + _ops(ops, MAX_AGGREGATE_ROWS, noun) + "</div>")
     if len(modules):
         text += (f'<h2 id="modules">Modules by time ({len(modules)})</h2><div class="scroll">'
-                 + _modules(modules, MAX_AGGREGATE_ROWS) + "</div>")
+                 + _modules(modules, MAX_AGGREGATE_ROWS, noun) + "</div>")
     return text

@@ -326,7 +326,7 @@ def _draw_roofs(ax: Axes, roofs: pd.DataFrame, x_lo: float, x_hi: float, *, mult
 
 
 def _roof_label(row: Any, unit: str) -> str:
-    name = LEVEL_NAMES.get(row.name, row.name)
+    name = row.title
     value = si_range(row.value_min, row.value_max, unit)
     return f"{name} {value} · {short_source(row.family)}"
 

@@ -92,6 +92,21 @@ def test_ledger_columns_appear_when_the_join_ran() -> None:
     assert p.column("ledger op") == ["gemm(m=1024,n=1024,k=4768)", ""]
 
 
+
+def test_a_cpu_report_names_its_matmul_roof_matrix_and_its_rows_ops() -> None:
+    # "tensor" (tensor cores) is a GPU's word: a CPU op profile's bf16 matmul runs under its matmul peak
+    cpu = {"device": "Intel(R) Xeon(R) Processor", "peak_flop_per_s": 2e12,
+           "ceiling_source": "measured:cpu.json", "bandwidth": {"dram": 3e10, "l2": 3e11, "l1": 4e11}}
+    df = make_report([kernel(0, "aten::mm", 1e-3, 1e9, {"dram": 1e8, "l2": 1e8, "l1": 1e8}, machine=cpu,
+                             precision="tensor", kind="cpu_op")])
+    p = Page(html.render(df, with_charts=False))
+    assert p.column("precision") == ["matrix"]
+    text = re.sub(r"<[^>]+>", "|", html.render(df, with_charts=False))
+    assert "||compute||matrix||" in text and "tensor" not in text  # the ceilings table too
+    # and its rows are ops: a CPU runs no kernels
+    assert p.headers[1] == "op" and "1 op, total op time 1 ms" in text and "1| op(s)" in text
+
+
 # ---------------------------------------------------------------------------------------- summary
 
 

@@ -386,3 +386,20 @@ def test_ridge_marker_positions_match_ridges(report: pd.DataFrame) -> None:
     assert diamonds, "ridge markers drawn"
     assert sorted(x for x, _ in np.asarray(diamonds[0].get_offsets()).tolist()) == [1.0, 4.0, 10.0]
     assert math.isclose(float(np.asarray(diamonds[0].get_offsets())[0][1]), 20e12)
+
+
+def test_a_cpus_matmul_roof_is_named_matrix_never_tensor_cores() -> None:
+    # the report's precision "tensor" (the dense peak of the op's dtype) on a CPU profile is the matmul peak
+    # nsroof measure timed: a CPU has no tensor cores; a GPU report keeps the name
+    cpu = {**make_machine(2e12), "device": "Intel(R) Xeon(R) Processor",
+           "ceiling_source": "measured:cpu.json"}
+    bytes_ = {"dram": 1e8, "l2": 1e8, "l1": 1e8}
+    on_cpu = make_report([kernel(0, "aten::mm", 1e-3, 1e9, bytes_, machine=cpu, precision="tensor",
+                                 kind="cpu_op")])
+    on_gpu = make_report([kernel(0, "gemm", 1e-3, 1e9, bytes_, precision="tensor")])
+    titles = {name: dict(zip(plots.roof_lines(df)["name"], plots.roof_lines(df)["title"], strict=True))
+              for name, df in (("cpu", on_cpu), ("gpu", on_gpu))}
+    assert titles["cpu"] == {"tensor": "matrix", "dram": "DRAM", "l2": "L2", "l1": "L1"}
+    assert titles["gpu"]["tensor"] == "tensor"
+    assert "matrix 2 TFLOP/s · measured:cpu.json" in _texts(plots.plot(on_cpu))
+    assert set(on_cpu["precision"]) == {"tensor"}  # the Parquet column: one name on both
