@@ -296,7 +296,8 @@ REPORT_FIELDS: tuple[Field, ...] = (
     Field("flops_source", _S, "", "metrics or formula that gave the FLOP counts", True),
     Field("precision", _S, "",
           "precision carrying most FLOPs: fp64, fp32, fp16, tensor ('' when no FLOPs); tensor: the dense "
-          "matrix peak of the op's dtype (a GPU's tensor cores; on a CPU, pages and charts say matrix)", True),
+          "matrix peak of the op's dtype (a GPU's tensor cores; on a CPU pages and charts say matrix)",
+          True),
     Field("peak_flop_per_s", _F, "FLOP/s", "compute roof of that precision"),
     Field("level", _S, "", "memory level: dram, l2 or l1; link for a collective costed by its formula (its "
           "bus bytes over the GPU's interconnect, in place of its dram row)", True),

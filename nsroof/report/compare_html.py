@@ -18,7 +18,11 @@ import numpy as np
 import pandas as pd
 
 from nsroof.report.compare import Comparison, describe_per
-from nsroof.report.html import _CSS, _e, _ntd, _table, _td
+from nsroof.report.html_cells import PAGE_CSS, SORT_JS
+from nsroof.report.html_cells import e as _e
+from nsroof.report.html_cells import ntd as _ntd
+from nsroof.report.html_cells import table as _table
+from nsroof.report.html_cells import td as _td
 from nsroof.report.wide import ROW_LEVELS
 from nsroof.schema import LINK_LEVEL
 from nsroof.units import human_bytes, human_si, human_time
@@ -26,27 +30,7 @@ from nsroof.units import human_bytes, human_si, human_time
 #: rows of the per-kernel table, largest time change first (every row stays in the -o file)
 MAX_ROWS = 2000
 
-# Click a header to sort its table (numbers by their data-v value); click again to reverse.
-_SORT_JS = """
-(function(){document.querySelectorAll('table.sortable').forEach(function(t){
-var heads=t.tHead.rows[0].cells,body=t.tBodies[0];
-function val(r,i){var c=r.cells[i],v=c.getAttribute('data-v');if(v===null)v=c.textContent;
- var f=parseFloat(v);return isNaN(f)||!/^[-+0-9.eE]+$/.test(v)?{s:v.toLowerCase()}:{n:f};}
-function cmp(a,b){if(a.n!==undefined&&b.n!==undefined)return a.n-b.n;
- if(a.n!==undefined)return -1;if(b.n!==undefined)return 1;return a.s<b.s?-1:a.s>b.s?1:0;}
-Array.prototype.forEach.call(heads,function(th,i){th.addEventListener('click',function(){
- var dir=th.getAttribute('aria-sort')==='ascending'?-1:1;
- Array.prototype.forEach.call(heads,function(h){h.removeAttribute('aria-sort');});
- th.setAttribute('aria-sort',dir>0?'ascending':'descending');
- var rows=Array.prototype.slice.call(body.rows);
- rows.sort(function(a,b){return dir*cmp(val(a,i),val(b,i));});
- rows.forEach(function(r){body.appendChild(r);});});});});})();
-"""
-
 _EXTRA_CSS = """
-table.sortable thead th{position:sticky;top:0;background:#f0f0f0;cursor:pointer;white-space:nowrap}
-table.sortable thead th[aria-sort=ascending]::after{content:" \\25B2"}
-table.sortable thead th[aria-sort=descending]::after{content:" \\25BC"}
 .faster{color:#2a7a2a}.slower{color:#d62728}.side{color:#777;font-style:italic}
 """
 
@@ -61,7 +45,7 @@ def render(c: Comparison, *, before_name: str = "before", after_name: str = "aft
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}</title><style>{_CSS}{_EXTRA_CSS}</style></head><body>",
+        f"<title>{_e(title)}</title><style>{PAGE_CSS}{_EXTRA_CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         f"<p><b>before</b> {_e(before_name)} &rarr; <b>after</b> {_e(after_name)}</p>",
         _totals_section(c, noun),
@@ -69,7 +53,8 @@ def render(c: Comparison, *, before_name: str = "before", after_name: str = "aft
     ]
     if c.ranges is not None and len(c.ranges):
         parts.append(_range_section(c.ranges))
-    parts.append(f"<script>{_SORT_JS}</script></body></html>")
+    parts.append(f"<script>{SORT_JS}document.querySelectorAll('table.sortable').forEach(function(t){{"
+                 "sortable(t,'tr');});</script></body></html>")
     return "\n".join(parts) + "\n"
 
 

@@ -18,7 +18,9 @@ import pandas as pd
 
 from nsroof.report import chart_data, html_overview, plots
 from nsroof.report.chart_data import LEVEL_NAMES, precision_name, row_noun
+from nsroof.report.html_cells import PAGE_CSS, SORT_JS
 from nsroof.report.html_cells import e as _e
+from nsroof.report.html_cells import ntd as _ntd
 from nsroof.report.html_cells import pct as _pct
 from nsroof.report.html_cells import table as _table
 from nsroof.report.html_cells import td as _td
@@ -65,45 +67,14 @@ def bound_shares(df: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------- render
 
 
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1400px;
-padding:12px 24px;color:#1b1b1b}
-h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:12.5px}\
-th,td{padding:3px 7px;border-bottom:1px solid #eee;text-align:left;
-vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-table.summary th{background:#f5f5f5}
-#kernels thead th{position:sticky;top:0;background:#f0f0f0;cursor:pointer;user-select:none;white-space:nowrap}
-#kernels thead th[aria-sort=ascending]::after{content:" \\25B2"}\
-#kernels thead th[aria-sort=descending]::after{content:" \\25BC"}
-tr.group th{background:#e8eef7;text-align:left;font-weight:600;cursor:default}
-.memory{color:#1f5fa8}.compute{color:#a0522d}.unknown{color:#888}.warn{color:#d62728;font-weight:600}
-.k{min-width:160px;max-width:420px;overflow-wrap:anywhere}.muted{color:#777}code{font-size:12px}
-.scroll{overflow-x:auto}.controls{margin:8px 0;display:flex;gap:12px;align-items:center}
-figure{margin:10px 0}figure svg{width:100%;height:auto}figcaption{color:#555;font-size:12px}
-summary h2{display:inline-block;border:0}summary{cursor:pointer}
-td.shape{font:11.5px ui-monospace,monospace;max-width:360px;overflow-wrap:anywhere}
-td.k.muted{max-width:320px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
-figure.chart{max-width:1100px}a.pt{cursor:pointer}a.pt:hover{opacity:.6}tr.hl td{background:#fff3c4}
-"""
+
 
 # Sorting sorts rows inside each NVTX group; filtering hides rows and empty groups.
 _JS = """
 (function(){
 var table=document.getElementById('kernels');if(!table)return;
 var heads=table.tHead.rows[0].cells,groups=table.tBodies;
-function val(row,i){var c=row.cells[i],v=c.getAttribute('data-v');if(v===null)v=c.textContent;
- var f=parseFloat(v);return isNaN(f)||!/^[-+0-9.eE]+$/.test(v)?{s:v.toLowerCase()}:{n:f};}
-function cmp(a,b){if(a.n!==undefined&&b.n!==undefined)return a.n-b.n;
- if(a.n!==undefined)return -1;if(b.n!==undefined)return 1;return a.s<b.s?-1:a.s>b.s?1:0;}
-Array.prototype.forEach.call(heads,function(th,i){th.addEventListener('click',function(){
- var dir=th.getAttribute('aria-sort')==='ascending'?-1:1;
- Array.prototype.forEach.call(heads,function(h){h.removeAttribute('aria-sort');});
- th.setAttribute('aria-sort',dir>0?'ascending':'descending');
- Array.prototype.forEach.call(groups,function(tb){
-  var rows=Array.prototype.slice.call(tb.querySelectorAll('tr.kernel'));
-  rows.sort(function(a,b){return dir*cmp(val(a,i),val(b,i));});
-  rows.forEach(function(r){tb.appendChild(r);});});});});
+sortable(table,'tr.kernel');
 var text=document.getElementById('filter'),bound=document.getElementById('bound');
 function apply(){var q=text.value.toLowerCase(),b=bound.value,shown=0;
  Array.prototype.forEach.call(groups,function(tb){var n=0;
@@ -240,7 +211,7 @@ def render(df: pd.DataFrame, *, metadata: dict[str, Any] | None = None, title: s
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<title>{_e(title)}</title><style>{PAGE_CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         html_overview.overview(df, metadata, top=top),
         _run_section(df, k, metadata),
@@ -254,7 +225,7 @@ def render(df: pd.DataFrame, *, metadata: dict[str, Any] | None = None, title: s
                   for caption, svg in charts(df, top=top, k=k)]
     parts.append(html_overview.aggregates(df))
     parts.append(_table_section(df, k, MAX_TABLE_ROWS if max_rows is None else max_rows))
-    parts.append(f"<script>{_JS}</script></body></html>")
+    parts.append(f"<script>{SORT_JS}{_JS}</script></body></html>")
     return "\n".join(parts) + "\n"
 
 
@@ -421,14 +392,9 @@ def _table_section(df: pd.DataFrame, k: pd.DataFrame, max_rows: int) -> str:
             "</summary><p>Grouped by NVTX path (longest group first; PyTorch's <code>seq</code> / "
             "<code>op_id</code> counters left out, hover a row for its full path); click a column to sort "
             "within the groups.</p>" + cut + controls
-            + f'<div class="scroll"><table id="kernels"><thead><tr>{head}</tr></thead>' + "".join(bodies)
+            + f'<div class="scroll"><table id="kernels" class="sortable"><thead><tr>{head}</tr></thead>'
+            + "".join(bodies)
             + "</table></div></details>")
-
-
-def _ntd(value: float, text: str, title: str | None = None) -> str:
-    v = repr(float(value)) if np.isfinite(value) else ""
-    t = f' title="{_e(title)}"' if title else ""
-    return f'<td class="n" data-v="{_e(v)}"{t}>{_e(text)}</td>'
 
 
 def _kernel_row(r: Any, ledger: bool, levels: list[str], cpu: bool) -> str:
