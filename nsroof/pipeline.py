@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nsroof.roofs import machines
@@ -193,10 +194,15 @@ def _op_phases(ops: pd.DataFrame | None) -> pd.Series | None:
     others); None when the run is no generation run."""
     if ops is None or not len(ops):
         return None
-    from nsroof.costs.phases import phases
+    from nsroof.costs.phases import EMBEDDING_OPS, phases
 
-    shapes = [json.dumps(s) if isinstance(s, list) else "" for s in ops["input_shapes"]]
-    found = phases(ops["name"].astype(str).to_numpy(dtype=object), shapes,
+    names = ops["name"].astype(str).to_numpy(dtype=object)
+    # the shapes phases() reads: the embedding lookups' (their query length)
+    shapes = np.full(len(ops), "", dtype=object)
+    lookups = np.flatnonzero(np.isin(names, list(EMBEDDING_OPS)))
+    shapes[lookups] = [json.dumps(s) if isinstance(s, list) else "" for s in
+                       ops["input_shapes"].to_numpy(dtype=object)[lookups].tolist()]
+    found = phases(names, shapes,
                    ops["nvtx_path"].fillna("").astype(str).to_numpy(dtype=object),
                    ops["start_us"].astype("float64").to_numpy())
     if not (found != "").any():
@@ -208,7 +214,7 @@ def _collector_paused(fmt: str) -> AbstractContextManager[None]:
     """The cyclic collector paused over a trace's analysis: its ops table holds ~a million small lists
     (shapes, dtypes, values) that every full pass walks and none of which is garbage (1.4 s of a 140 MB
     trace's 9 s)."""
-    if fmt != "torch-trace":
+    if fmt not in ("torch-trace", "nsys"):  # an nsys export's ops table is a trace's
         return nullcontext()
     from nsroof.importers.trace.load import paused_gc
 

@@ -32,7 +32,7 @@ from nsroof.costs.ledger.aten import (
 )
 from nsroof.costs.ledger.aten.movement import INDEX_OPS
 from nsroof.frames.columns import text_values
-from nsroof.frames.distinct import row_codes
+from nsroof.frames.distinct import first_appearances, map_rows, row_codes
 
 # what pricing an op's name needs: a call priced by its arguments alone (an aten op), one that needs more
 # than its arguments (an index op's child ops, an engine op's or collective's context), one without a formula
@@ -311,12 +311,18 @@ class OpTable:
         dtypes = [d for d, lack in zip(dtypes, lacking.tolist(), strict=True) if lack]
         self.args[1] = self.args[1].copy()  # the caller's ops table keeps what it recorded
         recorded = self.args[1][at]
-        self.args[1][at] = objects([assumed_dtypes(self.args[0][r], d) for r, d in zip(at.tolist(), dtypes,
-                                                                                         strict=True)])
+        # per distinct (shapes, dtype): a long run repeats a few hundred calls a hundred thousand times
+        shape_codes, _ = _repr_codes(self.args[0][at])
+        example = at[first_appearances(shape_codes)]  # a row of each distinct shape list
+        self.args[1][at] = map_rows(lambda c, d: assumed_dtypes(self.args[0][example[c]], d), shape_codes,
+                                    objects(dtypes))
         self._priced[at] = False
         after = self.costs_at(at)
         priced = per_cost(after, lambda c: not c.missing, bool)
-        labelled = {id(c): replace(c, label=f"{c.label} [{how}]") for c in after[priced].tolist()}
+        labelled: dict[int, OpCost] = {}
+        for c in after[priced].tolist():
+            if id(c) not in labelled:
+                labelled[id(c)] = replace(c, label=f"{c.label} [{how}]")
         after[priced] = objects([labelled[id(c)] for c in after[priced].tolist()])
         after[~priced], self.args[1][at[~priced]] = before[~priced], recorded[~priced]
         self._cost[at], self._known[at] = after, True

@@ -10,6 +10,7 @@ Hz, FLOP, cycles, instructions, sectors ...). String-valued metrics stay strings
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -27,11 +28,15 @@ def metric_columns(df: pd.DataFrame) -> list[str]:
     return [c for c in df.columns if is_metric_column(str(c))]
 
 
-def empty_identity(n: int) -> dict[str, Any]:
-    """Default identity values for n rows (used by importers to fill what an input lacks)."""
+def empty_identity(n: int, filled: Collection[str] = ()) -> dict[str, Any]:
+    """Default identity values for n rows (used by importers to fill what an input lacks); None for the
+    columns the caller fills itself, `filled` (a list per row for nvtx_ranges is a fifth of a second per
+    200,000 rows), so each keeps its place."""
     out: dict[str, Any] = {}
     for name, (dtype, _) in IDENTITY_COLUMNS.items():
-        if dtype == "object":
+        if name in filled:
+            out[name] = None
+        elif dtype == "object":
             out[name] = [[] for _ in range(n)] if name == "nvtx_ranges" else [""] * n
         else:  # "int64" / "Int64": a nullable integer column, all <NA>
             out[name] = all_missing(n)

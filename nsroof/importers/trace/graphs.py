@@ -217,9 +217,13 @@ def replays(activities: list[Activity], launches: dict[int, Launch]) -> dict[int
     """Graph launch correlation -> indices of its activities, in capture order (node id where every one has
     it, else as given: by start); the launches in the order of their first activity."""
     out: dict[int, list[int]] = {}
+    names = {n for n in {launch.name for launch in launches.values()} if is_graph_launch(n)}
+    if not names:
+        return out
+    graph_launches = {corr for corr, launch in launches.items() if launch.name in names}
     for i, a in enumerate(activities):
         corr = a.args.correlation
-        if corr is not None and corr in launches and is_graph_launch(launches[corr].name):
+        if corr in graph_launches:
             out.setdefault(corr, []).append(i)
     for corr, idx in out.items():
         ids = [graph_ids(activities[i].args) for i in idx]
@@ -307,12 +311,14 @@ def map_replays(activities: list[Activity], kinds: list[str], launches: dict[int
     a capture explains; and the counts the summary states."""
     graphs = [g for c in captures for g in c.graphs]
     by_node = {k: (ci, n) for ci, c in enumerate(captures) for k, n in c.by_node.items()}
-    sig = signatures(activities, kinds)
     out: dict[int, tuple[int, int, str, int]] = {}
     facts = {"graph_launches": 0, "mapped": 0, "unmapped": 0, "tied_launches": 0, "ambiguous_launches": 0}
+    replayed = replays(activities, launches)
+    # the kernels' signatures match replays to captured graphs: none to match, none computed
+    sig = signatures(activities, kinds) if replayed and graphs else []
     picker = _Picker(facts)
     ranked: dict[tuple[Signature, ...], list[tuple[Graph, list[Node | None]]]] = {}  # a sequence ranked once
-    for r, idx in enumerate(replays(activities, launches).values()):
+    for r, idx in enumerate(replayed.values()):
         facts["graph_launches"] += 1
         ids = [graph_ids(activities[i].args) for i in idx]
         if ids and all(x in by_node for x in ids):

@@ -411,7 +411,7 @@ def _gpu_rows(activities: list[Activity], launches: dict[int, Launch], tree: OpT
 
     n = len(activities)  # in_order already
     devices = _devices(top)
-    cols = empty_identity(n)
+    cols = empty_identity(n, filled=("nvtx_ranges",))
     cols["source"] = [name] * n
     # every launch adopted before paths are located
     linked = [tree.launcher(k.args, launches) for k in activities]

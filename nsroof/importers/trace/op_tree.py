@@ -67,7 +67,9 @@ T = TypeVar("T")
 GRAPH_LAUNCH = re.compile(r"(?:cuda|cu|hip)GraphLaunch")
 
 
+@cache
 def is_graph_launch(name: str) -> bool:
+    """Whether a runtime call launches a CUDA/HIP graph (once per distinct call name: a run has a few)."""
     return GRAPH_LAUNCH.match(name) is not None
 
 
