@@ -189,13 +189,18 @@ def _kernel_dtypes(table: OpTable, groups: _Groups, full: np.ndarray) -> None:
         return
     codes, first = row_codes(full)
     stated = objects([kernel_dtype(str(name)) for name in full[first].tolist()])[codes]
-    units, dtypes = [], []
-    for g in lacking.tolist():
-        found = set(stated[groups.kernels(g)].tolist()) - {None}
-        if len(found) == 1:
-            units.append(int(groups.ids[g]))
-            dtypes.append(str(found.pop()))
-    table.price_at_dtypes(np.asarray(units, dtype="int64"), dtypes, KERNEL_DTYPE)
+    # per group, the dtypes its kernels state (a code each; -1: none stated): one unit's, when the lowest
+    # and the highest stated are the same
+    dtype_code, dtype_names = pd.factorize(pd.Series(stated[groups.members], dtype=object))
+    stating = dtype_code >= 0
+    group = groups.of_member()
+    low = np.full(len(groups.ids), np.iinfo(np.int64).max, dtype=np.int64)
+    high = np.full(len(groups.ids), -1, dtype=np.int64)
+    np.minimum.at(low, group[stating], dtype_code[stating])
+    np.maximum.at(high, group[stating], dtype_code[stating])
+    one = lacking[low[lacking] == high[lacking]]
+    dtypes = [str(d) for d in np.asarray(dtype_names, dtype=object)[high[one]].tolist()]
+    table.price_at_dtypes(groups.ids[one].astype("int64"), dtypes, KERNEL_DTYPE)
 
 
 def _plain_units(table: OpTable, groups: _Groups, rows: Rows) -> np.ndarray:
