@@ -208,7 +208,7 @@ def from_events(events: TraceEvents, name: str, *, path: str | os.PathLike[str] 
             frame, starts = ((pd.concat([frame, rows], ignore_index=True), np.concatenate([starts, at]))
                              if activities else (rows, at))
         if activities or unrecorded:  # a replayed kernel's launch record is in its capture trace
-            frame = inductor_estimates(frame, launch_args(tree, caps))
+            frame = inductor_estimates(frame, launch_args(tree, caps), _triton_ops(tree))
         else:
             frame, starts = _cpu_rows(tree, name, meta)
             if captures:
@@ -495,20 +495,31 @@ def launch_args(tree: OpTree, captures: Sequence[graphs.Capture]) -> Callable[[i
     return of
 
 
-def inductor_estimates(frame: pd.DataFrame, args_of: Callable[[int], OpArgs | None]) -> pd.DataFrame:
+def _triton_ops(tree: OpTree) -> np.ndarray:
+    """Which of the trace's own ops launch a Triton kernel (their record says kernel_backend triton)."""
+    return np.fromiter((a.kernel_backend == "triton" for a in tree.args), dtype=bool, count=len(tree.args))
+
+
+def inductor_estimates(frame: pd.DataFrame, args_of: Callable[[int], OpArgs | None],
+                       own_triton: np.ndarray | None = None) -> pd.DataFrame:
     """Inductor's own estimates for the Triton kernels it launches: its launch record (a ``cpu_op`` named by
     the kernel, ``kernel_backend`` triton) carries ``kernel_flop`` (FLOP) and ``kernel_num_gb`` (10^9 bytes
     its buffers move) when ``torch._inductor.config.benchmark_kernel`` was on at compile time (nsroof profile
     turns it on); so does the generated kernel file's inductor_meta, read where the record points to a file
     that is here (inductor_cache). Read into trace_flops / trace_bytes / trace_cost_source (nsroof.schema);
     the costing (nsroof.costs.attribution) prefers them to an op formula. `args_of`: the recorded args of
-    the op a kernel row's op_id names (launch_args)."""
+    the op a kernel row's op_id names (launch_args); `own_triton`: which of the trace's own ops launch a
+    Triton kernel (_triton_ops): only their rows and those of other ops (a capture's) are looked at."""
     n = len(frame)
     flops, nbytes, source = np.full(n, np.nan), np.full(n, np.nan), [""] * n
     files: dict[Any, dict[str, Any]] = {}
-    kinds = frame["kind"].tolist()
-    for i, j in enumerate(frame["op_id"].astype("Int64").fillna(-1).tolist()):
-        args = args_of(int(j)) if kinds[i] == "kernel" else None
+    op_ids = frame["op_id"].astype("Int64").fillna(-1).to_numpy(dtype="int64")
+    looked = (frame["kind"].to_numpy(dtype=object) == "kernel") & (op_ids >= 0)
+    if own_triton is not None:
+        own = looked & (op_ids < len(own_triton))
+        looked[own] = own_triton[op_ids[own]]
+    for i in np.flatnonzero(looked).tolist():
+        args = args_of(int(op_ids[i]))
         if args is None or args.kernel_backend != "triton":
             continue
         flops[i], gb = number(args.kernel_flop), number(args.kernel_num_gb)
