@@ -77,7 +77,7 @@ class ActivityArgs(_ActivityFacts, frozen=True, gc=False):
 
 class OpExtras(Struct, frozen=True, gc=False):
     """The attributes few ops carry, passed on as given: Inductor's launch records' estimates and launch facts
-    (kineto.inductor_estimates, nsroof.costs.ledger.inductor_launch) and record_param_comms' message
+    (triton_estimates.estimates, nsroof.costs.ledger.inductor_launch) and record_param_comms' message
     (nsroof.costs.ledger.collectives)."""
 
     kernel_backend: Any = None
