@@ -25,11 +25,15 @@ over the file is printed beside it: this export is dense, 245 bytes a kernel, wh
 from __future__ import annotations
 
 import sqlite3
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import child, env_int, load_average, target
+from _common import REPO, child, env_int, load_average, target
+
+sys.path.insert(0, str(REPO))
+from tests.importers.nsys.synthetic import KERNEL_TABLE, SCHEMA  # noqa: E402  (the tests' export tables)
 
 TARGET_READ_OVER_PLAIN = 1.5
 TARGET_ANALYZE_OVER_PLAIN = 1.5
@@ -82,42 +86,20 @@ print(json.dumps({"seconds": dt, "peak_rss": peak_rss_bytes(), "rows": int(len(r
 def write_export(path: Path, kernels: int) -> int:
     """The synthetic export (see the module docstring); returns its size in bytes."""
     db = sqlite3.connect(path)
-    db.executescript("""
-        PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
-        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
-        CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, cuDevice INTEGER, computeMajor INTEGER,
-            computeMinor INTEGER, smCount INTEGER, clockRate INTEGER, memoryBandwidth INTEGER);
-        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
-            deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,
-            streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL,
-            shortName INTEGER NOT NULL, mangledName INTEGER, launchType INTEGER, cacheConfig INTEGER,
-            registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL,
-            gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,
-            staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL,
-            localMemoryPerThread INTEGER, localMemoryTotal INTEGER, gridId INTEGER,
-            sharedMemoryExecuted INTEGER, graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER);
-        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
-            eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL,
-            returnValue INTEGER NOT NULL, callchainId INTEGER);
-        CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,
-            rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER,
-            endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, uint64Value INTEGER, int64Value INTEGER,
-            doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, floatValue REAL, jsonTextId INTEGER,
-            jsonText TEXT);
-    """)
+    db.executescript("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;" + SCHEMA)
+    db.execute(KERNEL_TABLE)
     strings = NAMES + ["cudaLaunchKernel_v7000", "cudaStreamSynchronize_v3020"]
     db.executemany("INSERT INTO StringIds VALUES (?, ?)", list(enumerate(strings, 1)))
     launch, sync = len(NAMES) + 1, len(NAMES) + 2
-    db.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA H100 80GB HBM3', 0, 9, 0, 132, 1980000000, "
-               "3352320000000)")
+    db.execute("INSERT INTO TARGET_INFO_GPU (id, name, cuDevice, computeMajor, computeMinor, smCount, clockRate, "
+               "memoryBandwidth) VALUES (0, 'NVIDIA H100 80GB HBM3', 0, 9, 0, 132, 1980000000, 3352320000000)")
     period = 2000  # ns per kernel on the CPU side: a launch every 2 µs
 
     def at(k: int) -> int:
         return 1_000_000 + k * period
 
     db.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES "
-                   "(?,?,0,1,NULL,?,?,?,?,?,?,0,0,128,64,2,1,256,1,1,0,49152,0,0,?,0,NULL,0)",
+                   "(?,?,0,1,NULL,?,?,?,?,?,?,0,0,128,64,2,1,256,1,1,0,49152,0,0,?,0,NULL,0,NULL)",
                    ((at(k) + 50_000, at(k) + 51_500, 7 + k % 2, k + 1, PID << 24, 1 + k % 8, 1 + k % 8,
                      1 + k % 8, k) for k in range(kernels)))
     db.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,1,?,?,?,0,NULL)",

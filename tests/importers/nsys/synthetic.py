@@ -13,6 +13,39 @@ from typing import Any
 PID = 100
 H100 = ("NVIDIA H100 80GB HBM3", 9, 0, 132, 1_980_000_000, 3_352_320_000_000)
 
+# The tables as nsys 2024-2025 exports declare them (the bench's large exports write the same:
+# benchmarks/bench_nsys.py)
+SCHEMA = """
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
+        CREATE TABLE TARGET_INFO_GPU (vmId INTEGER, id INTEGER, name TEXT, busLocation TEXT,
+            isDiscrete INTEGER, l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER,
+            clockRate INTEGER, smCount INTEGER, cuDevice INTEGER, computeMajor INTEGER, computeMinor INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
+            eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL,
+            returnValue INTEGER NOT NULL, callchainId INTEGER);
+        CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,
+            rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER,
+            endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, uint64Value INTEGER, int64Value INTEGER,
+            doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, floatValue REAL, jsonTextId INTEGER,
+            jsonText TEXT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL,
+            deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,
+            streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, value INTEGER NOT NULL,
+            bytes INTEGER NOT NULL, graphNodeId INTEGER, memKind INTEGER NOT NULL);
+"""
+KERNEL_TABLE = """CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
+            deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,
+            streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
+            demangledName INTEGER NOT NULL,
+            shortName INTEGER NOT NULL, mangledName INTEGER, launchType INTEGER, cacheConfig INTEGER,
+            registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL,
+            gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,
+            staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL,
+            localMemoryPerThread INTEGER, localMemoryTotal INTEGER, gridId INTEGER,
+            sharedMemoryExecuted INTEGER,
+            graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER, graphId INTEGER)"""
+
 
 def gtid(tid: int) -> int:
     return PID << 24 | tid
@@ -41,37 +74,9 @@ def write(path: Path, export: Export) -> Path:
         return strings.setdefault(text, len(strings) + 1)
 
     db = sqlite3.connect(path)
-    db.executescript("""
-        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
-        CREATE TABLE TARGET_INFO_GPU (vmId INTEGER, id INTEGER, name TEXT, busLocation TEXT,
-            isDiscrete INTEGER, l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER,
-            clockRate INTEGER, smCount INTEGER, cuDevice INTEGER, computeMajor INTEGER, computeMinor INTEGER);
-        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
-            eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL,
-            returnValue INTEGER NOT NULL, callchainId INTEGER);
-        CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,
-            rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER,
-            endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, uint64Value INTEGER, int64Value INTEGER,
-            doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, floatValue REAL, jsonTextId INTEGER,
-            jsonText TEXT);
-        CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL,
-            deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,
-            streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, value INTEGER NOT NULL,
-            bytes INTEGER NOT NULL, graphNodeId INTEGER, memKind INTEGER NOT NULL);
-    """)
+    db.executescript(SCHEMA)
     if export.kernel_table:
-        db.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
-            deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,
-            streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
-            demangledName INTEGER NOT NULL,
-            shortName INTEGER NOT NULL, mangledName INTEGER, launchType INTEGER, cacheConfig INTEGER,
-            registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL,
-            gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,
-            staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL,
-            localMemoryPerThread INTEGER, localMemoryTotal INTEGER, gridId INTEGER,
-            sharedMemoryExecuted INTEGER,
-            graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER, graphId INTEGER)""")
+        db.execute(KERNEL_TABLE)
     if export.graph_launches:
         db.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER NOT NULL,
             end INTEGER NOT NULL, deviceId INTEGER, contextId INTEGER, greenContextId INTEGER,
