@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from nsroof.costs.ledger import norm, reduction
 from nsroof.costs.ledger.aten.args import TORCH_DTYPES
 from nsroof.costs.ledger.aten.pointwise import POINTWISE_FLOPS, promoted
 from nsroof.costs.ledger.core import DTYPE_BYTES, Operator
@@ -45,6 +46,24 @@ NAME_MAX_OPS = 10
 
 _ONE = "1 per element"
 _MOVE = "data movement: 0"
+
+
+def _per_element(formula: Callable[..., Operator], size: str, label: str, **shape: Any) -> tuple[float, str]:
+    """A ledger formula's FLOPs per element and their terms: its growth from one element to two along
+    `size` (one row), so that per-row terms (a divide, a rsqrt) drop out."""
+    one, two = formula(**{size: 1}, **shape), formula(**{size: 2}, **shape)
+    terms = [f"{b.name} {b.flops - a.flops:g}" for a, b in zip(one.cost.terms, two.cost.terms, strict=True)
+             if b.flops != a.flops]
+    return two.flops - one.flops, f"{label}: " + ", ".join(terms)
+
+
+_LAYERNORM = _per_element(norm.layernorm, "hidden", "layernorm", rows=1)
+_LAYERNORM_BACKWARD = _per_element(norm.layernorm_backward, "hidden", "layernorm-backward", rows=1)
+_RMSNORM = _per_element(norm.rmsnorm, "hidden", "rmsnorm", rows=1)
+_SOFTMAX = _per_element(reduction.softmax, "cols", "softmax", rows=1)
+_SOFTMAX_BACKWARD = _per_element(reduction.softmax_backward, "cols", "softmax-backward", rows=1)
+_LOG_SOFTMAX_BACKWARD = _per_element(reduction.softmax_backward, "cols", "softmax-backward (log)", rows=1,
+                                     log=True)
 # FLOPs per element of the iteration space, by ATen op (overload packet) name, with the arithmetic.
 FLOPS_PER_OP: dict[str, tuple[float, str]] = {
     **{k: (v, n) for k, (v, n) in POINTWISE_FLOPS.items()},
@@ -67,16 +86,11 @@ FLOPS_PER_OP: dict[str, tuple[float, str]] = {
     **{k: (4.0, "mean 1, (x−mean)² accumulate 3: the layernorm formula's statistics") for k in (
         "var", "var_mean", "std", "std_mean")},
     # composites: the per-element terms of their ledger formulas (nsroof.costs.ledger.norm, .reduction)
-    "native_layer_norm": (8.0, "layernorm: mean 1, variance 3, normalize 2, affine 2"),
-    "layer_norm": (8.0, "layernorm: mean 1, variance 3, normalize 2, affine 2"),
-    "native_layer_norm_backward": (13.0, "layernorm-backward: dx 10, dγ and dβ 3"),
-    "rms_norm": (4.0, "rmsnorm: sum of squares 2, multiply by w 2"),
-    "_fused_rms_norm": (4.0, "rmsnorm: sum of squares 2, multiply by w 2"),
-    "_softmax": (5.0, "softmax: max, subtract, exp, sum, divide"),
-    "softmax": (5.0, "softmax: max, subtract, exp, sum, divide"),
-    "_log_softmax": (5.0, "softmax's 5 per element"), "log_softmax": (5.0, "softmax's 5 per element"),
-    "_softmax_backward_data": (4.0, "softmax-backward: 4 per element"),
-    "_log_softmax_backward_data": (4.0, "softmax-backward (log): 4 per element"),
+    **dict.fromkeys(("native_layer_norm", "layer_norm"), _LAYERNORM),
+    "native_layer_norm_backward": _LAYERNORM_BACKWARD,
+    **dict.fromkeys(("rms_norm", "_fused_rms_norm"), _RMSNORM),
+    **dict.fromkeys(("_softmax", "softmax", "_log_softmax", "log_softmax"), _SOFTMAX),
+    "_softmax_backward_data": _SOFTMAX_BACKWARD, "_log_softmax_backward_data": _LOG_SOFTMAX_BACKWARD,
     "embedding_dense_backward": (1.0, "1 add per gradient element"),
     "index_add": (1.0, "1 add"), "scatter_add": (1.0, "1 add"), "index_put": (0.0, _MOVE),
     **{k: (0.0, _MOVE) for k in (
